@@ -1,0 +1,113 @@
+//! HTTP API: one module per tag, assembled here into one OpenAPI service.
+
+use std::sync::OnceLock;
+
+use poem::endpoint::make_sync;
+use poem::http::StatusCode;
+use poem::middleware::{CatchPanic, Tracing};
+use poem::{get, Endpoint, EndpointExt, Response, Route};
+use poem_openapi::{OpenApiService, Tags};
+
+use crate::state::AppState;
+
+pub mod error;
+pub mod gate;
+pub mod health;
+pub mod openapi;
+pub mod routes;
+pub mod security;
+
+/// Request bodies above this size are refused with 413 (avatars as base64 fit).
+const MAX_BODY_BYTES: usize = 2 * 1024 * 1024;
+
+#[derive(Tags)]
+pub enum ApiTags {
+    /// Service and dependency health.
+    Health,
+}
+
+type Apis = health::HealthApi;
+
+fn apis() -> Apis {
+    health::HealthApi
+}
+
+fn service() -> OpenApiService<Apis, ()> {
+    OpenApiService::new(apis(), "Switchboard", openapi::API_VERSION)
+        .description(
+            "Unified messaging backend: one inbox over WhatsApp, Telegram and Discord \
+             conversations held on a Matrix homeserver. Every route except /health, \
+             /openapi.yaml, /api/attestation and the sign-in routes /api/auth/code, \
+             /api/auth/verify and /api/auth/refresh requires `Authorization: Bearer <token>`. \
+             Every response carries X-RateLimit-Limit, X-RateLimit-Remaining and \
+             X-RateLimit-Reset (Unix seconds); errors are `{\"error\", \"message\"}`.",
+        )
+}
+
+/// The OpenAPI 3.1 document as JSON.
+pub fn spec_json() -> serde_json::Value {
+    static SPEC: OnceLock<serde_json::Value> = OnceLock::new();
+    SPEC.get_or_init(|| {
+        let raw: serde_json::Value =
+            serde_json::from_str(&service().spec()).unwrap_or(serde_json::Value::Null);
+        openapi::to_openapi_31(raw)
+    })
+    .clone()
+}
+
+/// The OpenAPI 3.1 document as YAML, as served at `/openapi.yaml`.
+pub fn spec_yaml() -> String {
+    static YAML: OnceLock<String> = OnceLock::new();
+    YAML.get_or_init(|| serde_yaml::to_string(&spec_json()).unwrap_or_default())
+        .clone()
+}
+
+/// The whole HTTP application: routes, the gate, panic and size guards, request logging.
+pub fn app(state: AppState) -> impl Endpoint {
+    let yaml = spec_yaml();
+    Route::new()
+        .at(
+            "/openapi.yaml",
+            get(make_sync(move |_| {
+                Response::builder()
+                    .status(StatusCode::OK)
+                    .content_type("application/yaml")
+                    .body(yaml.clone())
+            })),
+        )
+        .nest("/", service())
+        .around(limit_body)
+        .with(CatchPanic::new().with_handler(|_| {
+            error::json_body(
+                StatusCode::INTERNAL_SERVER_ERROR,
+                "internal_error",
+                "an internal error occurred; the server log has the details",
+            )
+        }))
+        .around(gate::gate)
+        .data(state)
+        .with(Tracing)
+}
+
+/// Refuses bodies over [`MAX_BODY_BYTES`]: by `Content-Length` up front (413), and caps
+/// chunked bodies so they cannot grow without bound (the truncated body fails to parse).
+async fn limit_body<E: Endpoint>(ep: std::sync::Arc<E>, mut req: poem::Request) -> poem::Result<Response> {
+    use poem::IntoResponse;
+    use tokio::io::AsyncReadExt;
+    let declared = req
+        .headers()
+        .get(poem::http::header::CONTENT_LENGTH)
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.parse::<usize>().ok());
+    if declared.is_some_and(|n| n > MAX_BODY_BYTES) {
+        return Err(crate::error::AppError::PayloadTooLarge {
+            limit: MAX_BODY_BYTES,
+        }
+        .into());
+    }
+    if declared.is_none() {
+        let body = req.take_body().into_async_read().take(MAX_BODY_BYTES as u64 + 1);
+        req.set_body(poem::Body::from_async_read(body));
+    }
+    ep.call(req).await.map(IntoResponse::into_response)
+}

@@ -1,0 +1,130 @@
+//! The served OpenAPI document. poem-openapi writes 3.0.0; the contract is 3.1.0, so the
+//! generated document is converted here, in one place.
+//!
+//! 3.0 → 3.1 changes applied: `nullable: true` becomes a `"null"` member of the type (or
+//! an `anyOf` with `{"type": "null"}` for references), boolean `exclusiveMinimum` /
+//! `exclusiveMaximum` become numeric bounds, and schema `example` becomes `examples`.
+
+use serde_json::{json, Map, Value};
+
+pub const OPENAPI_VERSION: &str = "3.1.0";
+/// Version of the interface (not of the binary).
+pub const API_VERSION: &str = "2.0.0";
+
+pub fn to_openapi_31(mut doc: Value) -> Value {
+    doc["openapi"] = json!(OPENAPI_VERSION);
+    doc["info"]["version"] = json!(API_VERSION);
+    convert(&mut doc);
+    doc
+}
+
+fn convert(value: &mut Value) {
+    match value {
+        Value::Object(map) => {
+            for child in map.values_mut() {
+                convert(child);
+            }
+            convert_object(map);
+        }
+        Value::Array(items) => items.iter_mut().for_each(convert),
+        _ => {}
+    }
+}
+
+fn looks_like_schema(map: &Map<String, Value>) -> bool {
+    !map.contains_key("in")
+        && !map.contains_key("schema")
+        && ["type", "$ref", "properties", "allOf", "anyOf", "oneOf", "items", "enum"]
+            .iter()
+            .any(|k| map.contains_key(*k))
+}
+
+fn convert_object(map: &mut Map<String, Value>) {
+    if !looks_like_schema(map) {
+        return;
+    }
+    if let Some(nullable) = map.remove("nullable") {
+        if nullable == json!(true) {
+            make_nullable(map);
+        }
+    }
+    for (flag, bound) in [("exclusiveMinimum", "minimum"), ("exclusiveMaximum", "maximum")] {
+        match map.get(flag) {
+            Some(Value::Bool(true)) => {
+                let limit = map.remove(bound).unwrap_or(Value::Null);
+                map.insert(flag.to_owned(), limit);
+            }
+            Some(Value::Bool(false)) => {
+                map.remove(flag);
+            }
+            _ => {}
+        }
+    }
+    if let Some(example) = map.remove("example") {
+        map.insert("examples".to_owned(), json!([example]));
+    }
+}
+
+fn make_nullable(map: &mut Map<String, Value>) {
+    match map.get_mut("type") {
+        Some(Value::String(t)) => {
+            let t = std::mem::take(t);
+            map.insert("type".to_owned(), json!([t, "null"]));
+            if let Some(Value::Array(values)) = map.get_mut("enum") {
+                values.push(Value::Null);
+            }
+        }
+        Some(Value::Array(types)) => {
+            if !types.contains(&json!("null")) {
+                types.push(json!("null"));
+            }
+        }
+        _ => {
+            // A reference or a composition: wrap it.
+            let mut inner = Map::new();
+            for key in ["$ref", "allOf", "anyOf", "oneOf"] {
+                if let Some(v) = map.remove(key) {
+                    inner.insert(key.to_owned(), v);
+                }
+            }
+            map.insert("anyOf".to_owned(), json!([Value::Object(inner), {"type": "null"}]));
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn nullable_types_and_references_become_31_forms() {
+        let doc = json!({
+            "openapi": "3.0.0",
+            "info": {"title": "t", "version": "x"},
+            "components": {"schemas": {"A": {"type": "object", "properties": {
+                "s": {"type": "string", "nullable": true},
+                "r": {"allOf": [{"$ref": "#/components/schemas/B"}], "nullable": true},
+                "n": {"type": "integer", "minimum": 0, "exclusiveMinimum": true},
+                "e": {"type": "string", "example": "hi"}
+            }}}}
+        });
+        let out = to_openapi_31(doc);
+        assert_eq!(out["openapi"], "3.1.0");
+        assert_eq!(out["info"]["version"], "2.0.0");
+        let props = &out["components"]["schemas"]["A"]["properties"];
+        assert_eq!(props["s"]["type"], json!(["string", "null"]));
+        assert_eq!(props["r"]["anyOf"][1], json!({"type": "null"}));
+        assert_eq!(props["n"]["exclusiveMinimum"], json!(0));
+        assert!(props["n"].get("minimum").is_none());
+        assert_eq!(props["e"]["examples"], json!(["hi"]));
+    }
+
+    #[test]
+    fn parameter_examples_are_left_alone() {
+        let doc = json!({"paths": {"/x": {"get": {"parameters": [
+            {"name": "q", "in": "query", "schema": {"type": "string"}, "example": "v"}
+        ]}}}});
+        let out = to_openapi_31(doc);
+        assert_eq!(out["paths"]["/x"]["get"]["parameters"][0]["example"], "v");
+    }
+}

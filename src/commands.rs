@@ -1,0 +1,168 @@
+//! What each CLI subcommand does. Errors come back as one printable message.
+
+use std::path::Path;
+
+use crate::config::{Config, LogFormat, Overrides};
+use crate::state::AppState;
+use crate::store::{Store, SCHEMA_VERSION};
+
+pub use crate::services::admin::UserCommand;
+
+type CmdResult = Result<(), String>;
+
+fn load(overrides: &Overrides) -> Result<Config, String> {
+    Config::load(overrides, std::env::vars()).map_err(|e| format!("configuration error: {e}"))
+}
+
+fn init_logging(config: &Config) {
+    let filter = std::env::var("RUST_LOG")
+        .ok()
+        .and_then(|v| v.parse::<tracing_subscriber::EnvFilter>().ok())
+        .unwrap_or_else(|| {
+            config
+                .log
+                .level
+                .parse()
+                .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info"))
+        });
+    let builder = tracing_subscriber::fmt().with_env_filter(filter).with_writer(std::io::stderr);
+    let _ = match config.log.format {
+        LogFormat::Json => builder.json().try_init(),
+        LogFormat::Text => builder.try_init(),
+    };
+}
+
+fn runtime() -> Result<tokio::runtime::Runtime, String> {
+    tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+        .map_err(|e| format!("cannot start the async runtime: {e}"))
+}
+
+pub fn serve(overrides: &Overrides) -> CmdResult {
+    let config = load(overrides)?;
+    init_logging(&config);
+    let rt = runtime()?;
+    rt.block_on(async move {
+        let state = AppState::build(config).map_err(|e| format!("startup failed: {e}"))?;
+        tracing::info!(
+            version = env!("CARGO_PKG_VERSION"),
+            data_dir = %state.config.storage.data_dir.display(),
+            base_url = %state.config.public_base_url(),
+            matrix = state.matrix.as_ref().map(|m| m.base_url()).unwrap_or("not configured"),
+            "switchboard starting"
+        );
+        crate::serve(state, crate::shutdown_signal())
+            .await
+            .map_err(|e| format!("cannot serve on the configured address: {e}"))
+    })?;
+    tracing::info!("stopped");
+    Ok(())
+}
+
+pub fn migrate(overrides: &Overrides) -> CmdResult {
+    let config = load(overrides)?;
+    init_logging(&config);
+    let store = Store::open(&config.storage).map_err(|e| e.to_string())?;
+    let version = store.schema_version().map_err(|e| e.to_string())?;
+    println!("database {} is at schema version {version}", config.storage.database_path().display());
+    Ok(())
+}
+
+pub fn openapi() -> CmdResult {
+    print!("{}", crate::api::spec_yaml());
+    Ok(())
+}
+
+/// Validates without creating anything: config, key files if present, database version.
+pub fn check_config(overrides: &Overrides) -> CmdResult {
+    let config = load(overrides)?;
+    println!("configuration: ok");
+    println!("  listen:          {}", config.server.listen);
+    println!("  base url:        {}", config.public_base_url());
+    println!("  data dir:        {}", config.storage.data_dir.display());
+    println!("  mail transport:  {:?}", config.mail.transport);
+    match &config.matrix {
+        Some(m) => println!("  homeserver:      {} ({})", m.homeserver_url, m.server_name),
+        None => println!("  homeserver:      not configured (/health will answer 503)"),
+    }
+    let bridges: Vec<&str> = config
+        .bridges
+        .iter()
+        .filter(|(_, b)| b.provisioning_url.is_some())
+        .map(|(name, _)| name)
+        .collect();
+    println!("  bridges:         {}", if bridges.is_empty() { "none".to_owned() } else { bridges.join(", ") });
+    println!("  ai service:      {}", if config.ai.is_some() { "configured" } else { "disabled" });
+    println!("  push (APNs):     {}", if config.push.is_some() { "configured" } else { "disabled" });
+    println!(
+        "  rate limit:      {} requests per {}",
+        config.rate_limit.requests,
+        humantime::format_duration(config.rate_limit.window.0)
+    );
+    let key_path = config.storage.master_key_path();
+    if key_path.exists() {
+        crate::crypto::MasterKey::load(&key_path).map_err(|e| e.to_string())?;
+        println!("  master key:      {} (ok)", key_path.display());
+    } else {
+        println!("  master key:      {} (will be created on first start)", key_path.display());
+    }
+    let db = config.storage.database_path();
+    if db.exists() {
+        let conn = rusqlite::Connection::open_with_flags(&db, rusqlite::OpenFlags::SQLITE_OPEN_READ_ONLY)
+            .map_err(|e| format!("cannot open {}: {e}", db.display()))?;
+        let version: i64 = conn
+            .pragma_query_value(None, "user_version", |r| r.get(0))
+            .map_err(|e| format!("cannot read {}: {e}", db.display()))?;
+        let note = if version < SCHEMA_VERSION { " (migrations pending; applied at start)" } else { "" };
+        println!("  database:        {} schema version {version} of {SCHEMA_VERSION}{note}", db.display());
+    } else {
+        println!("  database:        {} (will be created; schema version {SCHEMA_VERSION})", db.display());
+    }
+    Ok(())
+}
+
+pub fn user(overrides: &Overrides, command: UserCommand) -> CmdResult {
+    let config = load(overrides)?;
+    let state = AppState::build(config).map_err(|e| e.to_string())?;
+    let rt = runtime()?;
+    let output = rt.block_on(crate::services::admin::run_cli(&state, command)).map_err(|e| e.to_string())?;
+    print!("{output}");
+    Ok(())
+}
+
+pub fn backup(overrides: &Overrides, file: &Path) -> CmdResult {
+    if file.exists() {
+        return Err(format!("{} already exists; choose a new file", file.display()));
+    }
+    let config = load(overrides)?;
+    let store = Store::open(&config.storage).map_err(|e| e.to_string())?;
+    store.backup_to(file).map_err(|e| e.to_string())?;
+    println!("database copied to {}", file.display());
+    println!(
+        "also keep {} safe: without it the encrypted columns cannot be read",
+        config.storage.master_key_path().display()
+    );
+    Ok(())
+}
+
+pub fn restore(overrides: &Overrides, file: &Path) -> CmdResult {
+    let config = load(overrides)?;
+    let source = rusqlite::Connection::open_with_flags(file, rusqlite::OpenFlags::SQLITE_OPEN_READ_ONLY)
+        .map_err(|e| format!("cannot open {}: {e}", file.display()))?;
+    let version: i64 = source
+        .pragma_query_value(None, "user_version", |r| r.get(0))
+        .map_err(|e| format!("{} is not a switchboard database: {e}", file.display()))?;
+    if version == 0 || version > SCHEMA_VERSION {
+        return Err(format!("{} has schema version {version}; expected 1..={SCHEMA_VERSION}", file.display()));
+    }
+    std::fs::create_dir_all(&config.storage.data_dir).map_err(|e| e.to_string())?;
+    let target = config.storage.database_path();
+    let mut dest = rusqlite::Connection::open(&target).map_err(|e| e.to_string())?;
+    let backup = rusqlite::backup::Backup::new(&source, &mut dest).map_err(|e| e.to_string())?;
+    backup
+        .run_to_completion(256, std::time::Duration::from_millis(0), None)
+        .map_err(|e| e.to_string())?;
+    println!("restored {} into {}", file.display(), target.display());
+    Ok(())
+}

@@ -1,0 +1,553 @@
+//! Typed configuration: built-in defaults → TOML file → `SWITCHBOARD__SECTION__KEY`
+//! environment → CLI flags, validated once at startup.
+//!
+//! Every key is documented in `config.example.toml`; a test parses that file so the two
+//! cannot drift apart. Unknown keys and bad values are startup errors that name the key.
+
+use std::fmt;
+use std::net::SocketAddr;
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use serde::{Deserialize, Deserializer, Serialize, Serializer};
+
+/// Environment prefix; `__` separates nesting levels (`SWITCHBOARD__RATE_LIMIT__REQUESTS=100`).
+pub const ENV_PREFIX: &str = "SWITCHBOARD__";
+
+#[derive(Debug, thiserror::Error)]
+pub enum ConfigError {
+    #[error("cannot read config file {path}: {source}")]
+    Read {
+        path: PathBuf,
+        source: std::io::Error,
+    },
+    #[error("config file {path} is not valid TOML: {message}")]
+    Syntax { path: PathBuf, message: String },
+    #[error("config key `{key}`: {message}")]
+    Key { key: String, message: String },
+}
+
+impl ConfigError {
+    fn key(key: &str, message: impl Into<String>) -> Self {
+        Self::Key {
+            key: key.to_owned(),
+            message: message.into(),
+        }
+    }
+}
+
+#[derive(Debug, Clone, Default, Deserialize, Serialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct Config {
+    pub server: ServerConfig,
+    pub storage: StorageConfig,
+    pub auth: AuthConfig,
+    pub mail: MailConfig,
+    pub matrix: Option<MatrixConfig>,
+    pub bridges: BridgesConfig,
+    pub ai: Option<AiConfig>,
+    pub push: Option<PushConfig>,
+    pub rate_limit: RateLimitConfig,
+    pub subscriptions: SubscriptionsConfig,
+    pub log: LogConfig,
+}
+
+#[derive(Debug, Clone, Deserialize, Serialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct ServerConfig {
+    pub listen: SocketAddr,
+    /// Public URL of this service, used in messages to users; defaults to `http://{listen}`.
+    pub base_url: Option<String>,
+    pub tls_cert: Option<PathBuf>,
+    pub tls_key: Option<PathBuf>,
+}
+
+impl Default for ServerConfig {
+    fn default() -> Self {
+        Self {
+            listen: SocketAddr::from(([127, 0, 0, 1], 8080)),
+            base_url: None,
+            tls_cert: None,
+            tls_key: None,
+        }
+    }
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Synchronous {
+    Off,
+    Normal,
+    Full,
+    Extra,
+}
+
+impl Synchronous {
+    pub fn pragma(self) -> &'static str {
+        match self {
+            Self::Off => "OFF",
+            Self::Normal => "NORMAL",
+            Self::Full => "FULL",
+            Self::Extra => "EXTRA",
+        }
+    }
+}
+
+#[derive(Debug, Clone, Deserialize, Serialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct StorageConfig {
+    pub data_dir: PathBuf,
+    /// Defaults to `<data_dir>/master.key`.
+    pub master_key_file: Option<PathBuf>,
+    /// `full` by default so that an acknowledged write survives power loss, not only `kill -9`.
+    pub synchronous: Synchronous,
+}
+
+impl Default for StorageConfig {
+    fn default() -> Self {
+        Self {
+            data_dir: PathBuf::from("./data"),
+            master_key_file: None,
+            synchronous: Synchronous::Full,
+        }
+    }
+}
+
+impl StorageConfig {
+    pub fn database_path(&self) -> PathBuf {
+        self.data_dir.join("switchboard.db")
+    }
+
+    pub fn master_key_path(&self) -> PathBuf {
+        self.master_key_file
+            .clone()
+            .unwrap_or_else(|| self.data_dir.join("master.key"))
+    }
+}
+
+#[derive(Debug, Clone, Deserialize, Serialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct AuthConfig {
+    pub access_token_ttl: HumanDuration,
+    pub refresh_token_ttl: HumanDuration,
+    pub code_ttl: HumanDuration,
+    /// E-mail addresses that become administrators when they sign in.
+    pub admin_emails: Vec<String>,
+}
+
+impl Default for AuthConfig {
+    fn default() -> Self {
+        Self {
+            access_token_ttl: HumanDuration::from_secs(15 * 60),
+            refresh_token_ttl: HumanDuration::from_secs(30 * 86_400),
+            code_ttl: HumanDuration::from_secs(10 * 60),
+            admin_emails: Vec::new(),
+        }
+    }
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum MailTransport {
+    /// Writes sign-in codes to the server log: the embedded default, for local use.
+    Log,
+    Smtp,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum SmtpSecurity {
+    None,
+    Starttls,
+    Tls,
+}
+
+#[derive(Debug, Clone, Deserialize, Serialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct MailConfig {
+    pub transport: MailTransport,
+    pub from: String,
+    pub smtp_host: Option<String>,
+    pub smtp_port: Option<u16>,
+    pub smtp_security: SmtpSecurity,
+    pub smtp_username: Option<String>,
+    pub smtp_password: Option<Secret>,
+}
+
+impl Default for MailConfig {
+    fn default() -> Self {
+        Self {
+            transport: MailTransport::Log,
+            from: "Switchboard <switchboard@localhost>".to_owned(),
+            smtp_host: None,
+            smtp_port: None,
+            smtp_security: SmtpSecurity::Starttls,
+            smtp_username: None,
+            smtp_password: None,
+        }
+    }
+}
+
+#[derive(Debug, Clone, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct MatrixConfig {
+    pub homeserver_url: String,
+    pub server_name: String,
+    pub registration_shared_secret: Secret,
+}
+
+#[derive(Debug, Clone, Default, Deserialize, Serialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct BridgesConfig {
+    pub whatsapp: Option<BridgeConfig>,
+    pub telegram: Option<BridgeConfig>,
+    pub discord: Option<BridgeConfig>,
+}
+
+#[derive(Debug, Clone, Default, Deserialize, Serialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct BridgeConfig {
+    pub provisioning_url: Option<String>,
+    pub shared_secret: Option<Secret>,
+    pub bot_user_id: Option<String>,
+}
+
+#[derive(Debug, Clone, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct AiConfig {
+    /// Base URL of an OpenAI-compatible API, e.g. `http://127.0.0.1:11434/v1`.
+    pub url: String,
+    pub model: String,
+    #[serde(default)]
+    pub api_key: Option<Secret>,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum PushEnvironment {
+    Production,
+    Development,
+}
+
+#[derive(Debug, Clone, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct PushConfig {
+    pub key_file: PathBuf,
+    pub key_id: String,
+    pub team_id: String,
+    pub bundle_id: String,
+    pub environment: PushEnvironment,
+}
+
+#[derive(Debug, Clone, Deserialize, Serialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct RateLimitConfig {
+    pub requests: u32,
+    pub window: HumanDuration,
+}
+
+impl Default for RateLimitConfig {
+    fn default() -> Self {
+        Self {
+            requests: 300,
+            window: HumanDuration::from_secs(60),
+        }
+    }
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum DefaultSubscription {
+    Active,
+    None,
+}
+
+#[derive(Debug, Clone, Deserialize, Serialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct SubscriptionsConfig {
+    /// Personal-token tier given to new users.
+    pub default: DefaultSubscription,
+}
+
+impl Default for SubscriptionsConfig {
+    fn default() -> Self {
+        Self {
+            default: DefaultSubscription::Active,
+        }
+    }
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, Serialize, clap::ValueEnum)]
+#[serde(rename_all = "lowercase")]
+pub enum LogFormat {
+    Text,
+    Json,
+}
+
+#[derive(Debug, Clone, Deserialize, Serialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct LogConfig {
+    pub format: LogFormat,
+    /// A tracing filter such as `info` or `switchboard=debug,info`; `RUST_LOG` wins when set.
+    pub level: String,
+}
+
+impl Default for LogConfig {
+    fn default() -> Self {
+        Self {
+            format: LogFormat::Text,
+            level: "info".to_owned(),
+        }
+    }
+}
+
+/// A duration written as "15m", "30d", "60s" (humantime syntax).
+#[derive(Clone, Copy, PartialEq, Eq)]
+pub struct HumanDuration(pub Duration);
+
+impl HumanDuration {
+    pub const fn from_secs(secs: u64) -> Self {
+        Self(Duration::from_secs(secs))
+    }
+}
+
+impl fmt::Debug for HumanDuration {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}", humantime::format_duration(self.0))
+    }
+}
+
+impl<'de> Deserialize<'de> for HumanDuration {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        let text = String::deserialize(d)?;
+        humantime::parse_duration(text.trim())
+            .map(HumanDuration)
+            .map_err(|e| {
+                serde::de::Error::custom(format!(
+                    "invalid duration {text:?} ({e}); write e.g. \"60s\", \"15m\", \"30d\""
+                ))
+            })
+    }
+}
+
+impl Serialize for HumanDuration {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.serialize_str(&humantime::format_duration(self.0).to_string())
+    }
+}
+
+/// A secret value: never printed by `Debug` or serialized back out.
+#[derive(Clone, Deserialize)]
+#[serde(transparent)]
+pub struct Secret(pub String);
+
+impl Secret {
+    pub fn expose(&self) -> &str {
+        &self.0
+    }
+}
+
+impl fmt::Debug for Secret {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("\"***\"")
+    }
+}
+
+impl Serialize for Secret {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.serialize_str("***")
+    }
+}
+
+/// Values given on the command line; they win over the file and the environment.
+#[derive(Debug, Clone, Default)]
+pub struct Overrides {
+    pub config_path: Option<PathBuf>,
+    pub listen: Option<String>,
+    pub data_dir: Option<PathBuf>,
+    pub log_format: Option<LogFormat>,
+}
+
+impl Config {
+    /// Loads the layered configuration. `env` is the process environment (a parameter so
+    /// tests can pass their own).
+    pub fn load(
+        overrides: &Overrides,
+        env: impl IntoIterator<Item = (String, String)>,
+    ) -> Result<Self, ConfigError> {
+        let mut tree = match config_file(overrides)? {
+            Some(path) => read_toml(&path)?,
+            None => toml::Table::new(),
+        };
+        for (name, value) in env {
+            if let Some(rest) = name.strip_prefix(ENV_PREFIX) {
+                let path: Vec<String> = rest.split("__").map(str::to_lowercase).collect();
+                set_path(&mut tree, &path, env_value(&value), &name)?;
+            }
+        }
+        if let Some(listen) = &overrides.listen {
+            set_cli(&mut tree, "server", "listen", listen.clone())?;
+        }
+        if let Some(dir) = &overrides.data_dir {
+            set_cli(&mut tree, "storage", "data_dir", dir.display().to_string())?;
+        }
+        if let Some(format) = overrides.log_format {
+            let text = if format == LogFormat::Json { "json" } else { "text" };
+            set_cli(&mut tree, "log", "format", text.to_owned())?;
+        }
+        let config: Config = serde_path_to_error::deserialize(toml::Value::Table(tree))
+            .map_err(|e| ConfigError::key(&e.path().to_string(), e.inner().to_string()))?;
+        config.validate()?;
+        Ok(config)
+    }
+
+    /// Checks relations between keys that serde cannot express.
+    pub fn validate(&self) -> Result<(), ConfigError> {
+        if let Some(url) = &self.server.base_url {
+            check_http_url("server.base_url", url)?;
+        }
+        if self.server.tls_cert.is_some() != self.server.tls_key.is_some() {
+            return Err(ConfigError::key(
+                "server.tls_cert",
+                "tls_cert and tls_key must be set together",
+            ));
+        }
+        for (key, d) in [
+            ("auth.access_token_ttl", self.auth.access_token_ttl),
+            ("auth.refresh_token_ttl", self.auth.refresh_token_ttl),
+            ("auth.code_ttl", self.auth.code_ttl),
+            ("rate_limit.window", self.rate_limit.window),
+        ] {
+            if d.0.is_zero() {
+                return Err(ConfigError::key(key, "must be longer than zero"));
+            }
+        }
+        if self.rate_limit.requests == 0 {
+            return Err(ConfigError::key("rate_limit.requests", "must be at least 1"));
+        }
+        if self.mail.transport == MailTransport::Smtp && self.mail.smtp_host.is_none() {
+            return Err(ConfigError::key(
+                "mail.smtp_host",
+                "required when mail.transport = \"smtp\"",
+            ));
+        }
+        if self.mail.from.parse::<lettre::message::Mailbox>().is_err() {
+            return Err(ConfigError::key(
+                "mail.from",
+                format!("{:?} is not a valid mailbox", self.mail.from),
+            ));
+        }
+        if let Some(matrix) = &self.matrix {
+            check_http_url("matrix.homeserver_url", &matrix.homeserver_url)?;
+            if matrix.server_name.trim().is_empty() {
+                return Err(ConfigError::key("matrix.server_name", "must not be empty"));
+            }
+        }
+        for (name, bridge) in self.bridges.iter() {
+            if let Some(url) = &bridge.provisioning_url {
+                check_http_url(&format!("bridges.{name}.provisioning_url"), url)?;
+            }
+        }
+        if let Some(ai) = &self.ai {
+            check_http_url("ai.url", &ai.url)?;
+        }
+        self.log
+            .level
+            .parse::<tracing_subscriber::EnvFilter>()
+            .map_err(|e| ConfigError::key("log.level", e.to_string()))?;
+        Ok(())
+    }
+
+    /// Base URL users are told to point clients at.
+    pub fn public_base_url(&self) -> String {
+        self.server
+            .base_url
+            .clone()
+            .unwrap_or_else(|| format!("http://{}", self.server.listen))
+    }
+}
+
+impl BridgesConfig {
+    /// The three platform sections by name, present or not.
+    pub fn iter(&self) -> impl Iterator<Item = (&'static str, &BridgeConfig)> {
+        [
+            ("whatsapp", &self.whatsapp),
+            ("telegram", &self.telegram),
+            ("discord", &self.discord),
+        ]
+        .into_iter()
+        .filter_map(|(name, c)| c.as_ref().map(|c| (name, c)))
+    }
+}
+
+fn config_file(overrides: &Overrides) -> Result<Option<PathBuf>, ConfigError> {
+    match &overrides.config_path {
+        Some(path) => Ok(Some(path.clone())),
+        None => {
+            let default = Path::new("./switchboard.toml");
+            Ok(default.exists().then(|| default.to_path_buf()))
+        }
+    }
+}
+
+fn read_toml(path: &Path) -> Result<toml::Table, ConfigError> {
+    let text = std::fs::read_to_string(path).map_err(|source| ConfigError::Read {
+        path: path.to_path_buf(),
+        source,
+    })?;
+    text.parse::<toml::Table>()
+        .map_err(|e| ConfigError::Syntax {
+            path: path.to_path_buf(),
+            message: e.to_string(),
+        })
+}
+
+/// Environment values are parsed as TOML scalars/arrays when they look like one
+/// (`300`, `true`, `["a@b"]`), otherwise taken as strings.
+fn env_value(raw: &str) -> toml::Value {
+    format!("v = {raw}")
+        .parse::<toml::Table>()
+        .ok()
+        .and_then(|mut t| t.remove("v"))
+        .filter(|v| !v.is_table())
+        .unwrap_or_else(|| toml::Value::String(raw.to_owned()))
+}
+
+fn set_cli(tree: &mut toml::Table, section: &str, key: &str, value: String) -> Result<(), ConfigError> {
+    let path = [section.to_owned(), key.to_owned()];
+    set_path(tree, &path, toml::Value::String(value), &format!("{section}.{key}"))
+}
+
+fn set_path(
+    tree: &mut toml::Table,
+    path: &[String],
+    value: toml::Value,
+    origin: &str,
+) -> Result<(), ConfigError> {
+    let Some((last, parents)) = path.split_last() else {
+        return Err(ConfigError::key(origin, "empty key"));
+    };
+    let mut node = tree;
+    for part in parents {
+        let entry = node
+            .entry(part.clone())
+            .or_insert_with(|| toml::Value::Table(toml::Table::new()));
+        node = entry
+            .as_table_mut()
+            .ok_or_else(|| ConfigError::key(origin, format!("`{part}` is not a section")))?;
+    }
+    node.insert(last.clone(), value);
+    Ok(())
+}
+
+fn check_http_url(key: &str, url: &str) -> Result<(), ConfigError> {
+    let parsed = reqwest::Url::parse(url)
+        .map_err(|e| ConfigError::key(key, format!("{url:?} is not a URL: {e}")))?;
+    if !matches!(parsed.scheme(), "http" | "https") {
+        return Err(ConfigError::key(key, "must be an http:// or https:// URL"));
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,125 @@
+//! The one error type services return. HTTP mapping lives in `api::error`, so nothing
+//! here knows about poem.
+
+use crate::store::StoreError;
+
+#[derive(Debug, thiserror::Error)]
+pub enum AppError {
+    /// 400: the request is well-formed HTTP but its content is not acceptable.
+    #[error("{message}")]
+    BadRequest { code: &'static str, message: String },
+    /// 401: no, or no longer valid, credentials.
+    #[error("{message}")]
+    Unauthorized { code: &'static str, message: String },
+    /// 403: valid credentials that may not do this.
+    #[error("{message}")]
+    Forbidden { code: &'static str, message: String },
+    #[error("{message}")]
+    NotFound { code: &'static str, message: String },
+    #[error("{message}")]
+    Conflict { code: &'static str, message: String },
+    #[error("{message}")]
+    RateLimited {
+        message: String,
+        retry_after_secs: u64,
+    },
+    /// 502: an upstream (homeserver, bridge, AI) answered with an error.
+    #[error("{message}")]
+    BadGateway { code: &'static str, message: String },
+    /// 503: an upstream is unreachable or not configured.
+    #[error("{message}")]
+    Unavailable { code: &'static str, message: String },
+    #[error("request body larger than {limit} bytes")]
+    PayloadTooLarge { limit: usize },
+    #[error("{message}")]
+    NotImplemented { message: String },
+    /// 500: the detail is logged, never sent to the client.
+    #[error("internal error: {0}")]
+    Internal(String),
+}
+
+pub type AppResult<T> = Result<T, AppError>;
+
+impl AppError {
+    /// 400 `invalid_request` with a message of the form `"<field>: <why>"`.
+    pub fn invalid(field: &str, why: impl std::fmt::Display) -> Self {
+        Self::BadRequest {
+            code: "invalid_request",
+            message: format!("{field}: {why}"),
+        }
+    }
+
+    pub fn bad_request(code: &'static str, message: impl Into<String>) -> Self {
+        Self::BadRequest {
+            code,
+            message: message.into(),
+        }
+    }
+
+    pub fn unauthorized(message: impl Into<String>) -> Self {
+        Self::Unauthorized {
+            code: "unauthorized",
+            message: message.into(),
+        }
+    }
+
+    pub fn forbidden(code: &'static str, message: impl Into<String>) -> Self {
+        Self::Forbidden {
+            code,
+            message: message.into(),
+        }
+    }
+
+    pub fn not_found(what: &str) -> Self {
+        Self::NotFound {
+            code: "not_found",
+            message: format!("{what} not found"),
+        }
+    }
+
+    pub fn conflict(code: &'static str, message: impl Into<String>) -> Self {
+        Self::Conflict {
+            code,
+            message: message.into(),
+        }
+    }
+
+    pub fn internal(detail: impl std::fmt::Display) -> Self {
+        Self::Internal(detail.to_string())
+    }
+
+    /// The snake_case code sent in the `error` field.
+    pub fn code(&self) -> &'static str {
+        match self {
+            Self::BadRequest { code, .. }
+            | Self::Unauthorized { code, .. }
+            | Self::Forbidden { code, .. }
+            | Self::NotFound { code, .. }
+            | Self::Conflict { code, .. }
+            | Self::BadGateway { code, .. }
+            | Self::Unavailable { code, .. } => code,
+            Self::RateLimited { .. } => "rate_limited",
+            Self::PayloadTooLarge { .. } => "payload_too_large",
+            Self::NotImplemented { .. } => "not_implemented",
+            Self::Internal(_) => "internal_error",
+        }
+    }
+}
+
+impl From<StoreError> for AppError {
+    fn from(e: StoreError) -> Self {
+        Self::Internal(e.to_string())
+    }
+}
+
+impl From<rusqlite::Error> for AppError {
+    fn from(e: rusqlite::Error) -> Self {
+        Self::Internal(format!("database error: {e}"))
+    }
+}
+
+impl From<crate::crypto::CryptoError> for AppError {
+    fn from(e: crate::crypto::CryptoError) -> Self {
+        Self::Internal(format!("crypto error: {e}"))
+    }
+}

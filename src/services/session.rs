@@ -1,0 +1,153 @@
+//! Who is calling: verification of access tokens (JWT, HS256) and personal API tokens.
+//!
+//! The HTTP gate calls [`authenticate`] once per request; handlers receive the resulting
+//! [`Principal`] through the bearer security scheme.
+
+use jsonwebtoken::{Algorithm, DecodingKey, EncodingKey, Header, Validation};
+use serde::{Deserialize, Serialize};
+
+use crate::crypto;
+use crate::error::{AppError, AppResult};
+use crate::ratelimit::unix_now;
+use crate::state::AppState;
+use crate::store::{api_tokens, users};
+
+/// Prefix that tells personal API tokens apart from JWT access tokens.
+pub const PERSONAL_TOKEN_PREFIX: &str = "csk_";
+
+/// The authenticated caller of a request.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Principal {
+    /// A native-app user holding a JWT access token.
+    User { user_id: String },
+    /// A script holding a personal API token of `user_id`.
+    ApiToken {
+        user_id: String,
+        token_id: String,
+        allowlist_version: u32,
+    },
+}
+
+impl Principal {
+    pub fn user_id(&self) -> &str {
+        match self {
+            Self::User { user_id } | Self::ApiToken { user_id, .. } => user_id,
+        }
+    }
+
+    pub fn is_api_token(&self) -> bool {
+        matches!(self, Self::ApiToken { .. })
+    }
+
+    /// Key of this caller's general rate-limit budget.
+    pub fn rate_key(&self) -> String {
+        match self {
+            Self::User { user_id } => format!("user:{user_id}"),
+            Self::ApiToken { token_id, .. } => format!("token:{token_id}"),
+        }
+    }
+}
+
+#[derive(Debug, Serialize, Deserialize)]
+struct Claims {
+    sub: String,
+    iat: u64,
+    exp: u64,
+    typ: String,
+}
+
+/// HS256 keys for access tokens, derived from the master key so they survive restarts.
+pub struct JwtKeys {
+    encoding: EncodingKey,
+    decoding: DecodingKey,
+    ttl_secs: u64,
+}
+
+impl JwtKeys {
+    pub fn new(secret: &[u8], ttl_secs: u64) -> Self {
+        Self {
+            encoding: EncodingKey::from_secret(secret),
+            decoding: DecodingKey::from_secret(secret),
+            ttl_secs,
+        }
+    }
+
+    /// Issues an access token for `user_id`; returns it with its lifetime in seconds.
+    pub fn issue(&self, user_id: &str) -> AppResult<(String, u64)> {
+        let now = unix_now();
+        let claims = Claims {
+            sub: user_id.to_owned(),
+            iat: now,
+            exp: now + self.ttl_secs,
+            typ: "access".to_owned(),
+        };
+        let token = jsonwebtoken::encode(&Header::new(Algorithm::HS256), &claims, &self.encoding)
+            .map_err(AppError::internal)?;
+        Ok((token, self.ttl_secs))
+    }
+
+    fn verify(&self, token: &str) -> Option<String> {
+        let mut validation = Validation::new(Algorithm::HS256);
+        validation.leeway = 0;
+        validation.set_required_spec_claims(&["exp", "sub"]);
+        let data = jsonwebtoken::decode::<Claims>(token, &self.decoding, &validation).ok()?;
+        (data.claims.typ == "access").then_some(data.claims.sub)
+    }
+}
+
+/// Resolves a bearer token to its principal. Errors are the exact answers the gate gives:
+/// 401 for unknown, expired or revoked credentials; 403 `subscription_expired` for a
+/// personal token whose owner has no active subscription.
+pub async fn authenticate(state: &AppState, token: &str) -> AppResult<Principal> {
+    if token.starts_with(PERSONAL_TOKEN_PREFIX) {
+        return authenticate_personal(state, token).await;
+    }
+    let user_id = state
+        .jwt
+        .verify(token)
+        .ok_or_else(|| AppError::unauthorized("invalid or expired access token"))?;
+    let uid = user_id.clone();
+    let exists = state
+        .store
+        .run(move |c| Ok::<_, AppError>(users::find(c, &uid)?.is_some()))
+        .await?;
+    if !exists {
+        return Err(AppError::unauthorized("the account of this token no longer exists"));
+    }
+    Ok(Principal::User { user_id })
+}
+
+async fn authenticate_personal(state: &AppState, token: &str) -> AppResult<Principal> {
+    let hash = crypto::sha256_hex(token);
+    let now = unix_now() as i64;
+    state
+        .store
+        .run(move |c| {
+            let row = api_tokens::find_by_hash(c, &hash)?
+                .ok_or_else(|| AppError::unauthorized("invalid personal API token"))?;
+            if row.revoked_at.is_some() {
+                return Err(AppError::unauthorized("this personal API token has been revoked"));
+            }
+            if row.expires_at.is_some_and(|at| at <= now) {
+                return Err(AppError::unauthorized("this personal API token has expired"));
+            }
+            let user = users::find(c, &row.user_id)?
+                .ok_or_else(|| AppError::unauthorized("invalid personal API token"))?;
+            if !user.subscription_is_active(now) {
+                return Err(AppError::forbidden(
+                    "subscription_expired",
+                    "an active paid subscription is required to use personal API tokens",
+                ));
+            }
+            // Recording use costs a write: once a minute per token is precise enough.
+            if row.last_used_at.is_none_or(|at| now - at >= 60) {
+                api_tokens::touch(c, &row.id, now)?;
+            }
+            Ok(Principal::ApiToken {
+                user_id: row.user_id,
+                token_id: row.id,
+                allowlist_version: row.allowlist_version,
+            })
+        })
+        .await
+}

@@ -1,0 +1,83 @@
+//! Shared application state, built once at startup and handed to every handler.
+
+use std::ops::Deref;
+use std::sync::Arc;
+use std::time::Duration;
+
+use moka::future::Cache;
+
+use crate::api::routes::RouteTable;
+use crate::config::Config;
+use crate::crypto::{MasterKey, ServerKeys};
+use crate::matrix::MatrixClient;
+use crate::ratelimit::RateLimiter;
+use crate::services::session::JwtKeys;
+use crate::store::Store;
+
+#[derive(Debug, thiserror::Error)]
+pub enum StartupError {
+    #[error(transparent)]
+    Crypto(#[from] crate::crypto::CryptoError),
+    #[error(transparent)]
+    Store(#[from] crate::store::StoreError),
+    #[error("{0}")]
+    Other(String),
+}
+
+pub struct Inner {
+    pub config: Config,
+    pub store: Store,
+    pub master: Arc<MasterKey>,
+    pub server_keys: ServerKeys,
+    pub limiter: RateLimiter,
+    pub jwt: JwtKeys,
+    pub matrix: Option<MatrixClient>,
+    /// General outbound client (AI service); upstreams with their own needs have their own.
+    pub http: reqwest::Client,
+    /// Probed by the health check to prove the cache works.
+    pub health_cache: Cache<&'static str, u64>,
+    pub routes: RouteTable,
+}
+
+#[derive(Clone)]
+pub struct AppState(Arc<Inner>);
+
+impl Deref for AppState {
+    type Target = Inner;
+    fn deref(&self) -> &Inner {
+        &self.0
+    }
+}
+
+impl AppState {
+    /// Loads keys, opens and migrates the database, and builds the clients.
+    pub fn build(config: Config) -> Result<Self, StartupError> {
+        crate::store::create_private_dir(&config.storage.data_dir)?;
+        let master = Arc::new(MasterKey::load_or_create(&config.storage.master_key_path())?);
+        let server_keys = ServerKeys::load_or_create(&config.storage.data_dir)?;
+        let store = Store::open(&config.storage)?;
+        let matrix = match &config.matrix {
+            Some(m) => Some(MatrixClient::new(m).map_err(|e| StartupError::Other(e.to_string()))?),
+            None => None,
+        };
+        let http = reqwest::Client::builder()
+            .user_agent(concat!("switchboard/", env!("CARGO_PKG_VERSION")))
+            .connect_timeout(Duration::from_secs(3))
+            .timeout(Duration::from_secs(30))
+            .build()
+            .map_err(|e| StartupError::Other(format!("HTTP client: {e}")))?;
+        let jwt = JwtKeys::new(&master.jwt_secret(), config.auth.access_token_ttl.0.as_secs());
+        Ok(Self(Arc::new(Inner {
+            store,
+            master,
+            server_keys,
+            limiter: RateLimiter::new(),
+            jwt,
+            matrix,
+            http,
+            health_cache: Cache::builder().max_capacity(16).build(),
+            routes: RouteTable::from_spec(&crate::api::spec_json()),
+            config,
+        })))
+    }
+}

@@ -1,0 +1,101 @@
+//! `api_tokens` table: personal API tokens, stored as SHA-256 of the secret.
+
+use rusqlite::{params, Connection, OptionalExtension, Row};
+
+#[derive(Debug, Clone)]
+pub struct ApiTokenRow {
+    pub id: String,
+    pub user_id: String,
+    pub name: String,
+    pub token_hash: String,
+    pub last_four: String,
+    pub allowlist_version: u32,
+    pub created_at: i64,
+    pub last_used_at: Option<i64>,
+    pub expires_at: Option<i64>,
+    pub revoked_at: Option<i64>,
+}
+
+const COLUMNS: &str = "id, user_id, name, token_hash, last_four, allowlist_version, created_at, \
+    last_used_at, expires_at, revoked_at";
+
+fn from_row(r: &Row<'_>) -> rusqlite::Result<ApiTokenRow> {
+    Ok(ApiTokenRow {
+        id: r.get(0)?,
+        user_id: r.get(1)?,
+        name: r.get(2)?,
+        token_hash: r.get(3)?,
+        last_four: r.get(4)?,
+        allowlist_version: r.get(5)?,
+        created_at: r.get(6)?,
+        last_used_at: r.get(7)?,
+        expires_at: r.get(8)?,
+        revoked_at: r.get(9)?,
+    })
+}
+
+pub fn insert(conn: &Connection, t: &ApiTokenRow) -> rusqlite::Result<()> {
+    conn.execute(
+        &format!("INSERT INTO api_tokens ({COLUMNS}) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10)"),
+        params![
+            t.id,
+            t.user_id,
+            t.name,
+            t.token_hash,
+            t.last_four,
+            t.allowlist_version,
+            t.created_at,
+            t.last_used_at,
+            t.expires_at,
+            t.revoked_at
+        ],
+    )?;
+    Ok(())
+}
+
+pub fn find_by_hash(conn: &Connection, hash: &str) -> rusqlite::Result<Option<ApiTokenRow>> {
+    conn.query_row(
+        &format!("SELECT {COLUMNS} FROM api_tokens WHERE token_hash = ?1"),
+        [hash],
+        from_row,
+    )
+    .optional()
+}
+
+pub fn find_for_user(conn: &Connection, user_id: &str, id: &str) -> rusqlite::Result<Option<ApiTokenRow>> {
+    conn.query_row(
+        &format!("SELECT {COLUMNS} FROM api_tokens WHERE id = ?1 AND user_id = ?2"),
+        [id, user_id],
+        from_row,
+    )
+    .optional()
+}
+
+pub fn list_for_user(conn: &Connection, user_id: &str) -> rusqlite::Result<Vec<ApiTokenRow>> {
+    let mut stmt = conn.prepare(&format!(
+        "SELECT {COLUMNS} FROM api_tokens WHERE user_id = ?1 ORDER BY created_at DESC, id"
+    ))?;
+    let rows = stmt.query_map([user_id], from_row)?;
+    rows.collect()
+}
+
+pub fn revoke(conn: &Connection, user_id: &str, id: &str, now: i64) -> rusqlite::Result<usize> {
+    conn.execute(
+        "UPDATE api_tokens SET revoked_at = COALESCE(revoked_at, ?3) WHERE id = ?1 AND user_id = ?2",
+        params![id, user_id, now],
+    )
+}
+
+pub fn set_allowlist_version(conn: &Connection, user_id: &str, id: &str, version: u32) -> rusqlite::Result<usize> {
+    conn.execute(
+        "UPDATE api_tokens SET allowlist_version = ?3 WHERE id = ?1 AND user_id = ?2",
+        params![id, user_id, version],
+    )
+}
+
+pub fn touch(conn: &Connection, id: &str, now: i64) -> rusqlite::Result<usize> {
+    conn.execute(
+        "UPDATE api_tokens SET last_used_at = ?2 WHERE id = ?1",
+        params![id, now],
+    )
+}

@@ -1,0 +1,222 @@
+//! SQLite storage: one r2d2 pool over a WAL database, numbered SQL migrations embedded in
+//! the binary, and `run` to execute queries off the async executor.
+//!
+//! Each aggregate has its own small repository module taking a `&Connection`.
+
+use std::path::Path;
+use std::time::Duration;
+
+use r2d2::{Pool, PooledConnection};
+use r2d2_sqlite::SqliteConnectionManager;
+use rusqlite::Connection;
+
+use crate::config::StorageConfig;
+
+pub mod api_tokens;
+pub mod users;
+
+pub type Conn = PooledConnection<SqliteConnectionManager>;
+
+#[derive(Debug, thiserror::Error)]
+pub enum StoreError {
+    #[error("database error: {0}")]
+    Sqlite(#[from] rusqlite::Error),
+    #[error("database pool error: {0}")]
+    Pool(#[from] r2d2::Error),
+    #[error("database task failed: {0}")]
+    Join(String),
+    #[error("cannot create data directory {path}: {source}")]
+    DataDir {
+        path: String,
+        source: std::io::Error,
+    },
+    #[error("database schema version {found} is newer than this binary knows ({known}); upgrade switchboard")]
+    TooNew { found: i64, known: i64 },
+}
+
+/// Forward-only migrations; the index + 1 is the `PRAGMA user_version` after applying it.
+const MIGRATIONS: &[(&str, &str)] = &[("0001_init", include_str!("../../migrations/0001_init.sql"))];
+
+/// Latest schema version this binary knows.
+pub const SCHEMA_VERSION: i64 = MIGRATIONS.len() as i64;
+
+#[derive(Clone)]
+pub struct Store {
+    pool: Pool<SqliteConnectionManager>,
+}
+
+impl Store {
+    /// Opens (creating if needed) `<data_dir>/switchboard.db` and applies pending migrations.
+    pub fn open(config: &StorageConfig) -> Result<Self, StoreError> {
+        create_private_dir(&config.data_dir)?;
+        create_private_file(&config.database_path())?;
+        let store = Self::open_file(&config.database_path(), config.synchronous.pragma())?;
+        store.migrate()?;
+        Ok(store)
+    }
+
+    fn open_file(path: &Path, synchronous: &'static str) -> Result<Self, StoreError> {
+        // WAL is a property of the file: set it once, outside any transaction, before the
+        // pool opens several connections at once (busy_timeout first, or they race).
+        {
+            let conn = Connection::open(path)?;
+            conn.busy_timeout(Duration::from_secs(5))?;
+            conn.pragma_update(None, "journal_mode", "WAL")?;
+        }
+        let manager = SqliteConnectionManager::file(path).with_init(move |c| {
+            c.busy_timeout(Duration::from_secs(5))?;
+            c.execute_batch(&format!(
+                "PRAGMA foreign_keys = ON; PRAGMA synchronous = {synchronous}; PRAGMA temp_store = MEMORY;"
+            ))
+        });
+        let pool = Pool::builder()
+            .max_size(8)
+            .connection_timeout(Duration::from_secs(10))
+            .build(manager)?;
+        Ok(Self { pool })
+    }
+
+    /// Applies every migration newer than the file's `user_version`, each in its own
+    /// transaction. Returns the schema version afterwards.
+    pub fn migrate(&self) -> Result<i64, StoreError> {
+        let mut conn = self.pool.get()?;
+        let mut version: i64 = conn.pragma_query_value(None, "user_version", |r| r.get(0))?;
+        if version > SCHEMA_VERSION {
+            return Err(StoreError::TooNew {
+                found: version,
+                known: SCHEMA_VERSION,
+            });
+        }
+        for (index, (name, sql)) in MIGRATIONS.iter().enumerate().skip(version as usize) {
+            let tx = conn.transaction()?;
+            tx.execute_batch(sql)?;
+            tx.pragma_update(None, "user_version", (index + 1) as i64)?;
+            tx.commit()?;
+            version = index as i64 + 1;
+            tracing::info!(migration = name, version, "applied database migration");
+        }
+        Ok(version)
+    }
+
+    pub fn schema_version(&self) -> Result<i64, StoreError> {
+        let conn = self.pool.get()?;
+        Ok(conn.pragma_query_value(None, "user_version", |r| r.get(0))?)
+    }
+
+    /// Runs `job` with a pooled connection on the blocking thread pool, so SQLite never
+    /// stalls the async executor.
+    pub async fn run<T, E, F>(&self, job: F) -> Result<T, E>
+    where
+        T: Send + 'static,
+        E: From<StoreError> + Send + 'static,
+        F: FnOnce(&mut Conn) -> Result<T, E> + Send + 'static,
+    {
+        let pool = self.pool.clone();
+        let joined = tokio::task::spawn_blocking(move || {
+            let mut conn = pool.get().map_err(StoreError::from)?;
+            job(&mut conn)
+        })
+        .await;
+        match joined {
+            Ok(result) => result,
+            Err(e) => match e.try_into_panic() {
+                Ok(panic) => std::panic::resume_unwind(panic),
+                Err(e) => Err(StoreError::Join(e.to_string()).into()),
+            },
+        }
+    }
+
+    /// A connection for synchronous callers (CLI commands, tests).
+    pub fn conn(&self) -> Result<Conn, StoreError> {
+        Ok(self.pool.get()?)
+    }
+
+    /// Consistent online copy of the live database (SQLite backup API), safe while serving.
+    pub fn backup_to(&self, target: &Path) -> Result<(), StoreError> {
+        let conn = self.pool.get()?;
+        conn.backup(rusqlite::MAIN_DB, target, None)?;
+        Ok(())
+    }
+}
+
+/// Creates the data directory readable by the service user only (0700) if it is missing.
+pub fn create_private_dir(dir: &Path) -> Result<(), StoreError> {
+    let err = |source| StoreError::DataDir {
+        path: dir.display().to_string(),
+        source,
+    };
+    if dir.exists() {
+        return Ok(());
+    }
+    std::fs::create_dir_all(dir).map_err(err)?;
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::PermissionsExt;
+        std::fs::set_permissions(dir, std::fs::Permissions::from_mode(0o700)).map_err(err)?;
+    }
+    Ok(())
+}
+
+/// Creates the database file with mode 0600 before SQLite opens it; SQLite gives the
+/// -wal and -shm files the same mode.
+fn create_private_file(path: &Path) -> Result<(), StoreError> {
+    if path.exists() {
+        return Ok(());
+    }
+    let mut options = std::fs::OpenOptions::new();
+    options.write(true).create_new(true);
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::OpenOptionsExt;
+        options.mode(0o600);
+    }
+    match options.open(path) {
+        Ok(_) => Ok(()),
+        Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => Ok(()),
+        Err(source) => Err(StoreError::DataDir {
+            path: path.display().to_string(),
+            source,
+        }),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn migrations_apply_once_and_record_the_schema_version() {
+        let dir = tempfile::tempdir().unwrap();
+        let config = StorageConfig {
+            data_dir: dir.path().to_path_buf(),
+            ..StorageConfig::default()
+        };
+        let store = Store::open(&config).unwrap();
+        assert_eq!(store.schema_version().unwrap(), SCHEMA_VERSION);
+        // Re-opening applies nothing and keeps the version.
+        let again = Store::open(&config).unwrap();
+        assert_eq!(again.migrate().unwrap(), SCHEMA_VERSION);
+        let conn = again.conn().unwrap();
+        let mode: String = conn.pragma_query_value(None, "journal_mode", |r| r.get(0)).unwrap();
+        assert_eq!(mode, "wal");
+        let fk: i64 = conn.pragma_query_value(None, "foreign_keys", |r| r.get(0)).unwrap();
+        assert_eq!(fk, 1);
+    }
+
+    #[test]
+    fn a_database_from_a_newer_binary_is_refused() {
+        let dir = tempfile::tempdir().unwrap();
+        let config = StorageConfig {
+            data_dir: dir.path().to_path_buf(),
+            ..StorageConfig::default()
+        };
+        let store = Store::open(&config).unwrap();
+        store
+            .conn()
+            .unwrap()
+            .pragma_update(None, "user_version", SCHEMA_VERSION + 1)
+            .unwrap();
+        let err = Store::open(&config).err().expect("must refuse");
+        assert!(err.to_string().contains("newer"), "{err}");
+    }
+}
