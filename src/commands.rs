@@ -25,7 +25,9 @@ fn init_logging(config: &Config) {
                 .parse()
                 .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info"))
         });
-    let builder = tracing_subscriber::fmt().with_env_filter(filter).with_writer(std::io::stderr);
+    let builder = tracing_subscriber::fmt()
+        .with_env_filter(filter)
+        .with_writer(std::io::stderr);
     let _ = match config.log.format {
         LogFormat::Json => builder.json().try_init(),
         LogFormat::Text => builder.try_init(),
@@ -65,7 +67,10 @@ pub fn migrate(overrides: &Overrides) -> CmdResult {
     init_logging(&config);
     let store = Store::open(&config.storage).map_err(|e| e.to_string())?;
     let version = store.schema_version().map_err(|e| e.to_string())?;
-    println!("database {} is at schema version {version}", config.storage.database_path().display());
+    println!(
+        "database {} is at schema version {version}",
+        config.storage.database_path().display()
+    );
     Ok(())
 }
 
@@ -83,7 +88,10 @@ pub fn check_config(overrides: &Overrides) -> CmdResult {
     println!("  data dir:        {}", config.storage.data_dir.display());
     println!("  mail transport:  {:?}", config.mail.transport);
     match &config.matrix {
-        Some(m) => println!("  homeserver:      {} ({})", m.homeserver_url, m.server_name),
+        Some(m) => println!(
+            "  homeserver:      {} ({})",
+            m.homeserver_url, m.server_name
+        ),
         None => println!("  homeserver:      not configured (/health will answer 503)"),
     }
     let bridges: Vec<&str> = config
@@ -92,9 +100,30 @@ pub fn check_config(overrides: &Overrides) -> CmdResult {
         .filter(|(_, b)| b.provisioning_url.is_some())
         .map(|(name, _)| name)
         .collect();
-    println!("  bridges:         {}", if bridges.is_empty() { "none".to_owned() } else { bridges.join(", ") });
-    println!("  ai service:      {}", if config.ai.is_some() { "configured" } else { "disabled" });
-    println!("  push (APNs):     {}", if config.push.is_some() { "configured" } else { "disabled" });
+    println!(
+        "  bridges:         {}",
+        if bridges.is_empty() {
+            "none".to_owned()
+        } else {
+            bridges.join(", ")
+        }
+    );
+    println!(
+        "  ai service:      {}",
+        if config.ai.is_some() {
+            "configured"
+        } else {
+            "disabled"
+        }
+    );
+    println!(
+        "  push (APNs):     {}",
+        if config.push.is_some() {
+            "configured"
+        } else {
+            "disabled"
+        }
+    );
     println!(
         "  rate limit:      {} requests per {}",
         config.rate_limit.requests,
@@ -105,19 +134,33 @@ pub fn check_config(overrides: &Overrides) -> CmdResult {
         crate::crypto::MasterKey::load(&key_path).map_err(|e| e.to_string())?;
         println!("  master key:      {} (ok)", key_path.display());
     } else {
-        println!("  master key:      {} (will be created on first start)", key_path.display());
+        println!(
+            "  master key:      {} (will be created on first start)",
+            key_path.display()
+        );
     }
     let db = config.storage.database_path();
     if db.exists() {
-        let conn = rusqlite::Connection::open_with_flags(&db, rusqlite::OpenFlags::SQLITE_OPEN_READ_ONLY)
-            .map_err(|e| format!("cannot open {}: {e}", db.display()))?;
+        let conn =
+            rusqlite::Connection::open_with_flags(&db, rusqlite::OpenFlags::SQLITE_OPEN_READ_ONLY)
+                .map_err(|e| format!("cannot open {}: {e}", db.display()))?;
         let version: i64 = conn
             .pragma_query_value(None, "user_version", |r| r.get(0))
             .map_err(|e| format!("cannot read {}: {e}", db.display()))?;
-        let note = if version < SCHEMA_VERSION { " (migrations pending; applied at start)" } else { "" };
-        println!("  database:        {} schema version {version} of {SCHEMA_VERSION}{note}", db.display());
+        let note = if version < SCHEMA_VERSION {
+            " (migrations pending; applied at start)"
+        } else {
+            ""
+        };
+        println!(
+            "  database:        {} schema version {version} of {SCHEMA_VERSION}{note}",
+            db.display()
+        );
     } else {
-        println!("  database:        {} (will be created; schema version {SCHEMA_VERSION})", db.display());
+        println!(
+            "  database:        {} (will be created; schema version {SCHEMA_VERSION})",
+            db.display()
+        );
     }
     Ok(())
 }
@@ -126,14 +169,19 @@ pub fn user(overrides: &Overrides, command: UserCommand) -> CmdResult {
     let config = load(overrides)?;
     let state = AppState::build(config).map_err(|e| e.to_string())?;
     let rt = runtime()?;
-    let output = rt.block_on(crate::services::admin::run_cli(&state, command)).map_err(|e| e.to_string())?;
+    let output = rt
+        .block_on(crate::services::admin::run_cli(&state, command))
+        .map_err(|e| e.to_string())?;
     print!("{output}");
     Ok(())
 }
 
 pub fn backup(overrides: &Overrides, file: &Path) -> CmdResult {
     if file.exists() {
-        return Err(format!("{} already exists; choose a new file", file.display()));
+        return Err(format!(
+            "{} already exists; choose a new file",
+            file.display()
+        ));
     }
     let config = load(overrides)?;
     let store = Store::open(&config.storage).map_err(|e| e.to_string())?;
@@ -148,13 +196,17 @@ pub fn backup(overrides: &Overrides, file: &Path) -> CmdResult {
 
 pub fn restore(overrides: &Overrides, file: &Path) -> CmdResult {
     let config = load(overrides)?;
-    let source = rusqlite::Connection::open_with_flags(file, rusqlite::OpenFlags::SQLITE_OPEN_READ_ONLY)
-        .map_err(|e| format!("cannot open {}: {e}", file.display()))?;
+    let source =
+        rusqlite::Connection::open_with_flags(file, rusqlite::OpenFlags::SQLITE_OPEN_READ_ONLY)
+            .map_err(|e| format!("cannot open {}: {e}", file.display()))?;
     let version: i64 = source
         .pragma_query_value(None, "user_version", |r| r.get(0))
         .map_err(|e| format!("{} is not a switchboard database: {e}", file.display()))?;
     if version == 0 || version > SCHEMA_VERSION {
-        return Err(format!("{} has schema version {version}; expected 1..={SCHEMA_VERSION}", file.display()));
+        return Err(format!(
+            "{} has schema version {version}; expected 1..={SCHEMA_VERSION}",
+            file.display()
+        ));
     }
     std::fs::create_dir_all(&config.storage.data_dir).map_err(|e| e.to_string())?;
     let target = config.storage.database_path();

@@ -392,7 +392,11 @@ impl Config {
             set_cli(&mut tree, "storage", "data_dir", dir.display().to_string())?;
         }
         if let Some(format) = overrides.log_format {
-            let text = if format == LogFormat::Json { "json" } else { "text" };
+            let text = if format == LogFormat::Json {
+                "json"
+            } else {
+                "text"
+            };
             set_cli(&mut tree, "log", "format", text.to_owned())?;
         }
         let config: Config = serde_path_to_error::deserialize(toml::Value::Table(tree))
@@ -423,7 +427,10 @@ impl Config {
             }
         }
         if self.rate_limit.requests == 0 {
-            return Err(ConfigError::key("rate_limit.requests", "must be at least 1"));
+            return Err(ConfigError::key(
+                "rate_limit.requests",
+                "must be at least 1",
+            ));
         }
         if self.mail.transport == MailTransport::Smtp && self.mail.smtp_host.is_none() {
             return Err(ConfigError::key(
@@ -513,9 +520,19 @@ fn env_value(raw: &str) -> toml::Value {
         .unwrap_or_else(|| toml::Value::String(raw.to_owned()))
 }
 
-fn set_cli(tree: &mut toml::Table, section: &str, key: &str, value: String) -> Result<(), ConfigError> {
+fn set_cli(
+    tree: &mut toml::Table,
+    section: &str,
+    key: &str,
+    value: String,
+) -> Result<(), ConfigError> {
     let path = [section.to_owned(), key.to_owned()];
-    set_path(tree, &path, toml::Value::String(value), &format!("{section}.{key}"))
+    set_path(
+        tree,
+        &path,
+        toml::Value::String(value),
+        &format!("{section}.{key}"),
+    )
 }
 
 fn set_path(

@@ -27,7 +27,10 @@ pub const SHUTDOWN_GRACE: Duration = Duration::from_secs(10);
 
 /// Serves the application on `config.server.listen` until `shutdown` resolves; in-flight
 /// requests then get [`SHUTDOWN_GRACE`] to finish.
-pub async fn serve(state: AppState, shutdown: impl Future<Output = ()> + Send + 'static) -> std::io::Result<()> {
+pub async fn serve(
+    state: AppState,
+    shutdown: impl Future<Output = ()> + Send + 'static,
+) -> std::io::Result<()> {
     let addr = state.config.server.listen;
     let app = api::app(state);
     tracing::info!(%addr, "listening");

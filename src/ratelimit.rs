@@ -66,7 +66,9 @@ impl RateLimiter {
             .await;
         let now = unix_now();
         let window_secs = window.as_secs().max(1);
-        let mut w = entry.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
+        let mut w = entry
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner());
         if now >= w.start + window_secs {
             w.start = now;
             w.count = 0;
@@ -93,9 +95,15 @@ impl RateLimiter {
         let window_secs = window.as_secs().max(1);
         match self.windows.get(key).await {
             Some(entry) => {
-                let w = entry.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
+                let w = entry
+                    .lock()
+                    .unwrap_or_else(|poisoned| poisoned.into_inner());
                 if now >= w.start + window_secs {
-                    Quota { limit, remaining: limit, reset: now + window_secs }
+                    Quota {
+                        limit,
+                        remaining: limit,
+                        reset: now + window_secs,
+                    }
                 } else {
                     Quota {
                         limit,
@@ -104,7 +112,11 @@ impl RateLimiter {
                     }
                 }
             }
-            None => Quota { limit, remaining: limit, reset: now + window_secs },
+            None => Quota {
+                limit,
+                remaining: limit,
+                reset: now + window_secs,
+            },
         }
     }
 }

@@ -53,7 +53,9 @@ impl AppState {
     /// Loads keys, opens and migrates the database, and builds the clients.
     pub fn build(config: Config) -> Result<Self, StartupError> {
         crate::store::create_private_dir(&config.storage.data_dir)?;
-        let master = Arc::new(MasterKey::load_or_create(&config.storage.master_key_path())?);
+        let master = Arc::new(MasterKey::load_or_create(
+            &config.storage.master_key_path(),
+        )?);
         let server_keys = ServerKeys::load_or_create(&config.storage.data_dir)?;
         let store = Store::open(&config.storage)?;
         let matrix = match &config.matrix {
@@ -66,7 +68,10 @@ impl AppState {
             .timeout(Duration::from_secs(30))
             .build()
             .map_err(|e| StartupError::Other(format!("HTTP client: {e}")))?;
-        let jwt = JwtKeys::new(&master.jwt_secret(), config.auth.access_token_ttl.0.as_secs());
+        let jwt = JwtKeys::new(
+            &master.jwt_secret(),
+            config.auth.access_token_ttl.0.as_secs(),
+        );
         Ok(Self(Arc::new(Inner {
             store,
             master,

@@ -52,7 +52,10 @@ impl AppError {
 
     pub fn to_response(&self) -> Response {
         let mut resp = json_body(self.status(), self.code(), &self.public_message());
-        if let Self::RateLimited { retry_after_secs, .. } = self {
+        if let Self::RateLimited {
+            retry_after_secs, ..
+        } = self
+        {
             resp.headers_mut()
                 .insert(header::RETRY_AFTER, HeaderValue::from(*retry_after_secs));
         }

@@ -30,7 +30,11 @@ pub async fn gate<E: Endpoint>(ep: Arc<E>, mut req: Request) -> poem::Result<Res
         _ => format!("ip:{}", client_ip(&req)),
     };
     let limits = &state.config.rate_limit;
-    let (quota, within) = match state.limiter.hit(&rate_key, limits.requests, limits.window.0).await {
+    let (quota, within) = match state
+        .limiter
+        .hit(&rate_key, limits.requests, limits.window.0)
+        .await
+    {
         Ok(q) => (q, true),
         Err(q) => (q, false),
     };
@@ -82,7 +86,10 @@ fn admit(
         }
         Some(result) => result?,
     };
-    if let Principal::ApiToken { allowlist_version, .. } = &principal {
+    if let Principal::ApiToken {
+        allowlist_version, ..
+    } = &principal
+    {
         let method = req.method().as_str();
         // Unknown paths fall through to the router's 404.
         if let Some(template) = state.routes.resolve(method, path) {

@@ -33,15 +33,14 @@ fn apis() -> Apis {
 }
 
 fn service() -> OpenApiService<Apis, ()> {
-    OpenApiService::new(apis(), "Switchboard", openapi::API_VERSION)
-        .description(
-            "Unified messaging backend: one inbox over WhatsApp, Telegram and Discord \
+    OpenApiService::new(apis(), "Switchboard", openapi::API_VERSION).description(
+        "Unified messaging backend: one inbox over WhatsApp, Telegram and Discord \
              conversations held on a Matrix homeserver. Every route except /health, \
              /openapi.yaml, /api/attestation and the sign-in routes /api/auth/code, \
              /api/auth/verify and /api/auth/refresh requires `Authorization: Bearer <token>`. \
              Every response carries X-RateLimit-Limit, X-RateLimit-Remaining and \
              X-RateLimit-Reset (Unix seconds); errors are `{\"error\", \"message\"}`.",
-        )
+    )
 }
 
 /// The OpenAPI 3.1 document as JSON.
@@ -91,7 +90,10 @@ pub fn app(state: AppState) -> impl Endpoint {
 
 /// Refuses bodies over [`MAX_BODY_BYTES`]: by `Content-Length` up front (413), and caps
 /// chunked bodies so they cannot grow without bound (the truncated body fails to parse).
-async fn limit_body<E: Endpoint>(ep: std::sync::Arc<E>, mut req: poem::Request) -> poem::Result<Response> {
+async fn limit_body<E: Endpoint>(
+    ep: std::sync::Arc<E>,
+    mut req: poem::Request,
+) -> poem::Result<Response> {
     use poem::IntoResponse;
     use tokio::io::AsyncReadExt;
     let declared = req
@@ -106,7 +108,10 @@ async fn limit_body<E: Endpoint>(ep: std::sync::Arc<E>, mut req: poem::Request) 
         .into());
     }
     if declared.is_none() {
-        let body = req.take_body().into_async_read().take(MAX_BODY_BYTES as u64 + 1);
+        let body = req
+            .take_body()
+            .into_async_read()
+            .take(MAX_BODY_BYTES as u64 + 1);
         req.set_body(poem::Body::from_async_read(body));
     }
     ep.call(req).await.map(IntoResponse::into_response)

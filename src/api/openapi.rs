@@ -34,9 +34,18 @@ fn convert(value: &mut Value) {
 fn looks_like_schema(map: &Map<String, Value>) -> bool {
     !map.contains_key("in")
         && !map.contains_key("schema")
-        && ["type", "$ref", "properties", "allOf", "anyOf", "oneOf", "items", "enum"]
-            .iter()
-            .any(|k| map.contains_key(*k))
+        && [
+            "type",
+            "$ref",
+            "properties",
+            "allOf",
+            "anyOf",
+            "oneOf",
+            "items",
+            "enum",
+        ]
+        .iter()
+        .any(|k| map.contains_key(*k))
 }
 
 fn convert_object(map: &mut Map<String, Value>) {
@@ -48,7 +57,10 @@ fn convert_object(map: &mut Map<String, Value>) {
             make_nullable(map);
         }
     }
-    for (flag, bound) in [("exclusiveMinimum", "minimum"), ("exclusiveMaximum", "maximum")] {
+    for (flag, bound) in [
+        ("exclusiveMinimum", "minimum"),
+        ("exclusiveMaximum", "maximum"),
+    ] {
         match map.get(flag) {
             Some(Value::Bool(true)) => {
                 let limit = map.remove(bound).unwrap_or(Value::Null);
@@ -87,7 +99,10 @@ fn make_nullable(map: &mut Map<String, Value>) {
                     inner.insert(key.to_owned(), v);
                 }
             }
-            map.insert("anyOf".to_owned(), json!([Value::Object(inner), {"type": "null"}]));
+            map.insert(
+                "anyOf".to_owned(),
+                json!([Value::Object(inner), {"type": "null"}]),
+            );
         }
     }
 }

@@ -20,7 +20,11 @@ pub struct AllowedRoute {
 }
 
 const fn allow(method: &'static str, path: &'static str) -> AllowedRoute {
-    AllowedRoute { method, path, since: 1 }
+    AllowedRoute {
+        method,
+        path,
+        since: 1,
+    }
 }
 
 /// The contract's allowed list (section 5), including the inverse actions of allowed
@@ -104,7 +108,9 @@ impl RouteTable {
         let mut templates = Vec::new();
         if let Some(paths) = spec["paths"].as_object() {
             for (path, item) in paths {
-                let Some(ops) = item.as_object() else { continue };
+                let Some(ops) = item.as_object() else {
+                    continue;
+                };
                 for method in ops.keys() {
                     let method = method.to_ascii_uppercase();
                     if !matches!(method.as_str(), "GET" | "POST" | "PUT" | "PATCH" | "DELETE") {
@@ -147,7 +153,9 @@ impl RouteTable {
     }
 
     pub fn operations(&self) -> impl Iterator<Item = (&str, &str)> {
-        self.templates.iter().map(|t| (t.method.as_str(), t.path.as_str()))
+        self.templates
+            .iter()
+            .map(|t| (t.method.as_str(), t.path.as_str()))
     }
 }
 
@@ -158,7 +166,10 @@ fn split(path: &str) -> impl Iterator<Item = &str> {
 /// Compares templates position by position: a literal earlier in the path beats a
 /// parameter there.
 fn specificity(segments: &[Segment]) -> Vec<bool> {
-    segments.iter().map(|s| matches!(s, Segment::Literal(_))).collect()
+    segments
+        .iter()
+        .map(|s| matches!(s, Segment::Literal(_)))
+        .collect()
 }
 
 #[cfg(test)]
@@ -178,10 +189,22 @@ mod tests {
     #[test]
     fn literal_segments_win_over_parameters() {
         let t = table();
-        assert_eq!(t.resolve("GET", "/api/rooms/linked"), Some("/api/rooms/linked"));
-        assert_eq!(t.resolve("GET", "/api/rooms/%21abc%3Ahost"), Some("/api/rooms/{roomId}"));
-        assert_eq!(t.resolve("GET", "/api/rooms/linked/5"), Some("/api/rooms/linked/{groupId}"));
-        assert_eq!(t.resolve("POST", "/api/rooms/x/read"), Some("/api/rooms/{roomId}/read"));
+        assert_eq!(
+            t.resolve("GET", "/api/rooms/linked"),
+            Some("/api/rooms/linked")
+        );
+        assert_eq!(
+            t.resolve("GET", "/api/rooms/%21abc%3Ahost"),
+            Some("/api/rooms/{roomId}")
+        );
+        assert_eq!(
+            t.resolve("GET", "/api/rooms/linked/5"),
+            Some("/api/rooms/linked/{groupId}")
+        );
+        assert_eq!(
+            t.resolve("POST", "/api/rooms/x/read"),
+            Some("/api/rooms/{roomId}/read")
+        );
         assert_eq!(t.resolve("PUT", "/api/rooms/x"), None);
         assert_eq!(t.resolve("GET", "/api/nothing"), None);
     }
@@ -196,10 +219,23 @@ mod tests {
 
     #[test]
     fn public_routes_are_exactly_the_contracts() {
-        for p in ["/health", "/openapi.yaml", "/api/attestation", "/api/auth/code", "/api/auth/verify", "/api/auth/refresh"] {
+        for p in [
+            "/health",
+            "/openapi.yaml",
+            "/api/attestation",
+            "/api/auth/code",
+            "/api/auth/verify",
+            "/api/auth/refresh",
+        ] {
             assert!(is_public(p), "{p}");
         }
-        for p in ["/api/auth/me", "/api/auth/logout", "/api/rooms", "/api/attestationx", "/"] {
+        for p in [
+            "/api/auth/me",
+            "/api/auth/logout",
+            "/api/rooms",
+            "/api/attestationx",
+            "/",
+        ] {
             assert!(!is_public(p), "{p}");
         }
     }

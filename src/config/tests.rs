@@ -1,6 +1,10 @@
 use super::*;
 
-fn load_with(toml_text: Option<&str>, env: &[(&str, &str)], overrides: Overrides) -> Result<Config, ConfigError> {
+fn load_with(
+    toml_text: Option<&str>,
+    env: &[(&str, &str)],
+    overrides: Overrides,
+) -> Result<Config, ConfigError> {
     let dir = tempfile::tempdir().unwrap();
     let mut overrides = overrides;
     if let Some(text) = toml_text {
@@ -24,7 +28,10 @@ fn no_config_at_all_gives_the_embedded_defaults() {
     assert_eq!(config.rate_limit.requests, 300);
     assert_eq!(config.rate_limit.window.0, Duration::from_secs(60));
     assert_eq!(config.auth.access_token_ttl.0, Duration::from_secs(900));
-    assert_eq!(config.auth.refresh_token_ttl.0, Duration::from_secs(30 * 86_400));
+    assert_eq!(
+        config.auth.refresh_token_ttl.0,
+        Duration::from_secs(30 * 86_400)
+    );
     assert!(config.matrix.is_none());
 }
 
@@ -46,7 +53,10 @@ fn environment_overrides_the_file_and_flags_override_both() {
         ("SWITCHBOARD__RATE_LIMIT__REQUESTS", "42"),
         ("SWITCHBOARD__SERVER__LISTEN", "127.0.0.1:9001"),
         ("SWITCHBOARD__AUTH__ADMIN_EMAILS", "[\"a@example.org\"]"),
-        ("SWITCHBOARD__BRIDGES__WHATSAPP__PROVISIONING_URL", "http://127.0.0.1:29318"),
+        (
+            "SWITCHBOARD__BRIDGES__WHATSAPP__PROVISIONING_URL",
+            "http://127.0.0.1:29318",
+        ),
         ("UNRELATED", "x"),
     ];
     let overrides = Overrides {
@@ -58,12 +68,20 @@ fn environment_overrides_the_file_and_flags_override_both() {
     assert_eq!(config.server.listen.to_string(), "127.0.0.1:9002");
     assert_eq!(config.auth.admin_emails, vec!["a@example.org".to_string()]);
     let whatsapp = config.bridges.whatsapp.unwrap();
-    assert_eq!(whatsapp.provisioning_url.as_deref(), Some("http://127.0.0.1:29318"));
+    assert_eq!(
+        whatsapp.provisioning_url.as_deref(),
+        Some("http://127.0.0.1:29318")
+    );
 }
 
 #[test]
 fn an_unknown_key_is_an_error_naming_it() {
-    let err = load_with(Some("[mail]\ntransprt = \"log\"\n"), &[], Overrides::default()).unwrap_err();
+    let err = load_with(
+        Some("[mail]\ntransprt = \"log\"\n"),
+        &[],
+        Overrides::default(),
+    )
+    .unwrap_err();
     let text = err.to_string();
     assert!(text.contains("mail"), "{text}");
     assert!(text.contains("transprt"), "{text}");
@@ -71,7 +89,12 @@ fn an_unknown_key_is_an_error_naming_it() {
 
 #[test]
 fn a_bad_duration_is_an_error_naming_the_key() {
-    let err = load_with(Some("[auth]\ncode_ttl = \"ten minutes\"\n"), &[], Overrides::default()).unwrap_err();
+    let err = load_with(
+        Some("[auth]\ncode_ttl = \"ten minutes\"\n"),
+        &[],
+        Overrides::default(),
+    )
+    .unwrap_err();
     let text = err.to_string();
     assert!(text.contains("auth.code_ttl"), "{text}");
     assert!(text.contains("invalid duration"), "{text}");
@@ -79,13 +102,23 @@ fn a_bad_duration_is_an_error_naming_the_key() {
 
 #[test]
 fn a_bad_env_value_is_an_error_naming_the_key() {
-    let err = load_with(None, &[("SWITCHBOARD__RATE_LIMIT__REQUESTS", "lots")], Overrides::default()).unwrap_err();
+    let err = load_with(
+        None,
+        &[("SWITCHBOARD__RATE_LIMIT__REQUESTS", "lots")],
+        Overrides::default(),
+    )
+    .unwrap_err();
     assert!(err.to_string().contains("rate_limit.requests"), "{err}");
 }
 
 #[test]
 fn smtp_without_a_host_is_refused() {
-    let err = load_with(Some("[mail]\ntransport = \"smtp\"\n"), &[], Overrides::default()).unwrap_err();
+    let err = load_with(
+        Some("[mail]\ntransport = \"smtp\"\n"),
+        &[],
+        Overrides::default(),
+    )
+    .unwrap_err();
     assert!(err.to_string().contains("mail.smtp_host"), "{err}");
 }
 

@@ -93,7 +93,11 @@ impl MatrixClient {
 
     /// Registers `localpart` through Synapse's shared-secret admin API
     /// (`/_synapse/admin/v1/register`, HMAC-SHA1 over nonce, user, password, admin flag).
-    pub async fn register(&self, localpart: &str, password: &str) -> Result<MatrixSession, MatrixError> {
+    pub async fn register(
+        &self,
+        localpart: &str,
+        password: &str,
+    ) -> Result<MatrixSession, MatrixError> {
         #[derive(Deserialize)]
         struct Nonce {
             nonce: String,
@@ -103,7 +107,10 @@ impl MatrixClient {
         let Nonce { nonce } = decode(resp).await?;
         let mut mac = hmac::Hmac::<sha1::Sha1>::new_from_slice(self.shared_secret.as_bytes())
             .map_err(|e| MatrixError::Decode(e.to_string()))?;
-        for (i, part) in [nonce.as_str(), localpart, password, "notadmin"].iter().enumerate() {
+        for (i, part) in [nonce.as_str(), localpart, password, "notadmin"]
+            .iter()
+            .enumerate()
+        {
             if i > 0 {
                 mac.update(b"\0");
             }
@@ -116,12 +123,22 @@ impl MatrixClient {
             "admin": false,
             "mac": hex::encode(mac.finalize().into_bytes()),
         });
-        let resp = self.api.post(&url).json(&body).send().await.map_err(unreachable)?;
+        let resp = self
+            .api
+            .post(&url)
+            .json(&body)
+            .send()
+            .await
+            .map_err(unreachable)?;
         decode(resp).await
     }
 
     /// Password login (`m.login.password`), used when the account already exists.
-    pub async fn login(&self, localpart: &str, password: &str) -> Result<MatrixSession, MatrixError> {
+    pub async fn login(
+        &self,
+        localpart: &str,
+        password: &str,
+    ) -> Result<MatrixSession, MatrixError> {
         let url = format!("{}/_matrix/client/v3/login", self.base);
         let body = json!({
             "type": "m.login.password",
@@ -129,12 +146,22 @@ impl MatrixClient {
             "password": password,
             "initial_device_display_name": "Switchboard",
         });
-        let resp = self.api.post(url).json(&body).send().await.map_err(unreachable)?;
+        let resp = self
+            .api
+            .post(url)
+            .json(&body)
+            .send()
+            .await
+            .map_err(unreachable)?;
         decode(resp).await
     }
 
     /// Registers the account, or logs into it if it already exists.
-    pub async fn register_or_login(&self, localpart: &str, password: &str) -> Result<MatrixSession, MatrixError> {
+    pub async fn register_or_login(
+        &self,
+        localpart: &str,
+        password: &str,
+    ) -> Result<MatrixSession, MatrixError> {
         match self.register(localpart, password).await {
             Err(e) if e.errcode() == Some("M_USER_IN_USE") => self.login(localpart, password).await,
             other => other,
@@ -148,7 +175,13 @@ impl MatrixClient {
             user_id: String,
         }
         let url = format!("{}/_matrix/client/v3/account/whoami", self.base);
-        let resp = self.api.get(url).bearer_auth(token).send().await.map_err(unreachable)?;
+        let resp = self
+            .api
+            .get(url)
+            .bearer_auth(token)
+            .send()
+            .await
+            .map_err(unreachable)?;
         let w: WhoAmI = decode(resp).await?;
         Ok(w.user_id)
     }

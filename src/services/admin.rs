@@ -49,10 +49,17 @@ pub fn parse_until(text: &str) -> AppResult<i64> {
             return Ok(t.and_utc().timestamp());
         }
     }
-    Err(AppError::invalid("until", "expected YYYY-MM-DD or an RFC 3339 date-time"))
+    Err(AppError::invalid(
+        "until",
+        "expected YYYY-MM-DD or an RFC 3339 date-time",
+    ))
 }
 
-pub async fn set_subscription(state: &AppState, who: String, change: SubscriptionChange) -> AppResult<UserRow> {
+pub async fn set_subscription(
+    state: &AppState,
+    who: String,
+    change: SubscriptionChange,
+) -> AppResult<UserRow> {
     let master = state.master.clone();
     state
         .store
@@ -121,7 +128,10 @@ pub fn fmt_time(secs: i64) -> String {
 pub async fn run_cli(state: &AppState, command: UserCommand) -> AppResult<String> {
     match command {
         UserCommand::List => {
-            let rows = state.store.run(|c| Ok::<_, AppError>(users::list(c, i64::MAX, 0)?)).await?;
+            let rows = state
+                .store
+                .run(|c| Ok::<_, AppError>(users::list(c, i64::MAX, 0)?))
+                .await?;
             if rows.is_empty() {
                 return Ok("no users yet\n".to_owned());
             }
@@ -129,20 +139,31 @@ pub async fn run_cli(state: &AppState, command: UserCommand) -> AppResult<String
         }
         UserCommand::Show { user } => {
             let master = state.master.clone();
-            let row = state.store.run(move |c| find_by_id_or_email(c, &master, &user)).await?;
+            let row = state
+                .store
+                .run(move |c| find_by_id_or_email(c, &master, &user))
+                .await?;
             Ok(describe(state, &row))
         }
         UserCommand::Promote { user } => {
             let row = promote(state, user).await?;
             Ok(format!("promoted to admin: {}", describe(state, &row)))
         }
-        UserCommand::Subscription { user, until, forever, lapse } => {
+        UserCommand::Subscription {
+            user,
+            until,
+            forever,
+            lapse,
+        } => {
             let change = match (until, forever, lapse) {
                 (Some(text), _, _) => SubscriptionChange::ActiveUntil(parse_until(&text)?),
                 (None, true, _) => SubscriptionChange::ActiveForever,
                 (None, false, true) => SubscriptionChange::Lapse,
                 (None, false, false) => {
-                    return Err(AppError::invalid("subscription", "give --until DATE, --forever or --lapse"))
+                    return Err(AppError::invalid(
+                        "subscription",
+                        "give --until DATE, --forever or --lapse",
+                    ))
                 }
             };
             let row = set_subscription(state, user, change).await?;

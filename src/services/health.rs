@@ -35,13 +35,25 @@ impl Check {
     fn timed(started: Instant, result: Result<(), String>) -> Self {
         let latency_ms = Some(started.elapsed().as_millis() as u64);
         match result {
-            Ok(()) => Self { status: CheckStatus::Ok, latency_ms, error: None },
-            Err(error) => Self { status: CheckStatus::Down, latency_ms, error: Some(error) },
+            Ok(()) => Self {
+                status: CheckStatus::Ok,
+                latency_ms,
+                error: None,
+            },
+            Err(error) => Self {
+                status: CheckStatus::Down,
+                latency_ms,
+                error: Some(error),
+            },
         }
     }
 
     fn without(status: CheckStatus, why: Option<&str>) -> Self {
-        Self { status, latency_ms: None, error: why.map(str::to_owned) }
+        Self {
+            status,
+            latency_ms: None,
+            error: why.map(str::to_owned),
+        }
     }
 }
 
@@ -66,9 +78,18 @@ impl Report {
 }
 
 pub async fn check_all(state: &AppState) -> Report {
-    let (database, cache, ai, matrix) =
-        tokio::join!(check_database(state), check_cache(state), check_ai(state), check_matrix(state));
-    Report { database, cache, ai, matrix }
+    let (database, cache, ai, matrix) = tokio::join!(
+        check_database(state),
+        check_cache(state),
+        check_ai(state),
+        check_matrix(state)
+    );
+    Report {
+        database,
+        cache,
+        ai,
+        matrix,
+    }
 }
 
 async fn check_database(state: &AppState) -> Check {
@@ -107,7 +128,10 @@ async fn check_ai(state: &AppState) -> Check {
     }
     let result = match request.send().await {
         Ok(resp) if resp.status().is_success() => Ok(()),
-        Ok(resp) => Err(format!("AI service answered HTTP {}", resp.status().as_u16())),
+        Ok(resp) => Err(format!(
+            "AI service answered HTTP {}",
+            resp.status().as_u16()
+        )),
         Err(e) => Err(format!("AI service unreachable: {e}")),
     };
     Check::timed(started, result)
@@ -121,6 +145,10 @@ async fn check_matrix(state: &AppState) -> Check {
         );
     };
     let started = Instant::now();
-    let result = matrix.versions().await.map(|_| ()).map_err(|e| e.to_string());
+    let result = matrix
+        .versions()
+        .await
+        .map(|_| ())
+        .map_err(|e| e.to_string());
     Check::timed(started, result)
 }

@@ -112,7 +112,9 @@ pub async fn authenticate(state: &AppState, token: &str) -> AppResult<Principal>
         .run(move |c| Ok::<_, AppError>(users::find(c, &uid)?.is_some()))
         .await?;
     if !exists {
-        return Err(AppError::unauthorized("the account of this token no longer exists"));
+        return Err(AppError::unauthorized(
+            "the account of this token no longer exists",
+        ));
     }
     Ok(Principal::User { user_id })
 }
@@ -126,10 +128,14 @@ async fn authenticate_personal(state: &AppState, token: &str) -> AppResult<Princ
             let row = api_tokens::find_by_hash(c, &hash)?
                 .ok_or_else(|| AppError::unauthorized("invalid personal API token"))?;
             if row.revoked_at.is_some() {
-                return Err(AppError::unauthorized("this personal API token has been revoked"));
+                return Err(AppError::unauthorized(
+                    "this personal API token has been revoked",
+                ));
             }
             if row.expires_at.is_some_and(|at| at <= now) {
-                return Err(AppError::unauthorized("this personal API token has expired"));
+                return Err(AppError::unauthorized(
+                    "this personal API token has expired",
+                ));
             }
             let user = users::find(c, &row.user_id)?
                 .ok_or_else(|| AppError::unauthorized("invalid personal API token"))?;

@@ -30,7 +30,10 @@ pub fn matrix_token_of(master: &MasterKey, user: &UserRow) -> AppResult<Option<S
         return Ok(None);
     };
     let dek = data_key(master, user)?;
-    Ok(Some(dek.open_string(sealed, &Aad::new("users", "matrix_access_token", &user.id))?))
+    Ok(Some(dek.open_string(
+        sealed,
+        &Aad::new("users", "matrix_access_token", &user.id),
+    )?))
 }
 
 pub fn seal_matrix_token(master: &MasterKey, user: &UserRow, token: &str) -> AppResult<Vec<u8>> {

@@ -36,7 +36,9 @@ fn from_row(r: &Row<'_>) -> rusqlite::Result<ApiTokenRow> {
 
 pub fn insert(conn: &Connection, t: &ApiTokenRow) -> rusqlite::Result<()> {
     conn.execute(
-        &format!("INSERT INTO api_tokens ({COLUMNS}) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10)"),
+        &format!(
+            "INSERT INTO api_tokens ({COLUMNS}) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10)"
+        ),
         params![
             t.id,
             t.user_id,
@@ -62,7 +64,11 @@ pub fn find_by_hash(conn: &Connection, hash: &str) -> rusqlite::Result<Option<Ap
     .optional()
 }
 
-pub fn find_for_user(conn: &Connection, user_id: &str, id: &str) -> rusqlite::Result<Option<ApiTokenRow>> {
+pub fn find_for_user(
+    conn: &Connection,
+    user_id: &str,
+    id: &str,
+) -> rusqlite::Result<Option<ApiTokenRow>> {
     conn.query_row(
         &format!("SELECT {COLUMNS} FROM api_tokens WHERE id = ?1 AND user_id = ?2"),
         [id, user_id],
@@ -86,7 +92,12 @@ pub fn revoke(conn: &Connection, user_id: &str, id: &str, now: i64) -> rusqlite:
     )
 }
 
-pub fn set_allowlist_version(conn: &Connection, user_id: &str, id: &str, version: u32) -> rusqlite::Result<usize> {
+pub fn set_allowlist_version(
+    conn: &Connection,
+    user_id: &str,
+    id: &str,
+    version: u32,
+) -> rusqlite::Result<usize> {
     conn.execute(
         "UPDATE api_tokens SET allowlist_version = ?3 WHERE id = ?1 AND user_id = ?2",
         params![id, user_id, version],

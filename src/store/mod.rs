@@ -35,7 +35,8 @@ pub enum StoreError {
 }
 
 /// Forward-only migrations; the index + 1 is the `PRAGMA user_version` after applying it.
-const MIGRATIONS: &[(&str, &str)] = &[("0001_init", include_str!("../../migrations/0001_init.sql"))];
+const MIGRATIONS: &[(&str, &str)] =
+    &[("0001_init", include_str!("../../migrations/0001_init.sql"))];
 
 /// Latest schema version this binary knows.
 pub const SCHEMA_VERSION: i64 = MIGRATIONS.len() as i64;
@@ -197,9 +198,13 @@ mod tests {
         let again = Store::open(&config).unwrap();
         assert_eq!(again.migrate().unwrap(), SCHEMA_VERSION);
         let conn = again.conn().unwrap();
-        let mode: String = conn.pragma_query_value(None, "journal_mode", |r| r.get(0)).unwrap();
+        let mode: String = conn
+            .pragma_query_value(None, "journal_mode", |r| r.get(0))
+            .unwrap();
         assert_eq!(mode, "wal");
-        let fk: i64 = conn.pragma_query_value(None, "foreign_keys", |r| r.get(0)).unwrap();
+        let fk: i64 = conn
+            .pragma_query_value(None, "foreign_keys", |r| r.get(0))
+            .unwrap();
         assert_eq!(fk, 1);
     }
 

@@ -38,7 +38,8 @@ impl UserRow {
     }
 }
 
-const COLUMNS: &str = "id, email_index, email_enc, dek_wrapped, display_name, username, avatar_url, \
+const COLUMNS: &str =
+    "id, email_index, email_enc, dek_wrapped, display_name, username, avatar_url, \
     is_admin, onboarding_completed, subscription_active, subscription_until, matrix_user_id, \
     matrix_device_id, matrix_access_token_enc, primary_user_id, keys_shredded, \
     last_key_deletion_at, created_at, updated_at";
@@ -96,8 +97,12 @@ pub fn insert(conn: &Connection, u: &UserRow) -> rusqlite::Result<()> {
 }
 
 pub fn find(conn: &Connection, id: &str) -> rusqlite::Result<Option<UserRow>> {
-    conn.query_row(&format!("SELECT {COLUMNS} FROM users WHERE id = ?1"), [id], from_row)
-        .optional()
+    conn.query_row(
+        &format!("SELECT {COLUMNS} FROM users WHERE id = ?1"),
+        [id],
+        from_row,
+    )
+    .optional()
 }
 
 pub fn find_by_email_index(conn: &Connection, index: &[u8]) -> rusqlite::Result<Option<UserRow>> {

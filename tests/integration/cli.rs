@@ -1,0 +1,133 @@
+//! The command line: subcommands, config errors, key file checks.
+
+use crate::common::*;
+
+#[test]
+fn every_subcommand_has_help() {
+    let dir = tempfile::tempdir().unwrap();
+    for cmd in [
+        &["--help"][..],
+        &["serve", "--help"],
+        &["migrate", "--help"],
+        &["openapi", "--help"],
+        &["check-config", "--help"],
+        &["user", "--help"],
+        &["backup", "--help"],
+    ] {
+        let (status, out, _) = run_cli(cmd, dir.path());
+        assert!(status.success(), "{cmd:?}");
+        assert!(out.contains("Usage"), "{cmd:?}: {out}");
+    }
+}
+
+#[test]
+fn openapi_prints_the_31_document() {
+    let dir = tempfile::tempdir().unwrap();
+    let (status, out, _) = run_cli(&["openapi"], dir.path());
+    assert!(status.success());
+    let doc: serde_json::Value = serde_yaml::from_str(&out).unwrap();
+    assert_eq!(doc["openapi"], "3.1.0");
+}
+
+#[test]
+fn migrate_then_check_config_shows_the_schema_version() {
+    let dir = tempfile::tempdir().unwrap();
+    let data = dir.path().join("d");
+    let data = data.to_str().unwrap();
+    let (status, out, err) = run_cli(&["migrate", "--data-dir", data], dir.path());
+    assert!(status.success(), "{err}");
+    assert!(out.contains("schema version"), "{out}");
+    let (status, out, err) = run_cli(&["check-config", "--data-dir", data], dir.path());
+    assert!(status.success(), "{err}");
+    assert!(out.contains("configuration: ok"), "{out}");
+    assert!(out.contains("schema version 1"), "{out}");
+    assert!(out.contains("not configured"), "{out}");
+}
+
+#[test]
+fn a_bad_config_value_fails_with_a_message_naming_the_key() {
+    let dir = tempfile::tempdir().unwrap();
+    let cfg = dir.path().join("c.toml");
+    std::fs::write(&cfg, "[rate_limit]\nwindow = \"soon\"\n").unwrap();
+    let (status, _, err) = run_cli(
+        &["check-config", "--config", cfg.to_str().unwrap()],
+        dir.path(),
+    );
+    assert!(!status.success());
+    assert!(err.contains("rate_limit.window"), "{err}");
+    assert!(!err.contains("panicked"), "{err}");
+
+    std::fs::write(&cfg, "[server]\nlisten = \"127.0.0.1:1\"\nport = 3\n").unwrap();
+    let (status, _, err) = run_cli(&["serve", "--config", cfg.to_str().unwrap()], dir.path());
+    assert!(!status.success());
+    assert!(err.contains("port"), "{err}");
+}
+
+#[test]
+fn a_world_readable_master_key_is_refused() {
+    use std::os::unix::fs::PermissionsExt;
+    let dir = tempfile::tempdir().unwrap();
+    let data = dir.path().join("d");
+    std::fs::create_dir_all(&data).unwrap();
+    let key = data.join("master.key");
+    std::fs::write(&key, [7u8; 32]).unwrap();
+    std::fs::set_permissions(&key, std::fs::Permissions::from_mode(0o644)).unwrap();
+    let (status, _, err) = run_cli(
+        &[
+            "serve",
+            "--data-dir",
+            data.to_str().unwrap(),
+            "--listen",
+            "127.0.0.1:0",
+        ],
+        dir.path(),
+    );
+    assert!(!status.success());
+    assert!(err.contains("master.key"), "{err}");
+    assert!(err.contains("chmod 600") || err.contains("0600"), "{err}");
+    assert!(!err.contains("panicked"), "{err}");
+}
+
+#[test]
+fn a_corrupt_master_key_is_refused() {
+    use std::os::unix::fs::PermissionsExt;
+    let dir = tempfile::tempdir().unwrap();
+    let data = dir.path().join("d");
+    std::fs::create_dir_all(&data).unwrap();
+    let key = data.join("master.key");
+    std::fs::write(&key, b"short").unwrap();
+    std::fs::set_permissions(&key, std::fs::Permissions::from_mode(0o600)).unwrap();
+    let (status, _, err) = run_cli(
+        &[
+            "serve",
+            "--data-dir",
+            data.to_str().unwrap(),
+            "--listen",
+            "127.0.0.1:0",
+        ],
+        dir.path(),
+    );
+    assert!(!status.success());
+    assert!(err.contains("corrupt"), "{err}");
+    assert!(!err.contains("panicked"), "{err}");
+}
+
+#[test]
+fn an_address_in_use_is_a_clear_error() {
+    let dir = tempfile::tempdir().unwrap();
+    let taken = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let addr = taken.local_addr().unwrap().to_string();
+    let data = dir.path().join("d");
+    let (status, _, err) = run_cli(
+        &[
+            "serve",
+            "--data-dir",
+            data.to_str().unwrap(),
+            "--listen",
+            &addr,
+        ],
+        dir.path(),
+    );
+    assert!(!status.success());
+    assert!(err.contains("cannot serve"), "{err}");
+}

@@ -1,0 +1,332 @@
+//! Test harness: one real Synapse per test run (started with `scripts/synapse.sh`, reused
+//! if already running) and the real `switchboard` binary per test, each on its own data
+//! directory and port.
+
+#![allow(dead_code)]
+
+use std::io::BufRead;
+use std::net::TcpListener;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, ExitStatus, Stdio};
+use std::time::{Duration, Instant};
+
+pub mod synapse;
+pub use synapse::synapse;
+
+pub fn repo_root() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+}
+
+pub fn free_port() -> u16 {
+    let listener = TcpListener::bind("127.0.0.1:0").expect("bind an ephemeral port");
+    listener.local_addr().expect("local addr").port()
+}
+
+/// How the `[matrix]` section of a test server is written.
+#[derive(Clone, Debug)]
+pub enum MatrixMode {
+    /// The shared real Synapse.
+    Real,
+    /// No `[matrix]` section at all.
+    Missing,
+    /// A homeserver URL nothing listens on.
+    Unreachable,
+}
+
+#[derive(Clone, Debug)]
+pub struct TestConfig {
+    pub matrix: MatrixMode,
+    /// Extra TOML appended to the file (sections other than server/storage/matrix).
+    pub extra: String,
+}
+
+impl Default for TestConfig {
+    fn default() -> Self {
+        Self {
+            matrix: MatrixMode::Real,
+            extra: String::new(),
+        }
+    }
+}
+
+/// A running `switchboard serve` process.
+pub struct TestApp {
+    pub base: String,
+    pub port: u16,
+    pub dir: tempfile::TempDir,
+    pub config_path: PathBuf,
+    pub http: reqwest::Client,
+    child: Option<Child>,
+}
+
+pub fn binary() -> &'static str {
+    env!("CARGO_BIN_EXE_switchboard")
+}
+
+impl TestApp {
+    pub async fn start() -> Self {
+        Self::start_with(TestConfig::default()).await
+    }
+
+    pub async fn start_with(config: TestConfig) -> Self {
+        let dir = tempfile::tempdir().expect("temp dir");
+        let port = free_port();
+        let config_path = dir.path().join("switchboard.toml");
+        let data_dir = dir.path().join("data");
+        let mut toml = format!(
+            "[server]\nlisten = \"127.0.0.1:{port}\"\n\n[storage]\ndata_dir = \"{}\"\n\n",
+            data_dir.display()
+        );
+        match &config.matrix {
+            MatrixMode::Real => {
+                let s = synapse();
+                toml.push_str(&format!(
+                    "[matrix]\nhomeserver_url = \"{}\"\nserver_name = \"{}\"\nregistration_shared_secret = \"{}\"\n\n",
+                    s.base_url, s.server_name, s.shared_secret
+                ));
+            }
+            MatrixMode::Unreachable => {
+                toml.push_str(&format!(
+                    "[matrix]\nhomeserver_url = \"http://127.0.0.1:{}\"\nserver_name = \"localhost\"\nregistration_shared_secret = \"x\"\n\n",
+                    free_port()
+                ));
+            }
+            MatrixMode::Missing => {}
+        }
+        toml.push_str(&config.extra);
+        std::fs::write(&config_path, toml).expect("write config");
+        let mut app = Self {
+            base: format!("http://127.0.0.1:{port}"),
+            port,
+            dir,
+            config_path,
+            http: reqwest::Client::builder()
+                .timeout(Duration::from_secs(30))
+                .build()
+                .expect("client"),
+            child: None,
+        };
+        app.spawn().await;
+        app
+    }
+
+    pub fn data_dir(&self) -> PathBuf {
+        self.dir.path().join("data")
+    }
+
+    pub fn log_path(&self) -> PathBuf {
+        self.dir.path().join("switchboard.log")
+    }
+
+    pub fn log(&self) -> String {
+        std::fs::read_to_string(self.log_path()).unwrap_or_default()
+    }
+
+    /// Starts the process (again) and waits until it answers HTTP.
+    pub async fn spawn(&mut self) {
+        let log = std::fs::OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(self.log_path())
+            .expect("log file");
+        let child = Command::new(binary())
+            .args(["serve", "--config"])
+            .arg(&self.config_path)
+            .env_remove("RUST_LOG")
+            .stdin(Stdio::null())
+            .stdout(log.try_clone().expect("log"))
+            .stderr(log)
+            .spawn()
+            .expect("spawn switchboard");
+        self.child = Some(child);
+        let deadline = Instant::now() + Duration::from_secs(15);
+        loop {
+            if self
+                .http
+                .get(self.url("/openapi.yaml"))
+                .send()
+                .await
+                .is_ok()
+            {
+                return;
+            }
+            if let Some(status) = self
+                .child
+                .as_mut()
+                .and_then(|c| c.try_wait().ok().flatten())
+            {
+                panic!("switchboard exited early ({status}); log:\n{}", self.log());
+            }
+            assert!(
+                Instant::now() < deadline,
+                "switchboard did not start; log:\n{}",
+                self.log()
+            );
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+    }
+
+    pub fn url(&self, path: &str) -> String {
+        format!("{}{}", self.base, path)
+    }
+
+    pub fn pid(&self) -> u32 {
+        self.child.as_ref().expect("running").id()
+    }
+
+    /// Sends a signal with the system `kill` command and waits for the exit.
+    pub fn signal(&mut self, signal: &str) -> ExitStatus {
+        let pid = self.pid().to_string();
+        let ok = Command::new("kill")
+            .args([&format!("-{signal}"), &pid])
+            .status()
+            .expect("kill");
+        assert!(ok.success(), "kill -{signal} failed");
+        let mut child = self.child.take().expect("running");
+        let deadline = Instant::now() + Duration::from_secs(15);
+        loop {
+            if let Some(status) = child.try_wait().expect("wait") {
+                return status;
+            }
+            assert!(
+                Instant::now() < deadline,
+                "switchboard did not exit after SIG{signal}"
+            );
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    }
+
+    pub fn kill9(&mut self) {
+        self.signal("KILL");
+    }
+
+    pub async fn restart_after_kill9(&mut self) {
+        self.kill9();
+        self.spawn().await;
+    }
+
+    pub async fn get(&self, path: &str) -> reqwest::Response {
+        self.http.get(self.url(path)).send().await.expect("request")
+    }
+
+    pub async fn get_auth(&self, path: &str, token: &str) -> reqwest::Response {
+        self.http
+            .get(self.url(path))
+            .bearer_auth(token)
+            .send()
+            .await
+            .expect("request")
+    }
+
+    pub async fn post_json(
+        &self,
+        path: &str,
+        token: Option<&str>,
+        body: serde_json::Value,
+    ) -> reqwest::Response {
+        let mut req = self.http.post(self.url(path)).json(&body);
+        if let Some(t) = token {
+            req = req.bearer_auth(t);
+        }
+        req.send().await.expect("request")
+    }
+
+    pub async fn send(
+        &self,
+        method: reqwest::Method,
+        path: &str,
+        token: Option<&str>,
+        body: Option<serde_json::Value>,
+    ) -> reqwest::Response {
+        let mut req = self.http.request(method, self.url(path));
+        if let Some(t) = token {
+            req = req.bearer_auth(t);
+        }
+        if let Some(b) = body {
+            req = req.json(&b);
+        }
+        req.send().await.expect("request")
+    }
+}
+
+impl Drop for TestApp {
+    fn drop(&mut self) {
+        if let Some(mut child) = self.child.take() {
+            let _ = child.kill();
+            let _ = child.wait();
+        }
+    }
+}
+
+/// Reads a JSON body, asserting the status first (printing the body on mismatch).
+pub async fn expect_json(resp: reqwest::Response, status: u16) -> serde_json::Value {
+    let got = resp.status().as_u16();
+    let text = resp.text().await.expect("body");
+    assert_eq!(got, status, "unexpected status; body: {text}");
+    serde_json::from_str(&text).unwrap_or_else(|e| panic!("body is not JSON ({e}): {text}"))
+}
+
+/// Asserts an error response: status, JSON `{"error": code, "message": …}`.
+pub async fn expect_error(resp: reqwest::Response, status: u16, code: &str) -> serde_json::Value {
+    assert_rate_headers(&resp);
+    let body = expect_json(resp, status).await;
+    assert_eq!(body["error"], code, "error code; body: {body}");
+    assert!(
+        body["message"].as_str().is_some_and(|m| !m.is_empty()),
+        "message; body: {body}"
+    );
+    body
+}
+
+pub fn assert_rate_headers(resp: &reqwest::Response) {
+    for name in [
+        "x-ratelimit-limit",
+        "x-ratelimit-remaining",
+        "x-ratelimit-reset",
+    ] {
+        let value = resp
+            .headers()
+            .get(name)
+            .unwrap_or_else(|| panic!("{name} missing on {}", resp.status()));
+        value
+            .to_str()
+            .unwrap()
+            .parse::<u64>()
+            .unwrap_or_else(|_| panic!("{name} not a number"));
+    }
+}
+
+/// Runs the binary with arguments to completion; returns (status, stdout, stderr).
+pub fn run_cli(args: &[&str], cwd: &Path) -> (ExitStatus, String, String) {
+    let out = Command::new(binary())
+        .args(args)
+        .current_dir(cwd)
+        .env_remove("RUST_LOG")
+        .stdin(Stdio::null())
+        .output()
+        .expect("run switchboard");
+    (
+        out.status,
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
+}
+
+/// Python of the test venv (has openapi-spec-validator and aiosmtpd).
+pub fn python() -> PathBuf {
+    match std::env::var_os("SWITCHBOARD_TEST_PYTHON") {
+        Some(p) => PathBuf::from(p),
+        None => synapse::venv_dir().join("bin/python"),
+    }
+}
+
+/// Lines of a file, for log scraping.
+pub fn lines(path: &Path) -> Vec<String> {
+    match std::fs::File::open(path) {
+        Ok(f) => std::io::BufReader::new(f)
+            .lines()
+            .map_while(Result::ok)
+            .collect(),
+        Err(_) => Vec::new(),
+    }
+}

@@ -1,0 +1,215 @@
+//! Health, OpenAPI document, auth gate, rate limits and shutdown of the running binary.
+
+use std::time::{Duration, Instant};
+
+use crate::common::*;
+
+#[tokio::test]
+async fn health_is_ok_with_the_real_homeserver() {
+    let app = TestApp::start().await;
+    let resp = app.get("/health").await;
+    assert_rate_headers(&resp);
+    let body = expect_json(resp, 200).await;
+    assert_eq!(body["status"], "ok");
+    assert_eq!(body["checks"]["matrix"]["status"], "ok");
+    assert!(body["checks"]["matrix"]["latencyMs"].as_u64().is_some());
+    assert_eq!(body["checks"]["database"]["status"], "ok");
+    assert_eq!(body["checks"]["cache"]["status"], "ok");
+    assert_eq!(body["checks"]["ai"]["status"], "disabled");
+    assert!(body["version"].as_str().is_some());
+}
+
+#[tokio::test]
+async fn health_is_503_when_the_homeserver_is_unreachable() {
+    let app = TestApp::start_with(TestConfig {
+        matrix: MatrixMode::Unreachable,
+        ..TestConfig::default()
+    })
+    .await;
+    let started = Instant::now();
+    let body = expect_json(app.get("/health").await, 503).await;
+    assert!(
+        started.elapsed() < Duration::from_secs(5),
+        "health check must be bounded"
+    );
+    assert_eq!(body["status"], "degraded");
+    assert_eq!(body["checks"]["matrix"]["status"], "down");
+    assert!(body["checks"]["matrix"]["error"].as_str().is_some());
+    assert_eq!(body["checks"]["database"]["status"], "ok");
+}
+
+#[tokio::test]
+async fn health_is_503_with_the_homeserver_not_configured() {
+    let app = TestApp::start_with(TestConfig {
+        matrix: MatrixMode::Missing,
+        ..TestConfig::default()
+    })
+    .await;
+    let body = expect_json(app.get("/health").await, 503).await;
+    assert_eq!(body["checks"]["matrix"]["status"], "not_configured");
+    assert_eq!(body["checks"]["database"]["status"], "ok");
+}
+
+#[tokio::test]
+async fn health_reports_a_configured_ai_service_that_is_down() {
+    let app = TestApp::start_with(TestConfig {
+        extra: format!(
+            "[ai]\nurl = \"http://127.0.0.1:{}/v1\"\nmodel = \"m\"\n",
+            free_port()
+        ),
+        ..TestConfig::default()
+    })
+    .await;
+    let body = expect_json(app.get("/health").await, 503).await;
+    assert_eq!(body["checks"]["ai"]["status"], "down");
+    assert_eq!(body["checks"]["matrix"]["status"], "ok");
+}
+
+#[tokio::test]
+async fn the_openapi_document_is_valid_openapi_31_version_2() {
+    let app = TestApp::start().await;
+    let resp = app.get("/openapi.yaml").await;
+    assert_rate_headers(&resp);
+    assert_eq!(resp.status(), 200);
+    let yaml = resp.text().await.unwrap();
+    let doc: serde_json::Value = serde_yaml::from_str(&yaml).unwrap();
+    assert_eq!(doc["openapi"], "3.1.0");
+    assert_eq!(doc["info"]["version"], "2.0.0");
+    let file = app.dir.path().join("openapi.yaml");
+    std::fs::write(&file, &yaml).unwrap();
+    let out = std::process::Command::new(python())
+        .arg(repo_root().join("scripts/validate-openapi.py"))
+        .arg(&file)
+        .output()
+        .expect("run the validator");
+    assert!(
+        out.status.success(),
+        "openapi-spec-validator rejected the document:\n{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
+
+#[tokio::test]
+async fn protected_and_unknown_routes_answer_401_json_with_rate_headers() {
+    let app = TestApp::start().await;
+    for path in [
+        "/api/rooms",
+        "/api/auth/me",
+        "/api/keys/info",
+        "/api/no-such-route",
+        "/",
+    ] {
+        let resp = app.get(path).await;
+        expect_error(resp, 401, "unauthorized").await;
+    }
+    let resp = app.get_auth("/api/rooms", "not-a-valid-token").await;
+    expect_error(resp, 401, "unauthorized").await;
+    let resp = app
+        .get_auth(
+            "/api/rooms",
+            "csk_000000000000000000000000000000000000000000000000",
+        )
+        .await;
+    expect_error(resp, 401, "unauthorized").await;
+}
+
+#[tokio::test]
+async fn a_wrong_method_on_a_public_route_is_a_json_405() {
+    let app = TestApp::start().await;
+    let resp = app.send(reqwest::Method::POST, "/health", None, None).await;
+    expect_error(resp, 405, "method_not_allowed").await;
+}
+
+#[tokio::test]
+async fn the_general_rate_limit_answers_429_with_retry_after() {
+    let app = TestApp::start_with(TestConfig {
+        extra: "[rate_limit]\nrequests = 3\nwindow = \"60s\"\n".into(),
+        ..TestConfig::default()
+    })
+    .await;
+    // The harness polled during startup, so count down from wherever the window stands.
+    let mut last: Option<u64> = None;
+    loop {
+        let resp = app.get("/api/rooms").await;
+        if resp.status() == 429 {
+            assert_eq!(last, Some(0), "429 only once the budget is spent");
+            break;
+        }
+        assert_eq!(resp.status(), 401);
+        let remaining: u64 = resp.headers()["x-ratelimit-remaining"]
+            .to_str()
+            .unwrap()
+            .parse()
+            .unwrap();
+        if let Some(prev) = last {
+            assert_eq!(remaining + 1, prev, "each request costs one");
+        }
+        last = Some(remaining);
+    }
+    let resp = app.get("/health").await;
+    assert_eq!(resp.headers()["x-ratelimit-limit"], "3");
+    let retry_after: u64 = resp.headers()["retry-after"]
+        .to_str()
+        .unwrap()
+        .parse()
+        .unwrap();
+    assert!((1..=60).contains(&retry_after));
+    let reset: u64 = resp.headers()["x-ratelimit-reset"]
+        .to_str()
+        .unwrap()
+        .parse()
+        .unwrap();
+    let now = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_secs();
+    assert!(
+        reset > now && reset <= now + 61,
+        "reset is a Unix time within the window"
+    );
+    expect_error(resp, 429, "rate_limited").await;
+}
+
+#[tokio::test]
+async fn an_oversized_body_is_refused_with_413() {
+    let app = TestApp::start().await;
+    let big = "x".repeat(3 * 1024 * 1024);
+    let resp = app
+        .http
+        .post(app.url("/api/auth/code"))
+        .header("content-type", "application/json")
+        .body(big)
+        .send()
+        .await
+        .unwrap();
+    expect_error(resp, 413, "payload_too_large").await;
+}
+
+#[tokio::test]
+async fn sigterm_stops_the_server_cleanly() {
+    let mut app = TestApp::start().await;
+    assert_eq!(app.get("/health").await.status(), 200);
+    let started = Instant::now();
+    let status = app.signal("TERM");
+    assert!(status.success(), "exit status {status}");
+    assert!(started.elapsed() < Duration::from_secs(10));
+    assert!(app.log().contains("shutdown signal received"));
+}
+
+#[tokio::test]
+async fn the_data_directory_is_private() {
+    use std::os::unix::fs::PermissionsExt;
+    let app = TestApp::start().await;
+    let dir = app.data_dir();
+    let mode = |p: &std::path::Path| std::fs::metadata(p).unwrap().permissions().mode() & 0o777;
+    assert_eq!(mode(&dir), 0o700);
+    for file in [
+        "master.key",
+        "server_x25519.key",
+        "server_ed25519.key",
+        "switchboard.db",
+    ] {
+        assert_eq!(mode(&dir.join(file)), 0o600, "{file}");
+    }
+}

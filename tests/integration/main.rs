@@ -1,0 +1,7 @@
+//! Integration tests: the real binary against a real Synapse. One test binary so the
+//! homeserver is started once per run.
+
+mod common;
+
+mod cli;
+mod foundation;
