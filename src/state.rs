@@ -11,6 +11,7 @@ use crate::config::Config;
 use crate::crypto::{MasterKey, ServerKeys};
 use crate::matrix::MatrixClient;
 use crate::ratelimit::RateLimiter;
+use crate::services::mail::Mailer;
 use crate::services::session::JwtKeys;
 use crate::store::Store;
 
@@ -31,6 +32,7 @@ pub struct Inner {
     pub server_keys: ServerKeys,
     pub limiter: RateLimiter,
     pub jwt: JwtKeys,
+    pub mailer: Mailer,
     pub matrix: Option<MatrixClient>,
     /// General outbound client (AI service); upstreams with their own needs have their own.
     pub http: reqwest::Client,
@@ -72,7 +74,9 @@ impl AppState {
             &master.jwt_secret(),
             config.auth.access_token_ttl.0.as_secs(),
         );
+        let mailer = Mailer::new(&config.mail).map_err(|e| StartupError::Other(e.to_string()))?;
         Ok(Self(Arc::new(Inner {
+            mailer,
             store,
             master,
             server_keys,

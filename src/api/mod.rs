@@ -10,12 +10,14 @@ use poem_openapi::{OpenApiService, Tags};
 
 use crate::state::AppState;
 
+pub mod auth;
 pub mod error;
 pub mod gate;
 pub mod health;
 pub mod openapi;
 pub mod routes;
 pub mod security;
+pub mod views;
 
 /// Request bodies above this size are refused with 413 (avatars as base64 fit).
 const MAX_BODY_BYTES: usize = 2 * 1024 * 1024;
@@ -24,12 +26,14 @@ const MAX_BODY_BYTES: usize = 2 * 1024 * 1024;
 pub enum ApiTags {
     /// Service and dependency health.
     Health,
+    /// Passwordless sign-in, sessions and the user's profile.
+    Auth,
 }
 
-type Apis = health::HealthApi;
+type Apis = (health::HealthApi, auth::AuthApi);
 
 fn apis() -> Apis {
-    health::HealthApi
+    (health::HealthApi, auth::AuthApi)
 }
 
 fn service() -> OpenApiService<Apis, ()> {
@@ -88,7 +92,8 @@ pub fn app(state: AppState) -> impl Endpoint {
         .with(Tracing)
 }
 
-/// Refuses bodies over [`MAX_BODY_BYTES`]: by `Content-Length` up front (413), and caps
+/// Treats an empty body without Content-Type as JSON, and refuses bodies over
+/// [`MAX_BODY_BYTES`]: by `Content-Length` up front (413), and caps
 /// chunked bodies so they cannot grow without bound (the truncated body fails to parse).
 async fn limit_body<E: Endpoint>(
     ep: std::sync::Arc<E>,
@@ -106,6 +111,15 @@ async fn limit_body<E: Endpoint>(
             limit: MAX_BODY_BYTES,
         }
         .into());
+    }
+    let chunked = req.headers().contains_key(poem::http::header::TRANSFER_ENCODING);
+    let empty = declared == Some(0) || (declared.is_none() && !chunked);
+    if empty && !req.headers().contains_key(poem::http::header::CONTENT_TYPE) {
+        // An empty body is an absent optional JSON body, not an unsupported media type.
+        req.headers_mut().insert(
+            poem::http::header::CONTENT_TYPE,
+            poem::http::HeaderValue::from_static("application/json"),
+        );
     }
     if declared.is_none() {
         let body = req

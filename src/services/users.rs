@@ -85,3 +85,159 @@ pub fn find_by_id_or_email(conn: &Connection, master: &MasterKey, who: &str) -> 
     };
     found.ok_or_else(|| AppError::not_found("user"))
 }
+
+/// A user with its e-mail opened, ready to be shown to its owner.
+#[derive(Debug, Clone)]
+pub struct Profile {
+    pub user: UserRow,
+    pub email: String,
+}
+
+pub fn profile_of(master: &MasterKey, user: UserRow) -> AppResult<Profile> {
+    let email = email_of(master, &user)?;
+    Ok(Profile { user, email })
+}
+
+pub async fn load(state: &AppState, user_id: &str) -> AppResult<UserRow> {
+    let uid = user_id.to_owned();
+    state
+        .store
+        .run(move |c| users::find(c, &uid)?.ok_or_else(|| AppError::not_found("user")))
+        .await
+}
+
+pub async fn load_profile(state: &AppState, user_id: &str) -> AppResult<Profile> {
+    profile_of(&state.master, load(state, user_id).await?)
+}
+
+/// Profile changes; `None` leaves a field as it is.
+#[derive(Debug, Default, Clone)]
+pub struct ProfileChange {
+    pub display_name: Option<String>,
+    pub username: Option<String>,
+    pub avatar_url: Option<String>,
+}
+
+pub fn validate_display_name(name: &str) -> AppResult<String> {
+    let trimmed = name.trim();
+    let n = trimmed.chars().count();
+    if !(1..=255).contains(&n) {
+        return Err(AppError::invalid("displayName", "must be 1 to 255 characters"));
+    }
+    if trimmed.chars().any(char::is_control) {
+        return Err(AppError::invalid("displayName", "must not contain control characters"));
+    }
+    Ok(trimmed.to_owned())
+}
+
+pub fn validate_username(name: &str) -> AppResult<String> {
+    if !(3..=50).contains(&name.len()) {
+        return Err(AppError::invalid("username", "must be 3 to 50 characters"));
+    }
+    if !name.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'_') {
+        return Err(AppError::invalid("username", "only letters, digits and underscore are allowed"));
+    }
+    Ok(name.to_owned())
+}
+
+/// Accepts a base64 image (a `data:image/…;base64,` URL or bare base64 of PNG, JPEG, GIF
+/// or WebP bytes), an `mxc://server/media` URL, or an `https://` URL.
+pub fn validate_avatar_url(value: &str) -> AppResult<String> {
+    let v = value.trim();
+    let bad = |why: &str| AppError::invalid("avatarUrl", why);
+    if let Some(rest) = v.strip_prefix("mxc://") {
+        let mut parts = rest.splitn(2, '/');
+        let server = parts.next().unwrap_or_default();
+        let media = parts.next().unwrap_or_default();
+        let ok = |s: &str| !s.is_empty() && s.chars().all(|c| c.is_ascii_alphanumeric() || "-_.:[]".contains(c));
+        if !ok(server) || !ok(media) {
+            return Err(bad("mxc:// URLs look like mxc://server/mediaId"));
+        }
+        return Ok(v.to_owned());
+    }
+    if v.starts_with("https://") {
+        let url = reqwest::Url::parse(v).map_err(|e| bad(&format!("not a valid URL: {e}")))?;
+        if url.host_str().is_none_or(str::is_empty) {
+            return Err(bad("https URL without a host"));
+        }
+        return Ok(v.to_owned());
+    }
+    let payload = match v.strip_prefix("data:") {
+        Some(rest) => {
+            let (meta, data) = rest.split_once(',').ok_or_else(|| bad("malformed data URL"))?;
+            if !meta.starts_with("image/") || !meta.ends_with(";base64") {
+                return Err(bad("data URLs must be data:image/<type>;base64,…"));
+            }
+            data
+        }
+        None => v,
+    };
+    use base64::Engine as _;
+    let bytes = base64::engine::general_purpose::STANDARD
+        .decode(payload)
+        .map_err(|_| bad("must be a base64 image, an mxc:// URL or an https:// URL"))?;
+    let is_image = bytes.starts_with(b"\x89PNG\r\n\x1a\n")
+        || bytes.starts_with(b"\xff\xd8\xff")
+        || bytes.starts_with(b"GIF8")
+        || (bytes.len() > 12 && &bytes[0..4] == b"RIFF" && &bytes[8..12] == b"WEBP");
+    if !is_image {
+        return Err(bad("base64 data is not a PNG, JPEG, GIF or WebP image"));
+    }
+    Ok(v.to_owned())
+}
+
+/// Applies a validated profile change; 409 `username_taken` when another user has the
+/// username (compared case-insensitively).
+pub async fn update_profile(state: &AppState, user_id: &str, change: ProfileChange) -> AppResult<Profile> {
+    let display_name = change.display_name.as_deref().map(validate_display_name).transpose()?;
+    let username = change.username.as_deref().map(validate_username).transpose()?;
+    let avatar_url = change.avatar_url.as_deref().map(validate_avatar_url).transpose()?;
+    let uid = user_id.to_owned();
+    let row = state
+        .store
+        .run(move |c| {
+            let mut user = users::find(c, &uid)?.ok_or_else(|| AppError::not_found("user"))?;
+            if let Some(name) = username {
+                if let Some(other) = users::find_by_username(c, &name)? {
+                    if other.id != user.id {
+                        return Err(AppError::conflict("username_taken", "this username is already taken"));
+                    }
+                }
+                user.username = Some(name);
+            }
+            if let Some(name) = display_name {
+                user.display_name = Some(name);
+            }
+            if let Some(url) = avatar_url {
+                user.avatar_url = Some(url);
+            }
+            user.updated_at = unix_now() as i64;
+            match users::update(c, &user) {
+                Err(rusqlite::Error::SqliteFailure(e, _)) if e.code == rusqlite::ErrorCode::ConstraintViolation => {
+                    Err(AppError::conflict("username_taken", "this username is already taken"))
+                }
+                other => other.map(|_| user).map_err(AppError::from),
+            }
+        })
+        .await?;
+    profile_of(&state.master, row)
+}
+
+pub async fn complete_onboarding(state: &AppState, user_id: &str, display_name: Option<String>) -> AppResult<Profile> {
+    let display_name = display_name.as_deref().map(validate_display_name).transpose()?;
+    let uid = user_id.to_owned();
+    let row = state
+        .store
+        .run(move |c| {
+            let mut user = users::find(c, &uid)?.ok_or_else(|| AppError::not_found("user"))?;
+            if let Some(name) = display_name {
+                user.display_name = Some(name);
+            }
+            user.onboarding_completed = true;
+            user.updated_at = unix_now() as i64;
+            users::update(c, &user)?;
+            Ok::<_, AppError>(user)
+        })
+        .await?;
+    profile_of(&state.master, row)
+}

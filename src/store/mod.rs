@@ -13,6 +13,9 @@ use rusqlite::Connection;
 use crate::config::StorageConfig;
 
 pub mod api_tokens;
+pub mod login_codes;
+pub mod refresh_tokens;
+pub mod user_keys;
 pub mod users;
 
 pub type Conn = PooledConnection<SqliteConnectionManager>;

@@ -3,5 +3,6 @@
 
 mod common;
 
+mod auth;
 mod cli;
 mod foundation;

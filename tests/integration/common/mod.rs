@@ -330,3 +330,67 @@ pub fn lines(path: &Path) -> Vec<String> {
         Err(_) => Vec::new(),
     }
 }
+
+pub mod mail;
+
+/// A signed-in user as the tests see it.
+#[derive(Debug, Clone)]
+pub struct Session {
+    pub email: String,
+    pub access_token: String,
+    pub refresh_token: String,
+    pub matrix_access_token: Option<String>,
+    pub user: serde_json::Value,
+}
+
+static EMAIL_COUNTER: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+
+/// A fresh address no other test uses.
+pub fn unique_email(prefix: &str) -> String {
+    let n = EMAIL_COUNTER.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+    let nanos = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .subsec_nanos();
+    format!("{prefix}.{}.{n}.{nanos}@example.test", std::process::id())
+}
+
+impl TestApp {
+    /// A server that sends mail to the run's SMTP sink and talks to the real Synapse.
+    pub async fn start_with_mail() -> Self {
+        Self::start_with_mail_and(String::new()).await
+    }
+
+    pub async fn start_with_mail_and(extra: String) -> Self {
+        Self::start_with(TestConfig {
+            matrix: MatrixMode::Real,
+            extra: format!("{}{extra}", mail::smtp_config()),
+        })
+        .await
+    }
+
+    /// Requests a code for `email`, reads it from the delivered mail and verifies it.
+    pub async fn sign_in(&self, email: &str, public_key: Option<&str>) -> Session {
+        let before = mail::messages_to(email).len();
+        let resp = self.post_json("/api/auth/code", None, serde_json::json!({"email": email})).await;
+        expect_json(resp, 200).await;
+        let code = mail::wait_for_code(email, before).await;
+        let mut body = serde_json::json!({"email": email, "code": code});
+        if let Some(key) = public_key {
+            body["publicKey"] = serde_json::json!(key);
+        }
+        let signed = expect_json(self.post_json("/api/auth/verify", None, body).await, 200).await;
+        Session {
+            email: email.to_owned(),
+            access_token: signed["accessToken"].as_str().expect("accessToken").to_owned(),
+            refresh_token: signed["refreshToken"].as_str().expect("refreshToken").to_owned(),
+            matrix_access_token: signed["matrixAccessToken"].as_str().map(str::to_owned),
+            user: signed["user"].clone(),
+        }
+    }
+
+    /// Signs up a brand-new user.
+    pub async fn sign_up(&self, prefix: &str) -> Session {
+        self.sign_in(&unique_email(prefix), None).await
+    }
+}

@@ -1,0 +1,188 @@
+//! `/api/auth/*`: passwordless sign-in, session refresh, logout and the user's profile.
+
+use poem::web::Data;
+use poem_openapi::payload::Json;
+use poem_openapi::{Object, OpenApi};
+
+use super::security::BearerAuth;
+use super::views::{MessageResponse, UserProfile};
+use super::ApiTags;
+use crate::error::AppError;
+use crate::services::auth::{self, CodePurpose, Session};
+use crate::services::users::{self, ProfileChange};
+use crate::state::AppState;
+
+#[derive(Debug, Object)]
+pub struct CodeRequest {
+    /// Address the 6-digit code is sent to.
+    pub email: String,
+}
+
+#[derive(Debug, Object)]
+#[oai(rename_all = "camelCase")]
+pub struct VerifyRequest {
+    pub email: String,
+    /// The 6-digit code from the e-mail.
+    pub code: String,
+    /// Base64 X25519 public key; registered only when this sign-in creates the account.
+    pub public_key: Option<String>,
+}
+
+/// Sign-in result.
+#[derive(Debug, Object)]
+#[oai(rename_all = "camelCase")]
+pub struct SignInResult {
+    /// JWT access token for `Authorization: Bearer`.
+    pub access_token: String,
+    /// Exchange at `/api/auth/refresh` for new access tokens.
+    pub refresh_token: String,
+    /// Access token of the user's Matrix account on the homeserver; null when no
+    /// homeserver is configured.
+    pub matrix_access_token: Option<String>,
+    /// Lifetime of the access token in seconds.
+    pub expires_in: u64,
+    /// True when this sign-in created the account.
+    pub is_new_user: bool,
+    pub user: UserProfile,
+}
+
+impl From<Session> for SignInResult {
+    fn from(s: Session) -> Self {
+        Self {
+            access_token: s.access_token,
+            refresh_token: s.refresh_token,
+            matrix_access_token: s.matrix_access_token,
+            expires_in: s.expires_in,
+            is_new_user: s.is_new_user,
+            user: s.profile.into(),
+        }
+    }
+}
+
+#[derive(Debug, Object)]
+#[oai(rename_all = "camelCase")]
+pub struct RefreshRequest {
+    pub refresh_token: String,
+}
+
+#[derive(Debug, Object)]
+#[oai(rename_all = "camelCase")]
+pub struct RefreshResult {
+    pub access_token: String,
+    /// Lifetime of the access token in seconds.
+    pub expires_in: u64,
+}
+
+#[derive(Debug, Object)]
+#[oai(rename_all = "camelCase")]
+pub struct ProfileRequest {
+    /// 1 to 255 characters.
+    pub display_name: Option<String>,
+    /// 3 to 50 characters: letters, digits, underscore; unique (409 when taken).
+    pub username: Option<String>,
+    /// A base64 image (`data:image/png;base64,…` or bare base64), `mxc://` or `https://` URL.
+    pub avatar_url: Option<String>,
+}
+
+#[derive(Debug, Object)]
+#[oai(rename_all = "camelCase")]
+pub struct OnboardingRequest {
+    pub display_name: Option<String>,
+}
+
+#[derive(Debug, Object)]
+pub struct UserResult {
+    pub success: bool,
+    pub user: UserProfile,
+}
+
+pub struct AuthApi;
+
+#[OpenApi(prefix_path = "/api/auth", tag = "ApiTags::Auth")]
+impl AuthApi {
+    /// Send a sign-in code
+    ///
+    /// E-mails a 6-digit code (no authentication). At most 3 codes per 10 minutes per
+    /// address (429 with Retry-After). A new code supersedes older ones. 500 when the mail
+    /// could not be sent.
+    #[oai(path = "/code", method = "post", operation_id = "auth_request_code")]
+    async fn code(&self, state: Data<&AppState>, body: Json<CodeRequest>) -> Result<Json<MessageResponse>, AppError> {
+        auth::request_code(&state, &body.email, CodePurpose::SignIn, None).await?;
+        Ok(Json(MessageResponse::new("a verification code has been sent")))
+    }
+
+    /// Verify a sign-in code
+    ///
+    /// Exchanges e-mail and code for tokens (no authentication). Creates the account (and
+    /// its Matrix account) for an unknown e-mail; `publicKey` is registered then. Codes are
+    /// single use, expire after `auth.code_ttl` (10 min), and five wrong tries burn them:
+    /// 400 `invalid_code`. 503 `homeserver_unavailable` when the Matrix account could not
+    /// be created; the code stays valid for a retry.
+    #[oai(path = "/verify", method = "post", operation_id = "auth_verify_code")]
+    async fn verify(&self, state: Data<&AppState>, body: Json<VerifyRequest>) -> Result<Json<SignInResult>, AppError> {
+        let body = body.0;
+        let session = auth::sign_in(&state, &body.email, &body.code, body.public_key).await?;
+        Ok(Json(session.into()))
+    }
+
+    /// Refresh the access token
+    ///
+    /// Exchanges a refresh token for a new access token (no authentication); 401 when the
+    /// refresh token is unknown, expired or revoked. The refresh token stays valid.
+    #[oai(path = "/refresh", method = "post", operation_id = "auth_refresh")]
+    async fn refresh(&self, state: Data<&AppState>, body: Json<RefreshRequest>) -> Result<Json<RefreshResult>, AppError> {
+        let (access_token, expires_in) = auth::refresh(&state, &body.refresh_token).await?;
+        Ok(Json(RefreshResult { access_token, expires_in }))
+    }
+
+    /// Sign out everywhere
+    ///
+    /// Revokes every refresh token of the user. Access tokens already issued stay valid
+    /// until they expire (`auth.access_token_ttl`).
+    #[oai(path = "/logout", method = "post", operation_id = "auth_logout")]
+    async fn logout(&self, state: Data<&AppState>, auth: BearerAuth) -> Result<Json<MessageResponse>, AppError> {
+        let n = auth::logout(&state, auth.user_id()).await?;
+        Ok(Json(MessageResponse::new(format!("signed out; {n} refresh token(s) revoked"))))
+    }
+
+    /// The signed-in user's profile
+    #[oai(path = "/me", method = "get", operation_id = "auth_me")]
+    async fn me(&self, state: Data<&AppState>, auth: BearerAuth) -> Result<Json<UserProfile>, AppError> {
+        Ok(Json(users::load_profile(&state, auth.user_id()).await?.into()))
+    }
+
+    /// Update the profile
+    ///
+    /// All fields optional. 400 on invalid values, 409 `username_taken`.
+    #[oai(path = "/profile", method = "patch", operation_id = "auth_update_profile")]
+    async fn profile(
+        &self,
+        state: Data<&AppState>,
+        auth: BearerAuth,
+        body: Json<ProfileRequest>,
+    ) -> Result<Json<UserResult>, AppError> {
+        let body = body.0;
+        let change = ProfileChange {
+            display_name: body.display_name,
+            username: body.username,
+            avatar_url: body.avatar_url,
+        };
+        let profile = users::update_profile(&state, auth.user_id(), change).await?;
+        Ok(Json(UserResult { success: true, user: profile.into() }))
+    }
+
+    /// Finish onboarding
+    ///
+    /// Marks onboarding complete; an optional `displayName` is saved with it.
+    #[oai(path = "/complete-onboarding", method = "post", operation_id = "auth_complete_onboarding")]
+    async fn complete_onboarding(
+        &self,
+        state: Data<&AppState>,
+        auth: BearerAuth,
+        body: Json<Option<OnboardingRequest>>,
+    ) -> Result<Json<UserResult>, AppError> {
+        let display_name = body.0.and_then(|b| b.display_name);
+        let profile = users::complete_onboarding(&state, auth.user_id(), display_name).await?;
+        Ok(Json(UserResult { success: true, user: profile.into() }))
+    }
+}
