@@ -10,13 +10,18 @@ use poem_openapi::{OpenApiService, Tags};
 
 use crate::state::AppState;
 
+pub mod accounts;
+pub mod admin;
+pub mod attestation;
 pub mod auth;
 pub mod error;
 pub mod gate;
 pub mod health;
+pub mod keys;
 pub mod openapi;
 pub mod routes;
 pub mod security;
+pub mod tokens;
 pub mod views;
 
 /// Request bodies above this size are refused with 413 (avatars as base64 fit).
@@ -28,12 +33,38 @@ pub enum ApiTags {
     Health,
     /// Passwordless sign-in, sessions and the user's profile.
     Auth,
+    /// The user's X25519 encryption key and recovery material.
+    Keys,
+    /// Several e-mail identities under one sign-in, and switching between them.
+    Accounts,
+    /// Personal API tokens for scripts (native sessions only).
+    Tokens,
+    /// Operator endpoints (administrators only).
+    Admin,
+    /// Server identity: keys clients pin and seal to (no authentication).
+    Attestation,
 }
 
-type Apis = (health::HealthApi, auth::AuthApi);
+type Apis = (
+    health::HealthApi,
+    attestation::AttestationApi,
+    auth::AuthApi,
+    keys::KeysApi,
+    accounts::AccountsApi,
+    tokens::TokensApi,
+    admin::AdminApi,
+);
 
 fn apis() -> Apis {
-    (health::HealthApi, auth::AuthApi)
+    (
+        health::HealthApi,
+        attestation::AttestationApi,
+        auth::AuthApi,
+        keys::KeysApi,
+        accounts::AccountsApi,
+        tokens::TokensApi,
+        admin::AdminApi,
+    )
 }
 
 fn service() -> OpenApiService<Apis, ()> {

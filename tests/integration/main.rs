@@ -3,6 +3,11 @@
 
 mod common;
 
+mod accounts;
+mod admin;
+mod attestation;
 mod auth;
 mod cli;
 mod foundation;
+mod keys;
+mod tokens;
