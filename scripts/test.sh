@@ -55,7 +55,7 @@ export SWITCHBOARD_TEST_VENV="$VENV_DIR"
 export SWITCHBOARD_TEST_PYTHON="$PY"
 # The integration tests start one Synapse for the whole run in this directory (or reuse
 # the one already running there); it is stopped when the run ends.
-export SWITCHBOARD_TEST_SYNAPSE_DIR="$ROOT/target/test-synapse"
+export SWITCHBOARD_TEST_SYNAPSE_DIR="${SWITCHBOARD_TEST_SYNAPSE_DIR:-$ROOT/target/test-synapse}"
 stop_synapse() {
   if [[ -f $SWITCHBOARD_TEST_SYNAPSE_DIR/synapse.pid ]]; then
     bash "$ROOT/scripts/synapse.sh" --stop "$SWITCHBOARD_TEST_SYNAPSE_DIR" >&2 || true

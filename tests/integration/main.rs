@@ -10,4 +10,5 @@ mod auth;
 mod cli;
 mod foundation;
 mod keys;
+mod storage;
 mod tokens;
