@@ -56,7 +56,7 @@ pub fn serve(overrides: &Overrides) -> CmdResult {
         );
         crate::serve(state, crate::shutdown_signal())
             .await
-            .map_err(|e| format!("cannot serve on the configured address: {e}"))
+            .map_err(|e| format!("cannot serve: {e}"))
     })?;
     tracing::info!("stopped");
     Ok(())

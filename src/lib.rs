@@ -16,7 +16,7 @@ pub mod store;
 use std::future::Future;
 use std::time::Duration;
 
-use poem::listener::TcpListener;
+use poem::listener::{Listener, RustlsCertificate, RustlsConfig, TcpListener};
 use poem::Server;
 
 pub use config::Config;
@@ -25,18 +25,51 @@ pub use state::AppState;
 /// How long in-flight requests get to finish after a shutdown signal.
 pub const SHUTDOWN_GRACE: Duration = Duration::from_secs(10);
 
-/// Serves the application on `config.server.listen` until `shutdown` resolves; in-flight
-/// requests then get [`SHUTDOWN_GRACE`] to finish.
+/// Serves the application on `config.server.listen` (HTTPS when `tls_cert` and `tls_key`
+/// are set) until `shutdown` resolves; in-flight requests then get [`SHUTDOWN_GRACE`].
 pub async fn serve(
     state: AppState,
     shutdown: impl Future<Output = ()> + Send + 'static,
 ) -> std::io::Result<()> {
-    let addr = state.config.server.listen;
+    let server = &state.config.server;
+    let addr = server.listen;
+    let tcp = TcpListener::bind(addr);
+    let listener = match (&server.tls_cert, &server.tls_key) {
+        (Some(cert), Some(key)) => {
+            let certificate = RustlsCertificate::new()
+                .cert(read_pem(cert, "CERTIFICATE-----")?)
+                .key(read_pem(key, "PRIVATE KEY-----")?);
+            tracing::info!(%addr, "listening (https)");
+            tcp.rustls(RustlsConfig::new().fallback(certificate))
+                .boxed()
+        }
+        _ => {
+            tracing::info!(%addr, "listening (http)");
+            tcp.boxed()
+        }
+    };
     let app = api::app(state);
-    tracing::info!(%addr, "listening");
-    Server::new(TcpListener::bind(addr))
+    Server::new(listener)
         .run_with_graceful_shutdown(app, shutdown, Some(SHUTDOWN_GRACE))
         .await
+}
+
+/// Reads a PEM file and checks it holds the expected block, so a wrong file is a startup
+/// error rather than failing TLS handshakes later.
+fn read_pem(path: &std::path::Path, marker: &str) -> std::io::Result<Vec<u8>> {
+    let bytes = std::fs::read(path)
+        .map_err(|e| std::io::Error::new(e.kind(), format!("{}: {e}", path.display())))?;
+    if !String::from_utf8_lossy(&bytes).contains(marker) {
+        return Err(std::io::Error::new(
+            std::io::ErrorKind::InvalidData,
+            format!(
+                "{}: no PEM \"{}\" block found",
+                path.display(),
+                marker.trim_end_matches('-')
+            ),
+        ));
+    }
+    Ok(bytes)
 }
 
 /// Resolves on SIGINT or SIGTERM.

@@ -213,3 +213,60 @@ async fn the_data_directory_is_private() {
         assert_eq!(mode(&dir.join(file)), 0o600, "{file}");
     }
 }
+
+#[tokio::test]
+async fn tls_is_served_when_a_certificate_is_configured() {
+    let dir = tempfile::tempdir().unwrap();
+    let cert = dir.path().join("cert.pem");
+    let key = dir.path().join("key.pem");
+    let out = std::process::Command::new(python())
+        .arg(repo_root().join("tests/support/self_signed.py"))
+        .args([&cert, &key])
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let port = free_port();
+    let data = dir.path().join("data");
+    let config = dir.path().join("tls.toml");
+    std::fs::write(
+        &config,
+        format!(
+            "[server]\nlisten = \"127.0.0.1:{port}\"\ntls_cert = \"{}\"\ntls_key = \"{}\"\n[storage]\ndata_dir = \"{}\"\n",
+            cert.display(),
+            key.display(),
+            data.display()
+        ),
+    )
+    .unwrap();
+    let mut child = std::process::Command::new(binary())
+        .args(["serve", "--config", config.to_str().unwrap()])
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    let pem = std::fs::read(&cert).unwrap();
+    let client = reqwest::Client::builder()
+        .add_root_certificate(reqwest::Certificate::from_pem(&pem).unwrap())
+        .build()
+        .unwrap();
+    let url = format!("https://localhost:{port}/openapi.yaml");
+    let mut answered = None;
+    for _ in 0..100 {
+        if let Ok(resp) = client.get(&url).send().await {
+            answered = Some(resp.status().as_u16());
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    let _ = child.kill();
+    let _ = child.wait();
+    assert_eq!(
+        answered,
+        Some(200),
+        "HTTPS request with the configured certificate"
+    );
+}
