@@ -54,14 +54,18 @@ log "venv ready: $("$PY" -c 'import synapse, sys; print("python %d.%d, synapse %
 export SWITCHBOARD_TEST_VENV="$VENV_DIR"
 export SWITCHBOARD_TEST_PYTHON="$PY"
 # The integration tests start one Synapse for the whole run in this directory (or reuse
-# the one already running there); it is stopped when the run ends.
+# the one already running there). On CI (CI set) or with SWITCHBOARD_TEST_STOP_SYNAPSE=1 it
+# is stopped when the run ends; otherwise it keeps running so the next run starts at once
+# (stop it with: scripts/synapse.sh --stop target/test-synapse).
 export SWITCHBOARD_TEST_SYNAPSE_DIR="${SWITCHBOARD_TEST_SYNAPSE_DIR:-$ROOT/target/test-synapse}"
 stop_synapse() {
   if [[ -f $SWITCHBOARD_TEST_SYNAPSE_DIR/synapse.pid ]]; then
     bash "$ROOT/scripts/synapse.sh" --stop "$SWITCHBOARD_TEST_SYNAPSE_DIR" >&2 || true
   fi
 }
-trap stop_synapse EXIT
+if [[ -n ${CI:-} || ${SWITCHBOARD_TEST_STOP_SYNAPSE:-0} == 1 ]]; then
+  trap stop_synapse EXIT
+fi
 log "SWITCHBOARD_TEST_VENV=$SWITCHBOARD_TEST_VENV"
 log "SWITCHBOARD_TEST_PYTHON=$SWITCHBOARD_TEST_PYTHON"
 
