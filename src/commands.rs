@@ -167,11 +167,14 @@ pub fn check_config(overrides: &Overrides) -> CmdResult {
 
 pub fn user(overrides: &Overrides, command: UserCommand) -> CmdResult {
     let config = load(overrides)?;
-    let state = AppState::build(config).map_err(|e| e.to_string())?;
     let rt = runtime()?;
-    let output = rt
-        .block_on(crate::services::admin::run_cli(&state, command))
-        .map_err(|e| e.to_string())?;
+    // AppState builds clients (SMTP pool) that need the runtime.
+    let output = rt.block_on(async move {
+        let state = AppState::build(config).map_err(|e| e.to_string())?;
+        crate::services::admin::run_cli(&state, command)
+            .await
+            .map_err(|e| e.to_string())
+    })?;
     print!("{output}");
     Ok(())
 }

@@ -7,6 +7,7 @@ pub mod commands;
 pub mod config;
 pub mod crypto;
 pub mod error;
+pub mod events;
 pub mod matrix;
 pub mod ratelimit;
 pub mod services;
@@ -47,6 +48,12 @@ pub async fn serve(
             tracing::info!(%addr, "listening (http)");
             tcp.boxed()
         }
+    };
+    let app_shutdown = state.shutdown.clone();
+    let shutdown = async move {
+        shutdown.await;
+        // Background tasks and open event streams end first, so in-flight requests can.
+        app_shutdown.trigger();
     };
     let app = api::app(state);
     Server::new(listener)

@@ -9,6 +9,7 @@ use moka::future::Cache;
 use crate::api::routes::RouteTable;
 use crate::config::Config;
 use crate::crypto::{MasterKey, ServerKeys};
+use crate::events::{EventHub, Shutdown};
 use crate::matrix::MatrixClient;
 use crate::ratelimit::RateLimiter;
 use crate::services::mail::Mailer;
@@ -39,6 +40,12 @@ pub struct Inner {
     /// Probed by the health check to prove the cache works.
     pub health_cache: Cache<&'static str, u64>,
     pub routes: RouteTable,
+    /// Change notifications for `GET /api/sync`.
+    pub events: EventHub,
+    /// Triggered when the process is asked to stop.
+    pub shutdown: Shutdown,
+    /// Wakes the sync supervisor when a user gets (or changes) its Matrix account.
+    pub sync_wakeup: tokio::sync::Notify,
 }
 
 #[derive(Clone)]
@@ -86,6 +93,9 @@ impl AppState {
             http,
             health_cache: Cache::builder().max_capacity(16).build(),
             routes: RouteTable::from_spec(&crate::api::spec_json()),
+            events: EventHub::new(),
+            shutdown: Shutdown::new(),
+            sync_wakeup: tokio::sync::Notify::new(),
             config,
         })))
     }

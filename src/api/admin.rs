@@ -1,10 +1,191 @@
-//! Placeholder: filled in by the admin work.
+//! `/api/admin/*`: operator endpoints. Every handler takes an [`AdminAuth`], whose checker
+//! is the one place administrators are told apart; the logic is shared with
+//! `switchboard user …` in `services::admin`.
 
-use poem_openapi::OpenApi;
+use chrono::{DateTime, Utc};
+use poem::web::Data;
+use poem::Request;
+use poem_openapi::auth::Bearer;
+use poem_openapi::param::{Path, Query};
+use poem_openapi::payload::Json;
+use poem_openapi::{Object, OpenApi, SecurityScheme};
 
+use super::views::{opt_time, time, SubscriptionInfo};
 use super::ApiTags;
+use crate::error::AppError;
+use crate::services::admin::{self, SubscriptionChange};
+use crate::services::session::Principal;
+use crate::services::users::Profile;
+use crate::state::AppState;
+use crate::store::users::UserRow;
+
+/// The bearer scheme of `/api/admin/*`: the same `bearerAuth` as everywhere, and obtaining
+/// it additionally requires an administrator (403 `admin_required` otherwise; 403
+/// `forbidden_for_api_token` for personal tokens).
+#[derive(SecurityScheme)]
+#[oai(
+    rename = "bearerAuth",
+    ty = "bearer",
+    bearer_format = "JWT or csk_ personal token",
+    checker = "admin_of"
+)]
+pub struct AdminAuth(pub UserRow);
+
+async fn admin_of(req: &Request, _bearer: Bearer) -> poem::Result<UserRow> {
+    let principal = req
+        .extensions()
+        .get::<Principal>()
+        .cloned()
+        .ok_or_else(|| AppError::unauthorized("authentication required"))?;
+    let state = req
+        .data::<AppState>()
+        .ok_or_else(|| AppError::internal("application state missing"))?;
+    Ok(admin::require_admin(state, &principal).await?)
+}
+
+/// A user as administrators see it.
+#[derive(Debug, Object)]
+#[oai(rename_all = "camelCase")]
+pub struct AdminUser {
+    /// User id (UUID).
+    pub id: String,
+    pub email: String,
+    pub display_name: Option<String>,
+    pub username: Option<String>,
+    pub is_admin: bool,
+    /// The user's Matrix ID on the homeserver, once created.
+    pub matrix_user_id: Option<String>,
+    /// Personal-token subscription: `active` is whether the user's tokens work now.
+    pub subscription: SubscriptionInfo,
+    pub created_at: DateTime<Utc>,
+}
+
+impl From<Profile> for AdminUser {
+    fn from(p: Profile) -> Self {
+        let u = p.user;
+        let now = crate::ratelimit::unix_now() as i64;
+        Self {
+            subscription: SubscriptionInfo {
+                active: u.subscription_is_active(now),
+                until: if u.subscription_active {
+                    opt_time(u.subscription_until)
+                } else {
+                    None
+                },
+            },
+            id: u.id,
+            email: p.email,
+            display_name: u.display_name,
+            username: u.username,
+            is_admin: u.is_admin,
+            matrix_user_id: u.matrix_user_id,
+            created_at: time(u.created_at),
+        }
+    }
+}
+
+/// Offset/limit pagination.
+#[derive(Debug, Object)]
+#[oai(rename_all = "camelCase")]
+pub struct Pagination {
+    /// Number of items in the whole collection.
+    pub total: i64,
+    pub limit: i64,
+    pub offset: i64,
+    /// Whether items follow this page (`offset + returned < total`).
+    pub has_more: bool,
+}
+
+#[derive(Debug, Object)]
+pub struct UserList {
+    /// Users, oldest first.
+    pub users: Vec<AdminUser>,
+    pub pagination: Pagination,
+}
+
+#[derive(Debug, Object)]
+pub struct SubscriptionRequest {
+    /// `true` activates personal tokens of the user, `false` lapses the subscription:
+    /// every personal-token request of the user then answers 403 `subscription_expired`.
+    pub active: bool,
+    /// With `active: true` only: end of the subscription, an RFC 3339 date-time (or
+    /// `YYYY-MM-DD`, meaning the end of that day UTC) in the future. Omit for no end date.
+    pub until: Option<String>,
+}
 
 pub struct AdminApi;
 
-#[OpenApi(tag = "ApiTags::Admin")]
-impl AdminApi {}
+#[OpenApi(prefix_path = "/api/admin", tag = "ApiTags::Admin")]
+impl AdminApi {
+    /// List users
+    ///
+    /// Administrators only (403 `admin_required` for other users; 403
+    /// `forbidden_for_api_token` for personal tokens). Users oldest first, with
+    /// offset/limit pagination: `limit` 1 to 100 (default 50), `offset` at least 0
+    /// (default 0); values outside are 400 `invalid_request`, not clamped.
+    #[oai(path = "/users", method = "get", operation_id = "admin_list_users")]
+    async fn list_users(
+        &self,
+        state: Data<&AppState>,
+        _admin: AdminAuth,
+        /// Page size, 1 to 100 (default 50).
+        limit: Query<Option<i64>>,
+        /// Users to skip, at least 0 (default 0).
+        offset: Query<Option<i64>>,
+    ) -> Result<Json<UserList>, AppError> {
+        let page = admin::list_users(&state, limit.0, offset.0).await?;
+        let has_more = page.has_more();
+        Ok(Json(UserList {
+            pagination: Pagination {
+                total: page.total,
+                limit: page.limit,
+                offset: page.offset,
+                has_more,
+            },
+            users: page.users.into_iter().map(AdminUser::from).collect(),
+        }))
+    }
+
+    /// Show a user
+    ///
+    /// Administrators only. 404 for an unknown id.
+    #[oai(path = "/users/:id", method = "get", operation_id = "admin_get_user")]
+    async fn get_user(
+        &self,
+        state: Data<&AppState>,
+        _admin: AdminAuth,
+        /// User id (UUID).
+        id: Path<String>,
+    ) -> Result<Json<AdminUser>, AppError> {
+        Ok(Json(admin::show_user(&state, &id.0).await?.into()))
+    }
+
+    /// Set a user's subscription
+    ///
+    /// Administrators only. Sets the personal-token tier of the user; it takes effect on the
+    /// user's very next personal-token request, with no grace period: `{"active": true,
+    /// "until": "<RFC 3339>"}` is active until that time (which must be in the future),
+    /// `{"active": true}` is active with no end date, `{"active": false}` lapses the
+    /// subscription (every personal-token request of the user then answers 403
+    /// `subscription_expired`; renewing re-enables all the user's tokens at once). The same
+    /// as `switchboard user subscription`. Returns the user. 400 `invalid_request` for a
+    /// bad or past `until`, or `until` with `active: false`; 404 for an unknown id.
+    #[oai(
+        path = "/users/:id/subscription",
+        method = "put",
+        operation_id = "admin_set_subscription"
+    )]
+    async fn set_subscription(
+        &self,
+        state: Data<&AppState>,
+        _admin: AdminAuth,
+        /// User id (UUID).
+        id: Path<String>,
+        body: Json<SubscriptionRequest>,
+    ) -> Result<Json<AdminUser>, AppError> {
+        let change = SubscriptionChange::from_request(body.active, body.until.as_deref())?;
+        let row = admin::set_user_subscription(&state, &id.0, change).await?;
+        let profile = crate::services::users::profile_of(&state.master, row)?;
+        Ok(Json(profile.into()))
+    }
+}

@@ -106,9 +106,15 @@ impl AuthApi {
     /// address (429 with Retry-After). A new code supersedes older ones. 500 when the mail
     /// could not be sent.
     #[oai(path = "/code", method = "post", operation_id = "auth_request_code")]
-    async fn code(&self, state: Data<&AppState>, body: Json<CodeRequest>) -> Result<Json<MessageResponse>, AppError> {
+    async fn code(
+        &self,
+        state: Data<&AppState>,
+        body: Json<CodeRequest>,
+    ) -> Result<Json<MessageResponse>, AppError> {
         auth::request_code(&state, &body.email, CodePurpose::SignIn, None).await?;
-        Ok(Json(MessageResponse::new("a verification code has been sent")))
+        Ok(Json(MessageResponse::new(
+            "a verification code has been sent",
+        )))
     }
 
     /// Verify a sign-in code
@@ -119,7 +125,11 @@ impl AuthApi {
     /// 400 `invalid_code`. 503 `homeserver_unavailable` when the Matrix account could not
     /// be created; the code stays valid for a retry.
     #[oai(path = "/verify", method = "post", operation_id = "auth_verify_code")]
-    async fn verify(&self, state: Data<&AppState>, body: Json<VerifyRequest>) -> Result<Json<SignInResult>, AppError> {
+    async fn verify(
+        &self,
+        state: Data<&AppState>,
+        body: Json<VerifyRequest>,
+    ) -> Result<Json<SignInResult>, AppError> {
         let body = body.0;
         let session = auth::sign_in(&state, &body.email, &body.code, body.public_key).await?;
         Ok(Json(session.into()))
@@ -130,9 +140,16 @@ impl AuthApi {
     /// Exchanges a refresh token for a new access token (no authentication); 401 when the
     /// refresh token is unknown, expired or revoked. The refresh token stays valid.
     #[oai(path = "/refresh", method = "post", operation_id = "auth_refresh")]
-    async fn refresh(&self, state: Data<&AppState>, body: Json<RefreshRequest>) -> Result<Json<RefreshResult>, AppError> {
+    async fn refresh(
+        &self,
+        state: Data<&AppState>,
+        body: Json<RefreshRequest>,
+    ) -> Result<Json<RefreshResult>, AppError> {
         let (access_token, expires_in) = auth::refresh(&state, &body.refresh_token).await?;
-        Ok(Json(RefreshResult { access_token, expires_in }))
+        Ok(Json(RefreshResult {
+            access_token,
+            expires_in,
+        }))
     }
 
     /// Sign out everywhere
@@ -140,21 +157,37 @@ impl AuthApi {
     /// Revokes every refresh token of the user. Access tokens already issued stay valid
     /// until they expire (`auth.access_token_ttl`).
     #[oai(path = "/logout", method = "post", operation_id = "auth_logout")]
-    async fn logout(&self, state: Data<&AppState>, auth: BearerAuth) -> Result<Json<MessageResponse>, AppError> {
+    async fn logout(
+        &self,
+        state: Data<&AppState>,
+        auth: BearerAuth,
+    ) -> Result<Json<MessageResponse>, AppError> {
         let n = auth::logout(&state, auth.user_id()).await?;
-        Ok(Json(MessageResponse::new(format!("signed out; {n} refresh token(s) revoked"))))
+        Ok(Json(MessageResponse::new(format!(
+            "signed out; {n} refresh token(s) revoked"
+        ))))
     }
 
     /// The signed-in user's profile
     #[oai(path = "/me", method = "get", operation_id = "auth_me")]
-    async fn me(&self, state: Data<&AppState>, auth: BearerAuth) -> Result<Json<UserProfile>, AppError> {
-        Ok(Json(users::load_profile(&state, auth.user_id()).await?.into()))
+    async fn me(
+        &self,
+        state: Data<&AppState>,
+        auth: BearerAuth,
+    ) -> Result<Json<UserProfile>, AppError> {
+        Ok(Json(
+            users::load_profile(&state, auth.user_id()).await?.into(),
+        ))
     }
 
     /// Update the profile
     ///
     /// All fields optional. 400 on invalid values, 409 `username_taken`.
-    #[oai(path = "/profile", method = "patch", operation_id = "auth_update_profile")]
+    #[oai(
+        path = "/profile",
+        method = "patch",
+        operation_id = "auth_update_profile"
+    )]
     async fn profile(
         &self,
         state: Data<&AppState>,
@@ -168,13 +201,20 @@ impl AuthApi {
             avatar_url: body.avatar_url,
         };
         let profile = users::update_profile(&state, auth.user_id(), change).await?;
-        Ok(Json(UserResult { success: true, user: profile.into() }))
+        Ok(Json(UserResult {
+            success: true,
+            user: profile.into(),
+        }))
     }
 
     /// Finish onboarding
     ///
     /// Marks onboarding complete; an optional `displayName` is saved with it.
-    #[oai(path = "/complete-onboarding", method = "post", operation_id = "auth_complete_onboarding")]
+    #[oai(
+        path = "/complete-onboarding",
+        method = "post",
+        operation_id = "auth_complete_onboarding"
+    )]
     async fn complete_onboarding(
         &self,
         state: Data<&AppState>,
@@ -183,6 +223,9 @@ impl AuthApi {
     ) -> Result<Json<UserResult>, AppError> {
         let display_name = body.0.and_then(|b| b.display_name);
         let profile = users::complete_onboarding(&state, auth.user_id(), display_name).await?;
-        Ok(Json(UserResult { success: true, user: profile.into() }))
+        Ok(Json(UserResult {
+            success: true,
+            user: profile.into(),
+        }))
     }
 }

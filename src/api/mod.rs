@@ -143,7 +143,9 @@ async fn limit_body<E: Endpoint>(
         }
         .into());
     }
-    let chunked = req.headers().contains_key(poem::http::header::TRANSFER_ENCODING);
+    let chunked = req
+        .headers()
+        .contains_key(poem::http::header::TRANSFER_ENCODING);
     let empty = declared == Some(0) || (declared.is_none() && !chunked);
     if empty && !req.headers().contains_key(poem::http::header::CONTENT_TYPE) {
         // An empty body is an absent optional JSON body, not an unsupported media type.

@@ -4,6 +4,8 @@
 //! 3.0 → 3.1 changes applied: `nullable: true` becomes a `"null"` member of the type (or
 //! an `anyOf` with `{"type": "null"}` for references), boolean `exclusiveMinimum` /
 //! `exclusiveMaximum` become numeric bounds, and schema `example` becomes `examples`.
+//! Object properties that are not `required` come from `Option` fields, which serialize
+//! as `null` when absent, so they are made nullable too.
 
 use serde_json::{json, Map, Value};
 
@@ -75,6 +77,36 @@ fn convert_object(map: &mut Map<String, Value>) {
     if let Some(example) = map.remove("example") {
         map.insert("examples".to_owned(), json!([example]));
     }
+    nullable_optional_properties(map);
+}
+
+/// Optional (`Option`) properties are sent as `null` when empty: say so in the schema.
+fn nullable_optional_properties(map: &mut Map<String, Value>) {
+    let required: Vec<String> = map
+        .get("required")
+        .and_then(Value::as_array)
+        .map(|r| r.iter().filter_map(|v| v.as_str().map(str::to_owned)).collect())
+        .unwrap_or_default();
+    let Some(Value::Object(properties)) = map.get_mut("properties") else {
+        return;
+    };
+    for (name, schema) in properties.iter_mut() {
+        if required.contains(name) {
+            continue;
+        }
+        if let Value::Object(prop) = schema {
+            let already = match prop.get("type") {
+                Some(Value::Array(types)) => types.contains(&json!("null")),
+                _ => prop
+                    .get("anyOf")
+                    .and_then(Value::as_array)
+                    .is_some_and(|a| a.contains(&json!({"type": "null"}))),
+            };
+            if !already {
+                make_nullable(prop);
+            }
+        }
+    }
 }
 
 fn make_nullable(map: &mut Map<String, Value>) {
@@ -132,6 +164,24 @@ mod tests {
         assert_eq!(props["n"]["exclusiveMinimum"], json!(0));
         assert!(props["n"].get("minimum").is_none());
         assert_eq!(props["e"]["examples"], json!(["hi"]));
+    }
+
+    #[test]
+    fn optional_properties_become_nullable() {
+        let doc = json!({"components": {"schemas": {"A": {
+            "type": "object",
+            "required": ["a"],
+            "properties": {
+                "a": {"type": "string"},
+                "b": {"type": "string"},
+                "c": {"$ref": "#/components/schemas/B"}
+            }
+        }}}});
+        let out = to_openapi_31(doc);
+        let props = &out["components"]["schemas"]["A"]["properties"];
+        assert_eq!(props["a"]["type"], "string");
+        assert_eq!(props["b"]["type"], json!(["string", "null"]));
+        assert_eq!(props["c"]["anyOf"][1], json!({"type": "null"}));
     }
 
     #[test]

@@ -13,7 +13,9 @@ pub struct MessageResponse {
 
 impl MessageResponse {
     pub fn new(message: impl Into<String>) -> Self {
-        Self { message: message.into() }
+        Self {
+            message: message.into(),
+        }
     }
 }
 
@@ -60,7 +62,11 @@ impl From<Profile> for UserProfile {
         Self {
             subscription: SubscriptionInfo {
                 active: u.subscription_is_active(now),
-                until: if u.subscription_active { opt_time(u.subscription_until) } else { None },
+                until: if u.subscription_active {
+                    opt_time(u.subscription_until)
+                } else {
+                    None
+                },
             },
             id: u.id,
             email: p.email,

@@ -10,6 +10,9 @@ use serde_json::json;
 
 use crate::config::MatrixConfig;
 
+pub mod types;
+pub use types::SyncResponse;
+
 #[derive(Debug, thiserror::Error)]
 pub enum MatrixError {
     #[error("homeserver unreachable: {0}")]
@@ -185,6 +188,127 @@ impl MatrixClient {
         let w: WhoAmI = decode(resp).await?;
         Ok(w.user_id)
     }
+}
+
+impl MatrixClient {
+    /// `GET /_matrix/client/v3/sync`: long-polls up to `timeout_ms` for changes after
+    /// `since` (a full initial sync without it). The request timeout is the poll plus 30 s.
+    pub async fn sync(
+        &self,
+        token: &str,
+        since: Option<&str>,
+        timeout_ms: u64,
+        filter: Option<&str>,
+    ) -> Result<SyncResponse, MatrixError> {
+        let url = format!("{}/_matrix/client/v3/sync", self.base);
+        let mut query: Vec<(&str, String)> = vec![("timeout", timeout_ms.to_string())];
+        if let Some(since) = since {
+            query.push(("since", since.to_owned()));
+        }
+        if let Some(filter) = filter {
+            query.push(("filter", filter.to_owned()));
+        }
+        let url = reqwest::Url::parse_with_params(&url, &query).map_err(|e| MatrixError::Decode(e.to_string()))?;
+        let resp = self
+            .api
+            .get(url)
+            .bearer_auth(token)
+            .timeout(Duration::from_millis(timeout_ms) + Duration::from_secs(30))
+            .send()
+            .await
+            .map_err(unreachable)?;
+        decode(resp).await
+    }
+
+    /// `PUT /rooms/{roomId}/send/{type}/{txnId}`: idempotent per access token and txn id.
+    /// Returns the event id.
+    pub async fn send_event(
+        &self,
+        token: &str,
+        room_id: &str,
+        event_type: &str,
+        txn_id: &str,
+        content: &serde_json::Value,
+    ) -> Result<String, MatrixError> {
+        #[derive(Deserialize)]
+        struct Sent {
+            event_id: String,
+        }
+        let url = format!(
+            "{}/_matrix/client/v3/rooms/{}/send/{}/{}",
+            self.base,
+            encode(room_id),
+            encode(event_type),
+            encode(txn_id)
+        );
+        let resp = self.api.put(url).bearer_auth(token).json(content).send().await.map_err(unreachable)?;
+        let sent: Sent = decode(resp).await?;
+        Ok(sent.event_id)
+    }
+
+    /// `POST /rooms/{roomId}/read_markers`: moves the fully-read marker and sends a public
+    /// read receipt for `event_id`.
+    pub async fn mark_read(&self, token: &str, room_id: &str, event_id: &str) -> Result<(), MatrixError> {
+        let url = format!("{}/_matrix/client/v3/rooms/{}/read_markers", self.base, encode(room_id));
+        let body = json!({"m.fully_read": event_id, "m.read": event_id});
+        let resp = self.api.post(url).bearer_auth(token).json(&body).send().await.map_err(unreachable)?;
+        let _: serde_json::Value = decode(resp).await?;
+        Ok(())
+    }
+
+    /// `GET /rooms/{roomId}/joined_members`: Matrix IDs of the joined members.
+    pub async fn joined_members(&self, token: &str, room_id: &str) -> Result<Vec<String>, MatrixError> {
+        #[derive(Deserialize)]
+        struct Joined {
+            joined: std::collections::HashMap<String, serde_json::Value>,
+        }
+        let url = format!("{}/_matrix/client/v3/rooms/{}/joined_members", self.base, encode(room_id));
+        let resp = self.api.get(url).bearer_auth(token).send().await.map_err(unreachable)?;
+        let joined: Joined = decode(resp).await?;
+        let mut members: Vec<String> = joined.joined.into_keys().collect();
+        members.sort();
+        Ok(members)
+    }
+
+    /// `POST /join/{roomIdOrAlias}`: accepts an invite.
+    pub async fn join(&self, token: &str, room_id: &str) -> Result<(), MatrixError> {
+        let url = format!("{}/_matrix/client/v3/join/{}", self.base, encode(room_id));
+        let resp = self.api.post(url).bearer_auth(token).json(&json!({})).send().await.map_err(unreachable)?;
+        let _: serde_json::Value = decode(resp).await?;
+        Ok(())
+    }
+
+    /// `GET /user/{userId}/account_data/m.direct`: direct-chat map (partner → room ids).
+    pub async fn direct_rooms(
+        &self,
+        token: &str,
+        user_id: &str,
+    ) -> Result<std::collections::HashMap<String, Vec<String>>, MatrixError> {
+        let url = format!(
+            "{}/_matrix/client/v3/user/{}/account_data/m.direct",
+            self.base,
+            encode(user_id)
+        );
+        let resp = self.api.get(url).bearer_auth(token).send().await.map_err(unreachable)?;
+        match decode(resp).await {
+            Ok(map) => Ok(map),
+            Err(MatrixError::Http { status: 404, .. }) => Ok(Default::default()),
+            Err(e) => Err(e),
+        }
+    }
+}
+
+/// Percent-encodes one path segment (room ids contain `!` and `:`).
+pub fn encode(segment: &str) -> String {
+    let mut out = String::with_capacity(segment.len());
+    for b in segment.bytes() {
+        if b.is_ascii_alphanumeric() || matches!(b, b'-' | b'_' | b'.' | b'~') {
+            out.push(b as char);
+        } else {
+            out.push_str(&format!("%{b:02X}"));
+        }
+    }
+    out
 }
 
 fn unreachable(e: reqwest::Error) -> MatrixError {

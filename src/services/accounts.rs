@@ -1,1 +1,399 @@
-//! Placeholder: filled in by the accounts work.
+//! Account groups: several e-mail identities under one sign-in.
+//!
+//! A group is a primary user (`primary_user_id` NULL) plus the users whose
+//! `primary_user_id` is the primary's id. Every account is a full user with its own
+//! e-mail, Matrix account and tokens; the *active* account is the one whose access token
+//! makes the request.
+//!
+//! Rules decided here (the contract leaves them open):
+//! - An address can be added when it is unknown (a new user is created in the group) or
+//!   belongs to a stand-alone user (no group of its own: not a member elsewhere, no members
+//!   of its own); that user then joins the caller's group. An address that is already an
+//!   account of the caller's group is 400 `account_already_added`; one that is a member of
+//!   another group, or the primary of a group with added accounts, is 400
+//!   `account_in_other_group`.
+//! - Any account of a group may add, list, switch to, edit and remove accounts of its group.
+//! - Removing an account detaches it: it becomes a stand-alone user again (its data, Matrix
+//!   account and personal tokens stay; signing in with its e-mail still works) and its
+//!   refresh tokens are revoked, so sessions opened by switching to it end. The primary
+//!   cannot be removed (400 `cannot_remove_primary`).
+//! - Path ids must be UUIDs (400 `invalid_request` otherwise); an id outside the caller's
+//!   group is 404, whether or not such a user exists.
+//! - An add-account code only works for the group that requested it; used from another
+//!   group it is 400 `invalid_code` and stays valid for the requester.
+
+use rusqlite::Connection;
+
+use super::auth::{self, CodePurpose, Session};
+use super::users::{self, Profile};
+use crate::error::{AppError, AppResult};
+use crate::ratelimit::unix_now;
+use crate::state::AppState;
+use crate::store::users::UserRow;
+use crate::store::{self, login_codes, refresh_tokens};
+
+/// One account of a group as its owner sees it.
+#[derive(Debug, Clone)]
+pub struct Account {
+    pub id: String,
+    pub email: String,
+    pub display_name: Option<String>,
+    pub avatar_url: Option<String>,
+    pub is_primary: bool,
+    pub is_active: bool,
+}
+
+impl Account {
+    fn of(state: &AppState, user: UserRow, caller_id: &str) -> AppResult<Self> {
+        let Profile { user, email } = users::profile_of(&state.master, user)?;
+        Ok(Self {
+            is_primary: user.primary_user_id.is_none(),
+            is_active: user.id == caller_id,
+            id: user.id,
+            email,
+            display_name: user.display_name,
+            avatar_url: user.avatar_url,
+        })
+    }
+}
+
+/// Every account of the caller's group, primary first.
+pub struct AccountList {
+    pub accounts: Vec<Account>,
+    pub active: Account,
+}
+
+/// The result of switching to an account.
+pub struct Switched {
+    pub session: Session,
+    pub account: Account,
+}
+
+fn account_not_found() -> AppError {
+    AppError::not_found("account")
+}
+
+fn already_added() -> AppError {
+    AppError::bad_request(
+        "account_already_added",
+        "this e-mail address is already an account of your account group",
+    )
+}
+
+fn in_other_group() -> AppError {
+    AppError::bad_request(
+        "account_in_other_group",
+        "this e-mail address belongs to another account group; remove it there first",
+    )
+}
+
+/// Normalizes a path id to the stored form (lower-case hyphenated UUID); 400 otherwise.
+pub fn parse_account_id(id: &str) -> AppResult<String> {
+    uuid::Uuid::parse_str(id.trim())
+        .map(|u| u.hyphenated().to_string())
+        .map_err(|_| AppError::invalid("id", "must be a UUID"))
+}
+
+fn load_caller(conn: &Connection, caller_id: &str) -> AppResult<UserRow> {
+    store::users::find(conn, caller_id)?
+        .ok_or_else(|| AppError::unauthorized("the signed-in user no longer exists"))
+}
+
+/// The account `id` when it belongs to the group of `caller`; 404 otherwise.
+fn load_member(conn: &Connection, caller: &UserRow, id: &str) -> AppResult<UserRow> {
+    store::users::find(conn, id)?
+        .filter(|u| u.group_id() == caller.group_id())
+        .ok_or_else(account_not_found)
+}
+
+/// Whether the existing user `candidate` may join the group `group_id`.
+fn check_joinable(conn: &Connection, candidate: &UserRow, group_id: &str) -> AppResult<()> {
+    if candidate.group_id() == group_id {
+        return Err(already_added());
+    }
+    if candidate.primary_user_id.is_some()
+        || store::users::list_group(conn, &candidate.id)?.len() > 1
+    {
+        return Err(in_other_group());
+    }
+    Ok(())
+}
+
+/// `GET /api/accounts`.
+pub async fn list(state: &AppState, caller_id: &str) -> AppResult<AccountList> {
+    let uid = caller_id.to_owned();
+    let rows = state
+        .store
+        .run(move |c| {
+            let caller = load_caller(c, &uid)?;
+            Ok::<_, AppError>(store::users::list_group(c, caller.group_id())?)
+        })
+        .await?;
+    let accounts = rows
+        .into_iter()
+        .map(|u| Account::of(state, u, caller_id))
+        .collect::<AppResult<Vec<_>>>()?;
+    let active = accounts
+        .iter()
+        .find(|a| a.is_active)
+        .cloned()
+        .ok_or_else(|| AppError::internal("caller missing from its own account group"))?;
+    Ok(AccountList { accounts, active })
+}
+
+/// `GET /api/accounts/active`: the caller's account and its Matrix access token (the Matrix
+/// account is created first when it does not exist yet).
+pub async fn active(state: &AppState, caller_id: &str) -> AppResult<(Account, Option<String>)> {
+    let user = users::load(state, caller_id).await?;
+    let user = auth::ensure_matrix_account(state, user).await?;
+    let token = users::matrix_token_of(&state.master, &user)?;
+    Ok((Account::of(state, user, caller_id)?, token))
+}
+
+/// `POST /api/accounts/add/code`: mails an add-account code to `email`.
+pub async fn request_add_code(state: &AppState, caller_id: &str, email: &str) -> AppResult<()> {
+    let email = auth::validate_email(email)?;
+    let index = users::email_index(&state.master, &email);
+    let uid = caller_id.to_owned();
+    state
+        .store
+        .run(move |c| {
+            let caller = load_caller(c, &uid)?;
+            match store::users::find_by_email_index(c, &index)? {
+                Some(candidate) => check_joinable(c, &candidate, caller.group_id()),
+                None => Ok(()),
+            }
+        })
+        .await?;
+    auth::request_code(
+        state,
+        &email,
+        CodePurpose::AddAccount,
+        Some(caller_id.to_owned()),
+    )
+    .await
+}
+
+/// `POST /api/accounts/add/verify`: checks the code and adds the address to the caller's
+/// group, creating the user (and its Matrix account) when the address is unknown.
+pub async fn verify_add(
+    state: &AppState,
+    caller_id: &str,
+    email: &str,
+    code: &str,
+) -> AppResult<Account> {
+    let email = auth::validate_email(email)?;
+    auth::validate_code(code)?;
+    let index = users::email_index(&state.master, &email);
+    let uid = caller_id.to_owned();
+    // Refuse ineligible addresses before the code is spent.
+    let group_id = state
+        .store
+        .run(move |c| {
+            let caller = load_caller(c, &uid)?;
+            if let Some(candidate) = store::users::find_by_email_index(c, &index)? {
+                check_joinable(c, &candidate, caller.group_id())?;
+            }
+            Ok::<_, AppError>(caller.group_id().to_owned())
+        })
+        .await?;
+
+    let (code_id, requested_by) =
+        auth::check_code(state, &email, code, CodePurpose::AddAccount).await?;
+    let release = |state: &AppState| {
+        let store = state.store.clone();
+        async move {
+            let _ = store
+                .run(move |c| Ok::<_, AppError>(login_codes::release(c, code_id)?))
+                .await;
+        }
+    };
+
+    // The code must have been requested from this group, not by someone else who asked
+    // to add the same address to theirs.
+    let gid = group_id.clone();
+    let requested_here = state
+        .store
+        .run(move |c| {
+            Ok::<_, AppError>(match requested_by {
+                Some(by) => store::users::find(c, &by)?.is_some_and(|u| u.group_id() == gid),
+                None => false,
+            })
+        })
+        .await?;
+    if !requested_here {
+        release(state).await;
+        return Err(AppError::bad_request(
+            "invalid_code",
+            "invalid or expired verification code",
+        ));
+    }
+
+    let result = async {
+        let (user, is_new) =
+            auth::find_or_create(state, &email, Some(group_id.clone()), None).await?;
+        let user = if is_new {
+            user
+        } else {
+            attach(state, &user.id, &group_id).await?
+        };
+        match auth::ensure_matrix_account(state, user.clone()).await {
+            Ok(user) => Ok(user),
+            Err(e) => {
+                // Undo, so that a retry with the same code starts from the same state.
+                let id = user.id.clone();
+                let _ = state
+                    .store
+                    .run(move |c| {
+                        if is_new {
+                            store::users::delete(c, &id)?;
+                        } else {
+                            detach_row(c, &id)?;
+                        }
+                        Ok::<_, AppError>(())
+                    })
+                    .await;
+                Err(e)
+            }
+        }
+    }
+    .await;
+    match result {
+        Ok(user) => Account::of(state, user, caller_id),
+        Err(e) => {
+            release(state).await;
+            Err(e)
+        }
+    }
+}
+
+/// Moves the stand-alone user `user_id` into the group `group_id` (re-checking the rules).
+async fn attach(state: &AppState, user_id: &str, group_id: &str) -> AppResult<UserRow> {
+    let uid = user_id.to_owned();
+    let gid = group_id.to_owned();
+    state
+        .store
+        .run(move |c| {
+            let tx = c.transaction()?;
+            let mut user = store::users::find(&tx, &uid)?.ok_or_else(account_not_found)?;
+            check_joinable(&tx, &user, &gid)?;
+            let primary = store::users::find(&tx, &gid)?.ok_or_else(account_not_found)?;
+            if primary.primary_user_id.is_some() {
+                return Err(AppError::conflict(
+                    "account_group_changed",
+                    "the account group changed; try again",
+                ));
+            }
+            user.primary_user_id = Some(gid);
+            user.updated_at = unix_now() as i64;
+            store::users::update(&tx, &user)?;
+            tx.commit()?;
+            Ok(user)
+        })
+        .await
+}
+
+/// Makes `user_id` a stand-alone user again.
+fn detach_row(conn: &Connection, user_id: &str) -> AppResult<()> {
+    if let Some(mut user) = store::users::find(conn, user_id)? {
+        user.primary_user_id = None;
+        user.updated_at = unix_now() as i64;
+        store::users::update(conn, &user)?;
+    }
+    Ok(())
+}
+
+/// `POST /api/accounts/{id}/switch`: opens a session for an account of the caller's group.
+pub async fn switch(state: &AppState, caller_id: &str, id: &str) -> AppResult<Switched> {
+    let id = parse_account_id(id)?;
+    let uid = caller_id.to_owned();
+    let target = state
+        .store
+        .run(move |c| {
+            let caller = load_caller(c, &uid)?;
+            load_member(c, &caller, &id)
+        })
+        .await?;
+    let target = auth::ensure_matrix_account(state, target).await?;
+    let target_id = target.id.clone();
+    let account = Account::of(state, target.clone(), &target_id)?;
+    let session = auth::open_session(state, target, false).await?;
+    Ok(Switched { session, account })
+}
+
+/// Changes to an account; `None` leaves a field as it is.
+#[derive(Debug, Default, Clone)]
+pub struct AccountChange {
+    pub display_name: Option<String>,
+    pub avatar_url: Option<String>,
+}
+
+/// `PATCH /api/accounts/{id}`.
+pub async fn update(
+    state: &AppState,
+    caller_id: &str,
+    id: &str,
+    change: AccountChange,
+) -> AppResult<Account> {
+    let id = parse_account_id(id)?;
+    let display_name = change
+        .display_name
+        .as_deref()
+        .map(users::validate_display_name)
+        .transpose()?;
+    let avatar_url = change
+        .avatar_url
+        .as_deref()
+        .map(users::validate_avatar_url)
+        .transpose()?;
+    let uid = caller_id.to_owned();
+    let row = state
+        .store
+        .run(move |c| {
+            let tx = c.transaction()?;
+            let caller = load_caller(&tx, &uid)?;
+            let mut user = load_member(&tx, &caller, &id)?;
+            if display_name.is_none() && avatar_url.is_none() {
+                return Ok(user);
+            }
+            if let Some(name) = display_name {
+                user.display_name = Some(name);
+            }
+            if let Some(url) = avatar_url {
+                user.avatar_url = Some(url);
+            }
+            user.updated_at = unix_now() as i64;
+            store::users::update(&tx, &user)?;
+            tx.commit()?;
+            Ok::<_, AppError>(user)
+        })
+        .await?;
+    Account::of(state, row, caller_id)
+}
+
+/// `DELETE /api/accounts/{id}`: detaches an added account from the group. Returns its
+/// e-mail address.
+pub async fn remove(state: &AppState, caller_id: &str, id: &str) -> AppResult<String> {
+    let id = parse_account_id(id)?;
+    let uid = caller_id.to_owned();
+    let now = unix_now() as i64;
+    let row = state
+        .store
+        .run(move |c| {
+            let tx = c.transaction()?;
+            let caller = load_caller(&tx, &uid)?;
+            let user = load_member(&tx, &caller, &id)?;
+            if user.primary_user_id.is_none() {
+                return Err(AppError::bad_request(
+                    "cannot_remove_primary",
+                    "the primary account cannot be removed from its account group; only added accounts can",
+                ));
+            }
+            detach_row(&tx, &user.id)?;
+            refresh_tokens::revoke_all(&tx, &user.id, now)?;
+            tx.commit()?;
+            Ok::<_, AppError>(user)
+        })
+        .await?;
+    users::email_of(&state.master, &row)
+}

@@ -2,7 +2,8 @@
 
 use chrono::{DateTime, NaiveDate, Utc};
 
-use super::users::{email_of, find_by_id_or_email};
+use super::session::Principal;
+use super::users::{email_of, find_by_id_or_email, load, profile_of, Profile};
 use crate::error::{AppError, AppResult};
 use crate::ratelimit::unix_now;
 use crate::state::AppState;
@@ -19,7 +20,8 @@ pub enum UserCommand {
     /// Set a user's personal-token subscription.
     Subscription {
         user: String,
-        /// Active until this date (YYYY-MM-DD) or RFC 3339 time.
+        /// Active until this date (YYYY-MM-DD, end of that day UTC) or RFC 3339 time, in the
+        /// future.
         #[arg(long, conflicts_with_all = ["lapse", "forever"])]
         until: Option<String>,
         /// Active with no end date.
@@ -55,6 +57,46 @@ pub fn parse_until(text: &str) -> AppResult<i64> {
     ))
 }
 
+impl SubscriptionChange {
+    /// The change an admin asked for through the API: `active` with an optional `until`
+    /// (RFC 3339, or `YYYY-MM-DD` for the end of that day UTC). `until` must be in the
+    /// future, and is meaningless with `active: false`.
+    pub fn from_request(active: bool, until: Option<&str>) -> AppResult<Self> {
+        match (active, until) {
+            (true, Some(text)) => Ok(Self::ActiveUntil(parse_until(text)?)),
+            (true, None) => Ok(Self::ActiveForever),
+            (false, None) => Ok(Self::Lapse),
+            (false, Some(_)) => Err(AppError::invalid(
+                "until",
+                "only allowed with \"active\": true",
+            )),
+        }
+    }
+
+    /// Writes the change into `user` (validated: an end date must lie in the future).
+    fn apply(self, user: &mut UserRow, now: i64) -> AppResult<()> {
+        match self {
+            Self::ActiveUntil(until) => {
+                if until <= now {
+                    return Err(AppError::invalid("until", "must be in the future"));
+                }
+                user.subscription_active = true;
+                user.subscription_until = Some(until);
+            }
+            Self::ActiveForever => {
+                user.subscription_active = true;
+                user.subscription_until = None;
+            }
+            Self::Lapse => {
+                user.subscription_active = false;
+            }
+        }
+        user.updated_at = now;
+        Ok(())
+    }
+}
+
+/// Sets the subscription of a user given by id or e-mail (the CLI).
 pub async fn set_subscription(
     state: &AppState,
     who: String,
@@ -65,24 +107,121 @@ pub async fn set_subscription(
         .store
         .run(move |c| {
             let mut user = find_by_id_or_email(c, &master, &who)?;
-            match change {
-                SubscriptionChange::ActiveUntil(until) => {
-                    user.subscription_active = true;
-                    user.subscription_until = Some(until);
-                }
-                SubscriptionChange::ActiveForever => {
-                    user.subscription_active = true;
-                    user.subscription_until = None;
-                }
-                SubscriptionChange::Lapse => {
-                    user.subscription_active = false;
-                }
-            }
-            user.updated_at = unix_now() as i64;
+            change.apply(&mut user, unix_now() as i64)?;
             users::update(c, &user)?;
             Ok(user)
         })
         .await
+}
+
+/// Sets the subscription of the user with this id (the admin API). Takes effect on the
+/// next personal-token request of the user: the gate reads the tier on every request.
+pub async fn set_user_subscription(
+    state: &AppState,
+    user_id: &str,
+    change: SubscriptionChange,
+) -> AppResult<UserRow> {
+    let uid = user_id.to_owned();
+    state
+        .store
+        .run(move |c| {
+            let mut user = users::find(c, &uid)?.ok_or_else(|| AppError::not_found("user"))?;
+            change.apply(&mut user, unix_now() as i64)?;
+            users::update(c, &user)?;
+            Ok(user)
+        })
+        .await
+}
+
+/// The caller if it is an administrator: a native session of a user whose `is_admin` flag
+/// is set (by `auth.admin_emails` at sign-up or `switchboard user promote`). Personal
+/// tokens get 403 `forbidden_for_api_token`, other users 403 `admin_required`.
+pub async fn require_admin(state: &AppState, principal: &Principal) -> AppResult<UserRow> {
+    let user_id = match principal {
+        Principal::User { user_id } => user_id.clone(),
+        Principal::ApiToken { .. } => {
+            return Err(AppError::forbidden(
+                "forbidden_for_api_token",
+                "operator endpoints are not available to personal API tokens",
+            ))
+        }
+    };
+    let user = state
+        .store
+        .run(move |c| Ok::<_, AppError>(users::find(c, &user_id)?))
+        .await?;
+    match user {
+        Some(u) if u.is_admin => Ok(u),
+        _ => Err(AppError::forbidden(
+            "admin_required",
+            "this endpoint is for administrators only",
+        )),
+    }
+}
+
+/// Largest page of `/api/admin/users`.
+pub const MAX_PAGE: i64 = 100;
+/// Default page size of `/api/admin/users`.
+pub const DEFAULT_PAGE: i64 = 50;
+
+/// A page of users, oldest first.
+#[derive(Debug, Clone)]
+pub struct UserPage {
+    pub users: Vec<Profile>,
+    pub total: i64,
+    pub limit: i64,
+    pub offset: i64,
+}
+
+impl UserPage {
+    pub fn has_more(&self) -> bool {
+        self.offset + (self.users.len() as i64) < self.total
+    }
+}
+
+/// Lists users; `limit` 1 to 100 (default 50), `offset` at least 0 (default 0); values
+/// outside are 400, not clamped.
+pub async fn list_users(
+    state: &AppState,
+    limit: Option<i64>,
+    offset: Option<i64>,
+) -> AppResult<UserPage> {
+    let limit = limit.unwrap_or(DEFAULT_PAGE);
+    if !(1..=MAX_PAGE).contains(&limit) {
+        return Err(AppError::invalid(
+            "limit",
+            format!("must be 1 to {MAX_PAGE}"),
+        ));
+    }
+    let offset = offset.unwrap_or(0);
+    if offset < 0 {
+        return Err(AppError::invalid("offset", "must be at least 0"));
+    }
+    let (rows, total) = state
+        .store
+        .run(move |c| {
+            let tx = c.transaction()?;
+            let rows = users::list(&tx, limit, offset)?;
+            let total = users::count(&tx)?;
+            tx.commit()?;
+            Ok::<_, AppError>((rows, total))
+        })
+        .await?;
+    let users = rows
+        .into_iter()
+        .map(|u| profile_of(&state.master, u))
+        .collect::<AppResult<Vec<_>>>()?;
+    Ok(UserPage {
+        users,
+        total,
+        limit,
+        offset,
+    })
+}
+
+/// One user by id; 404 when unknown (ids are UUIDs: anything else is simply not found).
+pub async fn show_user(state: &AppState, user_id: &str) -> AppResult<Profile> {
+    profile_of(&state.master, load(state, user_id).await?)
 }
 
 pub async fn promote(state: &AppState, who: String) -> AppResult<UserRow> {

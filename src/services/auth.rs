@@ -99,9 +99,16 @@ pub async fn request_code(
             Ok(login_codes::insert(c, &index, purpose.as_str(), requested_by.as_deref(), &hash, expires, now)?)
         })
         .await?;
-    if let Err(e) = state.mailer.send_code(&email, &code, purpose.wording(), ttl).await {
+    if let Err(e) = state
+        .mailer
+        .send_code(&email, &code, purpose.wording(), ttl)
+        .await
+    {
         // Not sent, so it must not count against the address or be usable.
-        let _ = state.store.run(move |c| Ok::<_, AppError>(login_codes::delete(c, id)?)).await;
+        let _ = state
+            .store
+            .run(move |c| Ok::<_, AppError>(login_codes::delete(c, id)?))
+            .await;
         return Err(AppError::internal(e));
     }
     Ok(())
@@ -123,9 +130,11 @@ pub async fn check_code(
     state
         .store
         .run(move |c| {
-            let invalid = || AppError::bad_request("invalid_code", "invalid or expired verification code");
-            let row = login_codes::latest_usable(c, &index, purpose.as_str(), now, MAX_CODE_ATTEMPTS)?
-                .ok_or_else(invalid)?;
+            let invalid =
+                || AppError::bad_request("invalid_code", "invalid or expired verification code");
+            let row =
+                login_codes::latest_usable(c, &index, purpose.as_str(), now, MAX_CODE_ATTEMPTS)?
+                    .ok_or_else(invalid)?;
             if !crypto::verify_code(&code, &row.code_hash) {
                 login_codes::record_failure(c, row.id)?;
                 return Err(invalid());
@@ -140,7 +149,12 @@ pub async fn check_code(
 
 /// `POST /api/auth/verify`: checks the code, creates the user on first sign-in (with its
 /// optional X25519 key), makes sure the Matrix account exists, and opens a session.
-pub async fn sign_in(state: &AppState, email: &str, code: &str, public_key: Option<String>) -> AppResult<Session> {
+pub async fn sign_in(
+    state: &AppState,
+    email: &str,
+    code: &str,
+    public_key: Option<String>,
+) -> AppResult<Session> {
     let email = validate_email(email)?;
     if let Some(key) = &public_key {
         super::keys::validate_public_key(key)?;
@@ -154,7 +168,10 @@ pub async fn sign_in(state: &AppState, email: &str, code: &str, public_key: Opti
     .await;
     if result.is_err() {
         // The user did nothing wrong: let the same code work for a retry.
-        let _ = state.store.run(move |c| Ok::<_, AppError>(login_codes::release(c, code_id)?)).await;
+        let _ = state
+            .store
+            .run(move |c| Ok::<_, AppError>(login_codes::release(c, code_id)?))
+            .await;
     }
     result
 }
@@ -172,7 +189,8 @@ pub async fn find_or_create(
         .store
         .run(move |c| {
             let tx = c.transaction()?;
-            if let Some(mut existing) = store::users::find_by_email_index(&tx, &fresh.email_index)? {
+            if let Some(mut existing) = store::users::find_by_email_index(&tx, &fresh.email_index)?
+            {
                 if admin_listed && !existing.is_admin {
                     existing.is_admin = true;
                     existing.updated_at = fresh.updated_at;
@@ -183,7 +201,10 @@ pub async fn find_or_create(
             }
             store::users::insert(&tx, &fresh)?;
             if let Some(key) = public_key {
-                user_keys::upsert(&tx, &super::keys::new_key_row(&fresh.id, key, None, 1, fresh.created_at))?;
+                user_keys::upsert(
+                    &tx,
+                    &super::keys::new_key_row(&fresh.id, key, None, 1, fresh.created_at),
+                )?;
             }
             tx.commit()?;
             Ok((fresh, true))
@@ -202,19 +223,31 @@ pub async fn ensure_matrix_account(state: &AppState, mut user: UserRow) -> AppRe
     };
     let localpart = format!("sb_{}", user.id.replace('-', ""));
     let password = hex_encode(&state.master.blind_index("matrix-password", &user.id));
-    let session = matrix.register_or_login(&localpart, &password).await.map_err(|e| {
-        tracing::warn!(error = %e, "matrix account registration failed");
-        AppError::Unavailable {
-            code: "homeserver_unavailable",
-            message: format!("the Matrix homeserver could not create the account: {e}"),
-        }
-    })?;
-    user.matrix_access_token_enc = Some(users::seal_matrix_token(&state.master, &user, &session.access_token)?);
+    let session = matrix
+        .register_or_login(&localpart, &password)
+        .await
+        .map_err(|e| {
+            tracing::warn!(error = %e, "matrix account registration failed");
+            AppError::Unavailable {
+                code: "homeserver_unavailable",
+                message: format!("the Matrix homeserver could not create the account: {e}"),
+            }
+        })?;
+    user.matrix_access_token_enc = Some(users::seal_matrix_token(
+        &state.master,
+        &user,
+        &session.access_token,
+    )?);
     user.matrix_user_id = Some(session.user_id);
     user.matrix_device_id = session.device_id;
     user.updated_at = unix_now() as i64;
     let row = user.clone();
-    state.store.run(move |c| Ok::<_, AppError>(store::users::update(c, &row)?)).await?;
+    state
+        .store
+        .run(move |c| Ok::<_, AppError>(store::users::update(c, &row)?))
+        .await?;
+    // The sync supervisor starts a worker for the new Matrix account.
+    state.sync_wakeup.notify_one();
     Ok(user)
 }
 
@@ -223,7 +256,11 @@ fn hex_encode(bytes: &[u8]) -> String {
 }
 
 /// Issues an access token and a refresh token for `user`.
-pub async fn open_session(state: &AppState, user: UserRow, is_new_user: bool) -> AppResult<Session> {
+pub async fn open_session(
+    state: &AppState,
+    user: UserRow,
+    is_new_user: bool,
+) -> AppResult<Session> {
     let (access_token, expires_in) = state.jwt.issue(&user.id)?;
     let refresh_token = crypto::generate_refresh_token();
     let hash = crypto::sha256_hex(&refresh_token);

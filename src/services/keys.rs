@@ -1,18 +1,61 @@
 //! The user's X25519 key record and recovery material (`/api/keys`).
+//!
+//! - Versions: the first key of a user is version 1; every rotation adds 1; a key registered
+//!   after `DELETE /api/keys` continues after the highest version the user ever had, so a
+//!   version never names two different keys of one user.
+//! - Recovery material (`encryptedMasterKey`) is opaque to the server; it is stored sealed
+//!   under the user's data key (DEK) with a fresh random 16-byte salt each time it is stored.
+//! - Deletion crypto-shreds: the key record goes, the user's DEK is replaced by a fresh one
+//!   and only the identity columns (e-mail, Matrix access token) are re-sealed under it, so
+//!   everything else sealed under the old DEK is permanently unreadable.
 
+use base64::engine::general_purpose::STANDARD;
 use base64::Engine as _;
+use rusqlite::TransactionBehavior;
 
+use super::users;
+use crate::crypto::{self, Aad, DataKey, MasterKey};
 use crate::error::{AppError, AppResult};
-use crate::store::user_keys::UserKeyRow;
+use crate::ratelimit::unix_now;
+use crate::state::AppState;
+use crate::store::user_keys::{self, UserKeyRow};
+use crate::store::users::UserRow;
+
+/// The exact value `X-Confirm-Key-Deletion` must carry.
+pub const DELETION_CONFIRMATION: &str = "PERMANENTLY_DELETE_ALL_MY_MESSAGES";
+/// At most one key deletion per user in this many seconds.
+pub const DELETION_WINDOW_SECS: i64 = 3_600;
+/// Largest accepted recovery material, decoded.
+pub const MAX_RECOVERY_BYTES: usize = 64 * 1024;
+/// Bytes of the salt generated with stored recovery material.
+pub const SALT_BYTES: usize = 16;
 
 /// A registered public key must be standard base64 of exactly 32 bytes.
 pub fn validate_public_key(key: &str) -> AppResult<[u8; 32]> {
-    let bytes = base64::engine::general_purpose::STANDARD
+    let bytes = STANDARD
         .decode(key.trim())
         .map_err(|_| AppError::invalid("publicKey", "must be standard base64"))?;
     bytes
         .try_into()
         .map_err(|_| AppError::invalid("publicKey", "must be a 32-byte X25519 public key"))
+}
+
+/// Recovery material must be non-empty standard base64 of at most 64 KiB; returns it trimmed.
+pub fn validate_encrypted_master_key(value: &str) -> AppResult<String> {
+    let trimmed = value.trim();
+    let bytes = STANDARD
+        .decode(trimmed)
+        .map_err(|_| AppError::invalid("encryptedMasterKey", "must be standard base64"))?;
+    if bytes.is_empty() {
+        return Err(AppError::invalid("encryptedMasterKey", "must not be empty"));
+    }
+    if bytes.len() > MAX_RECOVERY_BYTES {
+        return Err(AppError::invalid(
+            "encryptedMasterKey",
+            format!("must be at most {MAX_RECOVERY_BYTES} bytes decoded"),
+        ));
+    }
+    Ok(trimmed.to_owned())
 }
 
 /// A fresh key row (recovery material already sealed by the caller, if any).
@@ -31,5 +74,259 @@ pub fn new_key_row(
         key_version,
         created_at: now,
         updated_at: now,
+    }
+}
+
+fn recovery_aad(user_id: &str) -> Aad<'_> {
+    Aad::new("user_keys", "encrypted_master_key", user_id)
+}
+
+/// Seals recovery material under the user's DEK and pairs it with a fresh salt.
+fn seal_recovery(master: &MasterKey, user: &UserRow, value: &str) -> AppResult<(Vec<u8>, String)> {
+    let dek = users::data_key(master, user)?;
+    let sealed = dek.seal_str(value, &recovery_aad(&user.id));
+    let salt = STANDARD.encode(crypto::random_array::<SALT_BYTES>());
+    Ok((sealed, salt))
+}
+
+fn no_keys() -> AppError {
+    AppError::NotFound {
+        code: "not_found",
+        message: "no encryption keys registered; register them with POST /api/keys/register"
+            .to_owned(),
+    }
+}
+
+fn load_user(conn: &rusqlite::Connection, user_id: &str) -> AppResult<UserRow> {
+    crate::store::users::find(conn, user_id)?.ok_or_else(|| AppError::not_found("user"))
+}
+
+/// `POST /api/keys/register`: the user's first key (or first after a deletion). Returns the
+/// key version. 400 `keys_already_registered` when a key record exists.
+pub async fn register(
+    state: &AppState,
+    user_id: &str,
+    public_key: String,
+    encrypted_master_key: Option<String>,
+) -> AppResult<i64> {
+    validate_public_key(&public_key)?;
+    let recovery = encrypted_master_key
+        .as_deref()
+        .map(validate_encrypted_master_key)
+        .transpose()?;
+    let master = state.master.clone();
+    let uid = user_id.to_owned();
+    let now = unix_now() as i64;
+    state
+        .store
+        .run(move |c| {
+            let tx = c.transaction_with_behavior(TransactionBehavior::Immediate)?;
+            let mut user = load_user(&tx, &uid)?;
+            if user_keys::find(&tx, &uid)?.is_some() {
+                return Err(AppError::bad_request(
+                    "keys_already_registered",
+                    "encryption keys are already registered; rotate them with PUT /api/keys",
+                ));
+            }
+            let version = user_keys::last_version(&tx, &uid)? + 1;
+            let mut row = new_key_row(&uid, public_key, None, version, now);
+            if let Some(value) = recovery {
+                let (sealed, salt) = seal_recovery(&master, &user, &value)?;
+                row.encrypted_master_key_enc = Some(sealed);
+                row.salt = Some(salt);
+            }
+            user_keys::upsert(&tx, &row)?;
+            if user.keys_shredded {
+                user.keys_shredded = false;
+                user.updated_at = now;
+                crate::store::users::update(&tx, &user)?;
+            }
+            tx.commit()?;
+            Ok(version)
+        })
+        .await
+}
+
+/// `PUT /api/keys`: replaces the public key and bumps the version. New recovery material
+/// replaces the stored one (with a new salt); without it the stored material stays. 404
+/// when no keys are registered.
+pub async fn rotate(
+    state: &AppState,
+    user_id: &str,
+    public_key: String,
+    encrypted_master_key: Option<String>,
+) -> AppResult<i64> {
+    validate_public_key(&public_key)?;
+    let recovery = encrypted_master_key
+        .as_deref()
+        .map(validate_encrypted_master_key)
+        .transpose()?;
+    let master = state.master.clone();
+    let uid = user_id.to_owned();
+    let now = unix_now() as i64;
+    state
+        .store
+        .run(move |c| {
+            let tx = c.transaction_with_behavior(TransactionBehavior::Immediate)?;
+            let user = load_user(&tx, &uid)?;
+            let mut row = user_keys::find(&tx, &uid)?.ok_or_else(no_keys)?;
+            row.key_version = user_keys::last_version(&tx, &uid)? + 1;
+            row.public_key = public_key.trim().to_owned();
+            if let Some(value) = recovery {
+                let (sealed, salt) = seal_recovery(&master, &user, &value)?;
+                row.encrypted_master_key_enc = Some(sealed);
+                row.salt = Some(salt);
+            }
+            row.updated_at = now;
+            user_keys::upsert(&tx, &row)?;
+            tx.commit()?;
+            Ok(row.key_version)
+        })
+        .await
+}
+
+/// `DELETE /api/keys`: crypto-shredding in one transaction. Checks, in this order: the
+/// confirmation value (400 `confirmation_required`), one deletion per hour (429 with
+/// Retry-After, durable across restarts through `users.last_key_deletion_at`), and that keys
+/// exist (404). Then deletes the key record, replaces the user's DEK, re-seals e-mail and
+/// Matrix access token under the new DEK, and marks the user `keys_shredded`.
+pub async fn delete(state: &AppState, user_id: &str, confirmation: Option<&str>) -> AppResult<()> {
+    if confirmation.map(str::trim) != Some(DELETION_CONFIRMATION) {
+        return Err(AppError::bad_request(
+            "confirmation_required",
+            format!("send the header X-Confirm-Key-Deletion: {DELETION_CONFIRMATION} to delete your keys"),
+        ));
+    }
+    let master = state.master.clone();
+    let uid = user_id.to_owned();
+    let now = unix_now() as i64;
+    state
+        .store
+        .run(move |c| {
+            let tx = c.transaction_with_behavior(TransactionBehavior::Immediate)?;
+            let mut user = load_user(&tx, &uid)?;
+            if let Some(last) = user.last_key_deletion_at {
+                let retry = last + DELETION_WINDOW_SECS - now;
+                if retry > 0 {
+                    return Err(AppError::RateLimited {
+                        message: format!("keys can be deleted once per hour; retry in {retry} s"),
+                        retry_after_secs: retry as u64,
+                    });
+                }
+            }
+            if user_keys::find(&tx, &uid)?.is_none() {
+                return Err(no_keys());
+            }
+            let email = users::email_of(&master, &user)?;
+            let matrix_token = users::matrix_token_of(&master, &user)?;
+            let fresh = DataKey::generate();
+            user.dek_wrapped = master.wrap_dek(&fresh, &user.id);
+            user.email_enc = fresh.seal_str(&email, &Aad::new("users", "email", &user.id));
+            user.matrix_access_token_enc = match matrix_token {
+                Some(token) => Some(users::seal_matrix_token(&master, &user, &token)?),
+                None => None,
+            };
+            user.keys_shredded = true;
+            user.last_key_deletion_at = Some(now);
+            user.updated_at = now;
+            user_keys::delete(&tx, &uid)?;
+            crate::store::users::update(&tx, &user)?;
+            tx.commit()?;
+            Ok(())
+        })
+        .await
+}
+
+/// What `GET /api/keys/info` reports; times are Unix seconds.
+#[derive(Debug, Clone)]
+pub struct KeyInfo {
+    pub has_keys: bool,
+    pub has_recovery_key: bool,
+    pub key_version: Option<i64>,
+    pub created_at: Option<i64>,
+    pub updated_at: Option<i64>,
+}
+
+pub async fn info(state: &AppState, user_id: &str) -> AppResult<KeyInfo> {
+    let uid = user_id.to_owned();
+    let row = state
+        .store
+        .run(move |c| Ok::<_, AppError>(user_keys::find(c, &uid)?))
+        .await?;
+    Ok(match row {
+        Some(k) => KeyInfo {
+            has_keys: true,
+            has_recovery_key: k.encrypted_master_key_enc.is_some(),
+            key_version: Some(k.key_version),
+            created_at: Some(k.created_at),
+            updated_at: Some(k.updated_at),
+        },
+        None => KeyInfo {
+            has_keys: false,
+            has_recovery_key: false,
+            key_version: None,
+            created_at: None,
+            updated_at: None,
+        },
+    })
+}
+
+/// `GET /api/keys/public/{target}`: the public key of the user whose id or Matrix user id
+/// is `target`; 404 when there is no such user or it has no keys.
+pub async fn public_key_of(state: &AppState, target: &str) -> AppResult<(String, i64)> {
+    let who = target.trim().to_owned();
+    if who.is_empty() || who.len() > 255 {
+        return Err(AppError::not_found("user key"));
+    }
+    let row = state
+        .store
+        .run(move |c| Ok::<_, AppError>(user_keys::find_by_user_or_matrix_id(c, &who)?))
+        .await?
+        .ok_or_else(|| AppError::not_found("user key"))?;
+    Ok((row.public_key, row.key_version))
+}
+
+/// `GET /api/keys/recovery`: the stored recovery material (opened) and its salt; 404 when
+/// none is stored.
+pub async fn recovery(state: &AppState, user_id: &str) -> AppResult<(String, String)> {
+    let master = state.master.clone();
+    let uid = user_id.to_owned();
+    state
+        .store
+        .run(move |c| {
+            let missing = || AppError::not_found("recovery key");
+            let row = user_keys::find(c, &uid)?.ok_or_else(missing)?;
+            let sealed = row.encrypted_master_key_enc.ok_or_else(missing)?;
+            let user = load_user(c, &uid)?;
+            let dek = users::data_key(&master, &user)?;
+            let value = dek.open_string(&sealed, &recovery_aad(&uid))?;
+            Ok((value, row.salt.unwrap_or_default()))
+        })
+        .await
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn public_keys_must_be_32_bytes_of_standard_base64() {
+        assert!(validate_public_key(&STANDARD.encode([7u8; 32])).is_ok());
+        assert!(validate_public_key(&STANDARD.encode([7u8; 31])).is_err());
+        assert!(validate_public_key("not base64!").is_err());
+    }
+
+    #[test]
+    fn recovery_material_must_be_non_empty_base64_up_to_64_kib() {
+        assert_eq!(validate_encrypted_master_key(" QUJD ").unwrap(), "QUJD");
+        assert!(validate_encrypted_master_key("").is_err());
+        assert!(validate_encrypted_master_key("*").is_err());
+        assert!(
+            validate_encrypted_master_key(&STANDARD.encode(vec![1u8; MAX_RECOVERY_BYTES])).is_ok()
+        );
+        assert!(
+            validate_encrypted_master_key(&STANDARD.encode(vec![1u8; MAX_RECOVERY_BYTES + 1]))
+                .is_err()
+        );
     }
 }

@@ -42,7 +42,13 @@ impl Mailer {
     }
 
     /// Sends a sign-in code. `purpose` words the message ("sign in", "add this account").
-    pub async fn send_code(&self, to: &str, code: &str, purpose: &str, ttl: Duration) -> Result<(), MailError> {
+    pub async fn send_code(
+        &self,
+        to: &str,
+        code: &str,
+        purpose: &str,
+        ttl: Duration,
+    ) -> Result<(), MailError> {
         let minutes = ttl.as_secs().div_ceil(60);
         let subject = format!("Your Switchboard code: {code}");
         let body = format!(
@@ -55,14 +61,18 @@ impl Mailer {
                 Ok(())
             }
             Transport::Smtp(smtp) => {
-                let to: Mailbox = to.parse().map_err(|e| MailError::Send(format!("recipient: {e}")))?;
+                let to: Mailbox = to
+                    .parse()
+                    .map_err(|e| MailError::Send(format!("recipient: {e}")))?;
                 let message = Message::builder()
                     .from(self.from.clone())
                     .to(to)
                     .subject(subject)
                     .body(body)
                     .map_err(|e| MailError::Send(e.to_string()))?;
-                smtp.send(message).await.map_err(|e| MailError::Send(e.to_string()))?;
+                smtp.send(message)
+                    .await
+                    .map_err(|e| MailError::Send(e.to_string()))?;
                 Ok(())
             }
         }
@@ -74,17 +84,31 @@ fn smtp_transport(config: &MailConfig) -> Result<AsyncSmtpTransport<Tokio1Execut
         .smtp_host
         .as_deref()
         .ok_or_else(|| MailError::Config("mail.smtp_host is required for smtp".into()))?;
-    let tls_error = |e: lettre::transport::smtp::Error| MailError::Config(format!("smtp TLS setup: {e}"));
+    let tls_error =
+        |e: lettre::transport::smtp::Error| MailError::Config(format!("smtp TLS setup: {e}"));
     let (builder, default_port) = match config.smtp_security {
-        SmtpSecurity::None => (AsyncSmtpTransport::<Tokio1Executor>::builder_dangerous(host), 25),
-        SmtpSecurity::Starttls => (AsyncSmtpTransport::<Tokio1Executor>::starttls_relay(host).map_err(tls_error)?, 587),
-        SmtpSecurity::Tls => (AsyncSmtpTransport::<Tokio1Executor>::relay(host).map_err(tls_error)?, 465),
+        SmtpSecurity::None => (
+            AsyncSmtpTransport::<Tokio1Executor>::builder_dangerous(host),
+            25,
+        ),
+        SmtpSecurity::Starttls => (
+            AsyncSmtpTransport::<Tokio1Executor>::starttls_relay(host).map_err(tls_error)?,
+            587,
+        ),
+        SmtpSecurity::Tls => (
+            AsyncSmtpTransport::<Tokio1Executor>::relay(host).map_err(tls_error)?,
+            465,
+        ),
     };
     let mut builder = builder
         .port(config.smtp_port.unwrap_or(default_port))
         .timeout(Some(Duration::from_secs(15)));
     if let Some(user) = &config.smtp_username {
-        let password = config.smtp_password.as_ref().map(|p| p.expose().to_owned()).unwrap_or_default();
+        let password = config
+            .smtp_password
+            .as_ref()
+            .map(|p| p.expose().to_owned())
+            .unwrap_or_default();
         builder = builder.credentials(Credentials::new(user.clone(), password));
     }
     Ok(builder.build())

@@ -2,7 +2,9 @@
 
 pub mod accounts;
 pub mod admin;
+pub mod attestation;
 pub mod auth;
+pub mod conversations;
 pub mod health;
 pub mod keys;
 pub mod mail;

@@ -1,1 +1,319 @@
-//! Placeholder: filled in by the tokens work.
+//! Personal API tokens: creation (the secret is returned once and stored as its SHA-256
+//! only), listing, revocation and allowlist opt-in. Managing tokens is for native sessions
+//! only; the gate authenticates tokens themselves (`services::session`).
+
+use crate::api::routes::ALLOWLIST_VERSION;
+use crate::crypto;
+use crate::error::{AppError, AppResult};
+use crate::ratelimit::unix_now;
+use crate::services::session::Principal;
+use crate::state::AppState;
+use crate::store::api_tokens::{self, ApiTokenRow};
+
+/// Longest token name, in characters.
+pub const MAX_NAME_CHARS: usize = 100;
+/// Longest expiry a token can be created with, in days.
+pub const MAX_EXPIRY_DAYS: i64 = 365;
+const DAY_SECS: i64 = 86_400;
+
+/// A freshly created token with its secret: the only moment the secret exists server-side.
+#[derive(Debug, Clone)]
+pub struct CreatedToken {
+    pub row: ApiTokenRow,
+    pub token: String,
+}
+
+/// Token management is native-only. The gate already refuses personal tokens on these
+/// routes (they are not on the allowlist); this keeps the rule true if that ever changes.
+pub fn require_native(principal: &Principal) -> AppResult<&str> {
+    match principal {
+        Principal::User { user_id } => Ok(user_id),
+        Principal::ApiToken { .. } => Err(AppError::forbidden(
+            "forbidden_for_api_token",
+            "personal API tokens cannot create, list or revoke tokens",
+        )),
+    }
+}
+
+/// Trims the name; 1 to 100 characters, no control characters.
+pub fn validate_name(name: &str) -> AppResult<String> {
+    let trimmed = name.trim();
+    let n = trimmed.chars().count();
+    if !(1..=MAX_NAME_CHARS).contains(&n) {
+        return Err(AppError::invalid(
+            "name",
+            format!("must be 1 to {MAX_NAME_CHARS} characters"),
+        ));
+    }
+    if trimmed.chars().any(char::is_control) {
+        return Err(AppError::invalid(
+            "name",
+            "must not contain control characters",
+        ));
+    }
+    Ok(trimmed.to_owned())
+}
+
+/// `expiresInDays` (1 to 365) into an absolute expiry; `None` never expires.
+pub fn expiry_from_days(days: Option<i64>, now: i64) -> AppResult<Option<i64>> {
+    match days {
+        None => Ok(None),
+        Some(d) if (1..=MAX_EXPIRY_DAYS).contains(&d) => Ok(Some(now + d * DAY_SECS)),
+        Some(_) => Err(AppError::invalid(
+            "expiresInDays",
+            format!("must be an integer from 1 to {MAX_EXPIRY_DAYS}"),
+        )),
+    }
+}
+
+/// The last four characters of a secret, shown in lists so users can tell tokens apart.
+pub fn last_four(token: &str) -> String {
+    let chars: Vec<char> = token.chars().collect();
+    chars[chars.len().saturating_sub(4)..].iter().collect()
+}
+
+/// Creates a token for `user_id` under the current allowlist version.
+pub async fn create(
+    state: &AppState,
+    user_id: &str,
+    name: &str,
+    expires_in_days: Option<i64>,
+) -> AppResult<CreatedToken> {
+    let name = validate_name(name)?;
+    let now = unix_now() as i64;
+    let expires_at = expiry_from_days(expires_in_days, now)?;
+    let token = crypto::generate_personal_token();
+    let row = ApiTokenRow {
+        id: uuid::Uuid::new_v4().to_string(),
+        user_id: user_id.to_owned(),
+        name,
+        token_hash: crypto::sha256_hex(&token),
+        last_four: last_four(&token),
+        allowlist_version: ALLOWLIST_VERSION,
+        created_at: now,
+        last_used_at: None,
+        expires_at,
+        revoked_at: None,
+    };
+    let stored = row.clone();
+    state
+        .store
+        .run(move |c| api_tokens::insert(c, &stored).map_err(AppError::from))
+        .await?;
+    Ok(CreatedToken { row, token })
+}
+
+/// Every token of the user, newest first, revoked and expired ones included.
+pub async fn list(state: &AppState, user_id: &str) -> AppResult<Vec<ApiTokenRow>> {
+    let uid = user_id.to_owned();
+    state
+        .store
+        .run(move |c| api_tokens::list_for_user(c, &uid).map_err(AppError::from))
+        .await
+}
+
+/// Revokes a token of the user; effective for the very next request. Revoking an already
+/// revoked token keeps its original `revokedAt`. 404 for unknown ids and other users' tokens.
+pub async fn revoke(state: &AppState, user_id: &str, token_id: &str) -> AppResult<ApiTokenRow> {
+    let uid = user_id.to_owned();
+    let id = token_id.to_owned();
+    let now = unix_now() as i64;
+    state
+        .store
+        .run(move |c| {
+            if api_tokens::revoke(c, &uid, &id, now)? == 0 {
+                return Err(AppError::not_found("token"));
+            }
+            api_tokens::find_for_user(c, &uid, &id)?.ok_or_else(|| AppError::not_found("token"))
+        })
+        .await
+}
+
+/// Moves a token to the current allowlist version, so routes listed after it was created
+/// become available to it. 404 for unknown ids and other users' tokens; 400
+/// `token_revoked` for a revoked token (it can never be used again).
+pub async fn opt_in(state: &AppState, user_id: &str, token_id: &str) -> AppResult<ApiTokenRow> {
+    let uid = user_id.to_owned();
+    let id = token_id.to_owned();
+    state
+        .store
+        .run(move |c| {
+            let row = api_tokens::find_for_user(c, &uid, &id)?
+                .ok_or_else(|| AppError::not_found("token"))?;
+            if row.revoked_at.is_some() {
+                return Err(AppError::bad_request(
+                    "token_revoked",
+                    "this token is revoked; create a new one instead",
+                ));
+            }
+            api_tokens::set_allowlist_version(c, &uid, &id, ALLOWLIST_VERSION)?;
+            api_tokens::find_for_user(c, &uid, &id)?.ok_or_else(|| AppError::not_found("token"))
+        })
+        .await
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::config::Config;
+    use crate::services::session;
+    use crate::services::users;
+    use crate::store::users as user_store;
+
+    #[test]
+    fn names_are_trimmed_and_bounded() {
+        assert_eq!(validate_name("  ci script ").unwrap(), "ci script");
+        assert_eq!(
+            validate_name(&"é".repeat(100)).unwrap().chars().count(),
+            100
+        );
+        for bad in ["", "   ", "a\nb"] {
+            assert!(validate_name(bad).is_err(), "{bad:?}");
+        }
+        assert!(validate_name(&"x".repeat(101)).is_err());
+    }
+
+    #[test]
+    fn expiry_is_1_to_365_days() {
+        assert_eq!(expiry_from_days(None, 1000).unwrap(), None);
+        assert_eq!(
+            expiry_from_days(Some(1), 1000).unwrap(),
+            Some(1000 + 86_400)
+        );
+        assert_eq!(expiry_from_days(Some(365), 0).unwrap(), Some(365 * 86_400));
+        for bad in [0, -1, 366, i64::MAX] {
+            let err = expiry_from_days(Some(bad), 0).unwrap_err();
+            assert_eq!(err.code(), "invalid_request", "{bad}");
+        }
+    }
+
+    #[test]
+    fn last_four_is_the_tail_of_the_secret() {
+        assert_eq!(last_four("csk_abcdWXYZ"), "WXYZ");
+        assert_eq!(last_four("ab"), "ab");
+    }
+
+    async fn state_with_user() -> (tempfile::TempDir, AppState, String) {
+        let dir = tempfile::tempdir().unwrap();
+        let mut config = Config::default();
+        config.storage.data_dir = dir.path().join("data");
+        let state = AppState::build(config).unwrap();
+        let user = users::new_user(&state, "unit@example.test", None);
+        let id = user.id.clone();
+        state
+            .store
+            .run(move |c| user_store::insert(c, &user).map_err(AppError::from))
+            .await
+            .unwrap();
+        (dir, state, id)
+    }
+
+    async fn set_expiry(state: &AppState, token_id: &str, at: i64) {
+        let id = token_id.to_owned();
+        state
+            .store
+            .run(move |c| {
+                c.execute(
+                    "UPDATE api_tokens SET expires_at = ?2 WHERE id = ?1",
+                    rusqlite::params![id, at],
+                )
+                .map_err(AppError::from)
+            })
+            .await
+            .unwrap();
+    }
+
+    #[tokio::test]
+    async fn an_expired_token_is_refused_with_401_and_a_live_one_is_accepted() {
+        let (_dir, state, user_id) = state_with_user().await;
+        let created = create(&state, &user_id, "script", Some(30)).await.unwrap();
+        assert_eq!(created.token.len(), 52);
+        assert_eq!(created.row.token_hash, crypto::sha256_hex(&created.token));
+        let principal = session::authenticate(&state, &created.token).await.unwrap();
+        assert_eq!(
+            principal,
+            Principal::ApiToken {
+                user_id: user_id.clone(),
+                token_id: created.row.id.clone(),
+                allowlist_version: ALLOWLIST_VERSION,
+            }
+        );
+
+        let now = unix_now() as i64;
+        set_expiry(&state, &created.row.id, now - 1).await;
+        let err = session::authenticate(&state, &created.token)
+            .await
+            .unwrap_err();
+        assert_eq!(err.code(), "unauthorized");
+        assert!(err.to_string().contains("expired"), "{err}");
+
+        // Expiry is exact to the second: a token expiring right now is already expired.
+        set_expiry(&state, &created.row.id, now).await;
+        assert!(session::authenticate(&state, &created.token).await.is_err());
+        set_expiry(&state, &created.row.id, now + 60).await;
+        assert!(session::authenticate(&state, &created.token).await.is_ok());
+    }
+
+    #[tokio::test]
+    async fn revoked_tokens_cannot_opt_in_and_other_users_tokens_are_404() {
+        let (_dir, state, user_id) = state_with_user().await;
+        let created = create(&state, &user_id, "script", None).await.unwrap();
+        let other = uuid::Uuid::new_v4().to_string();
+        assert_eq!(
+            revoke(&state, &other, &created.row.id)
+                .await
+                .unwrap_err()
+                .code(),
+            "not_found"
+        );
+        assert_eq!(
+            opt_in(&state, &other, &created.row.id)
+                .await
+                .unwrap_err()
+                .code(),
+            "not_found"
+        );
+        assert_eq!(
+            opt_in(&state, &user_id, &created.row.id)
+                .await
+                .unwrap()
+                .allowlist_version,
+            ALLOWLIST_VERSION
+        );
+        let revoked = revoke(&state, &user_id, &created.row.id).await.unwrap();
+        let first = revoked.revoked_at.expect("revokedAt");
+        let again = revoke(&state, &user_id, &created.row.id).await.unwrap();
+        assert_eq!(again.revoked_at, Some(first));
+        assert_eq!(
+            opt_in(&state, &user_id, &created.row.id)
+                .await
+                .unwrap_err()
+                .code(),
+            "token_revoked"
+        );
+        assert_eq!(
+            session::authenticate(&state, &created.token)
+                .await
+                .unwrap_err()
+                .code(),
+            "unauthorized"
+        );
+    }
+
+    #[test]
+    fn personal_tokens_cannot_manage_tokens() {
+        let token = Principal::ApiToken {
+            user_id: "u".into(),
+            token_id: "t".into(),
+            allowlist_version: 1,
+        };
+        assert_eq!(
+            require_native(&token).unwrap_err().code(),
+            "forbidden_for_api_token"
+        );
+        let user = Principal::User {
+            user_id: "u".into(),
+        };
+        assert_eq!(require_native(&user).unwrap(), "u");
+    }
+}

@@ -122,10 +122,16 @@ pub fn validate_display_name(name: &str) -> AppResult<String> {
     let trimmed = name.trim();
     let n = trimmed.chars().count();
     if !(1..=255).contains(&n) {
-        return Err(AppError::invalid("displayName", "must be 1 to 255 characters"));
+        return Err(AppError::invalid(
+            "displayName",
+            "must be 1 to 255 characters",
+        ));
     }
     if trimmed.chars().any(char::is_control) {
-        return Err(AppError::invalid("displayName", "must not contain control characters"));
+        return Err(AppError::invalid(
+            "displayName",
+            "must not contain control characters",
+        ));
     }
     Ok(trimmed.to_owned())
 }
@@ -135,7 +141,10 @@ pub fn validate_username(name: &str) -> AppResult<String> {
         return Err(AppError::invalid("username", "must be 3 to 50 characters"));
     }
     if !name.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'_') {
-        return Err(AppError::invalid("username", "only letters, digits and underscore are allowed"));
+        return Err(AppError::invalid(
+            "username",
+            "only letters, digits and underscore are allowed",
+        ));
     }
     Ok(name.to_owned())
 }
@@ -149,7 +158,11 @@ pub fn validate_avatar_url(value: &str) -> AppResult<String> {
         let mut parts = rest.splitn(2, '/');
         let server = parts.next().unwrap_or_default();
         let media = parts.next().unwrap_or_default();
-        let ok = |s: &str| !s.is_empty() && s.chars().all(|c| c.is_ascii_alphanumeric() || "-_.:[]".contains(c));
+        let ok = |s: &str| {
+            !s.is_empty()
+                && s.chars()
+                    .all(|c| c.is_ascii_alphanumeric() || "-_.:[]".contains(c))
+        };
         if !ok(server) || !ok(media) {
             return Err(bad("mxc:// URLs look like mxc://server/mediaId"));
         }
@@ -164,7 +177,9 @@ pub fn validate_avatar_url(value: &str) -> AppResult<String> {
     }
     let payload = match v.strip_prefix("data:") {
         Some(rest) => {
-            let (meta, data) = rest.split_once(',').ok_or_else(|| bad("malformed data URL"))?;
+            let (meta, data) = rest
+                .split_once(',')
+                .ok_or_else(|| bad("malformed data URL"))?;
             if !meta.starts_with("image/") || !meta.ends_with(";base64") {
                 return Err(bad("data URLs must be data:image/<type>;base64,…"));
             }
@@ -188,10 +203,26 @@ pub fn validate_avatar_url(value: &str) -> AppResult<String> {
 
 /// Applies a validated profile change; 409 `username_taken` when another user has the
 /// username (compared case-insensitively).
-pub async fn update_profile(state: &AppState, user_id: &str, change: ProfileChange) -> AppResult<Profile> {
-    let display_name = change.display_name.as_deref().map(validate_display_name).transpose()?;
-    let username = change.username.as_deref().map(validate_username).transpose()?;
-    let avatar_url = change.avatar_url.as_deref().map(validate_avatar_url).transpose()?;
+pub async fn update_profile(
+    state: &AppState,
+    user_id: &str,
+    change: ProfileChange,
+) -> AppResult<Profile> {
+    let display_name = change
+        .display_name
+        .as_deref()
+        .map(validate_display_name)
+        .transpose()?;
+    let username = change
+        .username
+        .as_deref()
+        .map(validate_username)
+        .transpose()?;
+    let avatar_url = change
+        .avatar_url
+        .as_deref()
+        .map(validate_avatar_url)
+        .transpose()?;
     let uid = user_id.to_owned();
     let row = state
         .store
@@ -200,7 +231,10 @@ pub async fn update_profile(state: &AppState, user_id: &str, change: ProfileChan
             if let Some(name) = username {
                 if let Some(other) = users::find_by_username(c, &name)? {
                     if other.id != user.id {
-                        return Err(AppError::conflict("username_taken", "this username is already taken"));
+                        return Err(AppError::conflict(
+                            "username_taken",
+                            "this username is already taken",
+                        ));
                     }
                 }
                 user.username = Some(name);
@@ -213,8 +247,13 @@ pub async fn update_profile(state: &AppState, user_id: &str, change: ProfileChan
             }
             user.updated_at = unix_now() as i64;
             match users::update(c, &user) {
-                Err(rusqlite::Error::SqliteFailure(e, _)) if e.code == rusqlite::ErrorCode::ConstraintViolation => {
-                    Err(AppError::conflict("username_taken", "this username is already taken"))
+                Err(rusqlite::Error::SqliteFailure(e, _))
+                    if e.code == rusqlite::ErrorCode::ConstraintViolation =>
+                {
+                    Err(AppError::conflict(
+                        "username_taken",
+                        "this username is already taken",
+                    ))
                 }
                 other => other.map(|_| user).map_err(AppError::from),
             }
@@ -223,8 +262,15 @@ pub async fn update_profile(state: &AppState, user_id: &str, change: ProfileChan
     profile_of(&state.master, row)
 }
 
-pub async fn complete_onboarding(state: &AppState, user_id: &str, display_name: Option<String>) -> AppResult<Profile> {
-    let display_name = display_name.as_deref().map(validate_display_name).transpose()?;
+pub async fn complete_onboarding(
+    state: &AppState,
+    user_id: &str,
+    display_name: Option<String>,
+) -> AppResult<Profile> {
+    let display_name = display_name
+        .as_deref()
+        .map(validate_display_name)
+        .transpose()?;
     let uid = user_id.to_owned();
     let row = state
         .store

@@ -66,8 +66,15 @@ pub fn latest_usable(
 }
 
 pub fn record_failure(conn: &Connection, id: i64) -> rusqlite::Result<i64> {
-    conn.execute("UPDATE login_codes SET attempts = attempts + 1 WHERE id = ?1", [id])?;
-    conn.query_row("SELECT attempts FROM login_codes WHERE id = ?1", [id], |r| r.get(0))
+    conn.execute(
+        "UPDATE login_codes SET attempts = attempts + 1 WHERE id = ?1",
+        [id],
+    )?;
+    conn.query_row(
+        "SELECT attempts FROM login_codes WHERE id = ?1",
+        [id],
+        |r| r.get(0),
+    )
 }
 
 /// Marks the code used; false when another request consumed it first.
@@ -82,7 +89,10 @@ pub fn consume(conn: &Connection, id: i64, now: i64) -> rusqlite::Result<bool> {
 /// Gives a consumed code back (the sign-in failed after it was checked, e.g. the
 /// homeserver was down), so the user can retry with the same code.
 pub fn release(conn: &Connection, id: i64) -> rusqlite::Result<usize> {
-    conn.execute("UPDATE login_codes SET consumed_at = NULL WHERE id = ?1", [id])
+    conn.execute(
+        "UPDATE login_codes SET consumed_at = NULL WHERE id = ?1",
+        [id],
+    )
 }
 
 pub fn delete(conn: &Connection, id: i64) -> rusqlite::Result<usize> {

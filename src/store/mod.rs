@@ -14,7 +14,9 @@ use crate::config::StorageConfig;
 
 pub mod api_tokens;
 pub mod login_codes;
+pub mod messages;
 pub mod refresh_tokens;
+pub mod rooms;
 pub mod user_keys;
 pub mod users;
 
@@ -38,8 +40,11 @@ pub enum StoreError {
 }
 
 /// Forward-only migrations; the index + 1 is the `PRAGMA user_version` after applying it.
-const MIGRATIONS: &[(&str, &str)] =
-    &[("0001_init", include_str!("../../migrations/0001_init.sql"))];
+const MIGRATIONS: &[(&str, &str)] = &[
+    ("0001_init", include_str!("../../migrations/0001_init.sql")),
+    ("0002_keys", include_str!("../../migrations/0002_keys.sql")),
+    ("0003_conversations", include_str!("../../migrations/0003_conversations.sql")),
+];
 
 /// Latest schema version this binary knows.
 pub const SCHEMA_VERSION: i64 = MIGRATIONS.len() as i64;

@@ -2,7 +2,13 @@
 
 use rusqlite::{params, Connection, OptionalExtension};
 
-pub fn insert(conn: &Connection, hash: &str, user_id: &str, expires_at: i64, now: i64) -> rusqlite::Result<()> {
+pub fn insert(
+    conn: &Connection,
+    hash: &str,
+    user_id: &str,
+    expires_at: i64,
+    now: i64,
+) -> rusqlite::Result<()> {
     conn.execute(
         "INSERT INTO refresh_tokens (token_hash, user_id, expires_at, created_at) VALUES (?1, ?2, ?3, ?4)",
         params![hash, user_id, expires_at, now],

@@ -1,4 +1,6 @@
-//! `user_keys` table: each user's registered X25519 public key and recovery material.
+//! `user_keys` table: each user's registered X25519 public key and recovery material, and
+//! `user_key_versions`: the highest key version ever issued to each user (it outlives the
+//! key record, so versions never repeat after `DELETE /api/keys`).
 
 use rusqlite::{params, Connection, OptionalExtension, Row};
 
@@ -13,7 +15,8 @@ pub struct UserKeyRow {
     pub updated_at: i64,
 }
 
-const COLUMNS: &str = "user_id, public_key, encrypted_master_key_enc, salt, key_version, created_at, updated_at";
+const COLUMNS: &str =
+    "user_id, public_key, encrypted_master_key_enc, salt, key_version, created_at, updated_at";
 
 fn from_row(r: &Row<'_>) -> rusqlite::Result<UserKeyRow> {
     Ok(UserKeyRow {
@@ -28,11 +31,38 @@ fn from_row(r: &Row<'_>) -> rusqlite::Result<UserKeyRow> {
 }
 
 pub fn find(conn: &Connection, user_id: &str) -> rusqlite::Result<Option<UserKeyRow>> {
-    conn.query_row(&format!("SELECT {COLUMNS} FROM user_keys WHERE user_id = ?1"), [user_id], from_row)
-        .optional()
+    conn.query_row(
+        &format!("SELECT {COLUMNS} FROM user_keys WHERE user_id = ?1"),
+        [user_id],
+        from_row,
+    )
+    .optional()
 }
 
-/// Inserts or replaces the key record of `k.user_id`.
+/// The key record of the user whose id, or whose Matrix user id, is `who`.
+pub fn find_by_user_or_matrix_id(
+    conn: &Connection,
+    who: &str,
+) -> rusqlite::Result<Option<UserKeyRow>> {
+    let columns = COLUMNS
+        .split(", ")
+        .map(|c| format!("k.{c}"))
+        .collect::<Vec<_>>()
+        .join(", ");
+    conn.query_row(
+        &format!(
+            "SELECT {columns} FROM user_keys k JOIN users u ON u.id = k.user_id \
+             WHERE u.id = ?1 OR u.matrix_user_id = ?1 LIMIT 1"
+        ),
+        [who],
+        from_row,
+    )
+    .optional()
+}
+
+/// Inserts or replaces the key record of `k.user_id` (keeping the original `created_at`),
+/// and raises the user's highest issued version to `k.key_version`. Call it inside a
+/// transaction so both writes land together.
 pub fn upsert(conn: &Connection, k: &UserKeyRow) -> rusqlite::Result<()> {
     conn.execute(
         &format!(
@@ -51,9 +81,35 @@ pub fn upsert(conn: &Connection, k: &UserKeyRow) -> rusqlite::Result<()> {
             k.updated_at
         ],
     )?;
+    conn.execute(
+        "INSERT INTO user_key_versions (user_id, last_version) VALUES (?1, ?2) \
+         ON CONFLICT(user_id) DO UPDATE SET last_version = max(last_version, excluded.last_version)",
+        params![k.user_id, k.key_version],
+    )?;
     Ok(())
 }
 
+/// The highest key version ever issued to the user (0 when none), including versions of
+/// deleted key records.
+pub fn last_version(conn: &Connection, user_id: &str) -> rusqlite::Result<i64> {
+    let recorded: Option<i64> = conn
+        .query_row(
+            "SELECT last_version FROM user_key_versions WHERE user_id = ?1",
+            [user_id],
+            |r| r.get(0),
+        )
+        .optional()?;
+    let current: Option<i64> = conn
+        .query_row(
+            "SELECT key_version FROM user_keys WHERE user_id = ?1",
+            [user_id],
+            |r| r.get(0),
+        )
+        .optional()?;
+    Ok(recorded.unwrap_or(0).max(current.unwrap_or(0)))
+}
+
+/// Deletes the key record; the version counter stays.
 pub fn delete(conn: &Connection, user_id: &str) -> rusqlite::Result<usize> {
     conn.execute("DELETE FROM user_keys WHERE user_id = ?1", [user_id])
 }

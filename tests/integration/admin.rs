@@ -1,1 +1,435 @@
-//! Placeholder: filled in by the admin work.
+//! Operator endpoints `/api/admin/*` and the `switchboard user …` commands they share
+//! logic with, against the running binary.
+
+use reqwest::Method;
+use serde_json::json;
+
+use crate::common::*;
+
+/// A server whose `auth.admin_emails` lists a fresh address, and that administrator signed
+/// in. `extra` is appended to the config.
+pub async fn admin_app(extra: &str) -> (TestApp, Session) {
+    let email = unique_email("admin");
+    let app =
+        TestApp::start_with_mail_and(format!("[auth]\nadmin_emails = [\"{email}\"]\n\n{extra}"))
+            .await;
+    let admin = app.sign_in(&email, None).await;
+    assert_eq!(admin.user["isAdmin"], true, "{}", admin.user);
+    (app, admin)
+}
+
+pub fn user_id(s: &Session) -> String {
+    s.user["id"].as_str().expect("user id").to_owned()
+}
+
+pub async fn put_subscription(
+    app: &TestApp,
+    admin: &Session,
+    user_id: &str,
+    body: serde_json::Value,
+) -> reqwest::Response {
+    app.send(
+        Method::PUT,
+        &format!("/api/admin/users/{user_id}/subscription"),
+        Some(&admin.access_token),
+        Some(body),
+    )
+    .await
+}
+
+/// Runs `switchboard user ARGS… --config <the app's config>` while the server runs.
+pub fn user_cli(app: &TestApp, args: &[&str]) -> String {
+    let config = app.config_path.to_str().unwrap();
+    let mut all = vec!["user"];
+    all.extend_from_slice(args);
+    all.extend_from_slice(&["--config", config]);
+    let (status, out, err) = run_cli(&all, app.dir.path());
+    assert!(status.success(), "switchboard {all:?} failed: {out}{err}");
+    out
+}
+
+fn assert_user_shape(u: &serde_json::Value) {
+    for key in [
+        "id",
+        "email",
+        "displayName",
+        "username",
+        "isAdmin",
+        "matrixUserId",
+        "subscription",
+        "createdAt",
+    ] {
+        assert!(u.get(key).is_some(), "{key} missing: {u}");
+    }
+    assert!(u["subscription"]["active"].is_boolean(), "{u}");
+    assert!(u["subscription"].get("until").is_some(), "{u}");
+    assert!(u["isAdmin"].is_boolean(), "{u}");
+    assert!(
+        u.get("emailEnc").is_none() && u.get("dekWrapped").is_none(),
+        "{u}"
+    );
+}
+
+#[tokio::test]
+async fn an_admin_from_the_config_lists_users_with_pagination() {
+    let (app, admin) = admin_app("").await;
+    let a = app.sign_up("listed-a").await;
+    let b = app.sign_up("listed-b").await;
+
+    let body = expect_json(
+        app.get_auth("/api/admin/users", &admin.access_token).await,
+        200,
+    )
+    .await;
+    let users = body["users"].as_array().expect("users");
+    assert_eq!(users.len(), 3, "{body}");
+    users.iter().for_each(assert_user_shape);
+    assert_eq!(
+        body["pagination"],
+        json!({"total": 3, "limit": 50, "offset": 0, "hasMore": false})
+    );
+    let find = |id: &serde_json::Value| {
+        users
+            .iter()
+            .find(|u| &u["id"] == id)
+            .unwrap_or_else(|| panic!("{id} not listed: {body}"))
+    };
+    let listed_admin = find(&admin.user["id"]);
+    assert_eq!(listed_admin["isAdmin"], true);
+    assert_eq!(listed_admin["email"], admin.email.to_lowercase());
+    assert_eq!(find(&a.user["id"])["isAdmin"], false);
+    let listed_b = find(&b.user["id"]);
+    assert_eq!(listed_b["email"], b.email.to_lowercase());
+    assert!(listed_b["matrixUserId"]
+        .as_str()
+        .is_some_and(|m| m.starts_with('@')));
+    assert_eq!(
+        listed_b["subscription"],
+        json!({"active": true, "until": null})
+    );
+
+    // Pages are slices of the same stable order.
+    let page = expect_json(
+        app.get_auth("/api/admin/users?limit=1&offset=1", &admin.access_token)
+            .await,
+        200,
+    )
+    .await;
+    assert_eq!(page["users"].as_array().unwrap().len(), 1);
+    assert_eq!(page["users"][0]["id"], users[1]["id"]);
+    assert_eq!(
+        page["pagination"],
+        json!({"total": 3, "limit": 1, "offset": 1, "hasMore": true})
+    );
+    let last = expect_json(
+        app.get_auth("/api/admin/users?limit=2&offset=2", &admin.access_token)
+            .await,
+        200,
+    )
+    .await;
+    assert_eq!(last["users"].as_array().unwrap().len(), 1);
+    assert_eq!(last["users"][0]["id"], users[2]["id"]);
+    assert_eq!(last["pagination"]["hasMore"], false);
+    let past = expect_json(
+        app.get_auth("/api/admin/users?offset=10", &admin.access_token)
+            .await,
+        200,
+    )
+    .await;
+    assert_eq!(past["users"], json!([]));
+    assert_eq!(past["pagination"]["hasMore"], false);
+    let max = expect_json(
+        app.get_auth("/api/admin/users?limit=100", &admin.access_token)
+            .await,
+        200,
+    )
+    .await;
+    assert_eq!(max["pagination"]["limit"], 100);
+}
+
+#[tokio::test]
+async fn page_parameters_outside_their_range_are_400_not_clamped() {
+    let (app, admin) = admin_app("").await;
+    for query in [
+        "limit=0",
+        "limit=101",
+        "limit=-1",
+        "offset=-1",
+        "limit=abc",
+        "offset=1.5",
+    ] {
+        let resp = app
+            .get_auth(&format!("/api/admin/users?{query}"), &admin.access_token)
+            .await;
+        expect_error(resp, 400, "invalid_request").await;
+    }
+}
+
+#[tokio::test]
+async fn non_admins_get_403_admin_required_and_tokens_get_forbidden_for_api_token() {
+    let (app, admin) = admin_app("").await;
+    let user = app.sign_up("plain").await;
+    let uid = user_id(&user);
+    let calls = [
+        (Method::GET, "/api/admin/users".to_owned(), None),
+        (Method::GET, format!("/api/admin/users/{uid}"), None),
+        (
+            Method::PUT,
+            format!("/api/admin/users/{uid}/subscription"),
+            Some(json!({"active": true})),
+        ),
+    ];
+    for (method, path, body) in &calls {
+        let resp = app
+            .send(method.clone(), path, Some(&user.access_token), body.clone())
+            .await;
+        let err = expect_error(resp, 403, "admin_required").await;
+        assert!(
+            err["message"].as_str().unwrap().contains("administrators"),
+            "{err}"
+        );
+        let resp = app.send(method.clone(), path, None, body.clone()).await;
+        expect_error(resp, 401, "unauthorized").await;
+    }
+    // A personal token of the administrator is not an administrator.
+    let created = app
+        .post_json(
+            "/api/developer/tokens",
+            Some(&admin.access_token),
+            json!({"name": "ops"}),
+        )
+        .await;
+    let token = expect_json(created, 201).await["token"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    for (method, path, body) in &calls {
+        let resp = app
+            .send(method.clone(), path, Some(&token), body.clone())
+            .await;
+        expect_error(resp, 403, "forbidden_for_api_token").await;
+    }
+    // The refused subscription change did not happen.
+    let shown = expect_json(
+        app.get_auth(&format!("/api/admin/users/{uid}"), &admin.access_token)
+            .await,
+        200,
+    )
+    .await;
+    assert_eq!(shown["subscription"]["active"], true);
+}
+
+#[tokio::test]
+async fn promoting_a_user_with_the_cli_makes_it_an_admin_at_once() {
+    let app = TestApp::start_with_mail().await;
+    let user = app.sign_up("promoted").await;
+    assert_eq!(user.user["isAdmin"], false);
+    let resp = app.get_auth("/api/admin/users", &user.access_token).await;
+    expect_error(resp, 403, "admin_required").await;
+
+    let out = user_cli(&app, &["promote", &user.email]);
+    assert!(out.contains("promoted to admin"), "{out}");
+    assert!(out.contains(&user_id(&user)), "{out}");
+
+    // The same access token now passes the admin check.
+    let body = expect_json(
+        app.get_auth("/api/admin/users", &user.access_token).await,
+        200,
+    )
+    .await;
+    assert_eq!(body["users"][0]["isAdmin"], true);
+    let me = expect_json(app.get_auth("/api/auth/me", &user.access_token).await, 200).await;
+    assert_eq!(me["isAdmin"], true);
+}
+
+#[tokio::test]
+async fn showing_a_user_and_unknown_ids_are_404() {
+    let (app, admin) = admin_app("").await;
+    let user = app.sign_up("shown").await;
+    let uid = user_id(&user);
+    let shown = expect_json(
+        app.get_auth(&format!("/api/admin/users/{uid}"), &admin.access_token)
+            .await,
+        200,
+    )
+    .await;
+    assert_user_shape(&shown);
+    assert_eq!(shown["id"], uid.as_str());
+    assert_eq!(shown["email"], user.email.to_lowercase());
+    assert_eq!(shown["matrixUserId"], user.user["matrixUserId"]);
+    assert_eq!(shown["createdAt"], user.user["createdAt"]);
+
+    let unknown = uuid::Uuid::new_v4();
+    for path in [
+        format!("/api/admin/users/{unknown}"),
+        "/api/admin/users/not-a-uuid".to_owned(),
+        // An e-mail is not an id on the API (the CLI accepts both).
+        format!("/api/admin/users/{}", user.email),
+    ] {
+        let resp = app.get_auth(&path, &admin.access_token).await;
+        expect_error(resp, 404, "not_found").await;
+    }
+    let resp = put_subscription(&app, &admin, &unknown.to_string(), json!({"active": false})).await;
+    expect_error(resp, 404, "not_found").await;
+}
+
+#[tokio::test]
+async fn an_admin_sets_a_subscription_until_a_date_lapses_and_renews_it() {
+    let (app, admin) = admin_app("").await;
+    let user = app.sign_up("subscriber").await;
+    let uid = user_id(&user);
+
+    let until_secs = chrono::Utc::now().timestamp() + 10 * 86_400;
+    // Any offset is accepted; the answer is in UTC.
+    let until = chrono::DateTime::from_timestamp(until_secs, 0)
+        .unwrap()
+        .with_timezone(&chrono::FixedOffset::east_opt(2 * 3600).unwrap())
+        .to_rfc3339();
+    let body = expect_json(
+        put_subscription(&app, &admin, &uid, json!({"active": true, "until": until})).await,
+        200,
+    )
+    .await;
+    assert_user_shape(&body);
+    assert_eq!(body["id"], uid.as_str());
+    assert_eq!(body["subscription"]["active"], true);
+    assert_eq!(secs(&body["subscription"]["until"]), until_secs);
+    let me = expect_json(app.get_auth("/api/auth/me", &user.access_token).await, 200).await;
+    assert_eq!(me["subscription"]["active"], true);
+    assert_eq!(secs(&me["subscription"]["until"]), until_secs);
+
+    let body = expect_json(
+        put_subscription(&app, &admin, &uid, json!({"active": false})).await,
+        200,
+    )
+    .await;
+    assert_eq!(
+        body["subscription"],
+        json!({"active": false, "until": null})
+    );
+
+    let body = expect_json(
+        put_subscription(&app, &admin, &uid, json!({"active": true})).await,
+        200,
+    )
+    .await;
+    assert_eq!(body["subscription"], json!({"active": true, "until": null}));
+
+    // A date alone means the end of that day (UTC).
+    let day = (chrono::Utc::now() + chrono::Duration::days(3))
+        .format("%Y-%m-%d")
+        .to_string();
+    let body = expect_json(
+        put_subscription(&app, &admin, &uid, json!({"active": true, "until": day})).await,
+        200,
+    )
+    .await;
+    assert_eq!(
+        secs(&body["subscription"]["until"]),
+        secs(&json!(format!("{day}T23:59:59Z")))
+    );
+}
+
+#[tokio::test]
+async fn bad_subscription_input_is_400_and_changes_nothing() {
+    let (app, admin) = admin_app("").await;
+    let user = app.sign_up("badsub").await;
+    let uid = user_id(&user);
+    let past = (chrono::Utc::now() - chrono::Duration::minutes(1)).to_rfc3339();
+    let future = (chrono::Utc::now() + chrono::Duration::days(1)).to_rfc3339();
+    for body in [
+        json!({"active": true, "until": past}),
+        json!({"active": true, "until": "next tuesday"}),
+        json!({"active": true, "until": ""}),
+        json!({"active": false, "until": future}),
+        json!({"active": "yes"}),
+        json!({"until": future}),
+        json!({}),
+    ] {
+        let resp = put_subscription(&app, &admin, &uid, body.clone()).await;
+        let status = resp.status().as_u16();
+        let err = expect_json(resp, 400).await;
+        assert_eq!(err["error"], "invalid_request", "{body}: {status} {err}");
+    }
+    let resp = app
+        .http
+        .put(app.url(&format!("/api/admin/users/{uid}/subscription")))
+        .bearer_auth(&admin.access_token)
+        .header("content-type", "application/json")
+        .body("{not json")
+        .send()
+        .await
+        .unwrap();
+    expect_error(resp, 400, "invalid_request").await;
+    let shown = expect_json(
+        app.get_auth(&format!("/api/admin/users/{uid}"), &admin.access_token)
+            .await,
+        200,
+    )
+    .await;
+    assert_eq!(
+        shown["subscription"],
+        json!({"active": true, "until": null})
+    );
+}
+
+#[tokio::test]
+async fn the_cli_lists_shows_and_sets_subscriptions_on_the_same_data() {
+    let (app, admin) = admin_app("").await;
+    let user = app.sign_up("cli-sub").await;
+    let uid = user_id(&user);
+    let out = user_cli(&app, &["list"]);
+    assert!(
+        out.contains(&uid) && out.contains(&user.email.to_lowercase()),
+        "{out}"
+    );
+    assert!(
+        out.contains(&format!(
+            "{}  {}  admin=true",
+            user_id(&admin),
+            admin.email.to_lowercase()
+        )),
+        "{out}"
+    );
+
+    let out = user_cli(&app, &["subscription", &uid, "--until", "2999-12-31"]);
+    assert!(out.contains("active until 2999-12-31T23:59:59"), "{out}");
+    let shown = expect_json(
+        app.get_auth(&format!("/api/admin/users/{uid}"), &admin.access_token)
+            .await,
+        200,
+    )
+    .await;
+    assert_eq!(shown["subscription"]["active"], true);
+    assert_eq!(
+        secs(&shown["subscription"]["until"]),
+        secs(&json!("2999-12-31T23:59:59Z"))
+    );
+    let out = user_cli(&app, &["show", &user.email]);
+    assert!(out.contains("subscription=active until"), "{out}");
+
+    // A past end date is refused by the CLI as by the API.
+    let config = app.config_path.to_str().unwrap();
+    let (status, _, err) = run_cli(
+        &[
+            "user",
+            "subscription",
+            &uid,
+            "--until",
+            "2000-01-01",
+            "--config",
+            config,
+        ],
+        app.dir.path(),
+    );
+    assert!(!status.success());
+    assert!(err.contains("until"), "{err}");
+}
+
+/// Unix seconds of an RFC 3339 string value.
+fn secs(v: &serde_json::Value) -> i64 {
+    let text = v.as_str().unwrap_or_else(|| panic!("not a date-time: {v}"));
+    chrono::DateTime::parse_from_rfc3339(text)
+        .unwrap_or_else(|e| panic!("{text}: {e}"))
+        .timestamp()
+}

@@ -10,9 +10,15 @@ async fn sign_up_by_mailed_code_gives_tokens_and_a_working_matrix_account() {
     let email = unique_email("Alice");
     let session = app.sign_in(&email, None).await;
     assert_eq!(session.user["email"], email.to_lowercase());
-    let matrix_token = session.matrix_access_token.clone().expect("matrixAccessToken");
+    let matrix_token = session
+        .matrix_access_token
+        .clone()
+        .expect("matrixAccessToken");
     let whoami: serde_json::Value = reqwest::Client::new()
-        .get(format!("{}/_matrix/client/v3/account/whoami", synapse().base_url))
+        .get(format!(
+            "{}/_matrix/client/v3/account/whoami",
+            synapse().base_url
+        ))
         .bearer_auth(&matrix_token)
         .send()
         .await
@@ -22,7 +28,11 @@ async fn sign_up_by_mailed_code_gives_tokens_and_a_working_matrix_account() {
         .unwrap();
     assert_eq!(whoami["user_id"], session.user["matrixUserId"]);
 
-    let me = expect_json(app.get_auth("/api/auth/me", &session.access_token).await, 200).await;
+    let me = expect_json(
+        app.get_auth("/api/auth/me", &session.access_token).await,
+        200,
+    )
+    .await;
     assert_eq!(me["id"], session.user["id"]);
     assert_eq!(me["email"], email.to_lowercase());
 
@@ -36,15 +46,38 @@ async fn sign_up_by_mailed_code_gives_tokens_and_a_working_matrix_account() {
 async fn a_code_works_once_and_wrong_codes_are_400() {
     let app = TestApp::start_with_mail().await;
     let email = unique_email("once");
-    expect_json(app.post_json("/api/auth/code", None, json!({"email": email})).await, 200).await;
+    expect_json(
+        app.post_json("/api/auth/code", None, json!({"email": email}))
+            .await,
+        200,
+    )
+    .await;
     let code = mail::wait_for_code(&email, 0).await;
     let wrong = if code == "000000" { "111111" } else { "000000" };
-    let resp = app.post_json("/api/auth/verify", None, json!({"email": email, "code": wrong})).await;
+    let resp = app
+        .post_json(
+            "/api/auth/verify",
+            None,
+            json!({"email": email, "code": wrong}),
+        )
+        .await;
     expect_error(resp, 400, "invalid_code").await;
-    let ok = app.post_json("/api/auth/verify", None, json!({"email": email, "code": code})).await;
+    let ok = app
+        .post_json(
+            "/api/auth/verify",
+            None,
+            json!({"email": email, "code": code}),
+        )
+        .await;
     let body = expect_json(ok, 200).await;
     assert_eq!(body["isNewUser"], true);
-    let reuse = app.post_json("/api/auth/verify", None, json!({"email": email, "code": code})).await;
+    let reuse = app
+        .post_json(
+            "/api/auth/verify",
+            None,
+            json!({"email": email, "code": code}),
+        )
+        .await;
     expect_error(reuse, 400, "invalid_code").await;
 }
 
@@ -52,14 +85,31 @@ async fn a_code_works_once_and_wrong_codes_are_400() {
 async fn five_wrong_tries_burn_the_code() {
     let app = TestApp::start_with_mail().await;
     let email = unique_email("burn");
-    expect_json(app.post_json("/api/auth/code", None, json!({"email": email})).await, 200).await;
+    expect_json(
+        app.post_json("/api/auth/code", None, json!({"email": email}))
+            .await,
+        200,
+    )
+    .await;
     let code = mail::wait_for_code(&email, 0).await;
     let wrong = if code == "000000" { "111111" } else { "000000" };
     for _ in 0..5 {
-        let resp = app.post_json("/api/auth/verify", None, json!({"email": email, "code": wrong})).await;
+        let resp = app
+            .post_json(
+                "/api/auth/verify",
+                None,
+                json!({"email": email, "code": wrong}),
+            )
+            .await;
         expect_error(resp, 400, "invalid_code").await;
     }
-    let resp = app.post_json("/api/auth/verify", None, json!({"email": email, "code": code})).await;
+    let resp = app
+        .post_json(
+            "/api/auth/verify",
+            None,
+            json!({"email": email, "code": code}),
+        )
+        .await;
     expect_error(resp, 400, "invalid_code").await;
 }
 
@@ -67,10 +117,21 @@ async fn five_wrong_tries_burn_the_code() {
 async fn an_expired_code_is_refused() {
     let app = TestApp::start_with_mail_and("[auth]\ncode_ttl = \"1s\"\n".into()).await;
     let email = unique_email("expired");
-    expect_json(app.post_json("/api/auth/code", None, json!({"email": email})).await, 200).await;
+    expect_json(
+        app.post_json("/api/auth/code", None, json!({"email": email}))
+            .await,
+        200,
+    )
+    .await;
     let code = mail::wait_for_code(&email, 0).await;
     tokio::time::sleep(std::time::Duration::from_millis(2100)).await;
-    let resp = app.post_json("/api/auth/verify", None, json!({"email": email, "code": code})).await;
+    let resp = app
+        .post_json(
+            "/api/auth/verify",
+            None,
+            json!({"email": email, "code": code}),
+        )
+        .await;
     expect_error(resp, 400, "invalid_code").await;
 }
 
@@ -79,17 +140,35 @@ async fn at_most_three_codes_per_ten_minutes_per_address() {
     let app = TestApp::start_with_mail().await;
     let email = unique_email("limit");
     for _ in 0..3 {
-        expect_json(app.post_json("/api/auth/code", None, json!({"email": email})).await, 200).await;
+        expect_json(
+            app.post_json("/api/auth/code", None, json!({"email": email}))
+                .await,
+            200,
+        )
+        .await;
     }
-    let resp = app.post_json("/api/auth/code", None, json!({"email": email})).await;
+    let resp = app
+        .post_json("/api/auth/code", None, json!({"email": email}))
+        .await;
     assert!(resp.headers().get("retry-after").is_some());
     expect_error(resp, 429, "rate_limited").await;
     // Another address is not affected.
     let other = unique_email("limit-other");
-    expect_json(app.post_json("/api/auth/code", None, json!({"email": other})).await, 200).await;
+    expect_json(
+        app.post_json("/api/auth/code", None, json!({"email": other}))
+            .await,
+        200,
+    )
+    .await;
     // The newest of the three codes signs in.
     let code = mail::wait_for_code(&email, 2).await;
-    let resp = app.post_json("/api/auth/verify", None, json!({"email": email, "code": code})).await;
+    let resp = app
+        .post_json(
+            "/api/auth/verify",
+            None,
+            json!({"email": email, "code": code}),
+        )
+        .await;
     expect_json(resp, 200).await;
 }
 
@@ -100,10 +179,19 @@ async fn malformed_sign_in_input_is_400_not_500() {
         ("/api/auth/code", json!({"email": "not-an-address"})),
         ("/api/auth/code", json!({})),
         ("/api/auth/code", json!({"email": 5})),
-        ("/api/auth/verify", json!({"email": "a@b.test", "code": "12345"})),
-        ("/api/auth/verify", json!({"email": "a@b.test", "code": "abcdef"})),
+        (
+            "/api/auth/verify",
+            json!({"email": "a@b.test", "code": "12345"}),
+        ),
+        (
+            "/api/auth/verify",
+            json!({"email": "a@b.test", "code": "abcdef"}),
+        ),
         ("/api/auth/verify", json!({"email": "a@b.test"})),
-        ("/api/auth/verify", json!({"email": "a@b.test", "code": "123456", "publicKey": "not base64!"})),
+        (
+            "/api/auth/verify",
+            json!({"email": "a@b.test", "code": "123456", "publicKey": "not base64!"}),
+        ),
         ("/api/auth/refresh", json!({})),
     ];
     for (path, body) in cases {
@@ -112,7 +200,10 @@ async fn malformed_sign_in_input_is_400_not_500() {
         let text = resp.text().await.unwrap();
         assert!(status == 400, "{path} {body}: {status} {text}");
         let parsed: serde_json::Value = serde_json::from_str(&text).unwrap();
-        assert!(parsed["error"].is_string() && parsed["message"].is_string(), "{text}");
+        assert!(
+            parsed["error"].is_string() && parsed["message"].is_string(),
+            "{text}"
+        );
     }
     let resp = app
         .http
@@ -129,16 +220,35 @@ async fn malformed_sign_in_input_is_400_not_500() {
 async fn refresh_issues_access_tokens_until_logout() {
     let app = TestApp::start_with_mail().await;
     let session = app.sign_up("refresh").await;
-    let resp = app.post_json("/api/auth/refresh", None, json!({"refreshToken": session.refresh_token})).await;
+    let resp = app
+        .post_json(
+            "/api/auth/refresh",
+            None,
+            json!({"refreshToken": session.refresh_token}),
+        )
+        .await;
     let body = expect_json(resp, 200).await;
     let fresh = body["accessToken"].as_str().unwrap().to_owned();
     expect_json(app.get_auth("/api/auth/me", &fresh).await, 200).await;
 
-    let resp = app.post_json("/api/auth/refresh", None, json!({"refreshToken": "nope"})).await;
+    let resp = app
+        .post_json("/api/auth/refresh", None, json!({"refreshToken": "nope"}))
+        .await;
     expect_error(resp, 401, "unauthorized").await;
 
-    expect_json(app.post_json("/api/auth/logout", Some(&fresh), json!({})).await, 200).await;
-    let resp = app.post_json("/api/auth/refresh", None, json!({"refreshToken": session.refresh_token})).await;
+    expect_json(
+        app.post_json("/api/auth/logout", Some(&fresh), json!({}))
+            .await,
+        200,
+    )
+    .await;
+    let resp = app
+        .post_json(
+            "/api/auth/refresh",
+            None,
+            json!({"refreshToken": session.refresh_token}),
+        )
+        .await;
     expect_error(resp, 401, "unauthorized").await;
 }
 
@@ -150,17 +260,38 @@ async fn profile_rules_and_unique_usernames() {
     let name = format!("user_{}", &a.user["id"].as_str().unwrap()[..8]);
     let patch = |token: String, body: serde_json::Value| {
         let app = &app;
-        async move { app.send(reqwest::Method::PATCH, "/api/auth/profile", Some(&token), Some(body)).await }
+        async move {
+            app.send(
+                reqwest::Method::PATCH,
+                "/api/auth/profile",
+                Some(&token),
+                Some(body),
+            )
+            .await
+        }
     };
     let ok = expect_json(
-        patch(a.access_token.clone(), json!({"displayName": "Alice", "username": name, "avatarUrl": "mxc://localhost/abc"})).await,
+        patch(
+            a.access_token.clone(),
+            json!({"displayName": "Alice", "username": name, "avatarUrl": "mxc://localhost/abc"}),
+        )
+        .await,
         200,
     )
     .await;
     assert_eq!(ok["success"], true);
     assert_eq!(ok["user"]["displayName"], "Alice");
     assert_eq!(ok["user"]["username"], name.as_str());
-    expect_error(patch(b.access_token.clone(), json!({"username": name.to_uppercase()})).await, 409, "username_taken").await;
+    expect_error(
+        patch(
+            b.access_token.clone(),
+            json!({"username": name.to_uppercase()}),
+        )
+        .await,
+        409,
+        "username_taken",
+    )
+    .await;
     for bad in [
         json!({"displayName": ""}),
         json!({"displayName": "x".repeat(256)}),
@@ -170,16 +301,46 @@ async fn profile_rules_and_unique_usernames() {
         json!({"avatarUrl": "http://insecure.example/a.png"}),
         json!({"avatarUrl": "aGVsbG8="}),
     ] {
-        expect_error(patch(b.access_token.clone(), bad).await, 400, "invalid_request").await;
+        expect_error(
+            patch(b.access_token.clone(), bad).await,
+            400,
+            "invalid_request",
+        )
+        .await;
     }
     let png = "data:image/png;base64,iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mNkYPhfDwAChwGA60e6kgAAAABJRU5ErkJggg==";
-    expect_json(patch(b.access_token.clone(), json!({"avatarUrl": png})).await, 200).await;
-    expect_json(patch(b.access_token.clone(), json!({"avatarUrl": "https://example.org/a.png"})).await, 200).await;
+    expect_json(
+        patch(b.access_token.clone(), json!({"avatarUrl": png})).await,
+        200,
+    )
+    .await;
+    expect_json(
+        patch(
+            b.access_token.clone(),
+            json!({"avatarUrl": "https://example.org/a.png"}),
+        )
+        .await,
+        200,
+    )
+    .await;
 
-    let resp = app.post_json("/api/auth/complete-onboarding", Some(&b.access_token), json!({"displayName": "Bob"})).await;
+    let resp = app
+        .post_json(
+            "/api/auth/complete-onboarding",
+            Some(&b.access_token),
+            json!({"displayName": "Bob"}),
+        )
+        .await;
     let done = expect_json(resp, 200).await;
     assert_eq!(done["user"]["onboardingCompleted"], true);
     assert_eq!(done["user"]["displayName"], "Bob");
-    let resp = app.send(reqwest::Method::POST, "/api/auth/complete-onboarding", Some(&a.access_token), None).await;
+    let resp = app
+        .send(
+            reqwest::Method::POST,
+            "/api/auth/complete-onboarding",
+            Some(&a.access_token),
+            None,
+        )
+        .await;
     expect_json(resp, 200).await;
 }

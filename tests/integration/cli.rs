@@ -40,7 +40,13 @@ fn migrate_then_check_config_shows_the_schema_version() {
     let (status, out, err) = run_cli(&["check-config", "--data-dir", data], dir.path());
     assert!(status.success(), "{err}");
     assert!(out.contains("configuration: ok"), "{out}");
-    assert!(out.contains(&format!("schema version {}", switchboard::store::SCHEMA_VERSION)), "{out}");
+    assert!(
+        out.contains(&format!(
+            "schema version {}",
+            switchboard::store::SCHEMA_VERSION
+        )),
+        "{out}"
+    );
     assert!(out.contains("not configured"), "{out}");
 }
 

@@ -15,17 +15,29 @@ fn raw_database_bytes(app: &TestApp) -> Vec<u8> {
 }
 
 fn contains(haystack: &[u8], needle: &str) -> bool {
-    haystack.windows(needle.len()).any(|w| w == needle.as_bytes())
+    haystack
+        .windows(needle.len())
+        .any(|w| w == needle.as_bytes())
 }
 
 #[tokio::test]
 async fn the_database_holds_no_email_token_code_or_matrix_token_in_clear() {
     let app = TestApp::start_with_mail().await;
     let email = unique_email("secret.keeper");
-    expect_json(app.post_json("/api/auth/code", None, json!({"email": email})).await, 200).await;
+    expect_json(
+        app.post_json("/api/auth/code", None, json!({"email": email}))
+            .await,
+        200,
+    )
+    .await;
     let code = mail::wait_for_code(&email, 0).await;
     let signed = expect_json(
-        app.post_json("/api/auth/verify", None, json!({"email": email, "code": code})).await,
+        app.post_json(
+            "/api/auth/verify",
+            None,
+            json!({"email": email, "code": code}),
+        )
+        .await,
         200,
     )
     .await;
@@ -44,7 +56,10 @@ async fn the_database_holds_no_email_token_code_or_matrix_token_in_clear() {
         ("matrix access token", matrix),
         ("sign-in code", code.as_str()),
     ] {
-        assert!(!contains(&bytes, secret), "{what} found in clear in the database files");
+        assert!(
+            !contains(&bytes, secret),
+            "{what} found in clear in the database files"
+        );
     }
     // The user id (not secret) is there, proving the search looks at real rows.
     assert!(contains(&bytes, signed["user"]["id"].as_str().unwrap()));
@@ -64,11 +79,19 @@ async fn an_acknowledged_write_survives_kill_9() {
         .await;
     expect_json(resp, 200).await;
     app.restart_after_kill9().await;
-    let me = expect_json(app.get_auth("/api/auth/me", &session.access_token).await, 200).await;
+    let me = expect_json(
+        app.get_auth("/api/auth/me", &session.access_token).await,
+        200,
+    )
+    .await;
     assert_eq!(me["displayName"], "Written Before The Crash");
     // Tokens issued before the crash still work: the JWT key is derived from the master key.
     let resp = app
-        .post_json("/api/auth/refresh", None, json!({"refreshToken": session.refresh_token}))
+        .post_json(
+            "/api/auth/refresh",
+            None,
+            json!({"refreshToken": session.refresh_token}),
+        )
         .await;
     expect_json(resp, 200).await;
 }
@@ -81,18 +104,41 @@ fn backup_and_restore_round_trip_through_the_cli() {
     let (status, _, err) = run_cli(&["migrate", "--data-dir", data], dir.path());
     assert!(status.success(), "{err}");
     let backup = dir.path().join("copy.db");
-    let (status, out, err) = run_cli(&["backup", backup.to_str().unwrap(), "--data-dir", data], dir.path());
-    assert!(status.success(), "{err}");
-    assert!(out.contains("master.key"), "the backup reminds about the key: {out}");
-    let (status, _, err) = run_cli(&["backup", backup.to_str().unwrap(), "--data-dir", data], dir.path());
-    assert!(!status.success() && err.contains("already exists"), "{err}");
-    let other = dir.path().join("restored");
-    let (status, _, err) = run_cli(
-        &["restore", backup.to_str().unwrap(), "--data-dir", other.to_str().unwrap()],
+    let (status, out, err) = run_cli(
+        &["backup", backup.to_str().unwrap(), "--data-dir", data],
         dir.path(),
     );
     assert!(status.success(), "{err}");
-    let (status, out, _) = run_cli(&["check-config", "--data-dir", other.to_str().unwrap()], dir.path());
+    assert!(
+        out.contains("master.key"),
+        "the backup reminds about the key: {out}"
+    );
+    let (status, _, err) = run_cli(
+        &["backup", backup.to_str().unwrap(), "--data-dir", data],
+        dir.path(),
+    );
+    assert!(!status.success() && err.contains("already exists"), "{err}");
+    let other = dir.path().join("restored");
+    let (status, _, err) = run_cli(
+        &[
+            "restore",
+            backup.to_str().unwrap(),
+            "--data-dir",
+            other.to_str().unwrap(),
+        ],
+        dir.path(),
+    );
+    assert!(status.success(), "{err}");
+    let (status, out, _) = run_cli(
+        &["check-config", "--data-dir", other.to_str().unwrap()],
+        dir.path(),
+    );
     assert!(status.success());
-    assert!(out.contains(&format!("schema version {}", switchboard::store::SCHEMA_VERSION)), "{out}");
+    assert!(
+        out.contains(&format!(
+            "schema version {}",
+            switchboard::store::SCHEMA_VERSION
+        )),
+        "{out}"
+    );
 }

@@ -21,7 +21,8 @@ pub fn smtp() -> &'static SmtpSink {
     static SINK: OnceLock<SmtpSink> = OnceLock::new();
     SINK.get_or_init(|| {
         let port = free_port();
-        let maildir = std::env::temp_dir().join(format!("switchboard-mail-{}-{port}", std::process::id()));
+        let maildir =
+            std::env::temp_dir().join(format!("switchboard-mail-{}-{port}", std::process::id()));
         let mut child = Command::new(python())
             .arg(repo_root().join("tests/support/smtp_sink.py"))
             .arg(port.to_string())
@@ -71,7 +72,11 @@ pub fn messages_to(email: &str) -> Vec<String> {
     files
         .into_iter()
         .map(|(_, text)| text)
-        .filter(|t| t.lines().next().is_some_and(|l| l.eq_ignore_ascii_case(&needle)))
+        .filter(|t| {
+            t.lines()
+                .next()
+                .is_some_and(|l| l.eq_ignore_ascii_case(&needle))
+        })
         .collect()
 }
 
@@ -80,7 +85,8 @@ pub async fn wait_for_code(email: &str, nth: usize) -> String {
     let deadline = Instant::now() + Duration::from_secs(10);
     loop {
         if let Some(message) = messages_to(email).get(nth) {
-            return extract_code(message).unwrap_or_else(|| panic!("no code in message:\n{message}"));
+            return extract_code(message)
+                .unwrap_or_else(|| panic!("no code in message:\n{message}"));
         }
         assert!(Instant::now() < deadline, "no mail #{nth} for {email}");
         tokio::time::sleep(Duration::from_millis(50)).await;

@@ -372,7 +372,9 @@ impl TestApp {
     /// Requests a code for `email`, reads it from the delivered mail and verifies it.
     pub async fn sign_in(&self, email: &str, public_key: Option<&str>) -> Session {
         let before = mail::messages_to(email).len();
-        let resp = self.post_json("/api/auth/code", None, serde_json::json!({"email": email})).await;
+        let resp = self
+            .post_json("/api/auth/code", None, serde_json::json!({"email": email}))
+            .await;
         expect_json(resp, 200).await;
         let code = mail::wait_for_code(email, before).await;
         let mut body = serde_json::json!({"email": email, "code": code});
@@ -382,8 +384,14 @@ impl TestApp {
         let signed = expect_json(self.post_json("/api/auth/verify", None, body).await, 200).await;
         Session {
             email: email.to_owned(),
-            access_token: signed["accessToken"].as_str().expect("accessToken").to_owned(),
-            refresh_token: signed["refreshToken"].as_str().expect("refreshToken").to_owned(),
+            access_token: signed["accessToken"]
+                .as_str()
+                .expect("accessToken")
+                .to_owned(),
+            refresh_token: signed["refreshToken"]
+                .as_str()
+                .expect("refreshToken")
+                .to_owned(),
             matrix_access_token: signed["matrixAccessToken"].as_str().map(str::to_owned),
             user: signed["user"].clone(),
         }

@@ -1,0 +1,313 @@
+//! Message importance, category and question detection: the built-in heuristic.
+//!
+//! Every ingested message gets a score in `[0, 1]`, one category and an `is_question`
+//! flag. The heuristic is deterministic and cheap (it runs inside the sync ingest, for
+//! every message):
+//!
+//! | Signal | Adds |
+//! |---|---|
+//! | every incoming message (base) | 0.10 |
+//! | the room is a direct chat | 0.30 |
+//! | the user is mentioned: Matrix ID, localpart or display name as a word, or listed in `m.mentions.user_ids` | 0.35 |
+//! | a question: ends with `?`, or starts with who/what/when/where/why/how/can/could/would/will/is/are/do/does | 0.20 |
+//! | an urgency word: urgent(ly), asap, emergency, important, deadline | 0.30 |
+//! | media (any msgtype other than m.text, m.notice, m.emote) | 0.05 |
+//!
+//! The sum is capped at 1.0. The user's own messages always score 0 (they never need
+//! attention); `is_question` is still set for them. The category is the strongest signal,
+//! in this order: `urgent`, `mention`, `question`, `media`, `direct`, `general`.
+//!
+//! A room's importance ([`room_importance`]) is the highest score among its unread
+//! messages, and at least [`DIRECT_BASELINE`] for direct chats, so a quiet direct chat
+//! still ranks above a quiet group.
+//!
+//! Not covered: the age of unread messages (scores are fixed at ingest; sorting by
+//! importance and then recency covers most of it).
+//!
+//! AI hook: DESIGN §4 allows the AI service (`[ai]`) to refine these scores. That is not
+//! built yet (TODO): with or without `[ai]`, the heuristic below is what is stored. When
+//! it is built it must run outside the ingest transaction (asynchronously, updating
+//! `messages.importance/category/is_question` afterwards) and fall back to these values
+//! whenever the AI service is slow or down.
+
+/// Importance of a direct chat with nothing unread.
+pub const DIRECT_BASELINE: f64 = 0.3;
+
+const BASE: f64 = 0.10;
+const DIRECT: f64 = 0.30;
+const MENTION: f64 = 0.35;
+const QUESTION: f64 = 0.20;
+const URGENT: f64 = 0.30;
+const MEDIA: f64 = 0.05;
+
+const QUESTION_WORDS: &[&str] = &[
+    "who", "what", "when", "where", "why", "how", "can", "could", "would", "will", "is", "are",
+    "do", "does",
+];
+const URGENT_WORDS: &[&str] = &[
+    "urgent",
+    "urgently",
+    "asap",
+    "emergency",
+    "important",
+    "deadline",
+];
+
+/// Who the reader is, for mention detection.
+#[derive(Debug, Clone, Default)]
+pub struct Reader {
+    /// Full Matrix ID, e.g. `@sb_abc:example.org`.
+    pub matrix_user_id: String,
+    /// The localpart (`sb_abc`).
+    pub localpart: String,
+    /// The user's display name, if any.
+    pub display_name: Option<String>,
+}
+
+impl Reader {
+    pub fn new(matrix_user_id: &str, display_name: Option<&str>) -> Self {
+        let localpart = matrix_user_id
+            .trim_start_matches('@')
+            .split(':')
+            .next()
+            .unwrap_or_default()
+            .to_owned();
+        Self {
+            matrix_user_id: matrix_user_id.to_owned(),
+            localpart,
+            display_name: display_name
+                .map(str::trim)
+                .filter(|n| n.chars().count() >= 2)
+                .map(str::to_owned),
+        }
+    }
+}
+
+/// One message as the heuristic sees it.
+#[derive(Debug, Clone, Copy)]
+pub struct MessageFacts<'a> {
+    pub body: &'a str,
+    pub msgtype: &'a str,
+    /// Sent by the reader.
+    pub is_mine: bool,
+    /// The room is a direct chat.
+    pub is_direct: bool,
+    /// Matrix IDs in the event's `m.mentions.user_ids`.
+    pub mentioned_ids: &'a [&'a str],
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub struct Score {
+    pub importance: f64,
+    pub category: &'static str,
+    pub is_question: bool,
+}
+
+/// Scores one message.
+pub fn score(reader: &Reader, m: &MessageFacts<'_>) -> Score {
+    let lower = m.body.to_lowercase();
+    let is_question = is_question(&lower);
+    if m.is_mine {
+        return Score {
+            importance: 0.0,
+            category: "general",
+            is_question,
+        };
+    }
+    let mentioned = is_mention(reader, &lower, m.mentioned_ids);
+    let urgent = words(&lower).any(|w| URGENT_WORDS.contains(&w));
+    let media = !matches!(m.msgtype, "m.text" | "m.notice" | "m.emote");
+    let mut importance = BASE;
+    for (on, weight) in [
+        (m.is_direct, DIRECT),
+        (mentioned, MENTION),
+        (is_question, QUESTION),
+        (urgent, URGENT),
+        (media, MEDIA),
+    ] {
+        if on {
+            importance += weight;
+        }
+    }
+    let category = if urgent {
+        "urgent"
+    } else if mentioned {
+        "mention"
+    } else if is_question {
+        "question"
+    } else if media {
+        "media"
+    } else if m.is_direct {
+        "direct"
+    } else {
+        "general"
+    };
+    Score {
+        importance: round(importance.min(1.0)),
+        category,
+        is_question,
+    }
+}
+
+/// A room's importance: the highest unread score, at least [`DIRECT_BASELINE`] for
+/// direct chats.
+pub fn room_importance(is_direct: bool, max_unread: Option<f64>) -> f64 {
+    let baseline = if is_direct { DIRECT_BASELINE } else { 0.0 };
+    round(max_unread.unwrap_or(0.0).max(baseline))
+}
+
+/// Ends with `?`, or its first word is a question word. `lower` is lowercased.
+pub fn is_question(lower: &str) -> bool {
+    let trimmed = lower.trim();
+    if trimmed.ends_with('?') {
+        return true;
+    }
+    words(trimmed)
+        .next()
+        .is_some_and(|w| QUESTION_WORDS.contains(&w))
+}
+
+fn is_mention(reader: &Reader, lower: &str, mentioned_ids: &[&str]) -> bool {
+    if reader.matrix_user_id.is_empty() {
+        return false;
+    }
+    if mentioned_ids.contains(&reader.matrix_user_id.as_str()) {
+        return true;
+    }
+    if lower.contains(&reader.matrix_user_id.to_lowercase()) {
+        return true;
+    }
+    if !reader.localpart.is_empty() && contains_phrase(lower, &reader.localpart.to_lowercase()) {
+        return true;
+    }
+    reader
+        .display_name
+        .as_deref()
+        .is_some_and(|name| contains_phrase(lower, &name.to_lowercase()))
+}
+
+/// Words: maximal runs of alphanumeric characters (apostrophes count as word characters
+/// so "what's" stays one word).
+fn words(text: &str) -> impl Iterator<Item = &str> {
+    text.split(|c: char| !(c.is_alphanumeric() || c == '\'' || c == '_'))
+        .filter(|w| !w.is_empty())
+}
+
+/// Whether `needle` occurs in `haystack` with no word character directly before or after.
+fn contains_phrase(haystack: &str, needle: &str) -> bool {
+    if needle.is_empty() {
+        return false;
+    }
+    let is_word = |c: Option<char>| c.is_some_and(|c| c.is_alphanumeric() || c == '_');
+    let mut start = 0;
+    while let Some(pos) = haystack[start..].find(needle) {
+        let at = start + pos;
+        let end = at + needle.len();
+        if !is_word(haystack[..at].chars().next_back()) && !is_word(haystack[end..].chars().next())
+        {
+            return true;
+        }
+        start = at + haystack[at..].chars().next().map_or(1, char::len_utf8);
+    }
+    false
+}
+
+fn round(x: f64) -> f64 {
+    (x * 1000.0).round() / 1000.0
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn reader() -> Reader {
+        Reader::new("@sb_alice:example.org", Some("Alice Smith"))
+    }
+
+    fn facts<'a>(body: &'a str) -> MessageFacts<'a> {
+        MessageFacts {
+            body,
+            msgtype: "m.text",
+            is_mine: false,
+            is_direct: false,
+            mentioned_ids: &[],
+        }
+    }
+
+    #[test]
+    fn a_plain_group_message_is_general_with_the_base_score() {
+        let s = score(&reader(), &facts("lunch was nice"));
+        assert_eq!(s.category, "general");
+        assert_eq!(s.importance, BASE);
+        assert!(!s.is_question);
+    }
+
+    #[test]
+    fn own_messages_score_zero() {
+        let mut f = facts("URGENT: what now?");
+        f.is_mine = true;
+        let s = score(&reader(), &f);
+        assert_eq!(s.importance, 0.0);
+        assert!(s.is_question);
+    }
+
+    #[test]
+    fn questions_are_detected_by_question_mark_or_leading_word() {
+        assert!(is_question("are you coming"));
+        assert!(is_question("dinner at 8?"));
+        assert!(is_question("  How's it going"));
+        assert!(!is_question("this is fine"));
+        assert!(!is_question("island trip"));
+        let s = score(&reader(), &facts("Where are you"));
+        assert_eq!(s.category, "question");
+        assert!(s.is_question);
+    }
+
+    #[test]
+    fn mentions_match_the_id_localpart_or_display_name_as_words() {
+        for body in [
+            "hey @sb_alice:example.org look",
+            "ping sb_alice",
+            "thanks alice smith!",
+            "ALICE SMITH, hi",
+        ] {
+            assert_eq!(score(&reader(), &facts(body)).category, "mention", "{body}");
+        }
+        for body in ["malice smithers", "sb_alicex"] {
+            assert_ne!(score(&reader(), &facts(body)).category, "mention", "{body}");
+        }
+        let ids = ["@sb_alice:example.org"];
+        let mut f = facts("see this");
+        f.mentioned_ids = &ids;
+        assert_eq!(score(&reader(), &f).category, "mention");
+    }
+
+    #[test]
+    fn urgency_words_dominate_the_category_and_scores_are_capped() {
+        let mut f = facts("Alice Smith, urgent: can you check the deadline asap?");
+        f.is_direct = true;
+        let s = score(&reader(), &f);
+        assert_eq!(s.category, "urgent");
+        assert_eq!(s.importance, 1.0);
+    }
+
+    #[test]
+    fn direct_chats_and_media_raise_the_score() {
+        let mut f = facts("hi");
+        f.is_direct = true;
+        let direct = score(&reader(), &f);
+        assert_eq!(direct.category, "direct");
+        assert!(direct.importance > BASE);
+        let mut m = facts("photo.jpg");
+        m.msgtype = "m.image";
+        assert_eq!(score(&reader(), &m).category, "media");
+    }
+
+    #[test]
+    fn room_importance_is_the_max_unread_or_the_direct_baseline() {
+        assert_eq!(room_importance(false, None), 0.0);
+        assert_eq!(room_importance(true, None), DIRECT_BASELINE);
+        assert_eq!(room_importance(true, Some(0.9)), 0.9);
+        assert_eq!(room_importance(true, Some(0.1)), DIRECT_BASELINE);
+    }
+}

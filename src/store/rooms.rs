@@ -1,0 +1,401 @@
+//! `rooms` and `room_members`: each user's view of its Matrix rooms.
+
+use rusqlite::{params, Connection, OptionalExtension, Row};
+
+#[derive(Debug, Clone, Default)]
+pub struct RoomRow {
+    pub user_id: String,
+    pub room_id: String,
+    pub name_enc: Option<Vec<u8>>,
+    pub avatar_enc: Option<Vec<u8>>,
+    pub topic_enc: Option<Vec<u8>>,
+    pub client_name: Option<String>,
+    pub client_avatar: Option<String>,
+    pub client_nonce: Option<String>,
+    pub is_direct: bool,
+    pub recipient_id: Option<String>,
+    pub platform: Option<String>,
+    pub member_count: i64,
+    pub unread_count: i64,
+    pub highlight_count: i64,
+    pub last_read_event_id: Option<String>,
+    pub last_message_ts: Option<i64>,
+    pub importance: f64,
+    pub archived: bool,
+    pub archived_at: Option<i64>,
+    pub muted: bool,
+    pub favorite: bool,
+    pub pinned: bool,
+    pub membership: String,
+    pub created_at: i64,
+    pub updated_at: i64,
+}
+
+pub const COLUMNS: &str = "user_id, room_id, name_enc, avatar_enc, topic_enc, client_name, \
+    client_avatar, client_nonce, is_direct, recipient_id, platform, member_count, unread_count, \
+    highlight_count, last_read_event_id, last_message_ts, importance, archived, archived_at, \
+    muted, favorite, pinned, membership, created_at, updated_at";
+
+pub fn from_row(r: &Row<'_>) -> rusqlite::Result<RoomRow> {
+    Ok(RoomRow {
+        user_id: r.get(0)?,
+        room_id: r.get(1)?,
+        name_enc: r.get(2)?,
+        avatar_enc: r.get(3)?,
+        topic_enc: r.get(4)?,
+        client_name: r.get(5)?,
+        client_avatar: r.get(6)?,
+        client_nonce: r.get(7)?,
+        is_direct: r.get(8)?,
+        recipient_id: r.get(9)?,
+        platform: r.get(10)?,
+        member_count: r.get(11)?,
+        unread_count: r.get(12)?,
+        highlight_count: r.get(13)?,
+        last_read_event_id: r.get(14)?,
+        last_message_ts: r.get(15)?,
+        importance: r.get(16)?,
+        archived: r.get(17)?,
+        archived_at: r.get(18)?,
+        muted: r.get(19)?,
+        favorite: r.get(20)?,
+        pinned: r.get(21)?,
+        membership: r.get(22)?,
+        created_at: r.get(23)?,
+        updated_at: r.get(24)?,
+    })
+}
+
+pub fn find(conn: &Connection, user_id: &str, room_id: &str) -> rusqlite::Result<Option<RoomRow>> {
+    conn.query_row(
+        &format!("SELECT {COLUMNS} FROM rooms WHERE user_id = ?1 AND room_id = ?2"),
+        [user_id, room_id],
+        from_row,
+    )
+    .optional()
+}
+
+/// Inserts or replaces the whole row.
+pub fn upsert(conn: &Connection, r: &RoomRow) -> rusqlite::Result<()> {
+    conn.prepare_cached(&format!(
+        "INSERT OR REPLACE INTO rooms ({COLUMNS}) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, \
+         ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18, ?19, ?20, ?21, ?22, ?23, ?24, ?25)"
+    ))?
+    .execute(params![
+        r.user_id,
+        r.room_id,
+        r.name_enc,
+        r.avatar_enc,
+        r.topic_enc,
+        r.client_name,
+        r.client_avatar,
+        r.client_nonce,
+        r.is_direct,
+        r.recipient_id,
+        r.platform,
+        r.member_count,
+        r.unread_count,
+        r.highlight_count,
+        r.last_read_event_id,
+        r.last_message_ts,
+        r.importance,
+        r.archived,
+        r.archived_at,
+        r.muted,
+        r.favorite,
+        r.pinned,
+        r.membership,
+        r.created_at,
+        r.updated_at,
+    ])?;
+    Ok(())
+}
+
+/// Replaces the joined members of a room.
+pub fn set_members(conn: &Connection, user_id: &str, room_id: &str, members: &[String]) -> rusqlite::Result<()> {
+    conn.execute(
+        "DELETE FROM room_members WHERE user_id = ?1 AND room_id = ?2",
+        [user_id, room_id],
+    )?;
+    let mut insert = conn.prepare_cached(
+        "INSERT OR IGNORE INTO room_members (user_id, room_id, member_id) VALUES (?1, ?2, ?3)",
+    )?;
+    for m in members {
+        insert.execute([user_id, room_id, m])?;
+    }
+    Ok(())
+}
+
+pub fn add_member(conn: &Connection, user_id: &str, room_id: &str, member: &str) -> rusqlite::Result<()> {
+    conn.prepare_cached("INSERT OR IGNORE INTO room_members (user_id, room_id, member_id) VALUES (?1, ?2, ?3)")?
+        .execute([user_id, room_id, member])?;
+    Ok(())
+}
+
+pub fn remove_member(conn: &Connection, user_id: &str, room_id: &str, member: &str) -> rusqlite::Result<()> {
+    conn.prepare_cached("DELETE FROM room_members WHERE user_id = ?1 AND room_id = ?2 AND member_id = ?3")?
+        .execute([user_id, room_id, member])?;
+    Ok(())
+}
+
+pub fn members(conn: &Connection, user_id: &str, room_id: &str) -> rusqlite::Result<Vec<String>> {
+    let mut stmt = conn.prepare_cached(
+        "SELECT member_id FROM room_members WHERE user_id = ?1 AND room_id = ?2 ORDER BY member_id",
+    )?;
+    let rows = stmt.query_map([user_id, room_id], |r| r.get(0))?;
+    rows.collect()
+}
+
+pub fn delete(conn: &Connection, user_id: &str, room_id: &str) -> rusqlite::Result<usize> {
+    conn.execute("DELETE FROM rooms WHERE user_id = ?1 AND room_id = ?2", [user_id, room_id])
+}
+
+// ---- Rooms API: lists, counts, flags and read state (services::rooms) ----
+
+/// Rooms shown in room lists and counted by `GET /api/bridges/chat-counts`: joined or
+/// invited (left rooms are kept only until the sync worker forgets them).
+pub const VISIBLE: &str = "membership IN ('join', 'invite')";
+
+/// Sort orders of room lists. Every order puts pinned rooms first and ends with the room
+/// id, so a (pinned, primary, recency, room id) key identifies a position exactly.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum RoomSort {
+    /// `importance` descending, then recency.
+    Importance,
+    /// Recency only: last message time, or creation time for rooms without messages.
+    Recent,
+    /// `unread_count` descending, then recency.
+    Unread,
+}
+
+impl RoomSort {
+    fn primary_expr(self) -> &'static str {
+        match self {
+            Self::Importance => "importance",
+            Self::Recent => "0",
+            Self::Unread => "unread_count",
+        }
+    }
+
+    /// The primary sort value of a row, as the SQL expression computes it.
+    pub fn primary_of(self, r: &RoomRow) -> f64 {
+        match self {
+            Self::Importance => r.importance,
+            Self::Recent => 0.0,
+            Self::Unread => r.unread_count as f64,
+        }
+    }
+}
+
+/// Recency of a room in ms: its last message, or its creation for rooms without messages.
+pub const RECENCY_EXPR: &str = "COALESCE(last_message_ts, created_at * 1000)";
+
+pub fn recency_of(r: &RoomRow) -> i64 {
+    r.last_message_ts.unwrap_or(r.created_at * 1000)
+}
+
+/// A position in a sorted room list: the sort key of the last room of a page.
+#[derive(Debug, Clone, PartialEq)]
+pub struct RoomListKey {
+    pub pinned: bool,
+    pub primary: f64,
+    pub recency: i64,
+    pub room_id: String,
+}
+
+impl RoomListKey {
+    pub fn of(sort: RoomSort, r: &RoomRow) -> Self {
+        Self {
+            pinned: r.pinned,
+            primary: sort.primary_of(r),
+            recency: recency_of(r),
+            room_id: r.room_id.clone(),
+        }
+    }
+}
+
+/// One page of a user's visible rooms. `archived`: `Some(false)` active only,
+/// `Some(true)` archived only, `None` both. Rows come after `after` in the sort order.
+pub fn list_page(
+    conn: &Connection,
+    user_id: &str,
+    sort: RoomSort,
+    archived: Option<bool>,
+    after: Option<&RoomListKey>,
+    limit: i64,
+) -> rusqlite::Result<Vec<RoomRow>> {
+    let primary = sort.primary_expr();
+    let mut sql = format!("SELECT {COLUMNS} FROM rooms WHERE user_id = ?1 AND {VISIBLE}");
+    let mut args: Vec<rusqlite::types::Value> = vec![user_id.to_owned().into()];
+    if let Some(a) = archived {
+        args.push(i64::from(a).into());
+        sql.push_str(&format!(" AND archived = ?{}", args.len()));
+    }
+    if let Some(k) = after {
+        args.push(i64::from(k.pinned).into());
+        let p = args.len();
+        args.push(k.primary.into());
+        let v = args.len();
+        args.push(k.recency.into());
+        let t = args.len();
+        args.push(k.room_id.clone().into());
+        let r = args.len();
+        sql.push_str(&format!(
+            " AND (pinned < ?{p} OR (pinned = ?{p} AND ({primary} < ?{v} OR ({primary} = ?{v} AND \
+             ({RECENCY_EXPR} < ?{t} OR ({RECENCY_EXPR} = ?{t} AND room_id > ?{r}))))))"
+        ));
+    }
+    args.push(limit.into());
+    sql.push_str(&format!(
+        " ORDER BY pinned DESC, {primary} DESC, {RECENCY_EXPR} DESC, room_id ASC LIMIT ?{}",
+        args.len()
+    ));
+    let mut stmt = conn.prepare_cached(&sql)?;
+    let rows = stmt.query_map(rusqlite::params_from_iter(args), from_row)?;
+    rows.collect()
+}
+
+/// Visible, non-archived rooms per platform (`NULL` platform counted as `"matrix"`): the
+/// default filter of the room list, so the counts match it.
+pub fn count_by_platform(conn: &Connection, user_id: &str) -> rusqlite::Result<Vec<(String, i64)>> {
+    let mut stmt = conn.prepare_cached(&format!(
+        "SELECT COALESCE(platform, 'matrix'), COUNT(*) FROM rooms \
+         WHERE user_id = ?1 AND {VISIBLE} AND archived = 0 GROUP BY 1 ORDER BY 1"
+    ))?;
+    let rows = stmt.query_map([user_id], |r| Ok((r.get(0)?, r.get(1)?)))?;
+    rows.collect()
+}
+
+/// Visible, non-archived rooms with unread messages of at least `min_importance`, or with
+/// unread highlights (mentions), most important first.
+pub fn priority(conn: &Connection, user_id: &str, min_importance: f64) -> rusqlite::Result<Vec<RoomRow>> {
+    let mut stmt = conn.prepare_cached(&format!(
+        "SELECT {COLUMNS} FROM rooms WHERE user_id = ?1 AND {VISIBLE} AND archived = 0 \
+         AND ((unread_count > 0 AND importance >= ?2) OR highlight_count > 0) \
+         ORDER BY importance DESC, {RECENCY_EXPR} DESC, room_id ASC"
+    ))?;
+    let rows = stmt.query_map(params![user_id, min_importance], from_row)?;
+    rows.collect()
+}
+
+/// A per-user flag of a room that the user sets (never the sync worker).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum RoomFlag {
+    Archived,
+    Muted,
+    Favorite,
+    Pinned,
+}
+
+/// Sets one flag (archiving also records `archived_at`, unarchiving clears it). Returns the
+/// number of rows changed (0: no such room).
+pub fn set_flag(
+    conn: &Connection,
+    user_id: &str,
+    room_id: &str,
+    flag: RoomFlag,
+    value: bool,
+    now: i64,
+) -> rusqlite::Result<usize> {
+    let sql = match flag {
+        RoomFlag::Archived => {
+            "UPDATE rooms SET archived = ?3, archived_at = CASE WHEN ?3 THEN ?4 ELSE NULL END, \
+             updated_at = ?4 WHERE user_id = ?1 AND room_id = ?2"
+        }
+        RoomFlag::Muted => "UPDATE rooms SET muted = ?3, updated_at = ?4 WHERE user_id = ?1 AND room_id = ?2",
+        RoomFlag::Favorite => {
+            "UPDATE rooms SET favorite = ?3, updated_at = ?4 WHERE user_id = ?1 AND room_id = ?2"
+        }
+        RoomFlag::Pinned => "UPDATE rooms SET pinned = ?3, updated_at = ?4 WHERE user_id = ?1 AND room_id = ?2",
+    };
+    conn.prepare_cached(sql)?
+        .execute(params![user_id, room_id, value, now])
+}
+
+/// Replaces the native clients' own encrypted name, avatar and nonce.
+pub fn set_client_fields(
+    conn: &Connection,
+    user_id: &str,
+    room_id: &str,
+    name: Option<&str>,
+    avatar: Option<&str>,
+    nonce: Option<&str>,
+    now: i64,
+) -> rusqlite::Result<usize> {
+    conn.prepare_cached(
+        "UPDATE rooms SET client_name = ?3, client_avatar = ?4, client_nonce = ?5, updated_at = ?6 \
+         WHERE user_id = ?1 AND room_id = ?2",
+    )?
+    .execute(params![user_id, room_id, name, avatar, nonce, now])
+}
+
+/// Stores what the single-room read resolved: direct flag, recipient and member count.
+pub fn set_direct_info(
+    conn: &Connection,
+    user_id: &str,
+    room_id: &str,
+    is_direct: bool,
+    recipient_id: Option<&str>,
+    member_count: i64,
+    now: i64,
+) -> rusqlite::Result<usize> {
+    conn.prepare_cached(
+        "UPDATE rooms SET is_direct = ?3, recipient_id = ?4, member_count = ?5, updated_at = ?6 \
+         WHERE user_id = ?1 AND room_id = ?2",
+    )?
+    .execute(params![user_id, room_id, is_direct, recipient_id, member_count, now])
+}
+
+/// Marks a room read here: no unread messages or highlights; the read marker moves to
+/// `event_id` when given.
+pub fn mark_read(
+    conn: &Connection,
+    user_id: &str,
+    room_id: &str,
+    event_id: Option<&str>,
+    now: i64,
+) -> rusqlite::Result<usize> {
+    conn.prepare_cached(
+        "UPDATE rooms SET unread_count = 0, highlight_count = 0, \
+         last_read_event_id = COALESCE(?3, last_read_event_id), updated_at = ?4 \
+         WHERE user_id = ?1 AND room_id = ?2",
+    )?
+    .execute(params![user_id, room_id, event_id, now])
+}
+
+/// Event id of the newest stored message of a room.
+pub fn latest_event_id(conn: &Connection, user_id: &str, room_id: &str) -> rusqlite::Result<Option<String>> {
+    conn.prepare_cached(
+        "SELECT event_id FROM messages WHERE user_id = ?1 AND room_id = ?2 \
+         ORDER BY ts DESC, event_id DESC LIMIT 1",
+    )?
+    .query_row([user_id, room_id], |r| r.get(0))
+    .optional()
+}
+
+/// Deletes every stored message of a room (this user's copies); returns how many.
+pub fn delete_messages(conn: &Connection, user_id: &str, room_id: &str) -> rusqlite::Result<usize> {
+    conn.prepare_cached("DELETE FROM messages WHERE user_id = ?1 AND room_id = ?2")?
+        .execute([user_id, room_id])
+}
+
+/// Platforms of the given rooms of a user (`None` for plain Matrix rooms); rooms the user
+/// does not have are absent from the map.
+pub fn platforms_of(
+    conn: &Connection,
+    user_id: &str,
+    room_ids: &[String],
+) -> rusqlite::Result<std::collections::HashMap<String, Option<String>>> {
+    let mut stmt =
+        conn.prepare_cached("SELECT platform FROM rooms WHERE user_id = ?1 AND room_id = ?2")?;
+    let mut out = std::collections::HashMap::new();
+    for id in room_ids {
+        if let Some(p) = stmt
+            .query_row([user_id, id.as_str()], |r| r.get::<_, Option<String>>(0))
+            .optional()?
+        {
+            out.insert(id.clone(), p);
+        }
+    }
+    Ok(out)
+}
