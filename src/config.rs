@@ -237,6 +237,10 @@ pub struct PushConfig {
     pub team_id: String,
     pub bundle_id: String,
     pub environment: PushEnvironment,
+    /// Replaces the APNs hosts (api.push.apple.com / api.sandbox.push.apple.com), e.g. a
+    /// local stand-in in tests or a relay; `http://` URLs are spoken to as HTTP/2 cleartext.
+    #[serde(default)]
+    pub endpoint: Option<String>,
 }
 
 #[derive(Debug, Clone, Deserialize, Serialize)]

@@ -3,16 +3,20 @@
 //! benchmarks can build the real application.
 
 pub mod api;
+pub mod bridges;
 pub mod commands;
 pub mod config;
 pub mod crypto;
 pub mod error;
 pub mod events;
 pub mod matrix;
+pub mod push;
 pub mod ratelimit;
+pub mod scheduler;
 pub mod services;
 pub mod state;
 pub mod store;
+pub mod sync;
 
 use std::future::Future;
 use std::time::Duration;
@@ -55,6 +59,8 @@ pub async fn serve(
         // Background tasks and open event streams end first, so in-flight requests can.
         app_shutdown.trigger();
     };
+    sync::spawn(state.clone());
+    scheduler::spawn(&state);
     let app = api::app(state);
     Server::new(listener)
         .run_with_graceful_shutdown(app, shutdown, Some(SHUTDOWN_GRACE))

@@ -35,6 +35,8 @@ pub struct Inner {
     pub jwt: JwtKeys,
     pub mailer: Mailer,
     pub matrix: Option<MatrixClient>,
+    /// Provisioning clients of the configured bridges, their status cache and login processes.
+    pub bridges: crate::services::bridges::Bridges,
     /// General outbound client (AI service); upstreams with their own needs have their own.
     pub http: reqwest::Client,
     /// Probed by the health check to prove the cache works.
@@ -46,6 +48,10 @@ pub struct Inner {
     pub shutdown: Shutdown,
     /// Wakes the sync supervisor when a user gets (or changes) its Matrix account.
     pub sync_wakeup: tokio::sync::Notify,
+    /// Wakes the scheduler when scheduled messages or reminders change.
+    pub scheduler_wakeup: tokio::sync::Notify,
+    /// APNs client; `None` without a `[push]` section.
+    pub push: Option<crate::push::PushClient>,
 }
 
 #[derive(Clone)]
@@ -81,6 +87,11 @@ impl AppState {
             &master.jwt_secret(),
             config.auth.access_token_ttl.0.as_secs(),
         );
+        let bridges = crate::services::bridges::Bridges::new(&config.bridges).map_err(StartupError::Other)?;
+        let push = match &config.push {
+            Some(p) => Some(crate::push::PushClient::new(p).map_err(StartupError::Other)?),
+            None => None,
+        };
         let mailer = Mailer::new(&config.mail).map_err(|e| StartupError::Other(e.to_string()))?;
         Ok(Self(Arc::new(Inner {
             mailer,
@@ -90,12 +101,15 @@ impl AppState {
             limiter: RateLimiter::new(),
             jwt,
             matrix,
+            bridges,
             http,
             health_cache: Cache::builder().max_capacity(16).build(),
             routes: RouteTable::from_spec(&crate::api::spec_json()),
             events: EventHub::new(),
             shutdown: Shutdown::new(),
             sync_wakeup: tokio::sync::Notify::new(),
+            scheduler_wakeup: tokio::sync::Notify::new(),
+            push,
             config,
         })))
     }

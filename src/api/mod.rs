@@ -14,13 +14,21 @@ pub mod accounts;
 pub mod admin;
 pub mod attestation;
 pub mod auth;
+pub mod bridges;
+pub mod devices;
 pub mod error;
 pub mod gate;
 pub mod health;
 pub mod keys;
+pub mod linked;
+pub mod messages;
 pub mod openapi;
+pub mod rooms;
+pub mod reminders;
 pub mod routes;
+pub mod scheduled;
 pub mod security;
+pub mod sync;
 pub mod tokens;
 pub mod views;
 
@@ -43,6 +51,22 @@ pub enum ApiTags {
     Admin,
     /// Server identity: keys clients pin and seal to (no authentication).
     Attestation,
+    /// Messages scheduled for later delivery (native sessions only).
+    Scheduled,
+    /// Reminders with a due time (native sessions and personal tokens).
+    Reminders,
+    /// Push-notification devices (APNs) and the push configuration.
+    Devices,
+    /// The caller's rooms (conversations): list, read, mark read, archive, flags, delete.
+    Rooms,
+    /// Linked room groups: one conversation across several platforms.
+    Linked,
+    /// Message history (encrypted or readable), deletion, statistics and sending.
+    Messages,
+    /// Real-time change notifications (server-sent events).
+    Sync,
+    /// Bridges to WhatsApp, Telegram and Discord: status and interactive logins.
+    Bridges,
 }
 
 type Apis = (
@@ -53,6 +77,12 @@ type Apis = (
     accounts::AccountsApi,
     tokens::TokensApi,
     admin::AdminApi,
+    (scheduled::ScheduledApi, reminders::RemindersApi, devices::DevicesApi),
+    messages::MessagesApi,
+    rooms::RoomsApi,
+    linked::LinkedApi,
+    sync::SyncApi,
+    bridges::BridgesApi,
 );
 
 fn apis() -> Apis {
@@ -64,6 +94,12 @@ fn apis() -> Apis {
         accounts::AccountsApi,
         tokens::TokensApi,
         admin::AdminApi,
+        (scheduled::ScheduledApi, reminders::RemindersApi, devices::DevicesApi),
+        messages::MessagesApi,
+        rooms::RoomsApi,
+        linked::LinkedApi,
+        sync::SyncApi,
+        bridges::BridgesApi,
     )
 }
 

@@ -106,7 +106,7 @@ pub struct Score {
 /// Scores one message.
 pub fn score(reader: &Reader, m: &MessageFacts<'_>) -> Score {
     let lower = m.body.to_lowercase();
-    let is_question = is_question(&lower);
+    let is_question = is_question_lower(&lower);
     if m.is_mine {
         return Score {
             importance: 0.0,
@@ -156,8 +156,12 @@ pub fn room_importance(is_direct: bool, max_unread: Option<f64>) -> f64 {
     round(max_unread.unwrap_or(0.0).max(baseline))
 }
 
-/// Ends with `?`, or its first word is a question word. `lower` is lowercased.
-pub fn is_question(lower: &str) -> bool {
+/// Ends with `?`, or its first word is a question word.
+pub fn is_question(text: &str) -> bool {
+    is_question_lower(&text.to_lowercase())
+}
+
+fn is_question_lower(lower: &str) -> bool {
     let trimmed = lower.trim();
     if trimmed.ends_with('?') {
         return true;
@@ -186,10 +190,10 @@ fn is_mention(reader: &Reader, lower: &str, mentioned_ids: &[&str]) -> bool {
         .is_some_and(|name| contains_phrase(lower, &name.to_lowercase()))
 }
 
-/// Words: maximal runs of alphanumeric characters (apostrophes count as word characters
-/// so "what's" stays one word).
+/// Words: maximal runs of alphanumeric characters and underscores ("how's" starts with
+/// "how").
 fn words(text: &str) -> impl Iterator<Item = &str> {
-    text.split(|c: char| !(c.is_alphanumeric() || c == '\'' || c == '_'))
+    text.split(|c: char| !(c.is_alphanumeric() || c == '_'))
         .filter(|w| !w.is_empty())
 }
 

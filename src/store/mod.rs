@@ -13,10 +13,17 @@ use rusqlite::Connection;
 use crate::config::StorageConfig;
 
 pub mod api_tokens;
+pub mod bridge_logins;
+pub mod devices;
+pub mod linked_groups;
 pub mod login_codes;
 pub mod messages;
 pub mod refresh_tokens;
+pub mod reminders;
 pub mod rooms;
+pub mod scheduled_messages;
+pub mod sync_state;
+pub mod sent_transactions;
 pub mod user_keys;
 pub mod users;
 
@@ -44,6 +51,8 @@ const MIGRATIONS: &[(&str, &str)] = &[
     ("0001_init", include_str!("../../migrations/0001_init.sql")),
     ("0002_keys", include_str!("../../migrations/0002_keys.sql")),
     ("0003_conversations", include_str!("../../migrations/0003_conversations.sql")),
+    ("0004_bridges", include_str!("../../migrations/0004_bridges.sql")),
+    ("0005_scheduler", include_str!("../../migrations/0005_scheduler.sql")),
 ];
 
 /// Latest schema version this binary knows.

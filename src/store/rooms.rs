@@ -169,11 +169,12 @@ pub enum RoomSort {
 }
 
 impl RoomSort {
-    fn primary_expr(self) -> &'static str {
+    /// The primary sort column; `None` for recency only.
+    fn primary_expr(self) -> Option<&'static str> {
         match self {
-            Self::Importance => "importance",
-            Self::Recent => "0",
-            Self::Unread => "unread_count",
+            Self::Importance => Some("importance"),
+            Self::Recent => None,
+            Self::Unread => Some("unread_count"),
         }
     }
 
@@ -224,7 +225,6 @@ pub fn list_page(
     after: Option<&RoomListKey>,
     limit: i64,
 ) -> rusqlite::Result<Vec<RoomRow>> {
-    let primary = sort.primary_expr();
     let mut sql = format!("SELECT {COLUMNS} FROM rooms WHERE user_id = ?1 AND {VISIBLE}");
     let mut args: Vec<rusqlite::types::Value> = vec![user_id.to_owned().into()];
     if let Some(a) = archived {
@@ -234,20 +234,26 @@ pub fn list_page(
     if let Some(k) = after {
         args.push(i64::from(k.pinned).into());
         let p = args.len();
-        args.push(k.primary.into());
-        let v = args.len();
         args.push(k.recency.into());
         let t = args.len();
         args.push(k.room_id.clone().into());
         let r = args.len();
-        sql.push_str(&format!(
-            " AND (pinned < ?{p} OR (pinned = ?{p} AND ({primary} < ?{v} OR ({primary} = ?{v} AND \
-             ({RECENCY_EXPR} < ?{t} OR ({RECENCY_EXPR} = ?{t} AND room_id > ?{r}))))))"
-        ));
+        let mut rest =
+            format!("({RECENCY_EXPR} < ?{t} OR ({RECENCY_EXPR} = ?{t} AND room_id > ?{r}))");
+        if let Some(primary) = sort.primary_expr() {
+            args.push(k.primary.into());
+            let v = args.len();
+            rest = format!("({primary} < ?{v} OR ({primary} = ?{v} AND {rest}))");
+        }
+        sql.push_str(&format!(" AND (pinned < ?{p} OR (pinned = ?{p} AND {rest}))"));
     }
+    let primary = sort
+        .primary_expr()
+        .map(|p| format!("{p} DESC, "))
+        .unwrap_or_default();
     args.push(limit.into());
     sql.push_str(&format!(
-        " ORDER BY pinned DESC, {primary} DESC, {RECENCY_EXPR} DESC, room_id ASC LIMIT ?{}",
+        " ORDER BY pinned DESC, {primary}{RECENCY_EXPR} DESC, room_id ASC LIMIT ?{}",
         args.len()
     ));
     let mut stmt = conn.prepare_cached(&sql)?;
@@ -398,4 +404,62 @@ pub fn platforms_of(
         }
     }
     Ok(out)
+}
+
+/// Writes the columns the sync worker owns (Matrix state, counters, importance), leaving
+/// the user's own settings (client name, archive, mute, favorite, pin) untouched.
+pub fn update_synced(conn: &Connection, r: &RoomRow) -> rusqlite::Result<usize> {
+    conn.prepare_cached(
+        "UPDATE rooms SET name_enc = ?3, avatar_enc = ?4, topic_enc = ?5, is_direct = ?6, \
+         recipient_id = ?7, platform = ?8, member_count = ?9, unread_count = ?10, \
+         highlight_count = ?11, last_read_event_id = ?12, last_message_ts = ?13, \
+         importance = ?14, membership = ?15, updated_at = ?16 WHERE user_id = ?1 AND room_id = ?2",
+    )?
+    .execute(params![
+        r.user_id,
+        r.room_id,
+        r.name_enc,
+        r.avatar_enc,
+        r.topic_enc,
+        r.is_direct,
+        r.recipient_id,
+        r.platform,
+        r.member_count,
+        r.unread_count,
+        r.highlight_count,
+        r.last_read_event_id,
+        r.last_message_ts,
+        r.importance,
+        r.membership,
+        r.updated_at,
+    ])
+}
+
+/// Marks a room direct with `partner` as recipient (from the `m.direct` account data),
+/// raising its importance to at least `min_importance`; returns whether anything changed.
+pub fn mark_direct(
+    conn: &Connection,
+    user_id: &str,
+    room_id: &str,
+    partner: &str,
+    min_importance: f64,
+    now: i64,
+) -> rusqlite::Result<bool> {
+    let n = conn
+        .prepare_cached(
+            "UPDATE rooms SET is_direct = 1, recipient_id = ?3, importance = MAX(importance, ?4), \
+             updated_at = ?5 WHERE user_id = ?1 AND room_id = ?2 \
+             AND (is_direct = 0 OR recipient_id IS NOT ?3)",
+        )?
+        .execute(params![user_id, room_id, partner, min_importance, now])?;
+    Ok(n > 0)
+}
+
+/// Room ids of a user with the given membership (`join`, `invite`, `leave`).
+pub fn ids_with_membership(conn: &Connection, user_id: &str, membership: &str) -> rusqlite::Result<Vec<String>> {
+    let mut stmt = conn.prepare_cached(
+        "SELECT room_id FROM rooms WHERE user_id = ?1 AND membership = ?2 ORDER BY room_id",
+    )?;
+    let rows = stmt.query_map([user_id, membership], |r| r.get(0))?;
+    rows.collect()
 }

@@ -10,6 +10,8 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, Command, ExitStatus, Stdio};
 use std::time::{Duration, Instant};
 
+pub mod bridge;
+pub mod matrix;
 pub mod synapse;
 pub use synapse::synapse;
 

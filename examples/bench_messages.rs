@@ -1,0 +1,304 @@
+//! Benchmark of the readable message history against the cheapest route.
+//!
+//! `cargo run --release --example bench_messages`
+//!
+//! Builds a throw-away data directory with one user, a personal API token and a room of
+//! 10,000 messages (sealed through the store like the sync worker stores them), serves the
+//! real application on 127.0.0.1 and drives 64 concurrent connections for 10 s each
+//! against `GET /api/attestation` and `GET /api/messages?roomId=…&limit=50` (personal
+//! token), then prints requests per second, the ratio, and latency percentiles. The native
+//! encrypted view (JWT, content sealed per message) is measured too, for information.
+//!
+//! Targets: messages/attestation ratio ≥ 0.5 and messages p99 ≤ 20 ms (2 cores).
+//! Knobs: `BENCH_SECS` (10), `BENCH_CONNS` (64), `BENCH_MESSAGES` (10000),
+//! `BENCH_SERVER_THREADS` (2), `BENCH_CLIENT_THREADS` (2).
+
+use std::net::SocketAddr;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use base64::Engine as _;
+use poem::listener::{Acceptor, Listener, TcpListener};
+use poem::Server;
+use serde_json::json;
+use switchboard::config::HumanDuration;
+use switchboard::crypto::DataKey;
+use switchboard::services::conversations::{
+    seal_message, seal_room_field, MessageContent, RoomField,
+};
+use switchboard::services::{keys, tokens, users};
+use switchboard::store::messages::{insert_if_new, MessageRow};
+use switchboard::store::rooms::{self, RoomRow};
+use switchboard::store::{user_keys, users as user_store};
+use switchboard::{api, AppState, Config};
+
+const ROOM_ID: &str = "!bench:localhost";
+const OWN_ID: &str = "@bench:localhost";
+
+fn env_or(name: &str, default: u64) -> u64 {
+    std::env::var(name)
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(default)
+}
+
+fn main() {
+    let secs = env_or("BENCH_SECS", 10);
+    let conns = env_or("BENCH_CONNS", 64) as usize;
+    let count = env_or("BENCH_MESSAGES", 10_000);
+    let server_rt = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(env_or("BENCH_SERVER_THREADS", 2) as usize)
+        .thread_name("server")
+        .enable_all()
+        .build()
+        .expect("server runtime");
+    let client_rt = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(env_or("BENCH_CLIENT_THREADS", 2) as usize)
+        .thread_name("client")
+        .enable_all()
+        .build()
+        .expect("client runtime");
+
+    let dir = tempfile::tempdir().expect("temp dir");
+    let mut config = Config::default();
+    config.storage.data_dir = dir.path().join("data");
+    config.rate_limit.requests = 1_000_000_000;
+    config.rate_limit.window = HumanDuration(Duration::from_secs(60));
+    let state = AppState::build(config).expect("application state");
+    let (token, jwt) = server_rt.block_on(seed(&state, count));
+    println!("seeded {count} messages in {ROOM_ID}");
+
+    let addr: SocketAddr = server_rt.block_on(async {
+        let acceptor = TcpListener::bind("127.0.0.1:0")
+            .into_acceptor()
+            .await
+            .expect("bind");
+        let addr = *acceptor.local_addr()[0]
+            .as_socket_addr()
+            .expect("tcp address");
+        tokio::spawn(Server::new_with_acceptor(acceptor).run(api::app(state)));
+        addr
+    });
+    let base = format!("http://{addr}");
+    let room = switchboard::matrix::encode(ROOM_ID);
+    let messages_url = format!("{base}/api/messages?roomId={room}&limit=50");
+    let duration = Duration::from_secs(secs);
+
+    client_rt.block_on(async {
+        let client = reqwest::Client::builder()
+            .pool_max_idle_per_host(conns)
+            .http1_only()
+            .build()
+            .expect("client");
+        check(&client, &messages_url, Some(&token)).await;
+        let warm = Duration::from_secs(1);
+        run(&client, &format!("{base}/api/attestation"), None, conns, warm).await;
+        let att = run(
+            &client,
+            &format!("{base}/api/attestation"),
+            None,
+            conns,
+            duration,
+        )
+        .await;
+        run(&client, &messages_url, Some(&token), conns, warm).await;
+        let msg = run(&client, &messages_url, Some(&token), conns, duration).await;
+        let native = run(&client, &messages_url, Some(&jwt), conns, duration).await;
+        println!("{conns} connections, {secs} s per route");
+        att.print("GET /api/attestation");
+        msg.print("GET /api/messages (personal token, limit 50)");
+        native.print("GET /api/messages (native, sealed, limit 50)");
+        let ratio = msg.rate() / att.rate();
+        let p99 = msg.percentile(0.99);
+        println!(
+            "ratio messages/attestation = {ratio:.3} (target >= 0.5: {}), messages p99 = {:.2} ms (target <= 20 ms: {})",
+            verdict(ratio >= 0.5),
+            ms(p99),
+            verdict(p99 <= Duration::from_millis(20)),
+        );
+    });
+}
+
+fn verdict(ok: bool) -> &'static str {
+    if ok {
+        "PASS"
+    } else {
+        "FAIL"
+    }
+}
+
+fn ms(d: Duration) -> f64 {
+    d.as_secs_f64() * 1000.0
+}
+
+/// A user with a Matrix ID, a registered X25519 key, a personal token, a JWT, and a room
+/// of `count` messages from two senders, one second apart.
+async fn seed(state: &AppState, count: u64) -> (String, String) {
+    let mut user = users::new_user(state, "bench@example.test", None);
+    user.matrix_user_id = Some(OWN_ID.to_owned());
+    let dek: DataKey = users::data_key(&state.master, &user).expect("data key");
+    let public = base64::engine::general_purpose::STANDARD.encode([9u8; 32]);
+    let key = keys::new_key_row(&user.id, public, None, 1, user.created_at);
+    let uid = user.id.clone();
+    let now_ms = user.created_at * 1000;
+    state
+        .store
+        .run(move |c| {
+            let tx = c.transaction()?;
+            user_store::insert(&tx, &user)?;
+            user_keys::upsert(&tx, &key)?;
+            let name = seal_room_field(&dek, &user.id, ROOM_ID, RoomField::Name, "Bench room");
+            rooms::upsert(
+                &tx,
+                &RoomRow {
+                    user_id: user.id.clone(),
+                    room_id: ROOM_ID.to_owned(),
+                    name_enc: Some(name),
+                    platform: Some("whatsapp".to_owned()),
+                    member_count: 2,
+                    membership: "join".to_owned(),
+                    created_at: user.created_at,
+                    updated_at: user.created_at,
+                    ..RoomRow::default()
+                },
+            )?;
+            for i in 0..count as i64 {
+                let id = uuid::Uuid::new_v4().to_string();
+                let mine = i % 3 == 0;
+                let body = format!(
+                    "Message {i}: are we still meeting at the usual place tomorrow around noon?"
+                );
+                let content = MessageContent {
+                    content: json!({"msgtype": "m.text", "body": body}),
+                    body,
+                };
+                insert_if_new(
+                    &tx,
+                    &MessageRow {
+                        content_enc: seal_message(&dek, &id, &content),
+                        id,
+                        user_id: user.id.clone(),
+                        room_id: ROOM_ID.to_owned(),
+                        event_id: format!("$event{i:06}"),
+                        sender_id: if mine { OWN_ID } else { "@alice:localhost" }.to_owned(),
+                        ts: now_ms - (count as i64 - i) * 1000,
+                        msgtype: "m.text".to_owned(),
+                        is_mine: mine,
+                        importance: (i % 10) as f64 / 10.0,
+                        category: "general".to_owned(),
+                        is_question: true,
+                        created_at: user.created_at,
+                        ..MessageRow::default()
+                    },
+                )?;
+            }
+            Ok::<_, switchboard::store::StoreError>(tx.commit()?)
+        })
+        .await
+        .expect("seed");
+    let token = tokens::create(state, &uid, "bench", None)
+        .await
+        .expect("personal token")
+        .token;
+    let (jwt, _) = state.jwt.issue(&uid).expect("jwt");
+    (token, jwt)
+}
+
+async fn check(client: &reqwest::Client, url: &str, token: Option<&str>) {
+    let mut req = client.get(url);
+    if let Some(t) = token {
+        req = req.bearer_auth(t);
+    }
+    let resp = req.send().await.expect("request");
+    let status = resp.status();
+    let body: serde_json::Value = resp.json().await.expect("json");
+    assert!(status.is_success(), "{status}: {body}");
+    assert_eq!(body["messages"].as_array().map(Vec::len), Some(50), "{body}");
+}
+
+struct Outcome {
+    elapsed: Duration,
+    ok: u64,
+    errors: u64,
+    latencies: Vec<Duration>,
+}
+
+impl Outcome {
+    fn rate(&self) -> f64 {
+        self.ok as f64 / self.elapsed.as_secs_f64()
+    }
+
+    fn percentile(&self, p: f64) -> Duration {
+        if self.latencies.is_empty() {
+            return Duration::ZERO;
+        }
+        let i = ((self.latencies.len() as f64 * p).ceil() as usize).clamp(1, self.latencies.len());
+        self.latencies[i - 1]
+    }
+
+    fn print(&self, what: &str) {
+        println!(
+            "{what:<46} {:>9.0} req/s  p50 {:>6.2} ms  p99 {:>6.2} ms  max {:>7.2} ms  errors {}",
+            self.rate(),
+            ms(self.percentile(0.5)),
+            ms(self.percentile(0.99)),
+            ms(self.latencies.last().copied().unwrap_or_default()),
+            self.errors
+        );
+    }
+}
+
+/// `conns` loops, each sending one request after the other until `duration` is over.
+async fn run(
+    client: &reqwest::Client,
+    url: &str,
+    token: Option<&str>,
+    conns: usize,
+    duration: Duration,
+) -> Outcome {
+    let start = Instant::now();
+    let deadline = start + duration;
+    let url: Arc<str> = url.into();
+    let token: Option<Arc<str>> = token.map(Into::into);
+    let tasks: Vec<_> = (0..conns)
+        .map(|_| {
+            let (client, url, token) = (client.clone(), url.clone(), token.clone());
+            tokio::spawn(async move {
+                let (mut ok, mut errors, mut latencies) = (0u64, 0u64, Vec::new());
+                while Instant::now() < deadline {
+                    let began = Instant::now();
+                    let mut req = client.get(&*url);
+                    if let Some(t) = &token {
+                        req = req.bearer_auth(t);
+                    }
+                    let good = match req.send().await {
+                        Ok(resp) => resp.status().is_success() && resp.bytes().await.is_ok(),
+                        Err(_) => false,
+                    };
+                    if good {
+                        ok += 1;
+                        latencies.push(began.elapsed());
+                    } else {
+                        errors += 1;
+                    }
+                }
+                (ok, errors, latencies)
+            })
+        })
+        .collect();
+    let mut out = Outcome {
+        elapsed: Duration::ZERO,
+        ok: 0,
+        errors: 0,
+        latencies: Vec::new(),
+    };
+    for t in tasks {
+        let (ok, errors, latencies) = t.await.expect("load task");
+        out.ok += ok;
+        out.errors += errors;
+        out.latencies.extend(latencies);
+    }
+    out.elapsed = start.elapsed();
+    out.latencies.sort();
+    out
+}

@@ -1,0 +1,549 @@
+//! `/api/messages*` and `POST /api/rooms/{roomId}/messages`: message history (encrypted
+//! for native sessions, readable for personal tokens), deletion, statistics and sending.
+
+use base64::engine::general_purpose::STANDARD;
+use base64::Engine as _;
+use poem::web::Data;
+use poem_openapi::param::{Header, Path, Query};
+use poem_openapi::payload::Json;
+use poem_openapi::{ApiResponse, Enum, Object, OpenApi, Union};
+
+use super::security::BearerAuth;
+use super::ApiTags;
+use crate::error::AppError;
+use crate::services::messages::{
+    self, HistoryQuery, MultiSendItem, ReadableMessage, SealedMessage,
+};
+use crate::state::AppState;
+use crate::store::messages::MessageStats;
+
+/// Message content sealed to the caller's registered X25519 public key.
+///
+/// `shared = X25519(ephemeral_secret, recipient_public)`; `key = HKDF-SHA256(ikm = shared,
+/// salt = empty, info = "switchboard-v1")`, 32 bytes; `ciphertext` = XChaCha20-Poly1305
+/// (key, `nonce`, no associated data) of the UTF-8 JSON `{"body": <text, empty when
+/// redacted>, "content": <Matrix event content>}`, tag appended. All fields standard
+/// base64 with padding.
+#[derive(Debug, Object)]
+#[oai(rename = "EncryptedContent", rename_all = "camelCase")]
+pub struct EncryptedContent {
+    /// The sender's one-time X25519 public key (32 bytes).
+    pub ephemeral_pubkey: String,
+    /// 24 bytes.
+    pub nonce: String,
+    pub ciphertext: String,
+}
+
+/// A message for native clients: visible metadata, content sealed to the user's key.
+#[derive(Debug, Object)]
+#[oai(rename = "EncryptedMessage", rename_all = "camelCase")]
+pub struct EncryptedMessageView {
+    /// Message id (UUID): the id `DELETE /api/messages/{messageId}` takes.
+    pub id: String,
+    /// Matrix event id.
+    pub event_id: String,
+    /// Matrix room id.
+    pub room_id: String,
+    /// Matrix ID of the sender.
+    pub sender_id: String,
+    /// Origin server time, milliseconds since the Unix epoch.
+    pub timestamp: i64,
+    /// Matrix `msgtype` (`m.text`, `m.image`, …).
+    pub msgtype: String,
+    /// Platform of the room: `whatsapp`, `telegram`, `discord`; null for plain Matrix.
+    pub platform: Option<String>,
+    /// 0 to 1.
+    pub importance: f64,
+    /// Sent by the caller's own Matrix account.
+    pub is_mine: bool,
+    pub edited: bool,
+    pub redacted: bool,
+    pub encrypted_content: EncryptedContent,
+}
+
+impl From<SealedMessage> for EncryptedMessageView {
+    fn from(m: SealedMessage) -> Self {
+        let env = m.envelope;
+        Self {
+            id: m.row.id,
+            event_id: m.row.event_id,
+            room_id: m.row.room_id,
+            sender_id: m.row.sender_id,
+            timestamp: m.row.ts,
+            msgtype: m.row.msgtype,
+            platform: m.platform,
+            importance: m.row.importance,
+            is_mine: m.is_mine,
+            edited: m.row.edited,
+            redacted: m.row.redacted,
+            encrypted_content: EncryptedContent {
+                ephemeral_pubkey: STANDARD.encode(env.ephemeral_pubkey),
+                nonce: STANDARD.encode(env.nonce),
+                ciphertext: STANDARD.encode(&env.ciphertext),
+            },
+        }
+    }
+}
+
+#[derive(Debug, Enum)]
+#[oai(rename = "MessageDirection", rename_all = "lowercase")]
+pub enum Direction {
+    Incoming,
+    Outgoing,
+}
+
+/// A message for personal tokens: readable text.
+#[derive(Debug, Object)]
+#[oai(rename = "ReadableMessage", rename_all = "camelCase")]
+pub struct ReadableMessageView {
+    pub event_id: String,
+    /// Matrix room id.
+    pub room_id: String,
+    /// Matrix ID of the sender.
+    pub sender_id: String,
+    /// Readable text; empty for redacted messages.
+    pub text: String,
+    /// The Matrix event content (after edits, the new content).
+    pub content: serde_json::Value,
+    /// `outgoing` when the sender is the user's Matrix ID or that of any account of the
+    /// user's account group (linked identities); `incoming` otherwise.
+    pub direction: Direction,
+    /// Sent by the caller's own Matrix account.
+    pub is_mine: bool,
+    /// Origin server time, milliseconds since the Unix epoch.
+    pub timestamp: i64,
+}
+
+impl From<ReadableMessage> for ReadableMessageView {
+    fn from(m: ReadableMessage) -> Self {
+        Self {
+            event_id: m.event_id,
+            room_id: m.room_id,
+            sender_id: m.sender_id,
+            text: m.text,
+            content: m.content,
+            direction: if m.outgoing {
+                Direction::Outgoing
+            } else {
+                Direction::Incoming
+            },
+            is_mine: m.is_mine,
+            timestamp: m.timestamp,
+        }
+    }
+}
+
+/// Native sessions: a page of encrypted messages.
+#[derive(Debug, Object)]
+#[oai(rename = "EncryptedMessagePage")]
+pub struct EncryptedHistory {
+    /// Newest first.
+    pub messages: Vec<EncryptedMessageView>,
+}
+
+/// Personal tokens: a page of readable messages.
+#[derive(Debug, Object)]
+#[oai(rename = "ReadableMessagePage", rename_all = "camelCase")]
+pub struct ReadableHistory {
+    /// Newest first; all of one conversation.
+    pub messages: Vec<ReadableMessageView>,
+    /// Pass as `cursor` for the next page; null at the end. A page can be empty and still
+    /// carry a cursor: keep following it.
+    pub next_cursor: Option<String>,
+}
+
+#[derive(Debug, Union)]
+#[oai(rename = "MessageHistory", one_of)]
+pub enum History {
+    Encrypted(EncryptedHistory),
+    Readable(ReadableHistory),
+}
+
+impl From<messages::History> for History {
+    fn from(h: messages::History) -> Self {
+        match h {
+            messages::History::Encrypted(list) => Self::Encrypted(EncryptedHistory {
+                messages: list.into_iter().map(Into::into).collect(),
+            }),
+            messages::History::Readable {
+                messages,
+                next_cursor,
+            } => Self::Readable(ReadableHistory {
+                messages: messages.into_iter().map(Into::into).collect(),
+                next_cursor,
+            }),
+        }
+    }
+}
+
+#[derive(Debug, Object)]
+#[oai(rename = "MessageDeleteCriteria", rename_all = "camelCase")]
+pub struct DeleteCriteria {
+    /// The room the deletion was limited to; null for all rooms.
+    pub room_id: Option<String>,
+    /// Cutoff (milliseconds since the Unix epoch): messages strictly older were deleted;
+    /// null for no cutoff.
+    pub before: Option<i64>,
+}
+
+#[derive(Debug, Object)]
+#[oai(rename = "MessagesDeleted", rename_all = "camelCase")]
+pub struct DeleteResult {
+    pub message: String,
+    pub deleted_count: u64,
+    pub criteria: DeleteCriteria,
+}
+
+#[derive(Debug, Object)]
+#[oai(rename = "MessageDeleted", rename_all = "camelCase")]
+pub struct DeleteOneResult {
+    pub message: String,
+    pub deleted_id: String,
+}
+
+/// Aggregates over the caller's stored messages.
+#[derive(Debug, Object)]
+#[oai(rename = "MessageStats")]
+pub struct Stats {
+    pub total_messages: i64,
+    /// Rooms with at least one stored message.
+    pub total_rooms: i64,
+    /// Mean importance (0 to 1); 0 without messages.
+    pub avg_importance: f64,
+    /// Messages with importance of at least 0.7.
+    pub high_importance_count: i64,
+    /// Messages detected as questions.
+    pub questions_count: i64,
+    /// Distinct categories, sorted.
+    pub all_categories: Vec<String>,
+}
+
+impl From<MessageStats> for Stats {
+    fn from(s: MessageStats) -> Self {
+        Self {
+            total_messages: s.total_messages,
+            total_rooms: s.total_rooms,
+            avg_importance: s.avg_importance,
+            high_importance_count: s.high_importance_count,
+            questions_count: s.questions_count,
+            all_categories: s.categories,
+        }
+    }
+}
+
+#[derive(Debug, Object)]
+#[oai(rename = "MessageStatsResult")]
+pub struct StatsResult {
+    pub stats: Stats,
+}
+
+#[derive(Debug, Object)]
+#[oai(rename = "SendMessageRequest", rename_all = "camelCase")]
+pub struct SendRequest {
+    /// The approved text, sent as an `m.text` message: 1 to 65536 characters, not only
+    /// whitespace.
+    pub content: String,
+    /// Client transaction id: 1 to 255 characters of `A-Z a-z 0-9 . _ ~ -`. A repeat of
+    /// the same `txnId` sends nothing and returns the first send's event.
+    pub txn_id: String,
+}
+
+#[derive(Debug, Object)]
+#[oai(rename = "SendMessageResult", rename_all = "camelCase")]
+pub struct SendResult {
+    pub event_id: String,
+    pub room_id: String,
+    pub txn_id: String,
+    /// True when this `txnId` had been sent before and nothing new was sent.
+    pub duplicate: bool,
+}
+
+#[derive(Debug, Object)]
+#[oai(rename = "MultiSendRequest", rename_all = "camelCase")]
+pub struct MultiSendRequest {
+    /// 1 to 100 room ids; repeated ids are sent to once.
+    pub room_ids: Vec<String>,
+    /// 1 to 65536 characters, not only whitespace.
+    pub body: String,
+    /// `m.text` (default), `m.notice` or `m.emote`.
+    pub msgtype: Option<String>,
+}
+
+/// The outcome for one room.
+#[derive(Debug, Object)]
+#[oai(rename = "MultiSendRoomResult", rename_all = "camelCase")]
+pub struct MultiSendRoomResult {
+    pub room_id: String,
+    pub success: bool,
+    /// Matrix event id when sent.
+    pub event_id: Option<String>,
+    /// Error code when not sent: `not_found` (not a room of the caller),
+    /// `homeserver_error`, `homeserver_unavailable`, `matrix_account_missing`.
+    pub error: Option<String>,
+    /// Explanation of `error`.
+    pub message: Option<String>,
+}
+
+impl From<MultiSendItem> for MultiSendRoomResult {
+    fn from(item: MultiSendItem) -> Self {
+        match item.result {
+            Ok(event_id) => Self {
+                room_id: item.room_id,
+                success: true,
+                event_id: Some(event_id),
+                error: None,
+                message: None,
+            },
+            Err(e) => Self {
+                room_id: item.room_id,
+                success: false,
+                event_id: None,
+                error: Some(e.code().to_owned()),
+                message: Some(match e {
+                    AppError::Internal(_) => "an internal error occurred".to_owned(),
+                    other => other.to_string(),
+                }),
+            },
+        }
+    }
+}
+
+/// Multi-send result: one entry per distinct room, in request order.
+#[derive(Debug, Object)]
+#[oai(rename = "MultiSendResult")]
+pub struct MultiSendResult {
+    pub results: Vec<MultiSendRoomResult>,
+    pub sent: u64,
+    pub failed: u64,
+    pub total: u64,
+}
+
+#[derive(Debug, ApiResponse)]
+pub enum MultiSendResponse {
+    /// Sent to every room.
+    #[oai(status = 200)]
+    AllSent(Json<MultiSendResult>),
+    /// Sent to some rooms; `results` says which.
+    #[oai(status = 207)]
+    Partial(Json<MultiSendResult>),
+    /// Sent to no room (same shape).
+    #[oai(status = 500)]
+    AllFailed(Json<MultiSendResult>),
+}
+
+pub struct MessagesApi;
+
+#[OpenApi(tag = "ApiTags::Messages")]
+impl MessagesApi {
+    /// Message history
+    ///
+    /// **Native sessions** (JWT): `roomId` (optional; without it, the newest messages of all
+    /// the caller's rooms), `before` (milliseconds or RFC 3339: only messages strictly
+    /// older; pass the oldest `timestamp` of a page for the next), `limit` 1 to 100
+    /// (default 50; outside: 400). Returns `{messages}` newest first, each with visible
+    /// metadata and `encryptedContent` sealed to the caller's registered X25519 key (see the
+    /// EncryptedContent schema). 409 `keys_not_registered` without a registered key.
+    ///
+    /// **Personal tokens**: `roomId` (optional), `cursor` (opaque, from `nextCursor`; not a
+    /// timestamp; 400 when invalid or issued for another `roomId`), `limit`. With `roomId`:
+    /// that conversation newest first. Without: the caller's conversations in room id order,
+    /// each newest first, every page from a single conversation (not a global feed).
+    /// `nextCursor` is null at the end; a page can be empty and still carry one. `text` is
+    /// empty for redacted messages. 409 `NO_SIGNING_KEY` after the keys were deleted.
+    ///
+    /// 404 when `roomId` is not a room of the caller. Messages whose content was destroyed
+    /// by key deletion are left out.
+    #[oai(path = "/api/messages", method = "get", operation_id = "messages_list")]
+    async fn list(
+        &self,
+        state: Data<&AppState>,
+        auth: BearerAuth,
+        /// Matrix room id.
+        #[oai(name = "roomId")]
+        room_id: Query<Option<String>>,
+        /// Native sessions: milliseconds since the epoch or an RFC 3339 date-time.
+        before: Query<Option<String>>,
+        /// Personal tokens: `nextCursor` of the previous page.
+        cursor: Query<Option<String>>,
+        /// 1 to 100, default 50.
+        limit: Query<Option<i64>>,
+    ) -> Result<Json<History>, AppError> {
+        let query = HistoryQuery {
+            room_id: room_id.0,
+            before: before.0,
+            cursor: cursor.0,
+            limit: limit.0,
+        };
+        Ok(Json(
+            messages::history(&state, &auth.0, query).await?.into(),
+        ))
+    }
+
+    /// Delete stored messages
+    ///
+    /// Deletes the caller's stored messages, only of `roomId` when given and only those
+    /// strictly older than `before` (milliseconds or RFC 3339) when given; both absent
+    /// deletes all of them. Requires `X-Confirm-Delete: DELETE_MESSAGES` (400
+    /// `confirmation_required` otherwise). Matrix and other users are untouched.
+    #[oai(
+        path = "/api/messages",
+        method = "delete",
+        operation_id = "messages_delete"
+    )]
+    async fn delete(
+        &self,
+        state: Data<&AppState>,
+        auth: BearerAuth,
+        /// Matrix room id.
+        #[oai(name = "roomId")]
+        room_id: Query<Option<String>>,
+        /// Milliseconds since the epoch or an RFC 3339 date-time.
+        before: Query<Option<String>>,
+        /// Must be exactly `DELETE_MESSAGES`.
+        #[oai(name = "X-Confirm-Delete")]
+        confirmation: Header<Option<String>>,
+    ) -> Result<Json<DeleteResult>, AppError> {
+        let deleted = messages::delete_matching(
+            &state,
+            auth.user_id(),
+            confirmation.0.as_deref(),
+            room_id.0.as_deref(),
+            before.0.as_deref(),
+        )
+        .await?;
+        Ok(Json(DeleteResult {
+            message: format!("{} message(s) deleted", deleted.count),
+            deleted_count: deleted.count as u64,
+            criteria: DeleteCriteria {
+                room_id: deleted.room_id,
+                before: deleted.before_ms,
+            },
+        }))
+    }
+
+    /// Message statistics
+    ///
+    /// SQL aggregates over the caller's stored messages. `high_importance_count` counts
+    /// messages with importance of at least 0.7.
+    #[oai(
+        path = "/api/messages/stats",
+        method = "get",
+        operation_id = "messages_stats"
+    )]
+    async fn stats(
+        &self,
+        state: Data<&AppState>,
+        auth: BearerAuth,
+    ) -> Result<Json<StatsResult>, AppError> {
+        let stats = messages::stats(&state, auth.user_id()).await?;
+        Ok(Json(StatsResult {
+            stats: stats.into(),
+        }))
+    }
+
+    /// Send to several rooms
+    ///
+    /// Sends `body` to each room of `roomIds` (1 to 100; repeats sent once), at most 8 at
+    /// a time. 200 when every room got it, 207 when some did, 500 when none did; the body
+    /// has the same shape each time: `results` (per room: `success`, `eventId` or `error`
+    /// and `message`), `sent`, `failed`, `total`. Rooms that are not the caller's fail with
+    /// `not_found`. 400 for invalid input.
+    #[oai(
+        path = "/api/messages/send-multi",
+        method = "post",
+        operation_id = "messages_send_multi"
+    )]
+    async fn send_multi(
+        &self,
+        state: Data<&AppState>,
+        auth: BearerAuth,
+        body: Json<MultiSendRequest>,
+    ) -> Result<MultiSendResponse, AppError> {
+        let items = messages::send_multi(
+            &state,
+            auth.user_id(),
+            &body.room_ids,
+            &body.body,
+            body.msgtype.as_deref(),
+        )
+        .await?;
+        let results: Vec<MultiSendRoomResult> = items.into_iter().map(Into::into).collect();
+        let total = results.len() as u64;
+        let sent = results.iter().filter(|r| r.success).count() as u64;
+        let result = Json(MultiSendResult {
+            results,
+            sent,
+            failed: total - sent,
+            total,
+        });
+        Ok(match sent {
+            s if s == total => MultiSendResponse::AllSent(result),
+            0 => MultiSendResponse::AllFailed(result),
+            _ => MultiSendResponse::Partial(result),
+        })
+    }
+
+    /// Delete one stored message
+    ///
+    /// 400 when `messageId` is not a UUID; 404 unless it is one of the caller's messages.
+    /// Matrix is untouched.
+    #[oai(
+        path = "/api/messages/:messageId",
+        method = "delete",
+        operation_id = "messages_delete_one"
+    )]
+    async fn delete_one(
+        &self,
+        state: Data<&AppState>,
+        auth: BearerAuth,
+        /// Message id (UUID), the `id` of an encrypted message.
+        #[oai(name = "messageId")]
+        message_id: Path<String>,
+    ) -> Result<Json<DeleteOneResult>, AppError> {
+        let id = messages::delete_one(&state, auth.user_id(), &message_id).await?;
+        Ok(Json(DeleteOneResult {
+            message: "message deleted".to_owned(),
+            deleted_id: id,
+        }))
+    }
+
+    /// Send approved text to a room
+    ///
+    /// Sends `content` as an `m.text` message from the caller's Matrix account. Idempotent
+    /// per `txnId`: the same caller and `txnId` send once; a repeat returns the first
+    /// event with `duplicate: true` (a `txnId` used for another room: 409
+    /// `txn_id_conflict`). 404 when the room is not the caller's; 409
+    /// `recipient_unresolved` while the room is direct and its recipient is unknown (read
+    /// the room, and verify the conversation in the native app first). 502
+    /// `homeserver_error` when the homeserver refuses, 503 `homeserver_unavailable` when it
+    /// cannot be reached; retrying with the same `txnId` is safe.
+    #[oai(
+        path = "/api/rooms/:roomId/messages",
+        method = "post",
+        operation_id = "rooms_send_message"
+    )]
+    async fn send(
+        &self,
+        state: Data<&AppState>,
+        auth: BearerAuth,
+        /// Matrix room id (URL-encoded).
+        #[oai(name = "roomId")]
+        room_id: Path<String>,
+        body: Json<SendRequest>,
+    ) -> Result<Json<SendResult>, AppError> {
+        let sent = messages::send_to_room(
+            &state,
+            auth.user_id(),
+            &room_id,
+            &body.content,
+            &body.txn_id,
+        )
+        .await?;
+        Ok(Json(SendResult {
+            event_id: sent.event_id,
+            room_id: sent.room_id,
+            txn_id: sent.txn_id,
+            duplicate: sent.duplicate,
+        }))
+    }
+}

@@ -1,0 +1,622 @@
+//! `/api/rooms/*`: the caller's rooms. One handler per route serves both callers: native
+//! clients (JWT) get visible metadata and their own encrypted name/avatar, personal API
+//! tokens get readable names (and 409 `NO_SIGNING_KEY` after the keys were deleted).
+
+use poem::web::Data;
+use poem_openapi::param::{Path, Query};
+use poem_openapi::payload::Json;
+use poem_openapi::types::MaybeUndefined;
+use poem_openapi::{Object, OpenApi};
+
+use super::linked::LinkedGroup;
+use super::security::BearerAuth;
+use super::views::MessageResponse;
+use super::ApiTags;
+use crate::error::AppError;
+use crate::services::linked;
+use crate::services::rooms::{self, ClientFields, ListParams, ReadMarker, RoomView, ARCHIVE_NOTE};
+use crate::state::AppState;
+use crate::store::rooms::RoomFlag;
+
+/// A room (Matrix conversation) of the caller. Which optional fields are present depends
+/// on the caller:
+///
+/// - native clients (JWT access token): `encryptedName`, `encryptedAvatar` and `nonce`
+///   (the values the client set with `PUT /api/rooms/{roomId}`, null when never set);
+///   `name`, `topic` and `avatarUrl` are absent;
+/// - personal API tokens: readable `name`, `topic` and `avatarUrl` (null when the room has
+///   none); `encryptedName`, `encryptedAvatar` and `nonce` are absent.
+///
+/// Lists omit `memberIds` (loaded lazily); the single-room read
+/// (`GET /api/rooms/{roomId}`) refreshes and includes them.
+#[derive(Debug, Clone, Object)]
+#[oai(rename = "Room", rename_all = "camelCase")]
+pub struct RoomObject {
+    /// Matrix room ID; same value as `roomId`.
+    pub id: String,
+    /// Matrix room ID, used for lookup, history and sending; URL-encode it in paths.
+    pub room_id: String,
+    /// Readable room name (personal tokens only).
+    pub name: MaybeUndefined<String>,
+    /// Readable room topic (personal tokens only).
+    pub topic: MaybeUndefined<String>,
+    /// Room avatar, an `mxc://` URL (personal tokens only).
+    pub avatar_url: MaybeUndefined<String>,
+    /// The native client's own encrypted name, base64 (native clients only).
+    pub encrypted_name: MaybeUndefined<String>,
+    /// The native client's own encrypted avatar, base64 (native clients only).
+    pub encrypted_avatar: MaybeUndefined<String>,
+    /// Nonce of `encryptedName`/`encryptedAvatar`, base64 (native clients only).
+    pub nonce: MaybeUndefined<String>,
+    /// `whatsapp`, `telegram`, `discord`, or null for a plain Matrix room.
+    pub platform: Option<String>,
+    /// Whether this is a one-to-one conversation.
+    pub is_direct: bool,
+    /// Matrix ID of the direct recipient; null for groups or when unknown.
+    pub recipient_id: Option<String>,
+    /// Matrix IDs of the joined members (single-room read only; absent in lists).
+    #[oai(skip_serializing_if_is_none)]
+    pub member_ids: Option<Vec<String>>,
+    /// Joined members as last known.
+    pub member_count: i64,
+    /// Unread messages.
+    pub unread_count: i64,
+    /// Unread highlights (mentions of the user).
+    pub highlight_count: i64,
+    /// Time of the newest message, Unix milliseconds; null when there is none.
+    pub last_message_at: Option<i64>,
+    /// Importance from 0 to 1 (AI service, or the built-in heuristic).
+    pub importance: f64,
+    pub archived: bool,
+    pub muted: bool,
+    pub favorite: bool,
+    pub pinned: bool,
+    /// `join` or `invite` (the user is invited and has not joined yet).
+    pub membership: String,
+}
+
+impl From<RoomView> for RoomObject {
+    fn from(v: RoomView) -> Self {
+        let r = v.row;
+        let native = v.readable.is_none();
+        let maybe = |value: Option<String>, present: bool| match (present, value) {
+            (false, _) => MaybeUndefined::Undefined,
+            (true, Some(s)) => MaybeUndefined::Value(s),
+            (true, None) => MaybeUndefined::Null,
+        };
+        let readable = v.readable.unwrap_or_default();
+        Self {
+            id: r.room_id.clone(),
+            room_id: r.room_id,
+            name: maybe(readable.name, !native),
+            topic: maybe(readable.topic, !native),
+            avatar_url: maybe(readable.avatar_url, !native),
+            encrypted_name: maybe(r.client_name, native),
+            encrypted_avatar: maybe(r.client_avatar, native),
+            nonce: maybe(r.client_nonce, native),
+            platform: r.platform,
+            is_direct: r.is_direct,
+            recipient_id: r.recipient_id,
+            member_ids: v.member_ids,
+            member_count: r.member_count,
+            unread_count: r.unread_count,
+            highlight_count: r.highlight_count,
+            last_message_at: r.last_message_ts,
+            importance: r.importance,
+            archived: r.archived,
+            muted: r.muted,
+            favorite: r.favorite,
+            pinned: r.pinned,
+            membership: r.membership,
+        }
+    }
+}
+
+#[derive(Debug, Object)]
+#[oai(rename_all = "camelCase")]
+pub struct RoomListResult {
+    pub rooms: Vec<RoomObject>,
+    /// Opaque cursor of the next page; null at the end.
+    pub next_cursor: Option<String>,
+}
+
+#[derive(Debug, Object)]
+pub struct RoomGetResult {
+    pub room: RoomObject,
+}
+
+#[derive(Debug, Object)]
+pub struct RoomPriorityResult {
+    pub rooms: Vec<RoomObject>,
+}
+
+#[derive(Debug, Object)]
+#[oai(rename_all = "camelCase")]
+pub struct RoomUpdateRequest {
+    /// Encrypted room name, standard base64 (at most 4096 characters); null clears it,
+    /// absent leaves it.
+    pub encrypted_name: MaybeUndefined<String>,
+    /// Encrypted avatar, standard base64 (at most 1 MiB of base64); null clears it.
+    pub encrypted_avatar: MaybeUndefined<String>,
+    /// Nonce, standard base64 (at most 256 characters); null clears it.
+    pub nonce: MaybeUndefined<String>,
+}
+
+#[derive(Debug, Object)]
+#[oai(rename_all = "camelCase")]
+pub struct RoomDeleteResult {
+    pub message: String,
+    pub room_id: String,
+    /// Whether the stored messages of the room were deleted too.
+    pub messages_deleted: bool,
+    /// How many stored messages were deleted (0 without `deleteMessages=true`).
+    pub deleted_messages_count: i64,
+}
+
+#[derive(Debug, Object)]
+#[oai(rename_all = "camelCase")]
+pub struct RoomArchiveResult {
+    pub message: String,
+    pub room_id: String,
+    /// How the room becomes active again.
+    pub note: String,
+    /// Always true.
+    pub archived: bool,
+}
+
+#[derive(Debug, Object)]
+#[oai(rename_all = "camelCase")]
+pub struct RoomUnarchiveResult {
+    pub message: String,
+    pub room_id: String,
+    pub archived: bool,
+}
+
+#[derive(Debug, Object)]
+#[oai(rename_all = "camelCase")]
+pub struct RoomMuteResult {
+    pub message: String,
+    pub room_id: String,
+    pub muted: bool,
+}
+
+#[derive(Debug, Object)]
+#[oai(rename_all = "camelCase")]
+pub struct RoomFavoriteResult {
+    pub message: String,
+    pub room_id: String,
+    pub favorite: bool,
+}
+
+#[derive(Debug, Object)]
+#[oai(rename_all = "camelCase")]
+pub struct RoomPinResult {
+    pub message: String,
+    pub room_id: String,
+    pub pinned: bool,
+}
+
+#[derive(Debug, Object)]
+#[oai(rename_all = "camelCase")]
+pub struct RoomLinkedGroupResult {
+    /// The linked group the room is in; null when it is in none.
+    pub linked_group: Option<LinkedGroup>,
+}
+
+fn patch(value: MaybeUndefined<String>) -> rooms::Patch {
+    match value {
+        MaybeUndefined::Undefined => None,
+        MaybeUndefined::Null => Some(None),
+        MaybeUndefined::Value(v) => Some(Some(v)),
+    }
+}
+
+pub struct RoomsApi;
+
+#[OpenApi(prefix_path = "/api/rooms", tag = "ApiTags::Rooms")]
+impl RoomsApi {
+    /// List rooms
+    ///
+    /// The caller's joined and invited rooms, pinned rooms first in every order, then by
+    /// `sortBy`; ties end on the room ID.
+    ///
+    /// - Native clients: `sortBy` `importance` (default), `recent` or `unread`.
+    /// - Personal API tokens: `sortBy` `recent` (default) or `unread` (`importance` is 400);
+    ///   rooms carry readable names; 409 `NO_SIGNING_KEY` after the keys were deleted.
+    ///
+    /// `limit` 1 to 100 (default 50; outside is 400, not clamped). `archived`: `false`
+    /// (default: active rooms only), `true` (archived only) or `all`. `cursor`: the
+    /// `nextCursor` of the previous page, opaque; it is bound to `sortBy` and `archived`
+    /// (keep them unchanged while paging; otherwise, or for a malformed cursor, 400).
+    /// `nextCursor` is null on the last page. The inbox can change while paging (a room with
+    /// a new message moves up): deduplicate by `roomId`. Lists omit `memberIds`.
+    #[oai(path = "/", method = "get", operation_id = "rooms_list")]
+    async fn list(
+        &self,
+        state: Data<&AppState>,
+        auth: BearerAuth,
+        /// `importance`, `recent` or `unread` (personal tokens: `recent` or `unread`).
+        #[oai(name = "sortBy")]
+        sort_by: Query<Option<String>>,
+        /// Page size, 1 to 100 (default 50).
+        limit: Query<Option<i64>>,
+        /// `false` (default), `true` or `all`.
+        archived: Query<Option<String>>,
+        /// `nextCursor` of the previous page.
+        cursor: Query<Option<String>>,
+    ) -> Result<Json<RoomListResult>, AppError> {
+        let params = ListParams {
+            sort_by: sort_by.0,
+            limit: limit.0,
+            archived: archived.0,
+            cursor: cursor.0,
+        };
+        let page = rooms::list(&state, &auth.0, params).await?;
+        Ok(Json(RoomListResult {
+            rooms: page.rooms.into_iter().map(Into::into).collect(),
+            next_cursor: page.next_cursor,
+        }))
+    }
+
+    /// Rooms with high-priority unread messages
+    ///
+    /// Active (non-archived) rooms that have unread messages and an importance of at least
+    /// 0.7, or unread highlights (mentions of the user) whatever their importance; most
+    /// important first, then most recent. Not paged.
+    #[oai(
+        path = "/filter/priority",
+        method = "get",
+        operation_id = "rooms_priority"
+    )]
+    async fn priority(
+        &self,
+        state: Data<&AppState>,
+        auth: BearerAuth,
+    ) -> Result<Json<RoomPriorityResult>, AppError> {
+        let rooms = rooms::priority(&state, &auth.0).await?;
+        Ok(Json(RoomPriorityResult {
+            rooms: rooms.into_iter().map(Into::into).collect(),
+        }))
+    }
+
+    /// Get a room
+    ///
+    /// The room with its joined members (`memberIds`) and direct recipient (`recipientId`),
+    /// refreshed from the homeserver and stored: the recipient of a direct room is its
+    /// partner in the user's `m.direct`, else its one joined member other than the user and
+    /// the bridge bots; null for groups or when unknown. When the homeserver cannot be
+    /// reached the stored data is returned. `roomId` is URL-encoded (`%21abc%3Aserver`).
+    /// 404 `not_found` when the caller does not have the room. Personal tokens get the
+    /// readable shape (409 `NO_SIGNING_KEY` after the keys were deleted); a personal-token
+    /// script should call this before sending: a null `recipientId` means the conversation
+    /// must be verified in the native app first.
+    #[oai(path = "/:roomId", method = "get", operation_id = "rooms_get")]
+    async fn get(
+        &self,
+        state: Data<&AppState>,
+        auth: BearerAuth,
+        /// Matrix room ID, URL-encoded.
+        #[oai(name = "roomId")]
+        room_id: Path<String>,
+    ) -> Result<Json<RoomGetResult>, AppError> {
+        let room = rooms::get(&state, &auth.0, &room_id.0).await?;
+        Ok(Json(RoomGetResult { room: room.into() }))
+    }
+
+    /// Set the encrypted name and avatar
+    ///
+    /// Stores the native client's own encrypted name and avatar of the room (opaque to the
+    /// server; returned as `encryptedName`, `encryptedAvatar`, `nonce`). All fields
+    /// optional: absent leaves a field, null clears it. 400 `invalid_request` when a value
+    /// is not standard base64; 404 when the caller does not have the room.
+    #[oai(path = "/:roomId", method = "put", operation_id = "rooms_update")]
+    async fn update(
+        &self,
+        state: Data<&AppState>,
+        auth: BearerAuth,
+        /// Matrix room ID, URL-encoded.
+        #[oai(name = "roomId")]
+        room_id: Path<String>,
+        body: Json<RoomUpdateRequest>,
+    ) -> Result<Json<MessageResponse>, AppError> {
+        let body = body.0;
+        let fields = ClientFields {
+            encrypted_name: patch(body.encrypted_name),
+            encrypted_avatar: patch(body.encrypted_avatar),
+            nonce: patch(body.nonce),
+        };
+        rooms::update(&state, &auth.0, &room_id.0, fields).await?;
+        Ok(Json(MessageResponse::new("room updated")))
+    }
+
+    /// Delete a room from the service
+    ///
+    /// Removes the room from this service only, for the caller: the room, its members and
+    /// its place in a linked group (a group left without rooms is deleted). With
+    /// `deleteMessages=true` the stored messages of the room are deleted too (default
+    /// `false`; other values are 400). The Matrix room and the bridges are not touched, so
+    /// new activity in the room brings it back. Publishes `room.deleted`. 404 when the
+    /// caller does not have the room.
+    #[oai(path = "/:roomId", method = "delete", operation_id = "rooms_delete")]
+    async fn delete(
+        &self,
+        state: Data<&AppState>,
+        auth: BearerAuth,
+        /// Matrix room ID, URL-encoded.
+        #[oai(name = "roomId")]
+        room_id: Path<String>,
+        /// `true` or `false` (default).
+        #[oai(name = "deleteMessages")]
+        delete_messages: Query<Option<String>>,
+    ) -> Result<Json<RoomDeleteResult>, AppError> {
+        let d = rooms::delete(&state, &auth.0, &room_id.0, delete_messages.0.as_deref()).await?;
+        Ok(Json(RoomDeleteResult {
+            message: if d.messages_deleted {
+                format!(
+                    "room removed from the service with {} stored message(s); Matrix is unaffected",
+                    d.deleted_messages_count
+                )
+            } else {
+                "room removed from the service; its messages and the Matrix room are kept".into()
+            },
+            room_id: d.room_id,
+            messages_deleted: d.messages_deleted,
+            deleted_messages_count: d.deleted_messages_count,
+        }))
+    }
+
+    /// Mark a room read
+    ///
+    /// Sets the unread and highlight counts to 0 and the read marker to the newest stored
+    /// message, and sends the same read markers (`m.fully_read` and a public `m.read`
+    /// receipt) to the homeserver, so other Matrix clients and the bridges see it read. A
+    /// room without stored messages is marked read here only. When the homeserver cannot
+    /// be reached the room is still marked read here (the message says so). Publishes
+    /// `room.updated`.
+    #[oai(
+        path = "/:roomId/read",
+        method = "post",
+        operation_id = "rooms_mark_read"
+    )]
+    async fn read(
+        &self,
+        state: Data<&AppState>,
+        auth: BearerAuth,
+        /// Matrix room ID, URL-encoded.
+        #[oai(name = "roomId")]
+        room_id: Path<String>,
+    ) -> Result<Json<MessageResponse>, AppError> {
+        let outcome = rooms::mark_read(&state, &auth.0, &room_id.0).await?;
+        Ok(Json(MessageResponse::new(match outcome {
+            ReadMarker::Sent => "room marked as read",
+            ReadMarker::NoMessages => "room marked as read (no messages yet)",
+            ReadMarker::NotSent => {
+                "room marked as read here; the homeserver could not be updated, so other \
+                 Matrix clients may still show it unread"
+            }
+        })))
+    }
+
+    /// Archive a room
+    ///
+    /// Hides the room from the active room list (it is listed with `archived=true` or
+    /// `all`); nothing is deleted. It becomes active again with `POST …/unarchive`, or
+    /// automatically when a new incoming message arrives in it. Publishes `room.updated`.
+    #[oai(
+        path = "/:roomId/archive",
+        method = "post",
+        operation_id = "rooms_archive"
+    )]
+    async fn archive(
+        &self,
+        state: Data<&AppState>,
+        auth: BearerAuth,
+        /// Matrix room ID, URL-encoded.
+        #[oai(name = "roomId")]
+        room_id: Path<String>,
+    ) -> Result<Json<RoomArchiveResult>, AppError> {
+        let room_id =
+            rooms::set_flag(&state, &auth.0, &room_id.0, RoomFlag::Archived, true).await?;
+        Ok(Json(RoomArchiveResult {
+            message: "room archived".into(),
+            room_id,
+            note: ARCHIVE_NOTE.into(),
+            archived: true,
+        }))
+    }
+
+    /// Unarchive a room
+    ///
+    /// Returns the room to the active room list.
+    #[oai(
+        path = "/:roomId/unarchive",
+        method = "post",
+        operation_id = "rooms_unarchive"
+    )]
+    async fn unarchive(
+        &self,
+        state: Data<&AppState>,
+        auth: BearerAuth,
+        /// Matrix room ID, URL-encoded.
+        #[oai(name = "roomId")]
+        room_id: Path<String>,
+    ) -> Result<Json<RoomUnarchiveResult>, AppError> {
+        let room_id =
+            rooms::set_flag(&state, &auth.0, &room_id.0, RoomFlag::Archived, false).await?;
+        Ok(Json(RoomUnarchiveResult {
+            message: "room unarchived".into(),
+            room_id,
+            archived: false,
+        }))
+    }
+
+    /// Mute a room
+    ///
+    /// Marks the room muted (`muted: true`) for clients and notifications; it stays in the
+    /// room list.
+    #[oai(path = "/:roomId/mute", method = "post", operation_id = "rooms_mute")]
+    async fn mute(
+        &self,
+        state: Data<&AppState>,
+        auth: BearerAuth,
+        /// Matrix room ID, URL-encoded.
+        #[oai(name = "roomId")]
+        room_id: Path<String>,
+    ) -> Result<Json<RoomMuteResult>, AppError> {
+        muted(&state, &auth, &room_id.0, true).await
+    }
+
+    /// Unmute a room
+    #[oai(
+        path = "/:roomId/unmute",
+        method = "post",
+        operation_id = "rooms_unmute"
+    )]
+    async fn unmute(
+        &self,
+        state: Data<&AppState>,
+        auth: BearerAuth,
+        /// Matrix room ID, URL-encoded.
+        #[oai(name = "roomId")]
+        room_id: Path<String>,
+    ) -> Result<Json<RoomMuteResult>, AppError> {
+        muted(&state, &auth, &room_id.0, false).await
+    }
+
+    /// Mark a room as favorite
+    #[oai(
+        path = "/:roomId/favorite",
+        method = "post",
+        operation_id = "rooms_favorite"
+    )]
+    async fn favorite(
+        &self,
+        state: Data<&AppState>,
+        auth: BearerAuth,
+        /// Matrix room ID, URL-encoded.
+        #[oai(name = "roomId")]
+        room_id: Path<String>,
+    ) -> Result<Json<RoomFavoriteResult>, AppError> {
+        favorite(&state, &auth, &room_id.0, true).await
+    }
+
+    /// Remove a room from the favorites
+    #[oai(
+        path = "/:roomId/unfavorite",
+        method = "post",
+        operation_id = "rooms_unfavorite"
+    )]
+    async fn unfavorite(
+        &self,
+        state: Data<&AppState>,
+        auth: BearerAuth,
+        /// Matrix room ID, URL-encoded.
+        #[oai(name = "roomId")]
+        room_id: Path<String>,
+    ) -> Result<Json<RoomFavoriteResult>, AppError> {
+        favorite(&state, &auth, &room_id.0, false).await
+    }
+
+    /// Pin a room
+    ///
+    /// Pinned rooms come first in every room list order.
+    #[oai(path = "/:roomId/pin", method = "post", operation_id = "rooms_pin")]
+    async fn pin(
+        &self,
+        state: Data<&AppState>,
+        auth: BearerAuth,
+        /// Matrix room ID, URL-encoded.
+        #[oai(name = "roomId")]
+        room_id: Path<String>,
+    ) -> Result<Json<RoomPinResult>, AppError> {
+        pinned(&state, &auth, &room_id.0, true).await
+    }
+
+    /// Unpin a room
+    #[oai(path = "/:roomId/unpin", method = "post", operation_id = "rooms_unpin")]
+    async fn unpin(
+        &self,
+        state: Data<&AppState>,
+        auth: BearerAuth,
+        /// Matrix room ID, URL-encoded.
+        #[oai(name = "roomId")]
+        room_id: Path<String>,
+    ) -> Result<Json<RoomPinResult>, AppError> {
+        pinned(&state, &auth, &room_id.0, false).await
+    }
+
+    /// The linked group of a room
+    ///
+    /// `linkedGroup` is the group the room is in, or null. 404 when the caller does not
+    /// have the room.
+    #[oai(
+        path = "/:roomId/linked-group",
+        method = "get",
+        operation_id = "rooms_linked_group"
+    )]
+    async fn linked_group(
+        &self,
+        state: Data<&AppState>,
+        auth: BearerAuth,
+        /// Matrix room ID, URL-encoded.
+        #[oai(name = "roomId")]
+        room_id: Path<String>,
+    ) -> Result<Json<RoomLinkedGroupResult>, AppError> {
+        let group = linked::of_room(&state, auth.user_id(), &room_id.0).await?;
+        Ok(Json(RoomLinkedGroupResult {
+            linked_group: group.map(Into::into),
+        }))
+    }
+}
+
+async fn muted(
+    state: &AppState,
+    auth: &BearerAuth,
+    room_id: &str,
+    value: bool,
+) -> Result<Json<RoomMuteResult>, AppError> {
+    let room_id = rooms::set_flag(state, &auth.0, room_id, RoomFlag::Muted, value).await?;
+    Ok(Json(RoomMuteResult {
+        message: if value { "room muted" } else { "room unmuted" }.into(),
+        room_id,
+        muted: value,
+    }))
+}
+
+async fn favorite(
+    state: &AppState,
+    auth: &BearerAuth,
+    room_id: &str,
+    value: bool,
+) -> Result<Json<RoomFavoriteResult>, AppError> {
+    let room_id = rooms::set_flag(state, &auth.0, room_id, RoomFlag::Favorite, value).await?;
+    Ok(Json(RoomFavoriteResult {
+        message: if value {
+            "room added to the favorites"
+        } else {
+            "room removed from the favorites"
+        }
+        .into(),
+        room_id,
+        favorite: value,
+    }))
+}
+
+async fn pinned(
+    state: &AppState,
+    auth: &BearerAuth,
+    room_id: &str,
+    value: bool,
+) -> Result<Json<RoomPinResult>, AppError> {
+    let room_id = rooms::set_flag(state, &auth.0, room_id, RoomFlag::Pinned, value).await?;
+    Ok(Json(RoomPinResult {
+        message: if value {
+            "room pinned"
+        } else {
+            "room unpinned"
+        }
+        .into(),
+        room_id,
+        pinned: value,
+    }))
+}

@@ -1,0 +1,229 @@
+//! Typed provisioning errors and their one mapping onto [`AppError`].
+//!
+//! Bridges before mautrix-go v0.30 send many bridge-level errors as HTTP 500, and
+//! `M_BAD_STATE` always as 500, so errors are classified by `errcode` first and by the
+//! HTTP status only when the code says nothing.
+
+use super::Platform;
+use crate::error::AppError;
+
+#[derive(Debug, Clone, thiserror::Error)]
+pub enum BridgeError {
+    /// The platform has no `provisioning_url` in `[bridges.<platform>]`.
+    #[error("the {} bridge is not configured on this server", .platform.name())]
+    NotConfigured { platform: Platform },
+    /// Connection refused, DNS failure, TLS failure, connection reset.
+    #[error("the {} bridge is unreachable: {detail}", .platform.name())]
+    Unreachable { platform: Platform, detail: String },
+    /// No answer within the request timeout.
+    #[error("the {} bridge did not answer within {secs} s", .platform.name())]
+    Timeout { platform: Platform, secs: u64 },
+    /// The bridge answered with an error status.
+    #[error("the {} bridge answered {status} {errcode}: {message}", .platform.name())]
+    Http {
+        platform: Platform,
+        status: u16,
+        errcode: String,
+        message: String,
+    },
+    /// A success status with a body that is not the documented JSON.
+    #[error("unexpected answer from the {} bridge: {detail}", .platform.name())]
+    Decode { platform: Platform, detail: String },
+}
+
+/// What an error means for the caller.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Failure {
+    NotConfigured,
+    /// Unreachable or timed out: worth retrying later.
+    Unavailable,
+    /// The bridge refused switchboard's shared secret or the user's login permission.
+    Auth,
+    /// Unknown login or login process.
+    NotFound,
+    /// The bridge refused the submitted data (bad step data, wrong step, bad flow).
+    Rejected,
+    /// The login process timed out at the bridge.
+    Expired,
+    /// The login process was already finished or cancelled.
+    Ended,
+    /// The bridge's `max_logins` is reached.
+    TooManyLogins,
+    /// The bridge failed (5xx) or answered something unexpected.
+    Upstream,
+}
+
+impl BridgeError {
+    pub fn platform(&self) -> Platform {
+        match self {
+            Self::NotConfigured { platform }
+            | Self::Unreachable { platform, .. }
+            | Self::Timeout { platform, .. }
+            | Self::Http { platform, .. }
+            | Self::Decode { platform, .. } => *platform,
+        }
+    }
+
+    pub fn failure(&self) -> Failure {
+        match self {
+            Self::NotConfigured { .. } => Failure::NotConfigured,
+            Self::Unreachable { .. } | Self::Timeout { .. } => Failure::Unavailable,
+            Self::Decode { .. } => Failure::Upstream,
+            Self::Http {
+                status, errcode, ..
+            } => classify(*status, errcode),
+        }
+    }
+
+    /// Maps onto the API error; `not_found_code` names what was not found
+    /// (`login_not_found`, `login_process_not_found`).
+    pub fn into_app(self, not_found_code: &'static str) -> AppError {
+        let name = self.platform().name();
+        let message = match &self {
+            Self::Http { message, .. } => message.clone(),
+            _ => String::new(),
+        };
+        let or = |fallback: String| {
+            if message.trim().is_empty() {
+                fallback
+            } else {
+                message.clone()
+            }
+        };
+        match self.failure() {
+            Failure::NotConfigured => AppError::Unavailable {
+                code: "bridge_not_configured",
+                message: format!(
+                    "the {name} bridge is not configured on this server \
+                     ([bridges.{}] provisioning_url)",
+                    self.platform().id()
+                ),
+            },
+            Failure::Unavailable => AppError::Unavailable {
+                code: "bridge_unavailable",
+                message: self.to_string(),
+            },
+            Failure::Auth => AppError::BadGateway {
+                code: "bridge_auth_failed",
+                message: format!(
+                    "the {name} bridge refused the request ({}); check the shared secret \
+                     and the bridge's login permissions",
+                    or("unauthorized".into())
+                ),
+            },
+            Failure::NotFound => AppError::NotFound {
+                code: not_found_code,
+                message: or(format!("not found at the {name} bridge")),
+            },
+            Failure::Rejected => AppError::BadRequest {
+                code: "bridge_rejected",
+                message: or(format!("the {name} bridge rejected the request")),
+            },
+            Failure::Expired => AppError::BadRequest {
+                code: "login_expired",
+                message: or("the login process timed out; start a new login".into()),
+            },
+            Failure::Ended => AppError::BadRequest {
+                code: "login_ended",
+                message: or("the login process has ended; start a new login".into()),
+            },
+            Failure::TooManyLogins => AppError::Conflict {
+                code: "too_many_logins",
+                message: or(format!(
+                    "the {name} bridge allows no more logins; pass loginId to re-authenticate"
+                )),
+            },
+            Failure::Upstream => AppError::BadGateway {
+                code: "bridge_error",
+                message: match &self {
+                    Self::Http { .. } => format!("the {name} bridge failed: {}", or("no details".into())),
+                    other => other.to_string(),
+                },
+            },
+        }
+    }
+}
+
+impl From<BridgeError> for AppError {
+    fn from(e: BridgeError) -> Self {
+        e.into_app("not_found")
+    }
+}
+
+fn classify(status: u16, errcode: &str) -> Failure {
+    match errcode {
+        "M_NOT_FOUND" => return Failure::NotFound,
+        "M_UNKNOWN_TOKEN" | "M_MISSING_TOKEN" | "M_FORBIDDEN" => return Failure::Auth,
+        "M_BAD_STATE" | "M_NOT_JSON" | "M_BAD_JSON" | "M_INVALID_PARAM" | "M_MISSING_PARAM" => {
+            return Failure::Rejected
+        }
+        "FI.MAU.BRIDGE.LOGIN_ALREADY_FINISHED" | "FI.MAU.BRIDGE.LOGIN_CANCELLED" => {
+            return Failure::Ended
+        }
+        "FI.MAU.BRIDGE.TOO_MANY_LOGINS" => return Failure::TooManyLogins,
+        "M_UNRECOGNIZED" => return Failure::Upstream,
+        code if code.ends_with("LOGIN_TIMED_OUT") || code.ends_with("LOGIN_TIMEOUT") => {
+            return Failure::Expired
+        }
+        _ => {}
+    }
+    match status {
+        401 | 403 => Failure::Auth,
+        404 => Failure::NotFound,
+        410 => Failure::Ended,
+        400..=499 => Failure::Rejected,
+        _ => Failure::Upstream,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn http(status: u16, errcode: &str) -> BridgeError {
+        BridgeError::Http {
+            platform: Platform::Whatsapp,
+            status,
+            errcode: errcode.into(),
+            message: "msg".into(),
+        }
+    }
+
+    #[test]
+    fn errors_are_classified_by_errcode_before_status() {
+        assert_eq!(http(500, "M_BAD_STATE").failure(), Failure::Rejected);
+        assert_eq!(
+            http(500, "FI.MAU.BRIDGE.LOGIN_TIMED_OUT").failure(),
+            Failure::Expired
+        );
+        assert_eq!(
+            http(400, "FI.MAU.WHATSAPP.LOGIN_TIMEOUT").failure(),
+            Failure::Expired
+        );
+        assert_eq!(
+            http(500, "FI.MAU.BRIDGE.TOO_MANY_LOGINS").failure(),
+            Failure::TooManyLogins
+        );
+        assert_eq!(
+            http(400, "FI.MAU.TELEGRAM.PHONE_CODE_INVALID").failure(),
+            Failure::Rejected
+        );
+        assert_eq!(http(404, "M_NOT_FOUND").failure(), Failure::NotFound);
+        assert_eq!(http(401, "M_UNKNOWN_TOKEN").failure(), Failure::Auth);
+        assert_eq!(http(500, "M_UNKNOWN").failure(), Failure::Upstream);
+        assert_eq!(http(502, "").failure(), Failure::Upstream);
+    }
+
+    #[test]
+    fn api_errors_carry_the_bridges_message_and_clear_codes() {
+        let e = http(400, "FI.MAU.TELEGRAM.PHONE_CODE_INVALID").into_app("x");
+        assert_eq!((e.code(), e.to_string().as_str()), ("bridge_rejected", "msg"));
+        assert_eq!(http(500, "M_UNKNOWN").into_app("x").code(), "bridge_error");
+        assert_eq!(http(404, "M_NOT_FOUND").into_app("login_not_found").code(), "login_not_found");
+        let down = BridgeError::Unreachable {
+            platform: Platform::Telegram,
+            detail: "connection refused".into(),
+        };
+        assert_eq!(AppError::from(down).code(), "bridge_unavailable");
+    }
+}

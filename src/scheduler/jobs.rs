@@ -1,0 +1,336 @@
+//! Sending due scheduled messages: claim, open, send, commit (see the module docs of
+//! [`crate::scheduler`]).
+
+use std::collections::{HashMap, HashSet};
+use std::sync::Arc;
+
+use tokio::sync::{mpsc, Semaphore};
+use tokio::task::JoinSet;
+
+use super::{CLAIM_BATCH, LEASE_MS, SEND_CONCURRENCY};
+use crate::error::{AppError, AppResult};
+use crate::matrix::MatrixError;
+use crate::push::Notification;
+use crate::services::scheduled::{self, message_content, now_ms, open_body};
+use crate::services::{devices, linked, users};
+use crate::state::AppState;
+use crate::store::scheduled_messages::{self as store, ScheduledRow, FAILED, SENT};
+
+/// Retry delays after transient failures (homeserver down, 5xx, 429, 408): 4 attempts.
+pub const TRANSIENT_BACKOFF_MS: [i64; 3] = [5_000, 30_000, 120_000];
+/// Retry delays after other refusals (4xx, e.g. not in the room): 3 attempts.
+pub const REFUSED_BACKOFF_MS: [i64; 2] = [1_000, 4_000];
+
+/// Most outcomes committed in one transaction.
+const COMMIT_BATCH: usize = 128;
+
+/// What happened to one attempt.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Outcome {
+    Sent { room_id: String, event_id: String },
+    /// Failed this time; `transient` selects the retry schedule.
+    Error { reason: String, transient: bool },
+    /// Cannot ever succeed.
+    Fatal { reason: String },
+}
+
+/// The decision for a message after an attempt: `Ok(Some(at))` retry at `at`, `Ok(None)`
+/// give up. `attempts` counts this attempt.
+pub fn retry_at(attempts: i64, transient: bool, now: i64) -> Option<i64> {
+    let table: &[i64] = if transient {
+        &TRANSIENT_BACKOFF_MS
+    } else {
+        &REFUSED_BACKOFF_MS
+    };
+    let index = usize::try_from(attempts - 1).ok()?;
+    table.get(index).map(|d| now + d)
+}
+
+fn classify(e: &MatrixError) -> bool {
+    match e {
+        MatrixError::Http { status, .. } => *status >= 500 || *status == 429 || *status == 408,
+        MatrixError::Unreachable(_) | MatrixError::Decode(_) => true,
+    }
+}
+
+/// Access tokens of the users of a batch: `Err(reason)` when a user cannot send.
+async fn tokens_for(
+    state: &AppState,
+    rows: &[ScheduledRow],
+) -> AppResult<HashMap<String, Result<String, String>>> {
+    let ids: Vec<String> = rows
+        .iter()
+        .map(|r| r.user_id.clone())
+        .collect::<HashSet<_>>()
+        .into_iter()
+        .collect();
+    let users = state
+        .store
+        .run(move |c| {
+            let mut found = Vec::with_capacity(ids.len());
+            for id in ids {
+                if let Some(u) = crate::store::users::find(c, &id)? {
+                    found.push(u);
+                }
+            }
+            Ok::<_, AppError>(found)
+        })
+        .await?;
+    Ok(users
+        .into_iter()
+        .map(|u| {
+            let token = match users::matrix_token_of(&state.master, &u) {
+                Ok(Some(t)) => Ok(t),
+                Ok(None) => Err("the user has no Matrix account yet".to_owned()),
+                Err(e) => Err(format!("the user's Matrix token cannot be read: {e}")),
+            };
+            (u.id, token)
+        })
+        .collect())
+}
+
+/// One attempt to send `row` as the holder of `token`.
+pub async fn send_one(state: &AppState, row: &ScheduledRow, token: Result<&str, &str>) -> Outcome {
+    let plain = match open_body(state, &row.encrypted_body, &row.nonce, &row.ephemeral_pubkey) {
+        Ok(p) => p,
+        Err(_) => {
+            return Outcome::Fatal {
+                reason: "the message body cannot be decrypted with the server key".into(),
+            }
+        }
+    };
+    let Ok(text) = String::from_utf8(plain) else {
+        return Outcome::Fatal {
+            reason: "the decrypted message is not UTF-8 text".into(),
+        };
+    };
+    let Some(matrix) = &state.matrix else {
+        return Outcome::Error {
+            reason: "no Matrix homeserver is configured".into(),
+            transient: true,
+        };
+    };
+    let token = match token {
+        Ok(t) => t,
+        Err(reason) => {
+            return Outcome::Error {
+                reason: reason.to_owned(),
+                transient: true,
+            }
+        }
+    };
+    let room_id = match &row.target_platform {
+        None => row.room_id.clone(),
+        Some(platform) => {
+            match linked::room_for_platform(state, &row.user_id, &row.room_id, platform).await {
+                Ok(room) => room,
+                Err(e) => {
+                    return Outcome::Error {
+                        reason: format!("cannot resolve the {platform} room: {e}"),
+                        transient: true,
+                    }
+                }
+            }
+        }
+    };
+    let content = message_content(&text);
+    match matrix
+        .send_event(token, &room_id, "m.room.message", &row.id, &content)
+        .await
+    {
+        Ok(event_id) => Outcome::Sent { room_id, event_id },
+        Err(e) => Outcome::Error {
+            transient: classify(&e),
+            reason: e.to_string(),
+        },
+    }
+}
+
+/// A committed status change, to publish.
+struct Change {
+    user_id: String,
+    id: String,
+    room_id: String,
+    status: &'static str,
+}
+
+fn commit(
+    c: &mut rusqlite::Connection,
+    batch: &[(ScheduledRow, Outcome)],
+    now: i64,
+) -> AppResult<Vec<Change>> {
+    let tx = c.transaction()?;
+    let mut changes = Vec::new();
+    for (row, outcome) in batch {
+        let (status, n) = match outcome {
+            Outcome::Sent { room_id, event_id } => {
+                (SENT, store::mark_sent(&tx, &row.id, room_id, event_id, now)?)
+            }
+            Outcome::Fatal { reason } => (FAILED, store::mark_failed(&tx, &row.id, reason, now)?),
+            Outcome::Error { reason, transient } => {
+                match retry_at(row.attempts, *transient, now) {
+                    Some(at) => {
+                        store::schedule_retry(&tx, &row.id, at, reason, now)?;
+                        continue;
+                    }
+                    None => {
+                        let reason = format!("gave up after {} attempts: {reason}", row.attempts);
+                        (FAILED, store::mark_failed(&tx, &row.id, &reason, now)?)
+                    }
+                }
+            }
+        };
+        if n > 0 {
+            changes.push(Change {
+                user_id: row.user_id.clone(),
+                id: row.id.clone(),
+                room_id: row.room_id.clone(),
+                status,
+            });
+        }
+    }
+    tx.commit()?;
+    Ok(changes)
+}
+
+/// Claims up to [`CLAIM_BATCH`] due messages and sends them ([`SEND_CONCURRENCY`] at a
+/// time), committing outcomes as they complete. Returns how many were claimed. On
+/// shutdown the sends still running are abandoned and their leases released.
+pub async fn send_due_batch(state: &AppState) -> AppResult<usize> {
+    let now = now_ms();
+    let claimed = state
+        .store
+        .run(move |c| Ok::<_, AppError>(store::claim_due(c, now, LEASE_MS, CLAIM_BATCH)?))
+        .await?;
+    let count = claimed.len();
+    if count == 0 {
+        return Ok(0);
+    }
+    let tokens = Arc::new(tokens_for(state, &claimed).await?);
+    let mut open: HashSet<String> = claimed.iter().map(|r| r.id.clone()).collect();
+    let permits = Arc::new(Semaphore::new(SEND_CONCURRENCY));
+    let (done_tx, mut done_rx) = mpsc::unbounded_channel();
+    let mut tasks = JoinSet::new();
+    for row in claimed {
+        let (state, permits, tokens, done) =
+            (state.clone(), permits.clone(), tokens.clone(), done_tx.clone());
+        tasks.spawn(async move {
+            let Ok(_permit) = permits.acquire_owned().await else {
+                return;
+            };
+            let token = match tokens.get(&row.user_id) {
+                Some(Ok(t)) => Ok(t.as_str()),
+                Some(Err(reason)) => Err(reason.as_str()),
+                None => Err("the user no longer exists"),
+            };
+            let outcome = send_one(&state, &row, token).await;
+            let _ = done.send((row, outcome));
+        });
+    }
+    drop(done_tx);
+    loop {
+        let first = tokio::select! {
+            r = done_rx.recv() => r,
+            _ = state.shutdown.wait() => {
+                tasks.abort_all();
+                let ids: Vec<String> = open.into_iter().collect();
+                let n = ids.len();
+                let released = state
+                    .store
+                    .run(move |c| Ok::<_, AppError>(store::release(c, &ids, now_ms())?))
+                    .await;
+                if let Err(e) = released {
+                    tracing::warn!(error = %e, "cannot release scheduled messages at shutdown");
+                } else if n > 0 {
+                    tracing::info!(messages = n, "shutdown: unsent scheduled messages released");
+                }
+                return Ok(count);
+            }
+        };
+        let Some(first) = first else { break };
+        let mut batch = vec![first];
+        while batch.len() < COMMIT_BATCH {
+            match done_rx.try_recv() {
+                Ok(r) => batch.push(r),
+                Err(_) => break,
+            }
+        }
+        for (row, _) in &batch {
+            open.remove(&row.id);
+        }
+        let failed_reasons: HashMap<String, String> = batch
+            .iter()
+            .filter_map(|(row, o)| match o {
+                Outcome::Fatal { reason } | Outcome::Error { reason, .. } => {
+                    Some((row.id.clone(), reason.clone()))
+                }
+                Outcome::Sent { .. } => None,
+            })
+            .collect();
+        let changes = state
+            .store
+            .run(move |c| commit(c, &batch, now_ms()))
+            .await?;
+        for change in changes {
+            scheduled::publish(state, &change.user_id, &change.id, &change.room_id, change.status);
+            if change.status == FAILED {
+                tracing::warn!(
+                    id = %change.id,
+                    reason = failed_reasons.get(&change.id).map(String::as_str).unwrap_or(""),
+                    "scheduled message failed"
+                );
+                if state.push.is_some() {
+                    let state = state.clone();
+                    tokio::spawn(async move {
+                        let n = Notification::new(
+                            "Scheduled message not sent",
+                            "A scheduled message could not be delivered. Open Switchboard for details.",
+                        )
+                        .with("type", "scheduled_failed")
+                        .with("scheduledMessageId", change.id.clone());
+                        devices::notify_user(&state, &change.user_id, n).await;
+                    });
+                }
+            }
+        }
+    }
+    while tasks.join_next().await.is_some() {}
+    Ok(count)
+}
+
+/// The earliest time a pending message needs the scheduler.
+pub async fn next_due(state: &AppState) -> AppResult<Option<i64>> {
+    state
+        .store
+        .run(|c| Ok::<_, AppError>(store::next_due(c)?))
+        .await
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn retries_follow_the_backoff_then_give_up() {
+        assert_eq!(retry_at(1, true, 0), Some(5_000));
+        assert_eq!(retry_at(3, true, 0), Some(120_000));
+        assert_eq!(retry_at(4, true, 0), None);
+        assert_eq!(retry_at(1, false, 10), Some(1_010));
+        assert_eq!(retry_at(2, false, 0), Some(4_000));
+        assert_eq!(retry_at(3, false, 0), None);
+    }
+
+    #[test]
+    fn homeserver_errors_are_classified() {
+        let http = |status| MatrixError::Http {
+            status,
+            errcode: "X".into(),
+            message: String::new(),
+        };
+        assert!(classify(&http(502)));
+        assert!(classify(&http(429)));
+        assert!(!classify(&http(403)));
+        assert!(!classify(&http(404)));
+        assert!(classify(&MatrixError::Unreachable("x".into())));
+    }
+}

@@ -1,0 +1,110 @@
+//! The scheduler: ONE tokio task that sends due scheduled messages and announces due
+//! reminders.
+//!
+//! It sleeps until the earliest of: the next due time (a scheduled message's time, a
+//! retry time or the end of a lease, or a reminder's due time), at most [`MAX_WAIT`]; a
+//! wake-up from `state.scheduler_wakeup` (every create, update and cancel notifies it); or
+//! shutdown. Work that fell due while the server was stopped is simply due at start.
+//!
+//! Sending ([`jobs::send_due_batch`]): due pending messages are claimed in one statement
+//! (one more attempt and a lease: status stays `pending` but no other loop takes them
+//! until the lease runs out), opened with the server's X25519 secret and sent as the user
+//! with `PUT /rooms/{room}/send/m.room.message/{txnId}`, txnId = the scheduled message's
+//! id. The homeserver deduplicates a repeated txnId of the same access token, so a crash
+//! between the send and the commit cannot send twice: after the lease the message is sent
+//! again and the homeserver answers with the first event. At most [`SEND_CONCURRENCY`]
+//! sends run at once; outcomes are committed in batches as they complete.
+//!
+//! Retries: a homeserver that is unreachable or answers 5xx/429/408 is retried after 5 s,
+//! 30 s and 2 min (4 attempts); another 4xx (e.g. not a member of the room) after 1 s and
+//! 4 s (3 attempts); a body that no longer opens fails at once. Then the message is
+//! `failed` with `failureReason`, `scheduled.updated` is published and the user's devices
+//! get a push.
+//!
+//! Also started here: the push hook for important incoming messages
+//! ([`crate::services::devices::spawn_message_hook`]).
+
+use std::time::Duration;
+
+use crate::services::reminders;
+use crate::services::scheduled::now_ms;
+use crate::state::AppState;
+
+pub mod jobs;
+
+/// Longest sleep between two looks at the tables.
+pub const MAX_WAIT: Duration = Duration::from_secs(60);
+/// Sends in flight at once.
+pub const SEND_CONCURRENCY: usize = 16;
+/// Messages claimed per round.
+pub const CLAIM_BATCH: i64 = 1024;
+/// How long a claimed message is held before another loop may take it (a send times out
+/// after 30 s).
+pub const LEASE_MS: i64 = 60_000;
+
+/// Starts the scheduler loop (and the important-message push hook). Both end on
+/// `state.shutdown`.
+pub fn spawn(state: &AppState) -> tokio::task::JoinHandle<()> {
+    crate::services::devices::spawn_message_hook(state);
+    let state = state.clone();
+    tokio::spawn(async move { run(state).await })
+}
+
+/// The loop itself; returns on shutdown.
+pub async fn run(state: AppState) {
+    tracing::info!("scheduler started");
+    let mut failures: u32 = 0;
+    loop {
+        if state.shutdown.is_triggered() {
+            break;
+        }
+        let wait = match round(&state).await {
+            Ok(true) => Duration::ZERO,
+            Ok(false) => {
+                failures = 0;
+                match next_wake(&state).await {
+                    Ok(Some(at)) => Duration::from_millis(
+                        (at - now_ms()).clamp(0, MAX_WAIT.as_millis() as i64) as u64,
+                    ),
+                    Ok(None) => MAX_WAIT,
+                    Err(e) => {
+                        tracing::warn!(error = %e, "scheduler cannot read the next due time");
+                        Duration::from_secs(1)
+                    }
+                }
+            }
+            Err(e) => {
+                failures = failures.saturating_add(1);
+                tracing::warn!(error = %e, "scheduler round failed");
+                Duration::from_millis(500 * u64::from(failures.min(20)))
+            }
+        };
+        if wait.is_zero() {
+            tokio::task::yield_now().await;
+            continue;
+        }
+        tokio::select! {
+            _ = tokio::time::sleep(wait) => {}
+            _ = state.scheduler_wakeup.notified() => {}
+            _ = state.shutdown.wait() => break,
+        }
+    }
+    tracing::info!("scheduler stopped");
+}
+
+/// One round: a batch of due messages, then due reminders. True when more messages may
+/// be due right away (the batch was full).
+async fn round(state: &AppState) -> crate::error::AppResult<bool> {
+    let claimed = jobs::send_due_batch(state).await?;
+    reminders::announce_due(state).await?;
+    Ok(claimed as i64 >= CLAIM_BATCH)
+}
+
+async fn next_wake(state: &AppState) -> crate::error::AppResult<Option<i64>> {
+    let messages = jobs::next_due(state).await?;
+    let reminders = reminders::next_due(state).await?;
+    Ok(match (messages, reminders) {
+        (Some(a), Some(b)) => Some(a.min(b)),
+        (a, b) => a.or(b),
+    })
+}

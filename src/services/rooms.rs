@@ -1,0 +1,851 @@
+//! Rooms: each user's view of its Matrix rooms as the sync worker stored them, and what
+//! the user does with them (name them, mark them read, archive, mute, favorite, pin,
+//! delete).
+//!
+//! Two callers see two shapes of the same room: native clients (JWT) get the visible
+//! metadata and their own encrypted name/avatar; personal tokens get readable names
+//! opened from the sealed columns, and are refused with 409 `NO_SIGNING_KEY` after the
+//! user deleted their keys.
+//!
+//! - Lists show joined and invited rooms ([`store::rooms::VISIBLE`]); archived rooms only
+//!   when asked. Pinned rooms come first in every order; ties end on the room id, so the
+//!   opaque cursor (the sort key of the last room of a page) pages exactly.
+//! - An archived room comes back on `POST …/unarchive`, or automatically when a new
+//!   incoming message arrives in it (the sync worker clears `archived` then).
+//! - `DELETE` removes the room from the service only (this user's rows); Matrix and the
+//!   bridges are not touched. New activity in the room brings it back.
+
+use std::collections::HashMap;
+
+use base64::engine::general_purpose::{STANDARD, URL_SAFE_NO_PAD};
+use base64::Engine as _;
+use rusqlite::TransactionBehavior;
+use serde::{Deserialize, Serialize};
+use serde_json::json;
+
+use super::conversations::{open_room_field, require_readable, wants_readable, RoomField};
+use super::users;
+use crate::error::{AppError, AppResult};
+use crate::events::kind;
+use crate::ratelimit::unix_now;
+use crate::services::session::Principal;
+use crate::state::AppState;
+use crate::store::linked_groups;
+use crate::store::rooms::{self, RoomFlag, RoomListKey, RoomRow, RoomSort};
+use crate::store::users::UserRow;
+use rusqlite::Connection;
+
+/// Page size bounds of room lists (contract: 1 to 100, default 50).
+pub const DEFAULT_LIMIT: i64 = 50;
+pub const MAX_LIMIT: i64 = 100;
+/// `GET /api/rooms/filter/priority`: unread rooms at or above this importance (0 to 1).
+pub const PRIORITY_THRESHOLD: f64 = 0.7;
+/// Longest accepted `encryptedName` / `nonce` (base64 characters).
+pub const MAX_ENCRYPTED_NAME: usize = 4096;
+pub const MAX_NONCE: usize = 256;
+/// Longest accepted `encryptedAvatar` (base64 characters, 1 MiB).
+pub const MAX_ENCRYPTED_AVATAR: usize = 1024 * 1024;
+
+/// The note of the archive answer: how an archived room becomes active again.
+pub const ARCHIVE_NOTE: &str = "The room is hidden from the active room list, not deleted. It \
+    becomes active again with POST /api/rooms/{roomId}/unarchive, or automatically when a new \
+    incoming message arrives in it.";
+
+/// `archived` filter of the list.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ArchivedFilter {
+    Active,
+    Archived,
+    All,
+}
+
+impl ArchivedFilter {
+    fn parse(value: Option<&str>) -> AppResult<Self> {
+        match value.map(str::trim) {
+            None | Some("false") => Ok(Self::Active),
+            Some("true") => Ok(Self::Archived),
+            Some("all") => Ok(Self::All),
+            Some(_) => Err(AppError::invalid("archived", "must be false, true or all")),
+        }
+    }
+
+    fn as_str(self) -> &'static str {
+        match self {
+            Self::Active => "false",
+            Self::Archived => "true",
+            Self::All => "all",
+        }
+    }
+
+    fn column_value(self) -> Option<bool> {
+        match self {
+            Self::Active => Some(false),
+            Self::Archived => Some(true),
+            Self::All => None,
+        }
+    }
+}
+
+fn sort_name(sort: RoomSort) -> &'static str {
+    match sort {
+        RoomSort::Importance => "importance",
+        RoomSort::Recent => "recent",
+        RoomSort::Unread => "unread",
+    }
+}
+
+/// Native clients: importance (default), recent, unread. Personal tokens: recent
+/// (default), unread.
+fn parse_sort(value: Option<&str>, readable: bool) -> AppResult<RoomSort> {
+    match (value.map(str::trim), readable) {
+        (None, false) | (Some("importance"), false) => Ok(RoomSort::Importance),
+        (None, true) | (Some("recent"), _) => Ok(RoomSort::Recent),
+        (Some("unread"), _) => Ok(RoomSort::Unread),
+        (Some(_), false) => Err(AppError::invalid(
+            "sortBy",
+            "must be importance, recent or unread",
+        )),
+        (Some(_), true) => Err(AppError::invalid(
+            "sortBy",
+            "must be recent or unread for personal API tokens",
+        )),
+    }
+}
+
+pub fn parse_limit(limit: Option<i64>) -> AppResult<i64> {
+    let limit = limit.unwrap_or(DEFAULT_LIMIT);
+    if !(1..=MAX_LIMIT).contains(&limit) {
+        return Err(AppError::invalid(
+            "limit",
+            format!("must be 1 to {MAX_LIMIT}"),
+        ));
+    }
+    Ok(limit)
+}
+
+/// What the opaque cursor carries: the filters it was made for and the sort key of the
+/// last room of the page (the primary value as f64 bits, so it compares exactly).
+#[derive(Debug, Serialize, Deserialize)]
+struct Cursor {
+    v: u8,
+    s: String,
+    a: String,
+    p: bool,
+    k: u64,
+    t: i64,
+    r: String,
+}
+
+fn encode_cursor(sort: RoomSort, archived: ArchivedFilter, key: &RoomListKey) -> String {
+    let c = Cursor {
+        v: 1,
+        s: sort_name(sort).to_owned(),
+        a: archived.as_str().to_owned(),
+        p: key.pinned,
+        k: key.primary.to_bits(),
+        t: key.recency,
+        r: key.room_id.clone(),
+    };
+    URL_SAFE_NO_PAD.encode(serde_json::to_vec(&c).unwrap_or_default())
+}
+
+fn decode_cursor(text: &str, sort: RoomSort, archived: ArchivedFilter) -> AppResult<RoomListKey> {
+    let bad = || {
+        AppError::invalid(
+            "cursor",
+            "not a cursor of this list; pass nextCursor as returned",
+        )
+    };
+    let bytes = URL_SAFE_NO_PAD.decode(text.trim()).map_err(|_| bad())?;
+    let c: Cursor = serde_json::from_slice(&bytes).map_err(|_| bad())?;
+    if c.v != 1 || c.r.is_empty() {
+        return Err(bad());
+    }
+    if c.s != sort_name(sort) || c.a != archived.as_str() {
+        return Err(AppError::invalid(
+            "cursor",
+            format!(
+                "was made for sortBy={} and archived={}; keep the filters unchanged while paging",
+                c.s, c.a
+            ),
+        ));
+    }
+    let primary = f64::from_bits(c.k);
+    if !primary.is_finite() {
+        return Err(bad());
+    }
+    Ok(RoomListKey {
+        pinned: c.p,
+        primary,
+        recency: c.t,
+        room_id: c.r,
+    })
+}
+
+/// Readable fields of a room, for personal-token callers.
+#[derive(Debug, Clone, Default)]
+pub struct ReadableRoom {
+    pub name: Option<String>,
+    pub topic: Option<String>,
+    pub avatar_url: Option<String>,
+}
+
+/// A room as one caller sees it.
+#[derive(Debug, Clone)]
+pub struct RoomView {
+    pub row: RoomRow,
+    /// Set for personal-token callers only.
+    pub readable: Option<ReadableRoom>,
+    /// Joined members; set by the single-room read only.
+    pub member_ids: Option<Vec<String>>,
+}
+
+#[derive(Debug, Clone)]
+pub struct RoomPage {
+    pub rooms: Vec<RoomView>,
+    pub next_cursor: Option<String>,
+}
+
+/// List query as received (validated here).
+#[derive(Debug, Clone, Default)]
+pub struct ListParams {
+    pub sort_by: Option<String>,
+    pub limit: Option<i64>,
+    pub archived: Option<String>,
+    pub cursor: Option<String>,
+}
+
+/// The caller's user row, and its data key when the caller gets readable shapes (after
+/// checking the keys were not deleted).
+struct Caller {
+    user: UserRow,
+    dek: Option<crate::crypto::DataKey>,
+}
+
+async fn caller(state: &AppState, principal: &Principal) -> AppResult<Caller> {
+    let user = users::load(state, principal.user_id()).await?;
+    let dek = if wants_readable(principal) {
+        require_readable(&user)?;
+        Some(users::data_key(&state.master, &user)?)
+    } else {
+        None
+    };
+    Ok(Caller { user, dek })
+}
+
+fn view(caller: &Caller, row: RoomRow, member_ids: Option<Vec<String>>) -> RoomView {
+    let readable = caller.dek.as_ref().map(|dek| {
+        let open = |field, sealed: &Option<Vec<u8>>| {
+            open_room_field(dek, &row.user_id, &row.room_id, field, sealed.as_deref())
+        };
+        ReadableRoom {
+            name: open(RoomField::Name, &row.name_enc),
+            topic: open(RoomField::Topic, &row.topic_enc),
+            avatar_url: open(RoomField::Avatar, &row.avatar_enc),
+        }
+    });
+    RoomView {
+        row,
+        readable,
+        member_ids,
+    }
+}
+
+/// A visible (joined or invited) room of the user; 404 `not_found` otherwise.
+fn find_visible(conn: &Connection, user_id: &str, room_id: &str) -> AppResult<RoomRow> {
+    rooms::find(conn, user_id, room_id)?
+        .filter(|r| r.membership != "leave")
+        .ok_or_else(|| AppError::not_found("room"))
+}
+
+/// Room ids arrive URL-decoded from the path; refuse the obviously unusable.
+pub fn validate_room_id(room_id: &str) -> AppResult<String> {
+    let id = room_id.trim();
+    if id.is_empty() || id.len() > 255 || id.chars().any(char::is_control) {
+        return Err(AppError::invalid(
+            "roomId",
+            "must be a Matrix room ID (URL-encoded in paths)",
+        ));
+    }
+    Ok(id.to_owned())
+}
+
+/// `GET /api/rooms`: one page of the caller's rooms.
+pub async fn list(
+    state: &AppState,
+    principal: &Principal,
+    params: ListParams,
+) -> AppResult<RoomPage> {
+    let readable = wants_readable(principal);
+    let sort = parse_sort(params.sort_by.as_deref(), readable)?;
+    let limit = parse_limit(params.limit)?;
+    let archived = ArchivedFilter::parse(params.archived.as_deref())?;
+    let after = params
+        .cursor
+        .as_deref()
+        .filter(|c| !c.trim().is_empty())
+        .map(|c| decode_cursor(c, sort, archived))
+        .transpose()?;
+    let caller = caller(state, principal).await?;
+    let uid = caller.user.id.clone();
+    let mut rows = state
+        .store
+        .run(move |c| {
+            Ok::<_, AppError>(rooms::list_page(
+                c,
+                &uid,
+                sort,
+                archived.column_value(),
+                after.as_ref(),
+                limit + 1,
+            )?)
+        })
+        .await?;
+    let next_cursor = if rows.len() as i64 > limit {
+        rows.truncate(limit as usize);
+        rows.last()
+            .map(|last| encode_cursor(sort, archived, &RoomListKey::of(sort, last)))
+    } else {
+        None
+    };
+    Ok(RoomPage {
+        rooms: rows.into_iter().map(|r| view(&caller, r, None)).collect(),
+        next_cursor,
+    })
+}
+
+/// `GET /api/rooms/filter/priority`: non-archived rooms with unread messages of importance
+/// at least [`PRIORITY_THRESHOLD`], or with unread highlights (mentions), most important
+/// first.
+pub async fn priority(state: &AppState, principal: &Principal) -> AppResult<Vec<RoomView>> {
+    let caller = caller(state, principal).await?;
+    let uid = caller.user.id.clone();
+    let rows = state
+        .store
+        .run(move |c| Ok::<_, AppError>(rooms::priority(c, &uid, PRIORITY_THRESHOLD)?))
+        .await?;
+    Ok(rows.into_iter().map(|r| view(&caller, r, None)).collect())
+}
+
+/// Visible, non-archived rooms per platform — exactly the default filter of the room list,
+/// so the counts match what `GET /api/rooms` shows. Plain Matrix rooms (no bridge) are
+/// counted under `"matrix"`.
+pub async fn visible_room_counts_by_platform(
+    state: &AppState,
+    user_id: &str,
+) -> AppResult<HashMap<String, i64>> {
+    let uid = user_id.to_owned();
+    let counts = state
+        .store
+        .run(move |c| Ok::<_, AppError>(rooms::count_by_platform(c, &uid)?))
+        .await?;
+    Ok(counts.into_iter().collect())
+}
+
+/// `GET /api/rooms/{roomId}`: the room with its joined members and direct recipient,
+/// refreshed from the homeserver (stored data when it cannot be reached).
+pub async fn get(state: &AppState, principal: &Principal, room_id: &str) -> AppResult<RoomView> {
+    let room_id = validate_room_id(room_id)?;
+    let caller = caller(state, principal).await?;
+    let uid = caller.user.id.clone();
+    let rid = room_id.clone();
+    let row = state
+        .store
+        .run(move |c| find_visible(c, &uid, &rid))
+        .await?;
+    refresh_members(state, &caller.user, &row).await;
+    let uid = caller.user.id.clone();
+    let (row, members) = state
+        .store
+        .run(move |c| {
+            let row = find_visible(c, &uid, &room_id)?;
+            let members = rooms::members(c, &uid, &room_id)?;
+            Ok::<_, AppError>((row, members))
+        })
+        .await?;
+    Ok(view(&caller, row, Some(members)))
+}
+
+/// Asks the homeserver for the joined members and the user's `m.direct` map, resolves the
+/// direct recipient and stores both. Failures (homeserver down, room left on Matrix) keep
+/// the stored data.
+async fn refresh_members(state: &AppState, user: &UserRow, row: &RoomRow) {
+    let (Some(matrix), Some(me)) = (&state.matrix, user.matrix_user_id.as_deref()) else {
+        return;
+    };
+    let token = match users::matrix_token_of(&state.master, user) {
+        Ok(Some(t)) => t,
+        Ok(None) => return,
+        Err(e) => {
+            tracing::warn!(error = %e, "cannot open the Matrix access token");
+            return;
+        }
+    };
+    let (members, direct) = tokio::join!(
+        matrix.joined_members(&token, &row.room_id),
+        matrix.direct_rooms(&token, me)
+    );
+    let members = members
+        .inspect_err(
+            |e| tracing::info!(room = %row.room_id, error = %e, "joined members not refreshed"),
+        )
+        .ok();
+    let direct = direct
+        .inspect_err(|e| tracing::info!(error = %e, "m.direct not read"))
+        .ok();
+    if members.is_none() && direct.is_none() {
+        return;
+    }
+    let bots: Vec<&str> = state
+        .config
+        .bridges
+        .iter()
+        .filter_map(|(_, b)| b.bot_user_id.as_deref())
+        .collect();
+    let (is_direct, recipient) = resolve_recipient(
+        me,
+        &row.room_id,
+        row.is_direct,
+        row.recipient_id.as_deref(),
+        members.as_deref(),
+        direct.as_ref(),
+        &bots,
+    );
+    let member_count = members
+        .as_ref()
+        .map_or(row.member_count, |m| m.len() as i64);
+    let (uid, rid) = (row.user_id.clone(), row.room_id.clone());
+    let stored = state
+        .store
+        .run(move |c| {
+            let tx = c.transaction_with_behavior(TransactionBehavior::Immediate)?;
+            if rooms::find(&tx, &uid, &rid)?.is_none() {
+                return Ok(());
+            }
+            if let Some(members) = &members {
+                rooms::set_members(&tx, &uid, &rid, members)?;
+            }
+            rooms::set_direct_info(
+                &tx,
+                &uid,
+                &rid,
+                is_direct,
+                recipient.as_deref(),
+                member_count,
+                unix_now() as i64,
+            )?;
+            tx.commit()?;
+            Ok::<_, AppError>(())
+        })
+        .await;
+    if let Err(e) = stored {
+        tracing::warn!(error = %e, "refreshed room members not stored");
+    }
+}
+
+/// Who the direct partner of a room is.
+///
+/// - The room is listed in the user's `m.direct` under exactly one partner: that partner
+///   (and the room is direct).
+/// - Otherwise, for a direct room, the one joined member that is neither the user nor a
+///   configured bridge bot; several such members: unknown (null); none (the partner has
+///   not joined yet) or members unknown: the stored recipient.
+/// - Group rooms have no recipient.
+pub fn resolve_recipient(
+    me: &str,
+    room_id: &str,
+    stored_is_direct: bool,
+    stored_recipient: Option<&str>,
+    members: Option<&[String]>,
+    direct: Option<&HashMap<String, Vec<String>>>,
+    bots: &[&str],
+) -> (bool, Option<String>) {
+    let partners: Vec<&String> = direct
+        .map(|map| {
+            map.iter()
+                .filter(|(partner, rooms)| {
+                    partner.as_str() != me && rooms.iter().any(|r| r == room_id)
+                })
+                .map(|(partner, _)| partner)
+                .collect()
+        })
+        .unwrap_or_default();
+    let is_direct = stored_is_direct || !partners.is_empty();
+    if partners.len() == 1 {
+        return (true, Some(partners[0].clone()));
+    }
+    if !is_direct {
+        return (false, None);
+    }
+    let Some(members) = members else {
+        return (true, stored_recipient.map(str::to_owned));
+    };
+    let others: Vec<&String> = members
+        .iter()
+        .filter(|m| m.as_str() != me && !bots.contains(&m.as_str()))
+        .collect();
+    match others.as_slice() {
+        [one] => (true, Some((*one).clone())),
+        [] => (true, stored_recipient.map(str::to_owned)),
+        _ => (true, None),
+    }
+}
+
+/// A change of one client field: `None` leaves it, `Some(None)` clears it.
+pub type Patch = Option<Option<String>>;
+
+/// `PUT /api/rooms/{roomId}`: the native clients' own encrypted name and avatar.
+#[derive(Debug, Clone, Default)]
+pub struct ClientFields {
+    pub encrypted_name: Patch,
+    pub encrypted_avatar: Patch,
+    pub nonce: Patch,
+}
+
+/// Non-empty standard base64 (with padding) of at most `max` characters; returns it trimmed.
+pub fn validate_base64(field: &str, value: &str, max: usize) -> AppResult<String> {
+    let v = value.trim();
+    if v.is_empty() {
+        return Err(AppError::invalid(
+            field,
+            "must not be empty (send null to clear it)",
+        ));
+    }
+    if v.len() > max {
+        return Err(AppError::invalid(
+            field,
+            format!("must be at most {max} characters"),
+        ));
+    }
+    STANDARD
+        .decode(v)
+        .map_err(|_| AppError::invalid(field, "must be standard base64"))?;
+    Ok(v.to_owned())
+}
+
+fn validate_patch(field: &str, patch: Patch, max: usize) -> AppResult<Patch> {
+    Ok(match patch {
+        Some(Some(v)) => Some(Some(validate_base64(field, &v, max)?)),
+        other => other,
+    })
+}
+
+pub async fn update(
+    state: &AppState,
+    principal: &Principal,
+    room_id: &str,
+    fields: ClientFields,
+) -> AppResult<()> {
+    let room_id = validate_room_id(room_id)?;
+    let name = validate_patch("encryptedName", fields.encrypted_name, MAX_ENCRYPTED_NAME)?;
+    let avatar = validate_patch(
+        "encryptedAvatar",
+        fields.encrypted_avatar,
+        MAX_ENCRYPTED_AVATAR,
+    )?;
+    let nonce = validate_patch("nonce", fields.nonce, MAX_NONCE)?;
+    let uid = principal.user_id().to_owned();
+    let rid = room_id.clone();
+    state
+        .store
+        .run(move |c| {
+            let tx = c.transaction_with_behavior(TransactionBehavior::Immediate)?;
+            let row = find_visible(&tx, &uid, &rid)?;
+            let pick = |patch: Patch, current: Option<String>| patch.unwrap_or(current);
+            rooms::set_client_fields(
+                &tx,
+                &uid,
+                &rid,
+                pick(name, row.client_name).as_deref(),
+                pick(avatar, row.client_avatar).as_deref(),
+                pick(nonce, row.client_nonce).as_deref(),
+                unix_now() as i64,
+            )?;
+            tx.commit()?;
+            Ok::<_, AppError>(())
+        })
+        .await?;
+    state.events.publish(
+        principal.user_id(),
+        kind::ROOM_UPDATED,
+        json!({"roomId": room_id}),
+    );
+    Ok(())
+}
+
+/// `deleteMessages` query value: `true` or `false` (default).
+pub fn parse_delete_messages(value: Option<&str>) -> AppResult<bool> {
+    match value.map(str::trim) {
+        None | Some("false") => Ok(false),
+        Some("true") => Ok(true),
+        Some(_) => Err(AppError::invalid("deleteMessages", "must be true or false")),
+    }
+}
+
+#[derive(Debug, Clone)]
+pub struct Deleted {
+    pub room_id: String,
+    pub messages_deleted: bool,
+    pub deleted_messages_count: i64,
+}
+
+/// `DELETE /api/rooms/{roomId}`: removes the user's rows of the room (room, members,
+/// linked-group membership — an emptied group goes too — and with `deleteMessages` its
+/// stored messages). Matrix and the bridges are not touched.
+pub async fn delete(
+    state: &AppState,
+    principal: &Principal,
+    room_id: &str,
+    delete_messages: Option<&str>,
+) -> AppResult<Deleted> {
+    let room_id = validate_room_id(room_id)?;
+    let with_messages = parse_delete_messages(delete_messages)?;
+    let uid = principal.user_id().to_owned();
+    let rid = room_id.clone();
+    let count = state
+        .store
+        .run(move |c| {
+            let tx = c.transaction_with_behavior(TransactionBehavior::Immediate)?;
+            if rooms::find(&tx, &uid, &rid)?.is_none() {
+                return Err(AppError::not_found("room"));
+            }
+            let count = if with_messages {
+                rooms::delete_messages(&tx, &uid, &rid)? as i64
+            } else {
+                0
+            };
+            if let Some(group) = linked_groups::group_of_room(&tx, &uid, &rid)? {
+                linked_groups::remove_room(&tx, &group, &rid)?;
+                if linked_groups::room_count(&tx, &group)? == 0 {
+                    linked_groups::delete(&tx, &uid, &group)?;
+                } else {
+                    linked_groups::touch(&tx, &group, unix_now() as i64)?;
+                }
+            }
+            rooms::delete(&tx, &uid, &rid)?;
+            tx.commit()?;
+            Ok::<_, AppError>(count)
+        })
+        .await?;
+    state.events.publish(
+        principal.user_id(),
+        kind::ROOM_DELETED,
+        json!({"roomId": room_id, "messagesDeleted": with_messages}),
+    );
+    Ok(Deleted {
+        room_id,
+        messages_deleted: with_messages,
+        deleted_messages_count: count,
+    })
+}
+
+/// How marking read went on the homeserver.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ReadMarker {
+    /// Read markers moved to the newest message on the homeserver too.
+    Sent,
+    /// No stored message: marked read here only.
+    NoMessages,
+    /// The homeserver could not be told (unreachable, refused, or no Matrix account).
+    NotSent,
+}
+
+/// `POST /api/rooms/{roomId}/read`: unread and highlight counts to 0, the read marker to
+/// the newest stored message, and the same read markers (`m.fully_read` and a public
+/// `m.read` receipt) on the homeserver.
+pub async fn mark_read(
+    state: &AppState,
+    principal: &Principal,
+    room_id: &str,
+) -> AppResult<ReadMarker> {
+    let room_id = validate_room_id(room_id)?;
+    let user = users::load(state, principal.user_id()).await?;
+    let uid = user.id.clone();
+    let rid = room_id.clone();
+    let latest = state
+        .store
+        .run(move |c| {
+            let tx = c.transaction_with_behavior(TransactionBehavior::Immediate)?;
+            find_visible(&tx, &uid, &rid)?;
+            let latest = rooms::latest_event_id(&tx, &uid, &rid)?;
+            rooms::mark_read(&tx, &uid, &rid, latest.as_deref(), unix_now() as i64)?;
+            tx.commit()?;
+            Ok::<_, AppError>(latest)
+        })
+        .await?;
+    let outcome = match latest {
+        None => ReadMarker::NoMessages,
+        Some(event_id) => match (&state.matrix, users::matrix_token_of(&state.master, &user)?) {
+            (Some(matrix), Some(token)) => {
+                match matrix.mark_read(&token, &room_id, &event_id).await {
+                    Ok(()) => ReadMarker::Sent,
+                    Err(e) => {
+                        tracing::warn!(room = %room_id, error = %e, "read markers not sent to the homeserver");
+                        ReadMarker::NotSent
+                    }
+                }
+            }
+            _ => ReadMarker::NotSent,
+        },
+    };
+    state.events.publish(
+        principal.user_id(),
+        kind::ROOM_UPDATED,
+        json!({"roomId": room_id}),
+    );
+    Ok(outcome)
+}
+
+/// Archive, mute, favorite, pin and their inverses. Returns the room id as stored.
+pub async fn set_flag(
+    state: &AppState,
+    principal: &Principal,
+    room_id: &str,
+    flag: RoomFlag,
+    value: bool,
+) -> AppResult<String> {
+    let room_id = validate_room_id(room_id)?;
+    let uid = principal.user_id().to_owned();
+    let rid = room_id.clone();
+    state
+        .store
+        .run(move |c| {
+            let tx = c.transaction_with_behavior(TransactionBehavior::Immediate)?;
+            find_visible(&tx, &uid, &rid)?;
+            rooms::set_flag(&tx, &uid, &rid, flag, value, unix_now() as i64)?;
+            tx.commit()?;
+            Ok::<_, AppError>(())
+        })
+        .await?;
+    state.events.publish(
+        principal.user_id(),
+        kind::ROOM_UPDATED,
+        json!({"roomId": room_id}),
+    );
+    Ok(room_id)
+}
+
+/// 404 `not_found` unless the user has the room (joined or invited).
+pub async fn require_room(state: &AppState, user_id: &str, room_id: &str) -> AppResult<RoomRow> {
+    let room_id = validate_room_id(room_id)?;
+    let uid = user_id.to_owned();
+    state
+        .store
+        .run(move |c| find_visible(c, &uid, &room_id))
+        .await
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn map(entries: &[(&str, &[&str])]) -> HashMap<String, Vec<String>> {
+        entries
+            .iter()
+            .map(|(k, v)| (k.to_string(), v.iter().map(|s| s.to_string()).collect()))
+            .collect()
+    }
+
+    fn ids(v: &[&str]) -> Vec<String> {
+        v.iter().map(|s| s.to_string()).collect()
+    }
+
+    #[test]
+    fn m_direct_names_the_partner() {
+        let direct = map(&[("@bob:hs", &["!r:hs"]), ("@carol:hs", &["!other:hs"])]);
+        let got = resolve_recipient("@me:hs", "!r:hs", false, None, None, Some(&direct), &[]);
+        assert_eq!(got, (true, Some("@bob:hs".into())));
+    }
+
+    #[test]
+    fn a_direct_room_without_m_direct_uses_the_one_other_member_but_not_bridge_bots() {
+        let members = ids(&["@me:hs", "@whatsappbot:hs", "@whatsapp_123:hs"]);
+        let got = resolve_recipient(
+            "@me:hs",
+            "!r:hs",
+            true,
+            None,
+            Some(&members),
+            None,
+            &["@whatsappbot:hs"],
+        );
+        assert_eq!(got, (true, Some("@whatsapp_123:hs".into())));
+        let crowd = ids(&["@me:hs", "@a:hs", "@b:hs"]);
+        let got = resolve_recipient(
+            "@me:hs",
+            "!r:hs",
+            true,
+            Some("@a:hs"),
+            Some(&crowd),
+            None,
+            &[],
+        );
+        assert_eq!(got, (true, None));
+        let alone = ids(&["@me:hs"]);
+        let got = resolve_recipient(
+            "@me:hs",
+            "!r:hs",
+            true,
+            Some("@a:hs"),
+            Some(&alone),
+            None,
+            &[],
+        );
+        assert_eq!(got, (true, Some("@a:hs".into())));
+    }
+
+    #[test]
+    fn group_rooms_have_no_recipient_and_unknown_members_keep_the_stored_one() {
+        let members = ids(&["@me:hs", "@a:hs"]);
+        assert_eq!(
+            resolve_recipient(
+                "@me:hs",
+                "!r:hs",
+                false,
+                Some("@a:hs"),
+                Some(&members),
+                None,
+                &[]
+            ),
+            (false, None)
+        );
+        assert_eq!(
+            resolve_recipient("@me:hs", "!r:hs", true, Some("@a:hs"), None, None, &[]),
+            (true, Some("@a:hs".into()))
+        );
+    }
+
+    #[test]
+    fn cursors_round_trip_and_refuse_other_filters_and_garbage() {
+        let key = RoomListKey {
+            pinned: true,
+            primary: 0.1 + 0.2,
+            recency: 1_700_000_000_123,
+            room_id: "!abc:hs".into(),
+        };
+        let c = encode_cursor(RoomSort::Importance, ArchivedFilter::All, &key);
+        assert_eq!(
+            decode_cursor(&c, RoomSort::Importance, ArchivedFilter::All).unwrap(),
+            key
+        );
+        assert!(decode_cursor(&c, RoomSort::Recent, ArchivedFilter::All).is_err());
+        assert!(decode_cursor(&c, RoomSort::Importance, ArchivedFilter::Active).is_err());
+        for junk in ["garbage", "!!!", "e30", ""] {
+            assert!(decode_cursor(junk, RoomSort::Recent, ArchivedFilter::Active).is_err());
+        }
+    }
+
+    #[test]
+    fn query_values_are_strict() {
+        assert!(parse_limit(Some(0)).is_err());
+        assert!(parse_limit(Some(101)).is_err());
+        assert_eq!(parse_limit(None).unwrap(), 50);
+        assert_eq!(parse_sort(None, false).unwrap(), RoomSort::Importance);
+        assert_eq!(parse_sort(None, true).unwrap(), RoomSort::Recent);
+        assert!(parse_sort(Some("importance"), true).is_err());
+        assert!(parse_sort(Some("bogus"), false).is_err());
+        assert!(ArchivedFilter::parse(Some("maybe")).is_err());
+        assert!(parse_delete_messages(Some("yes")).is_err());
+        assert!(parse_delete_messages(Some("true")).unwrap());
+    }
+}

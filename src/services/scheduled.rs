@@ -1,0 +1,432 @@
+//! Scheduled messages: validation, the user-facing state machine and what the scheduler
+//! needs to send one.
+//!
+//! States: a message starts `pending`; the scheduler moves it to `sent` (with the event id)
+//! or, after its retries, to `failed` (with the reason); `DELETE` moves a pending one to
+//! `cancelled`. `sent`, `cancelled` and `failed` are final: PATCH and DELETE answer 400
+//! `not_pending`. While the scheduler holds a message (a send in progress) it still reads
+//! `pending` but cannot be changed or cancelled (400 `not_pending`, "being sent").
+//!
+//! Body: the client seals the message to the server's X25519 key (`GET /api/attestation`
+//! `serverPublicKey`) with the DESIGN §8 Seal; the envelope is checked to open at create
+//! and update time and stored as given. The plaintext is UTF-8: either the text of an
+//! `m.text` message, or a JSON object with string `msgtype` and `body`, sent as the event
+//! content as is (formatted messages, notices).
+
+use chrono::{DateTime, Utc};
+use serde_json::{json, Value};
+
+use crate::crypto::{open_envelope, Envelope};
+use crate::error::{AppError, AppResult};
+use crate::events::kind;
+use crate::state::AppState;
+use crate::store::scheduled_messages::{self as store, ListFilter, ScheduledRow, Stats, PENDING};
+
+/// Largest accepted plaintext, bytes.
+pub const MAX_BODY_BYTES: usize = 65_536;
+/// Platforms `targetPlatform` may name.
+pub const PLATFORMS: [&str; 3] = ["whatsapp", "telegram", "discord"];
+/// Statuses the list filter accepts.
+pub const STATUSES: [&str; 4] = ["pending", "sent", "cancelled", "failed"];
+
+/// Milliseconds since the Unix epoch, now.
+pub fn now_ms() -> i64 {
+    Utc::now().timestamp_millis()
+}
+
+pub fn to_time(ms: i64) -> DateTime<Utc> {
+    DateTime::<Utc>::from_timestamp_millis(ms).unwrap_or_default()
+}
+
+/// `limit` 1–100 (default 50) and `offset` ≥ 0 (default 0), both from query text; anything
+/// else is 400 (not clamped).
+pub fn parse_page(limit: Option<&str>, offset: Option<&str>) -> AppResult<(i64, i64)> {
+    let limit = match limit.map(str::trim) {
+        None => 50,
+        Some(v) => v
+            .parse::<i64>()
+            .ok()
+            .filter(|n| (1..=100).contains(n))
+            .ok_or_else(|| AppError::invalid("limit", "must be an integer from 1 to 100"))?,
+    };
+    let offset = match offset.map(str::trim) {
+        None => 0,
+        Some(v) => v
+            .parse::<i64>()
+            .ok()
+            .filter(|n| *n >= 0)
+            .ok_or_else(|| AppError::invalid("offset", "must be an integer of at least 0"))?,
+    };
+    Ok((limit, offset))
+}
+
+/// A UUID path parameter, canonical lowercase; 400 otherwise.
+pub fn parse_id(field: &str, id: &str) -> AppResult<String> {
+    uuid::Uuid::parse_str(id.trim())
+        .map(|u| u.to_string())
+        .map_err(|_| AppError::invalid(field, "must be a UUID"))
+}
+
+/// A Matrix room id (`!opaque[:server]`).
+pub fn validate_room_id(field: &str, room_id: &str) -> AppResult<String> {
+    let r = room_id.trim();
+    if !r.starts_with('!') || r.len() < 2 || r.len() > 255 {
+        return Err(AppError::invalid(
+            field,
+            "must be a Matrix room id such as !abc:example.org",
+        ));
+    }
+    if r.chars().any(|c| c.is_whitespace() || c.is_control()) {
+        return Err(AppError::invalid(field, "must not contain spaces"));
+    }
+    Ok(r.to_owned())
+}
+
+fn invalid_time(message: impl Into<String>) -> AppError {
+    AppError::bad_request("invalid_schedule_time", message)
+}
+
+/// `scheduledFor`: an RFC 3339 date-time strictly in the future.
+pub fn parse_schedule_time(value: &str, now: i64) -> AppResult<i64> {
+    let at = DateTime::parse_from_rfc3339(value.trim())
+        .map_err(|_| {
+            invalid_time("scheduledFor: must be an RFC 3339 date-time such as 2030-01-01T09:00:00Z")
+        })?
+        .timestamp_millis();
+    if at <= now {
+        return Err(invalid_time("scheduledFor: must be in the future"));
+    }
+    Ok(at)
+}
+
+fn validate_platform(value: Option<&str>) -> AppResult<Option<String>> {
+    match value.map(|v| v.trim().to_ascii_lowercase()) {
+        None => Ok(None),
+        Some(p) if p.is_empty() => Ok(None),
+        Some(p) if PLATFORMS.contains(&p.as_str()) => Ok(Some(p)),
+        Some(_) => Err(AppError::invalid(
+            "targetPlatform",
+            "must be one of whatsapp, telegram, discord",
+        )),
+    }
+}
+
+fn invalid_encryption(why: impl std::fmt::Display) -> AppError {
+    AppError::bad_request(
+        "invalid_encryption",
+        format!(
+            "encryptedBody: cannot be opened with the server key ({why}); seal it to \
+             serverPublicKey of GET /api/attestation"
+        ),
+    )
+}
+
+/// Opens a stored or submitted envelope with the server's X25519 secret.
+pub fn open_body(state: &AppState, encrypted_body: &str, nonce: &str, eph: &str) -> AppResult<Vec<u8>> {
+    if encrypted_body.len() > (MAX_BODY_BYTES + 16) * 4 / 3 + 8 {
+        return Err(AppError::invalid(
+            "encryptedBody",
+            format!("the message may be at most {MAX_BODY_BYTES} bytes"),
+        ));
+    }
+    let env = Envelope::from_base64(eph, nonce, encrypted_body).map_err(invalid_encryption)?;
+    open_envelope(state.server_keys.x25519_secret(), &env).map_err(|_| invalid_encryption("decryption failed"))
+}
+
+/// The Matrix event content for a decrypted body (see the module docs).
+pub fn message_content(plaintext: &str) -> Value {
+    if plaintext.trim_start().starts_with('{') {
+        if let Ok(Value::Object(obj)) = serde_json::from_str::<Value>(plaintext) {
+            if obj.get("msgtype").is_some_and(Value::is_string) && obj.get("body").is_some_and(Value::is_string) {
+                return Value::Object(obj);
+            }
+        }
+    }
+    json!({"msgtype": "m.text", "body": plaintext})
+}
+
+/// Checks a submitted envelope opens to an acceptable body.
+fn check_body(state: &AppState, encrypted_body: &str, nonce: &str, eph: &str) -> AppResult<()> {
+    let plain = open_body(state, encrypted_body, nonce, eph)?;
+    if plain.len() > MAX_BODY_BYTES {
+        return Err(AppError::invalid(
+            "encryptedBody",
+            format!("the message may be at most {MAX_BODY_BYTES} bytes"),
+        ));
+    }
+    let text = String::from_utf8(plain).map_err(|_| AppError::invalid("encryptedBody", "the decrypted message is not UTF-8 text"))?;
+    if text.trim().is_empty() {
+        return Err(AppError::invalid("encryptedBody", "the decrypted message is empty"));
+    }
+    Ok(())
+}
+
+pub struct NewScheduled {
+    pub room_id: String,
+    pub encrypted_body: String,
+    pub nonce: String,
+    pub ephemeral_pubkey: String,
+    pub scheduled_for: String,
+    pub target_platform: Option<String>,
+}
+
+/// `scheduled.updated` `{id, roomId, status}` on the owner's event stream.
+pub fn publish(state: &AppState, user_id: &str, id: &str, room_id: &str, status: &str) {
+    state.events.publish(
+        user_id,
+        kind::SCHEDULED_UPDATED,
+        json!({"id": id, "roomId": room_id, "status": status}),
+    );
+}
+
+pub async fn create(state: &AppState, user_id: &str, new: NewScheduled) -> AppResult<ScheduledRow> {
+    let room_id = validate_room_id("roomId", &new.room_id)?;
+    let target_platform = validate_platform(new.target_platform.as_deref())?;
+    let now = now_ms();
+    let scheduled_for = parse_schedule_time(&new.scheduled_for, now)?;
+    check_body(state, &new.encrypted_body, &new.nonce, &new.ephemeral_pubkey)?;
+    let row = ScheduledRow {
+        id: uuid::Uuid::new_v4().to_string(),
+        user_id: user_id.to_owned(),
+        room_id,
+        target_platform,
+        encrypted_body: new.encrypted_body.trim().to_owned(),
+        nonce: new.nonce.trim().to_owned(),
+        ephemeral_pubkey: new.ephemeral_pubkey.trim().to_owned(),
+        status: PENDING.to_owned(),
+        scheduled_for,
+        next_attempt_at: scheduled_for,
+        created_at: now,
+        updated_at: now,
+        ..ScheduledRow::default()
+    };
+    let stored = row.clone();
+    state
+        .store
+        .run(move |c| Ok::<_, AppError>(store::insert(c, &stored)?))
+        .await?;
+    publish(state, user_id, &row.id, &row.room_id, PENDING);
+    state.scheduler_wakeup.notify_one();
+    Ok(row)
+}
+
+pub struct ListQuery {
+    pub room_id: Option<String>,
+    pub status: Option<String>,
+    pub limit: Option<String>,
+    pub offset: Option<String>,
+}
+
+pub struct Page {
+    pub items: Vec<ScheduledRow>,
+    pub total: i64,
+    pub limit: i64,
+    pub offset: i64,
+}
+
+pub async fn list(state: &AppState, user_id: &str, q: ListQuery) -> AppResult<Page> {
+    let (limit, offset) = parse_page(q.limit.as_deref(), q.offset.as_deref())?;
+    let status = match q.status.as_deref().map(str::trim) {
+        None | Some("") => None,
+        Some(s) if STATUSES.contains(&s) => Some(s.to_owned()),
+        Some(_) => {
+            return Err(AppError::invalid(
+                "status",
+                "must be one of pending, sent, cancelled, failed",
+            ))
+        }
+    };
+    let room_id = match q.room_id.as_deref().map(str::trim) {
+        None | Some("") => None,
+        Some(r) => Some(r.to_owned()),
+    };
+    let filter = ListFilter {
+        room_id,
+        status,
+        limit,
+        offset,
+    };
+    let uid = user_id.to_owned();
+    let (items, total) = state
+        .store
+        .run(move |c| Ok::<_, AppError>(store::list(c, &uid, &filter)?))
+        .await?;
+    Ok(Page {
+        items,
+        total,
+        limit,
+        offset,
+    })
+}
+
+pub async fn get(state: &AppState, user_id: &str, id: &str) -> AppResult<ScheduledRow> {
+    let id = parse_id("id", id)?;
+    let uid = user_id.to_owned();
+    state
+        .store
+        .run(move |c| store::find(c, &uid, &id)?.ok_or_else(|| AppError::not_found("scheduled message")))
+        .await
+}
+
+fn not_pending(row: &ScheduledRow, now: i64) -> Option<AppError> {
+    if row.status != PENDING {
+        return Some(AppError::bad_request(
+            "not_pending",
+            format!("the scheduled message is {}; only pending messages can be changed", row.status),
+        ));
+    }
+    if row.is_leased(now) {
+        return Some(AppError::bad_request(
+            "not_pending",
+            "the scheduled message is being sent right now and can no longer be changed",
+        ));
+    }
+    None
+}
+
+#[derive(Debug, Default)]
+pub struct ScheduledChange {
+    pub scheduled_for: Option<String>,
+    pub encrypted_body: Option<String>,
+    pub nonce: Option<String>,
+    pub ephemeral_pubkey: Option<String>,
+}
+
+/// PATCH: replaces the time and/or the envelope of a pending message. The three envelope
+/// fields go together (a new envelope has its own ephemeral key and nonce). Resets the
+/// attempt count and the last failure.
+pub async fn update(state: &AppState, user_id: &str, id: &str, change: ScheduledChange) -> AppResult<ScheduledRow> {
+    let id = parse_id("id", id)?;
+    let mut row = {
+        let uid = user_id.to_owned();
+        let id = id.clone();
+        state
+            .store
+            .run(move |c| store::find(c, &uid, &id)?.ok_or_else(|| AppError::not_found("scheduled message")))
+            .await?
+    };
+    let now = now_ms();
+    if let Some(e) = not_pending(&row, now) {
+        return Err(e);
+    }
+    let envelope = match (&change.encrypted_body, &change.nonce, &change.ephemeral_pubkey) {
+        (None, None, None) => None,
+        (Some(b), Some(n), Some(e)) => Some((b.trim().to_owned(), n.trim().to_owned(), e.trim().to_owned())),
+        _ => {
+            return Err(AppError::invalid(
+                "encryptedBody",
+                "encryptedBody, nonce and ephemeralPubkey must be replaced together",
+            ))
+        }
+    };
+    if let Some(at) = &change.scheduled_for {
+        row.scheduled_for = parse_schedule_time(at, now)?;
+    }
+    if let Some((b, n, e)) = envelope {
+        check_body(state, &b, &n, &e)?;
+        row.encrypted_body = b;
+        row.nonce = n;
+        row.ephemeral_pubkey = e;
+    }
+    if change.scheduled_for.is_none() && change.encrypted_body.is_none() {
+        return Ok(row);
+    }
+    row.next_attempt_at = row.scheduled_for;
+    row.attempts = 0;
+    row.failure_reason = None;
+    row.updated_at = now;
+    let stored = row.clone();
+    let changed = state
+        .store
+        .run(move |c| {
+            // Checked again inside the write: the scheduler may have claimed it meanwhile.
+            let tx = c.transaction_with_behavior(rusqlite::TransactionBehavior::Immediate)?;
+            let current = store::find(&tx, &stored.user_id, &stored.id)?.ok_or_else(|| AppError::not_found("scheduled message"))?;
+            if let Some(e) = not_pending(&current, now_ms()) {
+                return Err(e);
+            }
+            let n = store::update_pending(&tx, &stored)?;
+            tx.commit()?;
+            Ok::<_, AppError>(n)
+        })
+        .await?;
+    if changed == 0 {
+        return Err(AppError::not_found("scheduled message"));
+    }
+    publish(state, user_id, &row.id, &row.room_id, PENDING);
+    state.scheduler_wakeup.notify_one();
+    Ok(row)
+}
+
+/// DELETE: cancels a pending message; returns its id.
+pub async fn cancel(state: &AppState, user_id: &str, id: &str) -> AppResult<String> {
+    let id = parse_id("id", id)?;
+    let uid = user_id.to_owned();
+    let mid = id.clone();
+    let room_id = state
+        .store
+        .run(move |c| {
+            let tx = c.transaction_with_behavior(rusqlite::TransactionBehavior::Immediate)?;
+            let row = store::find(&tx, &uid, &mid)?.ok_or_else(|| AppError::not_found("scheduled message"))?;
+            let now = now_ms();
+            if let Some(e) = not_pending(&row, now) {
+                return Err(e);
+            }
+            store::cancel(&tx, &uid, &mid, now)?;
+            tx.commit()?;
+            Ok::<_, AppError>(row.room_id)
+        })
+        .await?;
+    publish(state, user_id, &id, &room_id, store::CANCELLED);
+    state.scheduler_wakeup.notify_one();
+    Ok(id)
+}
+
+pub async fn stats(state: &AppState, user_id: &str) -> AppResult<Stats> {
+    let uid = user_id.to_owned();
+    state
+        .store
+        .run(move |c| Ok::<_, AppError>(store::stats(c, &uid)?))
+        .await
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn pages_are_validated_not_clamped() {
+        assert_eq!(parse_page(None, None).unwrap(), (50, 0));
+        assert_eq!(parse_page(Some("100"), Some("7")).unwrap(), (100, 7));
+        for (l, o) in [(Some("0"), None), (Some("101"), None), (Some("x"), None), (None, Some("-1")), (None, Some("1.5"))] {
+            assert_eq!(parse_page(l, o).unwrap_err().code(), "invalid_request");
+        }
+    }
+
+    #[test]
+    fn schedule_times_must_parse_and_be_in_the_future() {
+        let now = DateTime::parse_from_rfc3339("2030-01-01T00:00:00Z").unwrap().timestamp_millis();
+        assert_eq!(parse_schedule_time("2030-01-01T00:00:01.5+00:00", now).unwrap(), now + 1_500);
+        for bad in ["2029-12-31T23:59:59Z", "2030-01-01T00:00:00Z", "tomorrow", "", "2030-01-01"] {
+            assert_eq!(parse_schedule_time(bad, now).unwrap_err().code(), "invalid_schedule_time", "{bad}");
+        }
+    }
+
+    #[test]
+    fn plaintext_becomes_text_or_given_content() {
+        assert_eq!(message_content("hi"), json!({"msgtype": "m.text", "body": "hi"}));
+        let notice = r#"{"msgtype":"m.notice","body":"b","format":"org.matrix.custom.html","formatted_body":"<b>b</b>"}"#;
+        assert_eq!(message_content(notice)["msgtype"], "m.notice");
+        assert_eq!(message_content(r#"{"a":1}"#)["body"], r#"{"a":1}"#);
+    }
+
+    #[test]
+    fn room_ids_and_platforms_are_checked() {
+        assert!(validate_room_id("roomId", "!abc:hs").is_ok());
+        assert!(validate_room_id("roomId", "abc:hs").is_err());
+        assert!(validate_room_id("roomId", "!a b:hs").is_err());
+        assert_eq!(validate_platform(Some("Discord")).unwrap().as_deref(), Some("discord"));
+        assert!(validate_platform(Some("signal")).is_err());
+        assert!(parse_id("id", "nope").is_err());
+    }
+}

@@ -1,0 +1,407 @@
+//! `scheduled_messages` table: messages to send later, with their status and the
+//! scheduler's lease. Times are Unix milliseconds.
+//!
+//! The body columns hold the client's envelope (sealed to the server's X25519 key) exactly
+//! as received, base64.
+
+use rusqlite::{params, Connection, OptionalExtension, Row};
+
+pub const PENDING: &str = "pending";
+pub const SENT: &str = "sent";
+pub const CANCELLED: &str = "cancelled";
+pub const FAILED: &str = "failed";
+
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct ScheduledRow {
+    pub id: String,
+    pub user_id: String,
+    pub room_id: String,
+    pub target_platform: Option<String>,
+    pub encrypted_body: String,
+    pub nonce: String,
+    pub ephemeral_pubkey: String,
+    pub status: String,
+    pub scheduled_for: i64,
+    pub next_attempt_at: i64,
+    pub lease_until: Option<i64>,
+    pub attempts: i64,
+    pub sent_room_id: Option<String>,
+    pub event_id: Option<String>,
+    pub failure_reason: Option<String>,
+    pub sent_at: Option<i64>,
+    pub created_at: i64,
+    pub updated_at: i64,
+}
+
+impl ScheduledRow {
+    /// Whether a scheduler holds the message right now (a send is in progress).
+    pub fn is_leased(&self, now: i64) -> bool {
+        self.lease_until.is_some_and(|l| l > now)
+    }
+}
+
+const COLUMNS: &str = "id, user_id, room_id, target_platform, encrypted_body, nonce, \
+    ephemeral_pubkey, status, scheduled_for, next_attempt_at, lease_until, attempts, \
+    sent_room_id, event_id, failure_reason, sent_at, created_at, updated_at";
+
+fn from_row(r: &Row<'_>) -> rusqlite::Result<ScheduledRow> {
+    Ok(ScheduledRow {
+        id: r.get(0)?,
+        user_id: r.get(1)?,
+        room_id: r.get(2)?,
+        target_platform: r.get(3)?,
+        encrypted_body: r.get(4)?,
+        nonce: r.get(5)?,
+        ephemeral_pubkey: r.get(6)?,
+        status: r.get(7)?,
+        scheduled_for: r.get(8)?,
+        next_attempt_at: r.get(9)?,
+        lease_until: r.get(10)?,
+        attempts: r.get(11)?,
+        sent_room_id: r.get(12)?,
+        event_id: r.get(13)?,
+        failure_reason: r.get(14)?,
+        sent_at: r.get(15)?,
+        created_at: r.get(16)?,
+        updated_at: r.get(17)?,
+    })
+}
+
+pub fn insert(conn: &Connection, m: &ScheduledRow) -> rusqlite::Result<()> {
+    conn.prepare_cached(&format!(
+        "INSERT INTO scheduled_messages ({COLUMNS}) VALUES \
+         (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18)"
+    ))?
+    .execute(params![
+        m.id,
+        m.user_id,
+        m.room_id,
+        m.target_platform,
+        m.encrypted_body,
+        m.nonce,
+        m.ephemeral_pubkey,
+        m.status,
+        m.scheduled_for,
+        m.next_attempt_at,
+        m.lease_until,
+        m.attempts,
+        m.sent_room_id,
+        m.event_id,
+        m.failure_reason,
+        m.sent_at,
+        m.created_at,
+        m.updated_at
+    ])?;
+    Ok(())
+}
+
+/// The message `id` if it belongs to `user_id`.
+pub fn find(conn: &Connection, user_id: &str, id: &str) -> rusqlite::Result<Option<ScheduledRow>> {
+    conn.prepare_cached(&format!(
+        "SELECT {COLUMNS} FROM scheduled_messages WHERE id = ?1 AND user_id = ?2"
+    ))?
+    .query_row([id, user_id], from_row)
+    .optional()
+}
+
+/// Filters of the list route.
+#[derive(Debug, Clone, Default)]
+pub struct ListFilter {
+    pub room_id: Option<String>,
+    pub status: Option<String>,
+    pub limit: i64,
+    pub offset: i64,
+}
+
+/// A page of the user's messages (earliest `scheduled_for` first) and the total matching.
+pub fn list(
+    conn: &Connection,
+    user_id: &str,
+    f: &ListFilter,
+) -> rusqlite::Result<(Vec<ScheduledRow>, i64)> {
+    let filter = "user_id = ?1 AND (?2 IS NULL OR room_id = ?2) AND (?3 IS NULL OR status = ?3)";
+    let total: i64 = conn
+        .prepare_cached(&format!(
+            "SELECT COUNT(*) FROM scheduled_messages WHERE {filter}"
+        ))?
+        .query_row(params![user_id, f.room_id, f.status], |r| r.get(0))?;
+    let mut stmt = conn.prepare_cached(&format!(
+        "SELECT {COLUMNS} FROM scheduled_messages WHERE {filter} \
+         ORDER BY scheduled_for, created_at, id LIMIT ?4 OFFSET ?5"
+    ))?;
+    let rows = stmt
+        .query_map(
+            params![user_id, f.room_id, f.status, f.limit, f.offset],
+            from_row,
+        )?
+        .collect::<rusqlite::Result<Vec<_>>>()?;
+    Ok((rows, total))
+}
+
+/// Writes the editable fields of a pending message (time, envelope, attempts) and
+/// releases nothing else. Returns the number of rows changed (0 when no longer pending).
+pub fn update_pending(conn: &Connection, m: &ScheduledRow) -> rusqlite::Result<usize> {
+    conn.prepare_cached(
+        "UPDATE scheduled_messages SET scheduled_for = ?3, next_attempt_at = ?4, \
+         encrypted_body = ?5, nonce = ?6, ephemeral_pubkey = ?7, attempts = ?8, \
+         failure_reason = ?9, updated_at = ?10 \
+         WHERE id = ?1 AND user_id = ?2 AND status = 'pending'",
+    )?
+    .execute(params![
+        m.id,
+        m.user_id,
+        m.scheduled_for,
+        m.next_attempt_at,
+        m.encrypted_body,
+        m.nonce,
+        m.ephemeral_pubkey,
+        m.attempts,
+        m.failure_reason,
+        m.updated_at
+    ])
+}
+
+/// Cancels a pending message that no scheduler holds. Returns rows changed.
+pub fn cancel(conn: &Connection, user_id: &str, id: &str, now: i64) -> rusqlite::Result<usize> {
+    conn.prepare_cached(
+        "UPDATE scheduled_messages SET status = 'cancelled', lease_until = NULL, updated_at = ?3 \
+         WHERE id = ?1 AND user_id = ?2 AND status = 'pending' \
+         AND (lease_until IS NULL OR lease_until <= ?3)",
+    )?
+    .execute(params![id, user_id, now])
+}
+
+/// Per-user counts by status, rooms with pending messages, the earliest pending time.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Stats {
+    pub pending: i64,
+    pub sent: i64,
+    pub cancelled: i64,
+    pub failed: i64,
+    pub rooms_with_pending: i64,
+    pub next_scheduled: Option<i64>,
+}
+
+pub fn stats(conn: &Connection, user_id: &str) -> rusqlite::Result<Stats> {
+    conn.prepare_cached(
+        "SELECT \
+           COALESCE(SUM(status = 'pending'), 0), COALESCE(SUM(status = 'sent'), 0), \
+           COALESCE(SUM(status = 'cancelled'), 0), COALESCE(SUM(status = 'failed'), 0), \
+           COUNT(DISTINCT CASE WHEN status = 'pending' THEN room_id END), \
+           MIN(CASE WHEN status = 'pending' THEN scheduled_for END) \
+         FROM scheduled_messages WHERE user_id = ?1",
+    )?
+    .query_row([user_id], |r| {
+        Ok(Stats {
+            pending: r.get(0)?,
+            sent: r.get(1)?,
+            cancelled: r.get(2)?,
+            failed: r.get(3)?,
+            rooms_with_pending: r.get(4)?,
+            next_scheduled: r.get(5)?,
+        })
+    })
+}
+
+/// Claims up to `limit` due pending messages (earliest first) in one statement: each gets
+/// one more attempt and a lease until `now + lease_ms` (also its next look, so a crashed
+/// holder's message comes back when the lease runs out). Returns the claimed rows.
+pub fn claim_due(
+    conn: &Connection,
+    now: i64,
+    lease_ms: i64,
+    limit: i64,
+) -> rusqlite::Result<Vec<ScheduledRow>> {
+    let mut stmt = conn.prepare_cached(&format!(
+        "UPDATE scheduled_messages SET attempts = attempts + 1, lease_until = ?2, \
+           next_attempt_at = ?2, updated_at = ?1 \
+         WHERE id IN (SELECT id FROM scheduled_messages \
+                      WHERE status = 'pending' AND next_attempt_at <= ?1 \
+                      ORDER BY next_attempt_at LIMIT ?3) \
+         RETURNING {COLUMNS}"
+    ))?;
+    let rows = stmt.query_map(params![now, now + lease_ms, limit], from_row)?;
+    let mut claimed = rows.collect::<rusqlite::Result<Vec<_>>>()?;
+    claimed.sort_by_key(|m| m.scheduled_for);
+    Ok(claimed)
+}
+
+/// The earliest time a pending message needs the scheduler (due, retry or lease end).
+pub fn next_due(conn: &Connection) -> rusqlite::Result<Option<i64>> {
+    conn.prepare_cached(
+        "SELECT MIN(next_attempt_at) FROM scheduled_messages WHERE status = 'pending'",
+    )?
+    .query_row([], |r| r.get(0))
+}
+
+/// Records a successful send of a message this scheduler holds.
+pub fn mark_sent(
+    conn: &Connection,
+    id: &str,
+    sent_room_id: &str,
+    event_id: &str,
+    now: i64,
+) -> rusqlite::Result<usize> {
+    conn.prepare_cached(
+        "UPDATE scheduled_messages SET status = 'sent', sent_room_id = ?2, event_id = ?3, \
+           sent_at = ?4, lease_until = NULL, failure_reason = NULL, updated_at = ?4 \
+         WHERE id = ?1 AND status = 'pending'",
+    )?
+    .execute(params![id, sent_room_id, event_id, now])
+}
+
+/// Releases a held message for another attempt at `next_attempt_at`.
+pub fn schedule_retry(
+    conn: &Connection,
+    id: &str,
+    next_attempt_at: i64,
+    reason: &str,
+    now: i64,
+) -> rusqlite::Result<usize> {
+    conn.prepare_cached(
+        "UPDATE scheduled_messages SET next_attempt_at = ?2, lease_until = NULL, \
+           failure_reason = ?3, updated_at = ?4 \
+         WHERE id = ?1 AND status = 'pending'",
+    )?
+    .execute(params![id, next_attempt_at, reason, now])
+}
+
+/// Gives up on a held message.
+pub fn mark_failed(conn: &Connection, id: &str, reason: &str, now: i64) -> rusqlite::Result<usize> {
+    conn.prepare_cached(
+        "UPDATE scheduled_messages SET status = 'failed', lease_until = NULL, \
+           failure_reason = ?2, updated_at = ?3 \
+         WHERE id = ?1 AND status = 'pending'",
+    )?
+    .execute(params![id, reason, now])
+}
+
+/// Releases leases (at shutdown) so the messages are picked up again at once after start.
+pub fn release(conn: &Connection, ids: &[String], now: i64) -> rusqlite::Result<usize> {
+    let mut stmt = conn.prepare_cached(
+        "UPDATE scheduled_messages SET lease_until = NULL, next_attempt_at = ?2 \
+         WHERE id = ?1 AND status = 'pending'",
+    )?;
+    let mut n = 0;
+    for id in ids {
+        n += stmt.execute(params![id, now])?;
+    }
+    Ok(n)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::config::StorageConfig;
+    use crate::store::Store;
+
+    fn store() -> (tempfile::TempDir, Store) {
+        let dir = tempfile::tempdir().unwrap();
+        let config = StorageConfig {
+            data_dir: dir.path().to_path_buf(),
+            ..StorageConfig::default()
+        };
+        let store = Store::open(&config).unwrap();
+        store
+            .conn()
+            .unwrap()
+            .execute_batch(
+                "INSERT INTO users (id, email_index, email_enc, dek_wrapped, created_at, updated_at) \
+                 VALUES ('u1', x'01', x'01', x'01', 0, 0), ('u2', x'02', x'02', x'02', 0, 0);",
+            )
+            .unwrap();
+        (dir, store)
+    }
+
+    fn row(id: &str, user: &str, at: i64) -> ScheduledRow {
+        ScheduledRow {
+            id: id.into(),
+            user_id: user.into(),
+            room_id: "!r:hs".into(),
+            encrypted_body: "b".into(),
+            nonce: "n".into(),
+            ephemeral_pubkey: "e".into(),
+            status: PENDING.into(),
+            scheduled_for: at,
+            next_attempt_at: at,
+            created_at: 0,
+            updated_at: 0,
+            ..ScheduledRow::default()
+        }
+    }
+
+    #[test]
+    fn claiming_leases_due_messages_once_until_the_lease_ends() {
+        let (_d, store) = store();
+        let c = store.conn().unwrap();
+        insert(&c, &row("a", "u1", 100)).unwrap();
+        insert(&c, &row("b", "u2", 200)).unwrap();
+        insert(&c, &row("c", "u1", 5_000)).unwrap();
+        let claimed = claim_due(&c, 1_000, 60_000, 10).unwrap();
+        assert_eq!(
+            claimed.iter().map(|m| m.id.as_str()).collect::<Vec<_>>(),
+            ["a", "b"]
+        );
+        assert!(claimed.iter().all(|m| m.attempts == 1 && m.is_leased(1_000)));
+        // A second loop finds nothing while the lease runs.
+        assert!(claim_due(&c, 2_000, 60_000, 10).unwrap().is_empty());
+        // Held messages cannot be cancelled.
+        assert_eq!(cancel(&c, "u1", "a", 2_000).unwrap(), 0);
+        assert_eq!(next_due(&c).unwrap(), Some(5_000));
+        // After the lease ends (a crashed holder), they come back with a second attempt.
+        let again = claim_due(&c, 61_001, 60_000, 10).unwrap();
+        assert_eq!(again.len(), 3);
+        assert_eq!(again.iter().find(|m| m.id == "a").unwrap().attempts, 2);
+    }
+
+    #[test]
+    fn outcomes_move_the_state_machine() {
+        let (_d, store) = store();
+        let c = store.conn().unwrap();
+        for id in ["a", "b", "c", "d"] {
+            insert(&c, &row(id, "u1", 100)).unwrap();
+        }
+        claim_due(&c, 1_000, 60_000, 10).unwrap();
+        assert_eq!(mark_sent(&c, "a", "!r:hs", "$e", 1_100).unwrap(), 1);
+        assert_eq!(schedule_retry(&c, "b", 6_000, "boom", 1_100).unwrap(), 1);
+        assert_eq!(mark_failed(&c, "c", "nope", 1_100).unwrap(), 1);
+        assert_eq!(release(&c, &["d".to_owned()], 1_100).unwrap(), 1);
+        let a = find(&c, "u1", "a").unwrap().unwrap();
+        assert_eq!((a.status.as_str(), a.event_id.as_deref()), (SENT, Some("$e")));
+        assert_eq!(a.sent_at, Some(1_100));
+        let b = find(&c, "u1", "b").unwrap().unwrap();
+        assert_eq!((b.status.as_str(), b.next_attempt_at), (PENDING, 6_000));
+        assert_eq!(b.failure_reason.as_deref(), Some("boom"));
+        assert!(!b.is_leased(1_100));
+        assert_eq!(find(&c, "u1", "c").unwrap().unwrap().status, FAILED);
+        // Terminal states do not change again.
+        assert_eq!(mark_sent(&c, "c", "!r:hs", "$x", 1_200).unwrap(), 0);
+        assert_eq!(cancel(&c, "u1", "a", 1_200).unwrap(), 0);
+        assert_eq!(cancel(&c, "u1", "b", 1_200).unwrap(), 1);
+        assert_eq!(cancel(&c, "u2", "d", 1_200).unwrap(), 0, "another user's message");
+        let s = stats(&c, "u1").unwrap();
+        assert_eq!(
+            s,
+            Stats {
+                pending: 1,
+                sent: 1,
+                cancelled: 1,
+                failed: 1,
+                rooms_with_pending: 1,
+                next_scheduled: Some(100),
+            }
+        );
+        let (page, total) = list(
+            &c,
+            "u1",
+            &ListFilter {
+                status: Some(SENT.into()),
+                limit: 10,
+                ..ListFilter::default()
+            },
+        )
+        .unwrap();
+        assert_eq!((page.len(), total), (1, 1));
+        assert_eq!(stats(&c, "u2").unwrap(), Stats::default());
+    }
+}

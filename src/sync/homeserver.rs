@@ -1,0 +1,162 @@
+//! Client-server calls only the sync worker needs, next to `MatrixClient`: paging back
+//! through a timeline gap, and looking up whether a room has a name (plus its members'
+//! display names) when its membership changed.
+
+use std::collections::HashMap;
+
+use serde::Deserialize;
+use serde_json::Value;
+
+use super::room::RoomHint;
+use crate::matrix::types::{Event, SyncResponse};
+use crate::matrix::{encode, MatrixError};
+
+/// At most this many `/messages` pages (of [`PAGE`] events) are fetched per room gap.
+const MAX_GAP_PAGES: usize = 50;
+const PAGE: usize = 100;
+/// At most this many rooms are looked up per sync response.
+const MAX_HINTS: usize = 20;
+
+pub struct Homeserver<'a> {
+    pub http: &'a reqwest::Client,
+    pub base: &'a str,
+    pub token: &'a str,
+}
+
+impl Homeserver<'_> {
+    async fn get<T: serde::de::DeserializeOwned>(
+        &self,
+        path: &str,
+        query: &[(&str, &str)],
+    ) -> Result<T, MatrixError> {
+        let url = format!("{}/_matrix/client/v3/{path}", self.base);
+        let url = reqwest::Url::parse_with_params(&url, query)
+            .map_err(|e| MatrixError::Decode(e.to_string()))?;
+        let resp = self
+            .http
+            .get(url)
+            .bearer_auth(self.token)
+            .send()
+            .await
+            .map_err(|e| MatrixError::Unreachable(e.to_string()))?;
+        let status = resp.status();
+        let bytes = resp
+            .bytes()
+            .await
+            .map_err(|e| MatrixError::Unreachable(e.to_string()))?;
+        if !status.is_success() {
+            let body: Value = serde_json::from_slice(&bytes).unwrap_or_default();
+            return Err(MatrixError::Http {
+                status: status.as_u16(),
+                errcode: body["errcode"].as_str().unwrap_or("M_UNKNOWN").to_owned(),
+                message: body["error"].as_str().unwrap_or_default().to_owned(),
+            });
+        }
+        serde_json::from_slice(&bytes).map_err(|e| MatrixError::Decode(e.to_string()))
+    }
+
+    /// For every joined room whose timeline is `limited`, pages back from its
+    /// `prev_batch` to `since` and puts the missed events in front of the timeline, so
+    /// no message is lost after a long downtime. Returns the number of events added.
+    pub async fn fill_gaps(
+        &self,
+        resp: &mut SyncResponse,
+        since: &str,
+        filter: &str,
+    ) -> Result<usize, MatrixError> {
+        #[derive(Deserialize)]
+        struct Page {
+            #[serde(default)]
+            chunk: Vec<Event>,
+            #[serde(default)]
+            end: Option<String>,
+        }
+        let mut added = 0;
+        for (room_id, room) in resp.rooms.join.iter_mut() {
+            let timeline = &mut room.timeline;
+            let (true, Some(mut from)) = (timeline.limited, timeline.prev_batch.clone()) else {
+                continue;
+            };
+            let path = format!("rooms/{}/messages", encode(room_id));
+            let limit = PAGE.to_string();
+            let mut missed: Vec<Event> = Vec::new();
+            for page in 0.. {
+                if page == MAX_GAP_PAGES {
+                    tracing::warn!(%room_id, events = missed.len(), "timeline gap too long; older messages skipped");
+                    break;
+                }
+                let query = [
+                    ("dir", "b"),
+                    ("from", from.as_str()),
+                    ("to", since),
+                    ("limit", limit.as_str()),
+                    ("filter", filter),
+                ];
+                let got: Page = self.get(&path, &query).await?;
+                let done = got.chunk.is_empty();
+                missed.extend(got.chunk);
+                match got.end {
+                    Some(end) if !done && end != from => from = end,
+                    _ => break,
+                }
+            }
+            added += missed.len();
+            missed.reverse();
+            missed.append(&mut timeline.events);
+            timeline.events = missed;
+        }
+        Ok(added)
+    }
+
+    /// Looks up rooms whose membership changed without an `m.room.name` in the response:
+    /// whether they have a name, and if not, their members' display names.
+    pub async fn room_hints(&self, resp: &SyncResponse) -> HashMap<String, RoomHint> {
+        let mut hints = HashMap::new();
+        let candidates = resp.rooms.join.iter().filter(|(_, room)| {
+            let events = || room.state.events.iter().chain(&room.timeline.events);
+            events().any(|e| e.kind == "m.room.member")
+                && !events().any(|e| e.kind == "m.room.name")
+        });
+        for (room_id, _) in candidates.take(MAX_HINTS) {
+            match self.hint(room_id).await {
+                Ok(hint) => {
+                    hints.insert(room_id.clone(), hint);
+                }
+                Err(e) => tracing::debug!(%room_id, error = %e, "room name lookup failed"),
+            }
+        }
+        hints
+    }
+
+    async fn hint(&self, room_id: &str) -> Result<RoomHint, MatrixError> {
+        let room = encode(room_id);
+        let name: Result<Value, _> = self.get(&format!("rooms/{room}/state/m.room.name"), &[]).await;
+        let unnamed = match name {
+            Ok(content) => content["name"].as_str().is_none_or(|n| n.trim().is_empty()),
+            Err(MatrixError::Http { status: 404, .. }) => true,
+            Err(e) => return Err(e),
+        };
+        if !unnamed {
+            return Ok(RoomHint::default());
+        }
+        #[derive(Deserialize)]
+        struct Member {
+            #[serde(default)]
+            display_name: Option<String>,
+        }
+        #[derive(Deserialize)]
+        struct Joined {
+            joined: HashMap<String, Member>,
+        }
+        let joined: Joined = self.get(&format!("rooms/{room}/joined_members"), &[]).await?;
+        let display_names = joined
+            .joined
+            .into_iter()
+            .filter_map(|(id, m)| m.display_name.filter(|n| !n.trim().is_empty()).map(|n| (id, n)))
+            .collect();
+        Ok(RoomHint {
+            unnamed,
+            display_names,
+        })
+    }
+}

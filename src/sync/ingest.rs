@@ -1,0 +1,432 @@
+//! Ingest of one `/sync` response: a pure function over a SQLite transaction and the
+//! user's data key, so it can be tested and benchmarked without a homeserver.
+//!
+//! What is stored (all in the caller's transaction, together with the new `since`):
+//! - joined rooms: state (`state`, then state events in `timeline`) through
+//!   [`RoomView`]; `m.room.message` events of every msgtype as message rows (content
+//!   sealed, scored by [`importance`]); edits (`m.replace`) rewrite the original row
+//!   (`edited`), redactions empty it (`redacted`); unread and highlight counts; the read
+//!   marker from `m.fully_read` and the user's own `m.receipt`; room importance.
+//! - invited rooms: a row with membership `invite` (the worker then joins: bridges invite
+//!   users to their portal rooms, so invites are accepted automatically).
+//! - left rooms: membership `leave`; rows and messages are kept.
+//! - the global `m.direct` account data: direct flags and recipients.
+//!
+//! Messages are unique per (user, event id), so a response ingested twice adds nothing.
+//! Encrypted events (`m.room.encrypted`) are not decrypted and not stored.
+
+use std::collections::{BTreeSet, HashMap};
+
+use rusqlite::Transaction;
+use serde_json::{json, Value};
+
+use super::room::{DirectRooms, RoomHint, RoomView};
+use crate::crypto::DataKey;
+use crate::matrix::types::{Event, Events, JoinedRoom, SyncResponse};
+use crate::services::conversations::{seal_message, MessageContent};
+use crate::services::importance::{self, MessageFacts, Reader, Score};
+use crate::store::messages::{self, MessageRow};
+use crate::store::{rooms, sync_state};
+
+/// msgtype stored when an event has none (e.g. it arrived already redacted).
+const DEFAULT_MSGTYPE: &str = "m.text";
+
+/// Who is syncing, and what the worker knows beyond the response.
+pub struct IngestContext<'a> {
+    /// Switchboard user id.
+    pub user_id: &'a str,
+    /// The user's Matrix identity, for `is_mine`, mentions and receipts.
+    pub reader: &'a Reader,
+    /// Configured bridge bots: (Matrix ID, platform).
+    pub bridge_bots: &'a [(String, &'static str)],
+    /// Homeserver lookups for rooms whose members changed (see [`RoomHint`]).
+    pub hints: &'a HashMap<String, RoomHint>,
+    /// Unix seconds.
+    pub now: i64,
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub struct NewMessage {
+    pub room_id: String,
+    pub event_id: String,
+    pub message_id: String,
+}
+
+#[derive(Debug, Default)]
+pub struct IngestOutcome {
+    pub new_messages: Vec<NewMessage>,
+    /// Edits and redactions applied.
+    pub updated_messages: usize,
+    /// Rooms whose row, members or messages changed.
+    pub changed_rooms: BTreeSet<String>,
+    /// Rooms the user is invited to (to be joined).
+    pub invites: Vec<String>,
+}
+
+/// Stores `resp` and records `resp.next_batch` as the new position. `direct` is the
+/// user's `m.direct` map, replaced when the response carries a new one.
+pub fn ingest(
+    tx: &Transaction<'_>,
+    ctx: &IngestContext<'_>,
+    dek: &DataKey,
+    direct: &mut DirectRooms,
+    resp: &SyncResponse,
+) -> rusqlite::Result<IngestOutcome> {
+    let mut out = IngestOutcome::default();
+    let direct_changed = apply_account_data(direct, &resp.account_data);
+    for room_id in sorted_keys(&resp.rooms.join) {
+        let room = &resp.rooms.join[room_id];
+        ingest_joined(tx, ctx, dek, direct, room_id, room, &mut out)?;
+    }
+    for room_id in sorted_keys(&resp.rooms.invite) {
+        let mut view = RoomView::load(tx, ctx, dek, room_id)?;
+        for ev in &resp.rooms.invite[room_id].invite_state.events {
+            view.apply_state(ctx, ev);
+        }
+        view.row.membership = "invite".to_owned();
+        view.resolve_direct(ctx, direct);
+        view.finish(ctx, dek, None);
+        save_if_changed(tx, ctx, &mut view, false, &mut out)?;
+        out.invites.push(room_id.clone());
+    }
+    for room_id in sorted_keys(&resp.rooms.leave) {
+        let mut view = RoomView::load(tx, ctx, dek, room_id)?;
+        if view.is_new() {
+            continue; // never stored (e.g. an invite withdrawn before it was seen)
+        }
+        let mut touched = false;
+        for ev in &resp.rooms.leave[room_id].timeline.events {
+            touched |= timeline_event(tx, ctx, dek, &mut view, ev, &mut out)?;
+        }
+        view.row.membership = "leave".to_owned();
+        view.finish(ctx, dek, None);
+        save_if_changed(tx, ctx, &mut view, touched, &mut out)?;
+    }
+    if direct_changed {
+        let seen: BTreeSet<&str> = resp.rooms.join.keys().chain(resp.rooms.invite.keys()).map(String::as_str).collect();
+        for (room_id, partner) in direct.iter() {
+            if seen.contains(room_id)
+                || !rooms::mark_direct(tx, ctx.user_id, room_id, partner, importance::DIRECT_BASELINE, ctx.now)?
+            {
+                continue;
+            }
+            out.changed_rooms.insert(room_id.to_owned());
+        }
+    }
+    sync_state::save_since(tx, ctx.user_id, &resp.next_batch, ctx.now)?;
+    Ok(out)
+}
+
+fn sorted_keys<V>(map: &HashMap<String, V>) -> Vec<&String> {
+    let mut keys: Vec<&String> = map.keys().collect();
+    keys.sort();
+    keys
+}
+
+/// Takes a new `m.direct` from the global account data; returns whether it changed.
+fn apply_account_data(direct: &mut DirectRooms, data: &Events) -> bool {
+    let mut changed = false;
+    for ev in data.events.iter().filter(|e| e.kind == "m.direct") {
+        let fresh = DirectRooms::from_content(&ev.content);
+        if fresh != *direct {
+            *direct = fresh;
+            changed = true;
+        }
+    }
+    changed
+}
+
+fn ingest_joined(
+    tx: &Transaction<'_>,
+    ctx: &IngestContext<'_>,
+    dek: &DataKey,
+    direct: &DirectRooms,
+    room_id: &str,
+    room: &JoinedRoom,
+    out: &mut IngestOutcome,
+) -> rusqlite::Result<()> {
+    let mut view = RoomView::load(tx, ctx, dek, room_id)?;
+    view.row.membership = "join".to_owned();
+    for ev in &room.state.events {
+        view.apply_state(ctx, ev);
+    }
+    view.resolve_direct(ctx, direct);
+    let mut touched = false;
+    for ev in &room.timeline.events {
+        touched |= timeline_event(tx, ctx, dek, &mut view, ev, out)?;
+    }
+    view.resolve_direct(ctx, direct);
+    update_read_marker(tx, ctx, &mut view, room)?;
+    let counts = &room.unread_notifications;
+    if let Some(n) = counts.notification_count {
+        view.row.unread_count = n;
+    }
+    if let Some(n) = counts.highlight_count {
+        view.row.highlight_count = n;
+    }
+    view.finish(ctx, dek, Some(&room.summary));
+    view.row.importance = room_importance(tx, ctx, &view)?;
+    save_if_changed(tx, ctx, &mut view, touched, out)
+}
+
+fn save_if_changed(
+    tx: &Transaction<'_>,
+    ctx: &IngestContext<'_>,
+    view: &mut RoomView,
+    touched: bool,
+    out: &mut IngestOutcome,
+) -> rusqlite::Result<()> {
+    if touched || view.changed() {
+        view.save(tx, ctx.now)?;
+        out.changed_rooms.insert(view.row.room_id.clone());
+    }
+    Ok(())
+}
+
+/// Applies one timeline event; returns whether a message was added or changed.
+fn timeline_event(
+    tx: &Transaction<'_>,
+    ctx: &IngestContext<'_>,
+    dek: &DataKey,
+    view: &mut RoomView,
+    ev: &Event,
+    out: &mut IngestOutcome,
+) -> rusqlite::Result<bool> {
+    if ev.state_key.is_some() {
+        view.apply_state(ctx, ev);
+        return Ok(false);
+    }
+    match ev.kind.as_str() {
+        "m.room.message" => match replaced_event(&ev.content) {
+            Some(target) => apply_edit(tx, ctx, dek, view, ev, target, out),
+            None => insert_message(tx, ctx, dek, view, ev, out),
+        },
+        "m.room.redaction" => apply_redaction(tx, ctx, dek, view, ev, out),
+        _ => Ok(false),
+    }
+}
+
+/// The event an edit replaces (`m.relates_to.rel_type == "m.replace"`).
+fn replaced_event(content: &Value) -> Option<&str> {
+    let rel = &content["m.relates_to"];
+    (rel["rel_type"] == "m.replace")
+        .then(|| rel["event_id"].as_str())
+        .flatten()
+}
+
+fn score(ctx: &IngestContext<'_>, is_direct: bool, content: &Value, msgtype: &str, is_mine: bool) -> Score {
+    let mentioned: Vec<&str> = content["m.mentions"]["user_ids"]
+        .as_array()
+        .map(|ids| ids.iter().filter_map(Value::as_str).collect())
+        .unwrap_or_default();
+    importance::score(
+        ctx.reader,
+        &MessageFacts {
+            body: content["body"].as_str().unwrap_or_default(),
+            msgtype,
+            is_mine,
+            is_direct,
+            mentioned_ids: &mentioned,
+        },
+    )
+}
+
+fn insert_message(
+    tx: &Transaction<'_>,
+    ctx: &IngestContext<'_>,
+    dek: &DataKey,
+    view: &mut RoomView,
+    ev: &Event,
+    out: &mut IngestOutcome,
+) -> rusqlite::Result<bool> {
+    let (Some(event_id), Some(sender)) = (ev.event_id.as_deref(), ev.sender.as_deref()) else {
+        return Ok(false);
+    };
+    let redacted = ev
+        .unsigned
+        .as_ref()
+        .is_some_and(|u| u.get("redacted_because").is_some());
+    let is_mine = sender == ctx.reader.matrix_user_id;
+    let msgtype = ev.content["msgtype"].as_str().unwrap_or(DEFAULT_MSGTYPE);
+    let (content, s) = if redacted {
+        (MessageContent { body: String::new(), content: json!({}) }, unscored())
+    } else {
+        let body = ev.content["body"].as_str().unwrap_or_default().to_owned();
+        let s = score(ctx, view.row.is_direct, &ev.content, msgtype, is_mine);
+        (MessageContent { body, content: ev.content.clone() }, s)
+    };
+    let id = uuid::Uuid::new_v4().to_string();
+    let ts = ev.origin_server_ts.unwrap_or(ctx.now * 1000);
+    let row = MessageRow {
+        content_enc: seal_message(dek, &id, &content),
+        id,
+        user_id: ctx.user_id.to_owned(),
+        room_id: view.row.room_id.clone(),
+        event_id: event_id.to_owned(),
+        sender_id: sender.to_owned(),
+        ts,
+        msgtype: msgtype.to_owned(),
+        is_mine,
+        importance: s.importance,
+        category: s.category.to_owned(),
+        is_question: s.is_question,
+        edited: false,
+        redacted,
+        created_at: ctx.now,
+    };
+    if !messages::insert_if_new(tx, &row)? {
+        return Ok(false);
+    }
+    view.row.last_message_ts = Some(view.row.last_message_ts.map_or(ts, |t| t.max(ts)));
+    out.new_messages.push(NewMessage {
+        room_id: row.room_id,
+        event_id: row.event_id,
+        message_id: row.id,
+    });
+    Ok(true)
+}
+
+fn unscored() -> Score {
+    Score {
+        importance: 0.0,
+        category: "general",
+        is_question: false,
+    }
+}
+
+/// An edit rewrites the original (same sender, same room, not redacted) with
+/// `m.new_content`; no row is added for the edit event itself.
+fn apply_edit(
+    tx: &Transaction<'_>,
+    ctx: &IngestContext<'_>,
+    dek: &DataKey,
+    view: &RoomView,
+    ev: &Event,
+    target: &str,
+    out: &mut IngestOutcome,
+) -> rusqlite::Result<bool> {
+    let Some(mut orig) = messages::find_by_event(tx, ctx.user_id, target)? else {
+        return Ok(false);
+    };
+    let new_content = &ev.content["m.new_content"];
+    if orig.redacted
+        || orig.room_id != view.row.room_id
+        || ev.sender.as_deref() != Some(orig.sender_id.as_str())
+        || !new_content.is_object()
+    {
+        return Ok(false);
+    }
+    if let Some(t) = new_content["msgtype"].as_str() {
+        orig.msgtype = t.to_owned();
+    }
+    let s = score(ctx, view.row.is_direct, new_content, &orig.msgtype, orig.is_mine);
+    let content = MessageContent {
+        body: new_content["body"].as_str().unwrap_or_default().to_owned(),
+        content: new_content.clone(),
+    };
+    orig.content_enc = seal_message(dek, &orig.id, &content);
+    orig.edited = true;
+    (orig.importance, orig.is_question) = (s.importance, s.is_question);
+    orig.category = s.category.to_owned();
+    messages::update_content(tx, &orig)?;
+    out.updated_messages += 1;
+    Ok(true)
+}
+
+/// A redaction empties the original: body "", content {}, `redacted`.
+fn apply_redaction(
+    tx: &Transaction<'_>,
+    ctx: &IngestContext<'_>,
+    dek: &DataKey,
+    view: &RoomView,
+    ev: &Event,
+    out: &mut IngestOutcome,
+) -> rusqlite::Result<bool> {
+    // Room versions up to 10 carry `redacts` at the top level, v11 in the content.
+    let Some(target) = ev.redacts.as_deref().or(ev.content["redacts"].as_str()) else {
+        return Ok(false);
+    };
+    let Some(mut orig) = messages::find_by_event(tx, ctx.user_id, target)? else {
+        return Ok(false);
+    };
+    if orig.redacted || orig.room_id != view.row.room_id {
+        return Ok(false);
+    }
+    let empty = MessageContent {
+        body: String::new(),
+        content: json!({}),
+    };
+    orig.content_enc = seal_message(dek, &orig.id, &empty);
+    orig.redacted = true;
+    let s = unscored();
+    (orig.importance, orig.is_question) = (s.importance, s.is_question);
+    orig.category = s.category.to_owned();
+    messages::update_content(tx, &orig)?;
+    out.updated_messages += 1;
+    Ok(true)
+}
+
+/// The later of `m.fully_read` and the user's own read receipts (by message time when
+/// both are stored messages; otherwise the newest to arrive).
+fn update_read_marker(
+    tx: &Transaction<'_>,
+    ctx: &IngestContext<'_>,
+    view: &mut RoomView,
+    room: &JoinedRoom,
+) -> rusqlite::Result<()> {
+    let me = ctx.reader.matrix_user_id.as_str();
+    let mut candidates: Vec<&str> = room
+        .account_data
+        .events
+        .iter()
+        .filter(|e| e.kind == "m.fully_read")
+        .filter_map(|e| e.content["event_id"].as_str())
+        .collect();
+    for ev in room.ephemeral.events.iter().filter(|e| e.kind == "m.receipt") {
+        for (event_id, receipts) in ev.content.as_object().into_iter().flatten() {
+            if ["m.read", "m.read.private"]
+                .iter()
+                .any(|t| receipts[*t].get(me).is_some())
+            {
+                candidates.push(event_id);
+            }
+        }
+    }
+    for candidate in candidates {
+        let later = match view.row.last_read_event_id.as_deref() {
+            None => true,
+            Some(current) if current == candidate => false,
+            Some(current) => {
+                let current_ts = messages::ts_of_event(tx, ctx.user_id, current)?;
+                let candidate_ts = messages::ts_of_event(tx, ctx.user_id, candidate)?;
+                match (current_ts, candidate_ts) {
+                    (Some(a), Some(b)) => b >= a,
+                    _ => true,
+                }
+            }
+        };
+        if later {
+            view.row.last_read_event_id = Some(candidate.to_owned());
+        }
+    }
+    Ok(())
+}
+
+/// Highest score among unread messages (after the read marker when it is a stored
+/// message, else the newest `unread_count`), at least the direct-chat baseline.
+fn room_importance(tx: &Transaction<'_>, ctx: &IngestContext<'_>, view: &RoomView) -> rusqlite::Result<f64> {
+    let row = &view.row;
+    let max_unread = if row.unread_count <= 0 {
+        None
+    } else {
+        let read_ts = match &row.last_read_event_id {
+            Some(id) => messages::ts_of_event(tx, ctx.user_id, id)?,
+            None => None,
+        };
+        match read_ts {
+            Some(ts) => messages::max_importance_after(tx, ctx.user_id, &row.room_id, ts)?,
+            None => messages::max_importance_of_latest(tx, ctx.user_id, &row.room_id, row.unread_count)?,
+        }
+    };
+    Ok(importance::room_importance(row.is_direct, max_unread))
+}

@@ -1,0 +1,98 @@
+//! Homeserver sync: one worker task per user with a Matrix account, kept running by a
+//! supervisor.
+//!
+//! The supervisor starts with [`spawn`] (from `serve()`), loads every user with a Matrix
+//! access token and starts a worker for each one not running yet; it rescans whenever
+//! `state.sync_wakeup` is notified (a new Matrix account) and every minute (restarting
+//! workers that ended). Workers spend their time awaiting the homeserver's long-poll, so a
+//! few hundred users cost a few hundred idle tasks. Everything stops on `state.shutdown`.
+
+use std::collections::HashMap;
+use std::sync::Mutex;
+use std::time::Duration;
+
+use tokio::task::JoinHandle;
+
+use crate::error::AppError;
+use crate::state::AppState;
+use crate::store::sync_state;
+
+pub mod homeserver;
+pub mod ingest;
+pub mod room;
+mod worker;
+
+#[cfg(test)]
+mod tests;
+
+/// How often the supervisor rescans without being woken.
+const RESCAN: Duration = Duration::from_secs(60);
+
+/// Starts the supervisor (when a homeserver is configured) and marks where this
+/// process's change events begin (see [`first_event_id`]). Call once per `AppState`,
+/// from within the runtime.
+pub fn spawn(state: AppState) {
+    mark_first_event(&state);
+    let Some(matrix) = state.matrix.clone() else {
+        tracing::info!("no homeserver configured; sync workers are off");
+        return;
+    };
+    tokio::spawn(supervise(state, matrix));
+}
+
+async fn supervise(state: AppState, matrix: crate::matrix::MatrixClient) {
+    let mut workers: HashMap<String, JoinHandle<()>> = HashMap::new();
+    loop {
+        workers.retain(|_, handle| !handle.is_finished());
+        let ids = state
+            .store
+            .run(|c| sync_state::syncable_user_ids(c).map_err(AppError::from))
+            .await;
+        match ids {
+            Ok(ids) => {
+                for id in ids {
+                    if workers.contains_key(&id) {
+                        continue;
+                    }
+                    let task = worker::run(state.clone(), matrix.clone(), id.clone());
+                    workers.insert(id, tokio::spawn(task));
+                }
+            }
+            Err(e) => tracing::warn!(error = %e, "sync supervisor cannot list users"),
+        }
+        tokio::select! {
+            _ = state.sync_wakeup.notified() => {}
+            _ = tokio::time::sleep(RESCAN) => {}
+            _ = state.shutdown.wait() => break,
+        }
+    }
+    tracing::debug!(workers = workers.len(), "sync supervisor stopped");
+}
+
+/// Kind of the marker event published at start (to a user id no one has).
+const FIRST_EVENT_MARKER: &str = "sync.started";
+
+static FIRST_EVENTS: Mutex<Vec<(usize, u64)>> = Mutex::new(Vec::new());
+
+fn hub_key(state: &AppState) -> usize {
+    std::ptr::from_ref(&state.events) as usize
+}
+
+fn mark_first_event(state: &AppState) {
+    let id = state
+        .events
+        .publish("", FIRST_EVENT_MARKER, serde_json::json!({}));
+    let mut ids = FIRST_EVENTS.lock().unwrap_or_else(|p| p.into_inner());
+    let key = hub_key(state);
+    ids.retain(|(k, _)| *k != key);
+    ids.push((key, id));
+}
+
+/// Id of the first change event of this process (a marker published by [`spawn`]).
+/// Event ids keep increasing across restarts, so a `Last-Event-ID` below it was issued
+/// by an earlier process, whose events are gone: the client must rescan.
+pub fn first_event_id(state: &AppState) -> Option<u64> {
+    let ids = FIRST_EVENTS.lock().unwrap_or_else(|p| p.into_inner());
+    let key = hub_key(state);
+    ids.iter().find(|(k, _)| *k == key).map(|(_, id)| *id)
+}

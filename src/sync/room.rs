@@ -1,0 +1,409 @@
+//! How a stored room follows its Matrix state: name, avatar, topic, joined members,
+//! direct flag and recipient, platform.
+//!
+//! Room names: `m.room.name` when the room has one. Otherwise a name is computed from
+//! the summary's heroes, or else from the other joined members (bridge bots left out
+//! unless nobody else is there): their display names (`m.room.member`
+//! `content.displayname`, else the ID's localpart) as "Alice", "Alice and Bob",
+//! "Alice, Bob and Carol" or "Alice, Bob, Carol and 2 others"; "Empty room" when the user
+//! is alone. A computed name is made when the room first appears (with its full state) or
+//! loses its `m.room.name`, and refreshed on membership changes once the worker has
+//! confirmed on the homeserver that the room has no name (see [`RoomHint`]).
+
+use std::collections::{BTreeSet, HashMap};
+
+use rusqlite::Connection;
+use serde_json::Value;
+
+use super::ingest::IngestContext;
+use crate::crypto::DataKey;
+use crate::matrix::types::{Event, RoomSummary};
+use crate::services::conversations::{open_room_field, seal_room_field, RoomField};
+use crate::store::rooms::{self, RoomRow};
+
+/// What the worker looked up on the homeserver for a room whose members changed.
+#[derive(Debug, Clone, Default)]
+pub struct RoomHint {
+    /// The room has no `m.room.name` (so its computed name may be refreshed).
+    pub unnamed: bool,
+    /// Display names of the joined members.
+    pub display_names: HashMap<String, String>,
+}
+
+/// Direct chats from the `m.direct` account data, by room.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct DirectRooms {
+    partner_by_room: HashMap<String, String>,
+}
+
+impl DirectRooms {
+    /// From the content of `m.direct`: `{partner: [room ids]}`.
+    pub fn from_content(content: &Value) -> Self {
+        let mut partner_by_room = HashMap::new();
+        if let Some(map) = content.as_object() {
+            for (partner, rooms) in map {
+                for room in rooms.as_array().into_iter().flatten() {
+                    if let Some(room) = room.as_str() {
+                        partner_by_room.insert(room.to_owned(), partner.clone());
+                    }
+                }
+            }
+        }
+        Self { partner_by_room }
+    }
+
+    pub fn partner(&self, room_id: &str) -> Option<&str> {
+        self.partner_by_room.get(room_id).map(String::as_str)
+    }
+
+    pub fn iter(&self) -> impl Iterator<Item = (&str, &str)> {
+        self.partner_by_room
+            .iter()
+            .map(|(r, p)| (r.as_str(), p.as_str()))
+    }
+}
+
+/// Plain values of the sealed columns.
+#[derive(Debug, Clone, Default, PartialEq)]
+struct Sealed {
+    name: Option<String>,
+    avatar: Option<String>,
+    topic: Option<String>,
+}
+
+/// A room being updated from one `/sync` response.
+pub struct RoomView {
+    pub row: RoomRow,
+    existing: Option<RoomRow>,
+    stored: Sealed,
+    current: Sealed,
+    /// `m.room.name` seen in this response: `Some(None)` when it was emptied.
+    explicit_name: Option<Option<String>>,
+    stored_members: BTreeSet<String>,
+    pub members: BTreeSet<String>,
+    display_names: HashMap<String, String>,
+    bridge_dm: bool,
+    bots: BTreeSet<String>,
+    platform_hint: Option<&'static str>,
+    inviter: Option<String>,
+    invited_direct: bool,
+}
+
+impl RoomView {
+    /// The stored room (with its sealed fields opened), or a fresh one.
+    pub fn load(
+        conn: &Connection,
+        ctx: &IngestContext<'_>,
+        dek: &DataKey,
+        room_id: &str,
+    ) -> rusqlite::Result<Self> {
+        let existing = rooms::find(conn, ctx.user_id, room_id)?;
+        let (row, stored, stored_members) = match &existing {
+            Some(row) => {
+                let open = |field, sealed: &Option<Vec<u8>>| {
+                    open_room_field(dek, ctx.user_id, room_id, field, sealed.as_deref())
+                };
+                let stored = Sealed {
+                    name: open(RoomField::Name, &row.name_enc),
+                    avatar: open(RoomField::Avatar, &row.avatar_enc),
+                    topic: open(RoomField::Topic, &row.topic_enc),
+                };
+                let members = rooms::members(conn, ctx.user_id, room_id)?;
+                (row.clone(), stored, members.into_iter().collect())
+            }
+            None => (
+                RoomRow {
+                    user_id: ctx.user_id.to_owned(),
+                    room_id: room_id.to_owned(),
+                    membership: "join".to_owned(),
+                    created_at: ctx.now,
+                    updated_at: ctx.now,
+                    ..RoomRow::default()
+                },
+                Sealed::default(),
+                BTreeSet::new(),
+            ),
+        };
+        Ok(Self {
+            row,
+            existing,
+            current: stored.clone(),
+            stored,
+            explicit_name: None,
+            members: stored_members.clone(),
+            stored_members,
+            display_names: HashMap::new(),
+            bridge_dm: false,
+            bots: ctx.bridge_bots.iter().map(|(bot, _)| bot.clone()).collect(),
+            platform_hint: None,
+            inviter: None,
+            invited_direct: false,
+        })
+    }
+
+    pub fn is_new(&self) -> bool {
+        self.existing.is_none()
+    }
+
+    /// Applies one state event (from `state`, `invite_state`, or the timeline).
+    pub fn apply_state(&mut self, ctx: &IngestContext<'_>, ev: &Event) {
+        let content = &ev.content;
+        let text = |key: &str| {
+            content[key]
+                .as_str()
+                .map(str::trim)
+                .filter(|s| !s.is_empty())
+                .map(str::to_owned)
+        };
+        match ev.kind.as_str() {
+            "m.room.name" => self.explicit_name = Some(text("name")),
+            "m.room.avatar" => self.current.avatar = text("url"),
+            "m.room.topic" => self.current.topic = text("topic"),
+            "m.room.member" => self.apply_member(ctx, ev),
+            "m.room.create" => {
+                let creator = content["creator"].as_str().or(ev.sender.as_deref());
+                if let Some(p) = creator.and_then(|c| bot_platform(ctx, c)) {
+                    self.platform_hint = Some(p);
+                }
+            }
+            "m.bridge" | "uk.half-shot.bridge" => {
+                if let Some(p) = content["protocol"]["id"].as_str().and_then(platform_of) {
+                    self.platform_hint = Some(p);
+                }
+                if let Some(bot) = content["bridgebot"].as_str() {
+                    self.bots.insert(bot.to_owned());
+                }
+                if content["com.beeper.room_type"] == "dm" {
+                    self.bridge_dm = true;
+                }
+            }
+            _ => {}
+        }
+    }
+
+    fn apply_member(&mut self, ctx: &IngestContext<'_>, ev: &Event) {
+        let Some(member) = ev.state_key.as_deref() else {
+            return;
+        };
+        let content = &ev.content;
+        if let Some(name) = content["displayname"].as_str().map(str::trim) {
+            if !name.is_empty() {
+                self.display_names
+                    .insert(member.to_owned(), name.to_owned());
+            }
+        }
+        match content["membership"].as_str().unwrap_or_default() {
+            "join" => {
+                self.members.insert(member.to_owned());
+                if let Some(p) = bot_platform(ctx, member) {
+                    self.platform_hint.get_or_insert(p);
+                }
+            }
+            "invite" => {
+                if member == ctx.reader.matrix_user_id {
+                    self.inviter = ev.sender.clone();
+                    self.invited_direct |= content["is_direct"] == true;
+                }
+            }
+            "leave" | "ban" => {
+                self.members.remove(member);
+            }
+            _ => {}
+        }
+    }
+
+    /// Other joined members, bridge bots left out.
+    fn others(&self, ctx: &IngestContext<'_>) -> Vec<&str> {
+        let me = ctx.reader.matrix_user_id.as_str();
+        self.members
+            .iter()
+            .map(String::as_str)
+            .filter(|m| *m != me && !self.bots.contains(*m))
+            .collect()
+    }
+
+    /// Direct flag and recipient: the `m.direct` partner; else, for a direct room, the one
+    /// other member (bots aside), the other member of a two-member room, the stored
+    /// recipient, or whoever invited the user.
+    pub fn resolve_direct(&mut self, ctx: &IngestContext<'_>, direct: &DirectRooms) {
+        let partner = direct.partner(&self.row.room_id);
+        self.row.is_direct |= partner.is_some() || self.bridge_dm || self.invited_direct;
+        if !self.row.is_direct {
+            return;
+        }
+        let me = ctx.reader.matrix_user_id.as_str();
+        let others = self.others(ctx);
+        let everyone_else: Vec<&String> = self.members.iter().filter(|m| *m != me).collect();
+        let recipient = if let Some(p) = partner {
+            Some(p.to_owned())
+        } else if others.len() == 1 {
+            Some(others[0].to_owned())
+        } else if everyone_else.len() == 1 {
+            Some(everyone_else[0].clone())
+        } else if self.row.recipient_id.is_some() {
+            self.row.recipient_id.clone()
+        } else {
+            self.inviter
+                .clone()
+                .filter(|i| i != me && !self.bots.contains(i))
+        };
+        self.row.recipient_id = recipient;
+    }
+
+    /// Completes the row: members, platform, name; seals changed fields.
+    pub fn finish(
+        &mut self,
+        ctx: &IngestContext<'_>,
+        dek: &DataKey,
+        summary: Option<&RoomSummary>,
+    ) {
+        self.row.member_count = self.members.len() as i64;
+        if let Some(p) = self.platform_hint {
+            self.row.platform = Some(p.to_owned());
+        }
+        let hint = ctx.hints.get(&self.row.room_id);
+        let members_changed = self.members != self.stored_members;
+        self.current.name = match &self.explicit_name {
+            Some(Some(name)) => Some(name.clone()),
+            Some(None) => Some(self.computed_name(ctx, summary, hint)),
+            None if self.stored.name.is_none()
+                || (members_changed && hint.is_some_and(|h| h.unnamed)) =>
+            {
+                Some(self.computed_name(ctx, summary, hint))
+            }
+            None => self.stored.name.clone(),
+        };
+        let (user, room) = (ctx.user_id, self.row.room_id.clone());
+        let seal = |field, value: &Option<String>| {
+            value
+                .as_deref()
+                .map(|v| seal_room_field(dek, user, &room, field, v))
+        };
+        if self.current.name != self.stored.name || self.row.name_enc.is_none() {
+            self.row.name_enc = seal(RoomField::Name, &self.current.name);
+        }
+        if self.current.avatar != self.stored.avatar {
+            self.row.avatar_enc = seal(RoomField::Avatar, &self.current.avatar);
+        }
+        if self.current.topic != self.stored.topic {
+            self.row.topic_enc = seal(RoomField::Topic, &self.current.topic);
+        }
+    }
+
+    fn computed_name(
+        &self,
+        ctx: &IngestContext<'_>,
+        summary: Option<&RoomSummary>,
+        hint: Option<&RoomHint>,
+    ) -> String {
+        let me = ctx.reader.matrix_user_id.as_str();
+        let heroes: Vec<&str> = summary
+            .and_then(|s| s.heroes.as_ref())
+            .map(|h| {
+                h.iter()
+                    .map(String::as_str)
+                    .filter(|id| *id != me)
+                    .collect()
+            })
+            .unwrap_or_default();
+        let mut ids = if heroes.is_empty() {
+            self.others(ctx)
+        } else {
+            heroes
+        };
+        if ids.is_empty() {
+            // Only bots (e.g. a bridge management room): name it after them.
+            ids = self
+                .members
+                .iter()
+                .map(String::as_str)
+                .filter(|m| *m != me)
+                .collect();
+        }
+        if ids.is_empty() {
+            // An invite: name it after the inviter.
+            ids.extend(self.inviter.as_deref().filter(|i| *i != me));
+        }
+        let names: Vec<String> = ids
+            .iter()
+            .map(|id| {
+                self.display_names
+                    .get(*id)
+                    .or_else(|| hint.and_then(|h| h.display_names.get(*id)))
+                    .cloned()
+                    .unwrap_or_else(|| localpart(id).to_owned())
+            })
+            .collect();
+        join_names(&names)
+    }
+
+    /// Whether anything stored changes, compared with the row as loaded.
+    pub fn changed(&self) -> bool {
+        let Some(old) = &self.existing else {
+            return true;
+        };
+        let r = &self.row;
+        self.current != self.stored
+            || self.members != self.stored_members
+            || old.name_enc.is_none() != r.name_enc.is_none()
+            || (old.is_direct, &old.recipient_id, &old.platform) != (r.is_direct, &r.recipient_id, &r.platform)
+            || (old.member_count, old.unread_count, old.highlight_count)
+                != (r.member_count, r.unread_count, r.highlight_count)
+            || (&old.last_read_event_id, old.last_message_ts) != (&r.last_read_event_id, r.last_message_ts)
+            || old.importance != r.importance
+            || old.membership != r.membership
+    }
+
+    /// Writes the room and, when they changed, its members.
+    pub fn save(&mut self, conn: &Connection, now: i64) -> rusqlite::Result<()> {
+        self.row.updated_at = now;
+        if self.existing.is_none() {
+            rooms::upsert(conn, &self.row)?;
+        } else {
+            rooms::update_synced(conn, &self.row)?;
+        }
+        if self.members != self.stored_members {
+            let members: Vec<String> = self.members.iter().cloned().collect();
+            rooms::set_members(conn, &self.row.user_id, &self.row.room_id, &members)?;
+        }
+        Ok(())
+    }
+}
+
+/// The platform of a configured bridge bot.
+fn bot_platform(ctx: &IngestContext<'_>, user: &str) -> Option<&'static str> {
+    ctx.bridge_bots
+        .iter()
+        .find(|(bot, _)| bot == user)
+        .map(|(_, p)| *p)
+}
+
+/// Maps a bridge `protocol.id` to a platform (`discordgo` is Discord's).
+pub fn platform_of(protocol_id: &str) -> Option<&'static str> {
+    let id = protocol_id.to_ascii_lowercase();
+    ["whatsapp", "telegram", "discord"]
+        .into_iter()
+        .find(|p| id.contains(p))
+}
+
+pub fn localpart(user_id: &str) -> &str {
+    user_id
+        .trim_start_matches('@')
+        .split(':')
+        .next()
+        .unwrap_or(user_id)
+}
+
+/// "A", "A and B", "A, B and C", "A, B, C and 2 others"; "Empty room" for none.
+pub fn join_names(names: &[String]) -> String {
+    match names {
+        [] => "Empty room".to_owned(),
+        [one] => one.clone(),
+        [init @ .., last] if names.len() <= 3 => format!("{} and {last}", init.join(", ")),
+        _ => format!(
+            "{} and {} others",
+            names[..3].join(", "),
+            names.len() - 3
+        ),
+    }
+}

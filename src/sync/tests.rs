@@ -1,0 +1,375 @@
+use std::collections::HashMap;
+
+use serde_json::{json, Value};
+
+use super::ingest::{ingest, IngestContext, IngestOutcome};
+use super::room::{join_names, DirectRooms, RoomHint};
+use crate::config::StorageConfig;
+use crate::crypto::DataKey;
+use crate::matrix::SyncResponse;
+use crate::services::conversations::{open_message, open_room_field, MessageContent, RoomField};
+use crate::services::importance::Reader;
+use crate::store::users::UserRow;
+use crate::store::{messages, rooms, sync_state, Store};
+
+const ME: &str = "@sb_me:test";
+const BOB: &str = "@bob:test";
+const ROOM: &str = "!room:test";
+
+struct Fixture {
+    _dir: tempfile::TempDir,
+    store: Store,
+    dek: DataKey,
+    reader: Reader,
+    bots: Vec<(String, &'static str)>,
+    direct: DirectRooms,
+    hints: HashMap<String, RoomHint>,
+}
+
+impl Fixture {
+    fn new() -> Self {
+        let dir = tempfile::tempdir().unwrap();
+        let store = Store::open(&StorageConfig {
+            data_dir: dir.path().to_path_buf(),
+            ..StorageConfig::default()
+        })
+        .unwrap();
+        crate::store::users::insert(&store.conn().unwrap(), &user_row("u1")).unwrap();
+        Self {
+            _dir: dir,
+            store,
+            dek: DataKey::generate(),
+            reader: Reader::new(ME, Some("Meg")),
+            bots: vec![("@whatsappbot:test".to_owned(), "whatsapp")],
+            direct: DirectRooms::default(),
+            hints: HashMap::new(),
+        }
+    }
+
+    fn ingest(&mut self, resp: Value) -> IngestOutcome {
+        let resp: SyncResponse = serde_json::from_value(resp).unwrap();
+        let mut conn = self.store.conn().unwrap();
+        let tx = conn.transaction().unwrap();
+        let ctx = IngestContext {
+            user_id: "u1",
+            reader: &self.reader,
+            bridge_bots: &self.bots,
+            hints: &self.hints,
+            now: 1_700_000_000,
+        };
+        let out = ingest(&tx, &ctx, &self.dek, &mut self.direct, &resp).unwrap();
+        tx.commit().unwrap();
+        out
+    }
+
+    fn room(&self, room_id: &str) -> rooms::RoomRow {
+        rooms::find(&self.store.conn().unwrap(), "u1", room_id)
+            .unwrap()
+            .expect("room stored")
+    }
+
+    fn name(&self, room_id: &str) -> Option<String> {
+        let row = self.room(room_id);
+        open_room_field(&self.dek, "u1", room_id, RoomField::Name, row.name_enc.as_deref())
+    }
+
+    fn message(&self, event_id: &str) -> (messages::MessageRow, MessageContent) {
+        let row = messages::find_by_event(&self.store.conn().unwrap(), "u1", event_id)
+            .unwrap()
+            .expect("message stored");
+        let content = open_message(&self.dek, &row.id, &row.content_enc).unwrap();
+        (row, content)
+    }
+
+    fn message_count(&self) -> i64 {
+        self.store
+            .conn()
+            .unwrap()
+            .query_row("SELECT COUNT(*) FROM messages", [], |r| r.get(0))
+            .unwrap()
+    }
+}
+
+fn user_row(id: &str) -> UserRow {
+    UserRow {
+        id: id.to_owned(),
+        email_index: id.as_bytes().to_vec(),
+        email_enc: vec![0],
+        dek_wrapped: vec![0],
+        display_name: None,
+        username: None,
+        avatar_url: None,
+        is_admin: false,
+        onboarding_completed: false,
+        subscription_active: false,
+        subscription_until: None,
+        matrix_user_id: Some(ME.to_owned()),
+        matrix_device_id: None,
+        matrix_access_token_enc: None,
+        primary_user_id: None,
+        keys_shredded: false,
+        last_key_deletion_at: None,
+        created_at: 0,
+        updated_at: 0,
+    }
+}
+
+fn member(user: &str, membership: &str, name: Option<&str>) -> Value {
+    let mut content = json!({"membership": membership});
+    if let Some(n) = name {
+        content["displayname"] = json!(n);
+    }
+    json!({"type": "m.room.member", "state_key": user, "sender": user,
+           "event_id": format!("$m-{user}-{membership}"), "origin_server_ts": 1, "content": content})
+}
+
+fn text(event_id: &str, sender: &str, ts: i64, body: &str) -> Value {
+    json!({"type": "m.room.message", "event_id": event_id, "sender": sender,
+           "origin_server_ts": ts, "content": {"msgtype": "m.text", "body": body}})
+}
+
+fn joined(batch: &str, room: &str, state: Vec<Value>, timeline: Vec<Value>) -> Value {
+    json!({"next_batch": batch, "rooms": {"join": {room: {
+        "state": {"events": state},
+        "timeline": {"events": timeline},
+    }}}})
+}
+
+#[test]
+fn a_first_sync_stores_the_room_its_members_and_messages_with_the_new_since() {
+    let mut f = Fixture::new();
+    let out = f.ingest(joined(
+        "s1",
+        ROOM,
+        vec![
+            member(ME, "join", Some("Meg")),
+            member(BOB, "join", Some("Bob")),
+            json!({"type": "m.room.name", "state_key": "", "sender": BOB, "content": {"name": "Lunch club"}}),
+            json!({"type": "m.room.topic", "state_key": "", "sender": BOB, "content": {"topic": "food"}}),
+        ],
+        vec![
+            text("$1", BOB, 1000, "where shall we eat?"),
+            text("$2", ME, 2000, "pizza"),
+            json!({"type": "m.room.message", "event_id": "$3", "sender": BOB, "origin_server_ts": 3000,
+                   "content": {"msgtype": "m.image", "body": "menu.jpg", "url": "mxc://test/x"}}),
+        ],
+    ));
+    assert_eq!(out.new_messages.len(), 3);
+    assert_eq!(out.changed_rooms.iter().collect::<Vec<_>>(), vec![ROOM]);
+    let room = f.room(ROOM);
+    assert_eq!(room.member_count, 2);
+    assert_eq!(room.membership, "join");
+    assert_eq!(room.last_message_ts, Some(3000));
+    assert_eq!(f.name(ROOM).as_deref(), Some("Lunch club"));
+    assert_eq!(
+        rooms::members(&f.store.conn().unwrap(), "u1", ROOM).unwrap(),
+        vec![BOB.to_owned(), ME.to_owned()]
+    );
+    let (q, content) = f.message("$1");
+    assert_eq!(content.body, "where shall we eat?");
+    assert!(q.is_question && !q.is_mine && q.category == "question");
+    let (mine, _) = f.message("$2");
+    assert!(mine.is_mine);
+    assert_eq!(mine.importance, 0.0);
+    let (image, _) = f.message("$3");
+    assert_eq!((image.msgtype.as_str(), image.category.as_str()), ("m.image", "media"));
+    let sync = sync_state::find(&f.store.conn().unwrap(), "u1").unwrap().unwrap();
+    assert_eq!(sync.since.as_deref(), Some("s1"));
+}
+
+#[test]
+fn ingesting_the_same_events_again_adds_no_rows() {
+    let mut f = Fixture::new();
+    let resp = joined("s1", ROOM, vec![member(ME, "join", None)], vec![text("$1", BOB, 1, "hi")]);
+    assert_eq!(f.ingest(resp.clone()).new_messages.len(), 1);
+    let again = f.ingest(resp);
+    assert!(again.new_messages.is_empty());
+    assert!(again.changed_rooms.is_empty());
+    assert_eq!(f.message_count(), 1);
+}
+
+#[test]
+fn an_edit_rewrites_the_original_and_adds_no_row() {
+    let mut f = Fixture::new();
+    f.ingest(joined("s1", ROOM, vec![], vec![text("$1", BOB, 1, "helo")]));
+    let edit = json!({"type": "m.room.message", "event_id": "$e", "sender": BOB, "origin_server_ts": 2,
+        "content": {"msgtype": "m.text", "body": "* hello?", "m.new_content": {"msgtype": "m.text", "body": "hello?"},
+                    "m.relates_to": {"rel_type": "m.replace", "event_id": "$1"}}});
+    let out = f.ingest(joined("s2", ROOM, vec![], vec![edit]));
+    assert!(out.new_messages.is_empty());
+    assert_eq!(out.updated_messages, 1);
+    assert_eq!(f.message_count(), 1);
+    let (row, content) = f.message("$1");
+    assert!(row.edited && row.is_question);
+    assert_eq!(content.body, "hello?");
+    assert_eq!(content.content["body"], "hello?");
+}
+
+#[test]
+fn an_edit_by_someone_else_is_ignored() {
+    let mut f = Fixture::new();
+    f.ingest(joined("s1", ROOM, vec![], vec![text("$1", BOB, 1, "mine")]));
+    let edit = json!({"type": "m.room.message", "event_id": "$e", "sender": "@eve:test", "origin_server_ts": 2,
+        "content": {"body": "* pwned", "m.new_content": {"msgtype": "m.text", "body": "pwned"},
+                    "m.relates_to": {"rel_type": "m.replace", "event_id": "$1"}}});
+    f.ingest(joined("s2", ROOM, vec![], vec![edit]));
+    let (row, content) = f.message("$1");
+    assert!(!row.edited);
+    assert_eq!(content.body, "mine");
+}
+
+#[test]
+fn a_redaction_empties_the_original_and_marks_it_redacted() {
+    let mut f = Fixture::new();
+    f.ingest(joined("s1", ROOM, vec![], vec![text("$1", BOB, 1, "secret")]));
+    let redaction = json!({"type": "m.room.redaction", "event_id": "$r", "sender": BOB,
+                           "origin_server_ts": 2, "redacts": "$1", "content": {}});
+    let out = f.ingest(joined("s2", ROOM, vec![], vec![redaction]));
+    assert_eq!(out.updated_messages, 1);
+    let (row, content) = f.message("$1");
+    assert!(row.redacted);
+    assert_eq!(content, MessageContent { body: String::new(), content: json!({}) });
+    // Room version 11 puts `redacts` in the content.
+    f.ingest(joined("s3", ROOM, vec![], vec![text("$2", BOB, 3, "x")]));
+    let v11 = json!({"type": "m.room.redaction", "event_id": "$r2", "sender": BOB,
+                     "origin_server_ts": 4, "content": {"redacts": "$2"}});
+    f.ingest(joined("s4", ROOM, vec![], vec![v11]));
+    assert!(f.message("$2").0.redacted);
+}
+
+#[test]
+fn a_message_that_arrives_redacted_is_stored_empty() {
+    let mut f = Fixture::new();
+    let ev = json!({"type": "m.room.message", "event_id": "$1", "sender": BOB, "origin_server_ts": 1,
+                    "content": {}, "unsigned": {"redacted_because": {"type": "m.room.redaction"}}});
+    f.ingest(joined("s1", ROOM, vec![], vec![ev]));
+    let (row, content) = f.message("$1");
+    assert!(row.redacted);
+    assert_eq!(content.body, "");
+}
+
+#[test]
+fn an_unnamed_room_is_named_after_the_other_members() {
+    let mut f = Fixture::new();
+    f.ingest(joined(
+        "s1",
+        ROOM,
+        vec![member(ME, "join", Some("Meg")), member(BOB, "join", Some("Bob Builder"))],
+        vec![],
+    ));
+    assert_eq!(f.name(ROOM).as_deref(), Some("Bob Builder"));
+    // A new member changes the computed name once the room is confirmed unnamed.
+    // Display names come from the hint (the homeserver's joined members).
+    let names = HashMap::from([(BOB.to_owned(), "Bob Builder".to_owned())]);
+    f.hints.insert(ROOM.to_owned(), RoomHint { unnamed: true, display_names: names });
+    f.ingest(joined("s2", ROOM, vec![], vec![member("@carol:test", "join", None)]));
+    assert_eq!(f.name(ROOM).as_deref(), Some("Bob Builder and carol"));
+    assert_eq!(f.room(ROOM).member_count, 3);
+}
+
+#[test]
+fn names_are_joined_readably() {
+    let names = |n: &[&str]| join_names(&n.iter().map(|s| s.to_string()).collect::<Vec<_>>());
+    assert_eq!(names(&[]), "Empty room");
+    assert_eq!(names(&["A", "B"]), "A and B");
+    assert_eq!(names(&["A", "B", "C"]), "A, B and C");
+    assert_eq!(names(&["A", "B", "C", "D", "E"]), "A, B, C and 2 others");
+}
+
+#[test]
+fn m_direct_marks_the_room_direct_with_the_partner_as_recipient() {
+    let mut f = Fixture::new();
+    let mut resp = joined(
+        "s1",
+        ROOM,
+        vec![member(ME, "join", None), member(BOB, "join", None), member("@carol:test", "join", None)],
+        vec![text("$1", BOB, 1, "hi")],
+    );
+    resp["account_data"] = json!({"events": [{"type": "m.direct", "content": {BOB: [ROOM]}}]});
+    f.ingest(resp);
+    let room = f.room(ROOM);
+    assert!(room.is_direct);
+    assert_eq!(room.recipient_id.as_deref(), Some(BOB));
+    assert_eq!(f.message("$1").0.category, "direct");
+}
+
+#[test]
+fn a_two_member_direct_room_has_the_other_member_as_recipient() {
+    let mut f = Fixture::new();
+    let resp = json!({"next_batch": "s1", "rooms": {"invite": {ROOM: {"invite_state": {"events": [
+        {"type": "m.room.member", "state_key": ME, "sender": BOB, "content": {"membership": "invite", "is_direct": true}},
+        {"type": "m.room.member", "state_key": BOB, "sender": BOB, "content": {"membership": "join", "displayname": "Bob"}},
+    ]}}}}});
+    let out = f.ingest(resp);
+    assert_eq!(out.invites, vec![ROOM.to_owned()]);
+    let room = f.room(ROOM);
+    assert_eq!(room.membership, "invite");
+    assert!(room.is_direct);
+    assert_eq!(room.recipient_id.as_deref(), Some(BOB));
+    assert_eq!(f.name(ROOM).as_deref(), Some("Bob"));
+    f.ingest(joined("s2", ROOM, vec![member(ME, "join", None), member(BOB, "join", None)], vec![]));
+    let room = f.room(ROOM);
+    assert_eq!(room.membership, "join");
+    assert_eq!(room.recipient_id.as_deref(), Some(BOB));
+}
+
+#[test]
+fn leaving_a_room_keeps_its_messages() {
+    let mut f = Fixture::new();
+    f.ingest(joined("s1", ROOM, vec![member(ME, "join", None)], vec![text("$1", BOB, 1, "bye")]));
+    let resp = json!({"next_batch": "s2", "rooms": {"leave": {ROOM: {"timeline": {"events": [member(ME, "leave", None)]}}}}});
+    let out = f.ingest(resp);
+    assert!(out.changed_rooms.contains(ROOM));
+    assert_eq!(f.room(ROOM).membership, "leave");
+    assert_eq!(f.message_count(), 1);
+}
+
+#[test]
+fn bridge_state_and_bridge_bots_set_the_platform() {
+    let mut f = Fixture::new();
+    let bridge = json!({"type": "m.bridge", "state_key": "test/discord", "sender": "@discordbot:test",
+        "content": {"bridgebot": "@discordbot:test", "protocol": {"id": "discordgo"}, "com.beeper.room_type": "dm"}});
+    f.ingest(joined(
+        "s1",
+        ROOM,
+        vec![bridge, member(ME, "join", None), member("@discordbot:test", "join", None), member("@discord_1:test", "join", Some("Dee"))],
+        vec![],
+    ));
+    let room = f.room(ROOM);
+    assert_eq!(room.platform.as_deref(), Some("discord"));
+    assert!(room.is_direct);
+    assert_eq!(room.recipient_id.as_deref(), Some("@discord_1:test"));
+    assert_eq!(f.name(ROOM).as_deref(), Some("Dee"));
+
+    f.ingest(joined("s2", "!wa:test", vec![member(ME, "join", None), member("@whatsappbot:test", "join", None)], vec![]));
+    assert_eq!(f.room("!wa:test").platform.as_deref(), Some("whatsapp"));
+}
+
+#[test]
+fn unread_counts_read_markers_and_importance_follow_the_room() {
+    let mut f = Fixture::new();
+    let mut resp = joined(
+        "s1",
+        ROOM,
+        vec![member(ME, "join", None), member(BOB, "join", None), member("@carol:test", "join", None)],
+        vec![text("$1", BOB, 1, "old news"), text("$2", BOB, 2, "urgent: call me"), text("$3", BOB, 3, "ok")],
+    );
+    let room = &mut resp["rooms"]["join"][ROOM];
+    room["unread_notifications"] = json!({"notification_count": 2, "highlight_count": 1});
+    room["ephemeral"] = json!({"events": [{"type": "m.receipt", "content": {"$1": {"m.read": {ME: {"ts": 5}}}}}]});
+    f.ingest(resp);
+    let row = f.room(ROOM);
+    assert_eq!((row.unread_count, row.highlight_count), (2, 1));
+    assert_eq!(row.last_read_event_id.as_deref(), Some("$1"));
+    let urgent = f.message("$2").0.importance;
+    assert_eq!(row.importance, urgent);
+
+    let mut read = joined("s2", ROOM, vec![], vec![]);
+    let room = &mut read["rooms"]["join"][ROOM];
+    room["unread_notifications"] = json!({"notification_count": 0, "highlight_count": 0});
+    room["account_data"] = json!({"events": [{"type": "m.fully_read", "content": {"event_id": "$3"}}]});
+    f.ingest(read);
+    let row = f.room(ROOM);
+    assert_eq!(row.last_read_event_id.as_deref(), Some("$3"));
+    assert_eq!(row.importance, 0.0);
+}

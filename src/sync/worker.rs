@@ -1,0 +1,353 @@
+//! One user's sync loop: long-poll `/sync`, fill timeline gaps, ingest in one
+//! transaction with the new `since`, publish change events, accept invites.
+//!
+//! Homeserver or database errors never stop the loop: it records `last_error`, backs off
+//! (1 s doubling to 60 s) and tries again from the stored position; the API keeps
+//! serving what is stored. The loop ends on shutdown, or when the user no longer has a
+//! Matrix account.
+
+use std::collections::HashMap;
+use std::sync::OnceLock;
+use std::time::{Duration, Instant};
+
+use rusqlite::TransactionBehavior;
+use serde_json::json;
+
+use super::homeserver::Homeserver;
+use super::ingest::{self, IngestContext, IngestOutcome};
+use super::room::{DirectRooms, RoomHint};
+use crate::error::{AppError, AppResult};
+use crate::events::kind;
+use crate::matrix::{MatrixClient, MatrixError, SyncResponse};
+use crate::ratelimit::unix_now;
+use crate::services::importance::Reader;
+use crate::services::users;
+use crate::state::AppState;
+use crate::store::{rooms, sync_state};
+
+/// How long one `/sync` long-poll waits for news.
+const POLL_MS: u64 = 30_000;
+/// Timeline events per room on the first sync (older history is not imported).
+const INITIAL_TIMELINE_LIMIT: u32 = 50;
+/// Timeline events per room on later syncs; longer gaps are paged in.
+const TIMELINE_LIMIT: u32 = 100;
+const BACKOFF_START: Duration = Duration::from_secs(1);
+const BACKOFF_MAX: Duration = Duration::from_secs(60);
+/// Batches with more new messages than this (e.g. the first sync) are announced with one
+/// `room.updated` per room instead of a `message.created` per message.
+const MAX_MESSAGE_EVENTS: usize = 256;
+const MAX_JOIN_ATTEMPTS: u32 = 5;
+
+const STATE_TYPES: &[&str] = &[
+    "m.room.name",
+    "m.room.avatar",
+    "m.room.topic",
+    "m.room.member",
+    "m.room.create",
+    "m.bridge",
+    "uk.half-shot.bridge",
+];
+
+fn timeline_types() -> Vec<&'static str> {
+    let mut types = STATE_TYPES.to_vec();
+    types.extend(["m.room.message", "m.room.redaction"]);
+    types
+}
+
+/// The `/sync` filter: the state, timeline events, receipts and account data ingest
+/// reads; no presence, typing or other account data.
+fn sync_filter(initial: bool) -> &'static str {
+    static FILTERS: OnceLock<[String; 2]> = OnceLock::new();
+    let filters = FILTERS.get_or_init(|| {
+        [INITIAL_TIMELINE_LIMIT, TIMELINE_LIMIT].map(|limit| {
+            json!({
+                "presence": {"not_types": ["*"]},
+                "account_data": {"types": ["m.direct"]},
+                "room": {
+                    "state": {"types": STATE_TYPES, "lazy_load_members": false},
+                    "timeline": {"types": timeline_types(), "limit": limit},
+                    "ephemeral": {"types": ["m.receipt"]},
+                    "account_data": {"types": ["m.fully_read"]},
+                },
+            })
+            .to_string()
+        })
+    });
+    &filters[usize::from(!initial)]
+}
+
+/// The `/messages` filter used to page through gaps.
+fn gap_filter() -> &'static str {
+    static FILTER: OnceLock<String> = OnceLock::new();
+    FILTER.get_or_init(|| json!({"types": timeline_types()}).to_string())
+}
+
+struct Backoff(Duration);
+
+impl Backoff {
+    fn new() -> Self {
+        Self(BACKOFF_START)
+    }
+
+    fn next(&mut self) -> Duration {
+        let d = self.0;
+        self.0 = (self.0 * 2).min(BACKOFF_MAX);
+        d
+    }
+
+    fn reset(&mut self) {
+        self.0 = BACKOFF_START;
+    }
+}
+
+/// Sleeps `d` unless shutdown comes first; returns false on shutdown.
+async fn pause(state: &AppState, d: Duration) -> bool {
+    tokio::select! {
+        _ = tokio::time::sleep(d) => true,
+        _ = state.shutdown.wait() => false,
+    }
+}
+
+/// Runs until shutdown or until the user has no Matrix account.
+pub async fn run(state: AppState, matrix: MatrixClient, user_id: String) {
+    let mut backoff = Backoff::new();
+    let mut session: Option<Session> = None;
+    while !state.shutdown.is_triggered() {
+        let result = match session.as_mut() {
+            Some(s) => s.step(&state, &matrix).await,
+            None => match Session::load(&state, &matrix, &user_id).await {
+                Ok(Some(s)) => {
+                    tracing::info!(%user_id, matrix_user = %s.reader.matrix_user_id, resumed = s.since.is_some(), "sync worker started");
+                    session = Some(s);
+                    continue;
+                }
+                Ok(None) => {
+                    tracing::info!(%user_id, "user has no Matrix account; sync worker stops");
+                    return;
+                }
+                Err(e) => Err(e),
+            },
+        };
+        match result {
+            Ok(()) => backoff.reset(),
+            Err(e) => {
+                let error = e.to_string();
+                tracing::warn!(%user_id, %error, "sync failed; retrying with backoff");
+                // Reload token, key and position before the next attempt.
+                session = None;
+                let uid = user_id.clone();
+                let now = unix_now() as i64;
+                let _ = state
+                    .store
+                    .run(move |c| sync_state::record_error(c, &uid, &error, now).map_err(AppError::from))
+                    .await;
+                if !pause(&state, backoff.next()).await {
+                    return;
+                }
+            }
+        }
+    }
+}
+
+struct JoinAttempt {
+    failures: u32,
+    next_at: Instant,
+}
+
+/// What a worker keeps between polls.
+struct Session {
+    user_id: String,
+    token: String,
+    reader: Reader,
+    since: Option<String>,
+    direct: DirectRooms,
+    bridge_bots: Vec<(String, &'static str)>,
+    pending_joins: HashMap<String, JoinAttempt>,
+}
+
+impl Session {
+    /// Token, identity, stored position and pending invites; `None` without a Matrix account.
+    async fn load(state: &AppState, matrix: &MatrixClient, user_id: &str) -> AppResult<Option<Self>> {
+        let uid = user_id.to_owned();
+        let (user, sync, invites) = state
+            .store
+            .run(move |c| {
+                let user = crate::store::users::find(c, &uid)?;
+                let sync = sync_state::find(c, &uid)?;
+                let invites = rooms::ids_with_membership(c, &uid, "invite")?;
+                Ok::<_, AppError>((user, sync, invites))
+            })
+            .await?;
+        let Some(user) = user else {
+            return Ok(None);
+        };
+        let (Some(token), Some(mxid)) = (users::matrix_token_of(&state.master, &user)?, user.matrix_user_id.clone()) else {
+            return Ok(None);
+        };
+        let since = sync.and_then(|s| s.since);
+        // A first sync brings m.direct itself; a resumed one only brings changes.
+        let direct = match since {
+            Some(_) => {
+                let map = matrix.direct_rooms(&token, &mxid).await.map_err(upstream)?;
+                DirectRooms::from_content(&serde_json::to_value(map).unwrap_or_default())
+            }
+            None => DirectRooms::default(),
+        };
+        let now = Instant::now();
+        Ok(Some(Self {
+            user_id: user.id.clone(),
+            reader: Reader::new(&mxid, user.display_name.as_deref()),
+            token,
+            since,
+            direct,
+            bridge_bots: state
+                .config
+                .bridges
+                .iter()
+                .filter_map(|(platform, b)| b.bot_user_id.clone().map(|bot| (bot, platform)))
+                .collect(),
+            pending_joins: invites
+                .into_iter()
+                .map(|r| (r, JoinAttempt { failures: 0, next_at: now }))
+                .collect(),
+        }))
+    }
+
+    /// One poll: sync, fill gaps, ingest, publish, join invites.
+    async fn step(&mut self, state: &AppState, matrix: &MatrixClient) -> AppResult<()> {
+        let initial = self.since.is_none();
+        let timeout = if initial { 0 } else { POLL_MS };
+        let filter = sync_filter(initial);
+        let sync = matrix.sync(&self.token, self.since.as_deref(), timeout, Some(filter));
+        let mut resp = tokio::select! {
+            r = sync => r.map_err(upstream)?,
+            _ = state.shutdown.wait() => return Ok(()),
+        };
+        let hs = Homeserver {
+            http: &state.http,
+            base: matrix.base_url(),
+            token: &self.token,
+        };
+        let mut hints = HashMap::new();
+        if let Some(since) = self.since.clone() {
+            let extras = async {
+                let gap = hs.fill_gaps(&mut resp, &since, gap_filter()).await?;
+                Ok::<_, MatrixError>((gap, hs.room_hints(&resp).await))
+            };
+            let (gap, found) = tokio::select! {
+                r = extras => r.map_err(upstream)?,
+                _ = state.shutdown.wait() => return Ok(()),
+            };
+            if gap > 0 {
+                tracing::info!(user_id = %self.user_id, events = gap, "filled timeline gaps");
+            }
+            hints = found;
+        }
+        for room in resp.rooms.join.keys() {
+            self.pending_joins.remove(room);
+        }
+        let next_batch = resp.next_batch.clone();
+        let outcome = self.ingest(state, resp, hints).await?;
+        self.since = Some(next_batch);
+        publish(state, &self.user_id, &outcome);
+        let now = Instant::now();
+        for room in outcome.invites {
+            self.pending_joins.entry(room).or_insert(JoinAttempt { failures: 0, next_at: now });
+        }
+        self.join_invites(state, matrix).await;
+        Ok(())
+    }
+
+    /// Ingests in one IMMEDIATE transaction, opening the data key inside it so a
+    /// concurrent key deletion cannot interleave.
+    async fn ingest(&mut self, state: &AppState, resp: SyncResponse, hints: HashMap<String, RoomHint>) -> AppResult<IngestOutcome> {
+        let master = state.master.clone();
+        let user_id = self.user_id.clone();
+        let reader = self.reader.clone();
+        let bots = self.bridge_bots.clone();
+        let mut direct = self.direct.clone();
+        let (outcome, direct) = state
+            .store
+            .run(move |c| {
+                let tx = c.transaction_with_behavior(TransactionBehavior::Immediate)?;
+                let user = crate::store::users::find(&tx, &user_id)?.ok_or_else(|| AppError::not_found("user"))?;
+                let dek = users::data_key(&master, &user)?;
+                let ctx = IngestContext {
+                    user_id: &user_id,
+                    reader: &reader,
+                    bridge_bots: &bots,
+                    hints: &hints,
+                    now: unix_now() as i64,
+                };
+                let outcome = ingest::ingest(&tx, &ctx, &dek, &mut direct, &resp)?;
+                tx.commit()?;
+                Ok::<_, AppError>((outcome, direct))
+            })
+            .await?;
+        self.direct = direct;
+        Ok(outcome)
+    }
+
+    /// Accepts pending invites (bridges invite users to their portal rooms), retrying
+    /// failures with backoff up to [`MAX_JOIN_ATTEMPTS`] times.
+    async fn join_invites(&mut self, state: &AppState, matrix: &MatrixClient) {
+        let now = Instant::now();
+        let due: Vec<String> = self
+            .pending_joins
+            .iter()
+            .filter(|(_, a)| a.next_at <= now)
+            .map(|(r, _)| r.clone())
+            .collect();
+        for room_id in due {
+            let joined = tokio::select! {
+                r = matrix.join(&self.token, &room_id) => r,
+                _ = state.shutdown.wait() => return,
+            };
+            match joined {
+                Ok(()) => {
+                    tracing::info!(user_id = %self.user_id, %room_id, "accepted room invite");
+                    self.pending_joins.remove(&room_id);
+                }
+                Err(error) => {
+                    let Some(attempt) = self.pending_joins.get_mut(&room_id) else {
+                        continue;
+                    };
+                    attempt.failures += 1;
+                    if attempt.failures >= MAX_JOIN_ATTEMPTS {
+                        tracing::warn!(user_id = %self.user_id, %room_id, %error, "giving up on room invite");
+                        self.pending_joins.remove(&room_id);
+                    } else {
+                        tracing::info!(user_id = %self.user_id, %room_id, %error, "joining failed; will retry");
+                        attempt.next_at = now + BACKOFF_START * 5 * 2u32.pow(attempt.failures);
+                    }
+                }
+            }
+        }
+    }
+}
+
+fn upstream(e: MatrixError) -> AppError {
+    AppError::Unavailable {
+        code: "homeserver_unavailable",
+        message: e.to_string(),
+    }
+}
+
+/// `message.created` per new message (unless the batch is large), then `room.updated`
+/// per changed room.
+fn publish(state: &AppState, user_id: &str, outcome: &IngestOutcome) {
+    if outcome.new_messages.len() <= MAX_MESSAGE_EVENTS {
+        for m in &outcome.new_messages {
+            state.events.publish(
+                user_id,
+                kind::MESSAGE_CREATED,
+                json!({"roomId": m.room_id, "eventId": m.event_id, "messageId": m.message_id}),
+            );
+        }
+    }
+    for room_id in &outcome.changed_rooms {
+        state
+            .events
+            .publish(user_id, kind::ROOM_UPDATED, json!({"roomId": room_id}));
+    }
+}
