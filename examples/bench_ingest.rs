@@ -74,7 +74,11 @@ pub fn synthetic_sync(messages: usize, rooms: usize, batch: &str) -> Vec<u8> {
             if n == messages {
                 break;
             }
-            let sender = if i % 7 == 0 { ME } else { others[i % 3].as_str() };
+            let sender = if i % 7 == 0 {
+                ME
+            } else {
+                others[i % 3].as_str()
+            };
             let content = if i % 20 == 19 {
                 json!({"msgtype": "m.image", "body": "photo.jpg", "url": "mxc://localhost/abc",
                        "info": {"mimetype": "image/jpeg", "size": 123_456, "w": 800, "h": 600}})
@@ -131,7 +135,8 @@ struct Round {
 }
 
 fn round(store: &Store, user_id: &str, body: &[u8]) -> Round {
-    switchboard::store::users::insert(&store.conn().expect("conn"), &bench_user(user_id)).expect("user");
+    switchboard::store::users::insert(&store.conn().expect("conn"), &bench_user(user_id))
+        .expect("user");
     let dek = DataKey::generate();
     let reader = Reader::new(ME, Some("Bench"));
     let bots = vec![("@whatsappbot:localhost".to_owned(), "whatsapp")];
@@ -168,7 +173,11 @@ fn round(store: &Store, user_id: &str, body: &[u8]) -> Round {
             body: c["body"].as_str().unwrap_or_default().to_owned(),
             content: (*c).clone(),
         };
-        std::hint::black_box(seal_message(&dek, "00000000-0000-0000-0000-000000000000", &content));
+        std::hint::black_box(seal_message(
+            &dek,
+            "00000000-0000-0000-0000-000000000000",
+            &content,
+        ));
     }
     let encrypt = t.elapsed();
 
@@ -224,12 +233,24 @@ fn main() {
     let total = r.parse + r.ingest;
     let per_sec = messages as f64 / total.as_secs_f64();
     let store_only = r.ingest.saturating_sub(r.score + r.encrypt);
-    println!("median round: {} total → {per_sec:.0} messages/s (target ≥ 20000)", ms(total));
+    println!(
+        "median round: {} total → {per_sec:.0} messages/s (target ≥ 20000)",
+        ms(total)
+    );
     println!("  parse    {:>10}", ms(r.parse));
     println!("  score    {:>10}  (heuristic alone)", ms(r.score));
-    println!("  encrypt  {:>10}  (content JSON + XChaCha20-Poly1305 alone)", ms(r.encrypt));
-    println!("  store    {:>10}  (rest of ingest: rooms, members, inserts, commit)", ms(store_only));
-    println!("  ingest   {:>10}  (score + encrypt + store, one transaction)", ms(r.ingest));
+    println!(
+        "  encrypt  {:>10}  (content JSON + XChaCha20-Poly1305 alone)",
+        ms(r.encrypt)
+    );
+    println!(
+        "  store    {:>10}  (rest of ingest: rooms, members, inserts, commit)",
+        ms(store_only)
+    );
+    println!(
+        "  ingest   {:>10}  (score + encrypt + store, one transaction)",
+        ms(r.ingest)
+    );
     let best = &results[0];
     println!(
         "best round: {:.0} messages/s",

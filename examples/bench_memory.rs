@@ -77,7 +77,8 @@ fn batch(me: &str, user: usize, batch: usize) -> Vec<u8> {
             json!({"state": {"events": state}, "timeline": {"events": timeline}}),
         );
     }
-    serde_json::to_vec(&json!({"next_batch": format!("s{batch}"), "rooms": {"join": join}})).expect("json")
+    serde_json::to_vec(&json!({"next_batch": format!("s{batch}"), "rooms": {"join": join}}))
+        .expect("json")
 }
 
 fn main() {
@@ -108,7 +109,10 @@ fn main() {
             let master_user = user.clone();
             state
                 .store
-                .run(move |c| switchboard::store::users::insert(c, &master_user).map_err(switchboard::error::AppError::from))
+                .run(move |c| {
+                    switchboard::store::users::insert(c, &master_user)
+                        .map_err(switchboard::error::AppError::from)
+                })
                 .await
                 .expect("user");
             for b in 0..per_user.div_ceil(BATCH) {
@@ -163,7 +167,10 @@ fn main() {
             }
             tokio::time::sleep(Duration::from_millis(50)).await;
         }
-        println!("GET /health → {}", health.map_or("no answer".into(), |s| s.to_string()));
+        println!(
+            "GET /health → {}",
+            health.map_or("no answer".into(), |s| s.to_string())
+        );
         tokio::time::sleep(Duration::from_secs(2)).await;
         let idle = vm_rss_kib();
         println!("idle VmRSS after serving: {} (target ≤ 60 MiB)", mib(idle));

@@ -11,7 +11,8 @@
 //!
 //! Targets: messages/attestation ratio ≥ 0.5 and messages p99 ≤ 20 ms (2 cores).
 //! Knobs: `BENCH_SECS` (10), `BENCH_CONNS` (64), `BENCH_MESSAGES` (10000),
-//! `BENCH_SERVER_THREADS` (2), `BENCH_CLIENT_THREADS` (2).
+//! `BENCH_SERVER_THREADS` (2), `BENCH_CLIENT_THREADS` (2), `BENCH_LIMIT` (50), `BENCH_ONLY`
+//! (`attestation`, `messages` or `native`: run one route only).
 
 use std::net::SocketAddr;
 use std::sync::Arc;
@@ -81,7 +82,8 @@ fn main() {
     });
     let base = format!("http://{addr}");
     let room = switchboard::matrix::encode(ROOM_ID);
-    let messages_url = format!("{base}/api/messages?roomId={room}&limit=50");
+    let limit = env_or("BENCH_LIMIT", 50);
+    let messages_url = format!("{base}/api/messages?roomId={room}&limit={limit}");
     let duration = Duration::from_secs(secs);
 
     client_rt.block_on(async {
@@ -90,32 +92,46 @@ fn main() {
             .http1_only()
             .build()
             .expect("client");
-        check(&client, &messages_url, Some(&token)).await;
+        check(&client, &messages_url, Some(&token), limit as usize).await;
+        let attestation_url = format!("{base}/api/attestation");
+        let only = std::env::var("BENCH_ONLY").unwrap_or_default();
+        let skip = |name: &str| !only.is_empty() && only != name;
         let warm = Duration::from_secs(1);
-        run(&client, &format!("{base}/api/attestation"), None, conns, warm).await;
-        let att = run(
-            &client,
-            &format!("{base}/api/attestation"),
-            None,
-            conns,
-            duration,
-        )
-        .await;
-        run(&client, &messages_url, Some(&token), conns, warm).await;
-        let msg = run(&client, &messages_url, Some(&token), conns, duration).await;
-        let native = run(&client, &messages_url, Some(&jwt), conns, duration).await;
-        println!("{conns} connections, {secs} s per route");
-        att.print("GET /api/attestation");
-        msg.print("GET /api/messages (personal token, limit 50)");
-        native.print("GET /api/messages (native, sealed, limit 50)");
-        let ratio = msg.rate() / att.rate();
-        let p99 = msg.percentile(0.99);
-        println!(
-            "ratio messages/attestation = {ratio:.3} (target >= 0.5: {}), messages p99 = {:.2} ms (target <= 20 ms: {})",
-            verdict(ratio >= 0.5),
-            ms(p99),
-            verdict(p99 <= Duration::from_millis(20)),
-        );
+        let mut att = None;
+        if !skip("attestation") {
+            run(&client, &attestation_url, None, conns, warm).await;
+            att = Some(run(&client, &attestation_url, None, conns, duration).await);
+        }
+        let mut msg = None;
+        if !skip("messages") {
+            run(&client, &messages_url, Some(&token), conns, warm).await;
+            msg = Some(run(&client, &messages_url, Some(&token), conns, duration).await);
+        }
+        let mut native = None;
+        if !skip("native") {
+            native = Some(run(&client, &messages_url, Some(&jwt), conns, duration).await);
+        }
+        println!("{conns} connections, {secs} s per route, limit {limit}");
+        let routes = [
+            ("GET /api/attestation", &att),
+            ("GET /api/messages (personal token)", &msg),
+            ("GET /api/messages (native, sealed)", &native),
+        ];
+        for (what, outcome) in routes {
+            if let Some(o) = outcome {
+                o.print(what);
+            }
+        }
+        if let (Some(att), Some(msg)) = (&att, &msg) {
+            let ratio = msg.rate() / att.rate();
+            let p99 = msg.percentile(0.99);
+            println!(
+                "ratio messages/attestation = {ratio:.3} (target >= 0.5: {}), messages p99 = {:.2} ms (target <= 20 ms: {})",
+                verdict(ratio >= 0.5),
+                ms(p99),
+                verdict(p99 <= Duration::from_millis(20)),
+            );
+        }
     });
 }
 
@@ -204,7 +220,7 @@ async fn seed(state: &AppState, count: u64) -> (String, String) {
     (token, jwt)
 }
 
-async fn check(client: &reqwest::Client, url: &str, token: Option<&str>) {
+async fn check(client: &reqwest::Client, url: &str, token: Option<&str>, limit: usize) {
     let mut req = client.get(url);
     if let Some(t) = token {
         req = req.bearer_auth(t);
@@ -213,7 +229,7 @@ async fn check(client: &reqwest::Client, url: &str, token: Option<&str>) {
     let status = resp.status();
     let body: serde_json::Value = resp.json().await.expect("json");
     assert!(status.is_success(), "{status}: {body}");
-    assert_eq!(body["messages"].as_array().map(Vec::len), Some(50), "{body}");
+    assert_eq!(body["messages"].as_array().map(Vec::len), Some(limit), "{body}");
 }
 
 struct Outcome {

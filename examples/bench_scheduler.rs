@@ -358,6 +358,21 @@ async fn bench_local() -> bool {
             .unwrap();
         owners.push((user.id, format!("!room{i}:localhost")));
     }
+    if std::env::var("BENCH_PROFILE").is_ok() {
+        let server = state.server_keys.x25519_public();
+        let envs: Vec<_> = (0..5000).map(|i| seal_to(&server, format!("x {i}").as_bytes()).unwrap().to_base64()).collect();
+        let t = Instant::now();
+        for (e, n, c) in &envs {
+            switchboard::services::scheduled::open_body(&state, c, n, e).unwrap();
+        }
+        println!("    profile: open_body {:.1} us/msg", t.elapsed().as_secs_f64() * 1e6 / 5000.0);
+        let m = state.matrix.clone().unwrap();
+        let t = Instant::now();
+        let _: Vec<_> = futures_util::stream::iter(0..5000)
+            .map(|i| { let m = m.clone(); async move { m.send_event("tok", "!r:l", "m.room.message", &format!("p{i}"), &json!({"body": "x"})).await.unwrap() } })
+            .buffer_unordered(16).collect().await;
+        println!("    profile: send_event {:.0} msg/s", 5000.0 / t.elapsed().as_secs_f64());
+    }
     let due = now_ms() + 1_000;
     let inserted = Instant::now();
     insert_due(&state, &owners, count, due, "local").await;

@@ -21,7 +21,8 @@ use super::ApiTags;
 use crate::bridges::{LoginStep, Platform};
 use crate::error::AppError;
 use crate::services::bridges::{
-    self as service, LoginInfo, LoginProgress, LoginUpdate, PlatformStatus, ProcessTimeout, WAIT_MAX,
+    self as service, LoginInfo, LoginProgress, LoginUpdate, PlatformStatus, ProcessTimeout,
+    WAIT_MAX,
 };
 use crate::state::AppState;
 
@@ -423,7 +424,11 @@ fn platform_of(value: &str) -> Result<Platform, AppError> {
 
 fn logout_message(platform: Platform, removed: &[String], one: bool) -> String {
     match (one, removed.len()) {
-        (true, _) => format!("logged out of {} login {}", platform.name(), removed.join(", ")),
+        (true, _) => format!(
+            "logged out of {} login {}",
+            platform.name(),
+            removed.join(", ")
+        ),
         (false, 0) => format!("no {} logins to log out", platform.name()),
         (false, n) => format!("logged out of {n} {} login(s)", platform.name()),
     }
@@ -442,7 +447,11 @@ impl BridgesApi {
     /// `problem` says why); the list itself never fails because of a bridge. Allowed
     /// for personal API tokens.
     #[oai(path = "/", method = "get", operation_id = "bridges_list")]
-    async fn list(&self, state: Data<&AppState>, auth: BearerAuth) -> Result<Json<BridgeList>, AppError> {
+    async fn list(
+        &self,
+        state: Data<&AppState>,
+        auth: BearerAuth,
+    ) -> Result<Json<BridgeList>, AppError> {
         let statuses = service::all_statuses(&state, auth.user_id()).await?;
         Ok(Json(BridgeList {
             bridges: statuses.into_iter().map(Into::into).collect(),
@@ -453,8 +462,16 @@ impl BridgesApi {
     ///
     /// All three platforms; `configured` is true when the server has a provisioning URL
     /// for the platform's bridge. Allowed for personal API tokens.
-    #[oai(path = "/configured", method = "get", operation_id = "bridges_configured")]
-    async fn configured(&self, state: Data<&AppState>, _auth: BearerAuth) -> Json<ConfiguredPlatforms> {
+    #[oai(
+        path = "/configured",
+        method = "get",
+        operation_id = "bridges_configured"
+    )]
+    async fn configured(
+        &self,
+        state: Data<&AppState>,
+        _auth: BearerAuth,
+    ) -> Json<ConfiguredPlatforms> {
         Json(ConfiguredPlatforms {
             platforms: Platform::ALL
                 .into_iter()
@@ -473,8 +490,16 @@ impl BridgesApi {
     /// through a cache of at most 10 s), connected, the logins with their `stateEvent`,
     /// and `lastCheckedAt`. Never fails because of a bridge. Allowed for personal API
     /// tokens.
-    #[oai(path = "/dashboard", method = "get", operation_id = "bridges_dashboard")]
-    async fn dashboard(&self, state: Data<&AppState>, auth: BearerAuth) -> Result<Json<BridgeDashboard>, AppError> {
+    #[oai(
+        path = "/dashboard",
+        method = "get",
+        operation_id = "bridges_dashboard"
+    )]
+    async fn dashboard(
+        &self,
+        state: Data<&AppState>,
+        auth: BearerAuth,
+    ) -> Result<Json<BridgeDashboard>, AppError> {
         let statuses = service::all_statuses(&state, auth.user_id()).await?;
         Ok(Json(BridgeDashboard {
             bridges: statuses.into_iter().map(Into::into).collect(),
@@ -487,8 +512,16 @@ impl BridgesApi {
     /// Per platform, the number of visible non-archived conversations: the same filter as
     /// the default room list, so the counts match what `GET /api/rooms` shows. Allowed for
     /// personal API tokens.
-    #[oai(path = "/chat-counts", method = "get", operation_id = "bridges_chat_counts")]
-    async fn chat_counts(&self, state: Data<&AppState>, auth: BearerAuth) -> Result<Json<ChatCounts>, AppError> {
+    #[oai(
+        path = "/chat-counts",
+        method = "get",
+        operation_id = "bridges_chat_counts"
+    )]
+    async fn chat_counts(
+        &self,
+        state: Data<&AppState>,
+        auth: BearerAuth,
+    ) -> Result<Json<ChatCounts>, AppError> {
         let counts = service::chat_counts(&state, auth.user_id()).await?;
         Ok(Json(ChatCounts {
             total: counts.iter().map(|(_, n)| n).sum(),
@@ -509,9 +542,18 @@ impl BridgesApi {
     /// an unconfigured platform). 400 `invalid_platform` outside whatsapp, telegram,
     /// discord.
     #[oai(path = "/:platform", method = "get", operation_id = "bridges_get")]
-    async fn get(&self, state: Data<&AppState>, auth: BearerAuth, platform: Path<String>) -> Result<Json<BridgeStatus>, AppError> {
+    async fn get(
+        &self,
+        state: Data<&AppState>,
+        auth: BearerAuth,
+        platform: Path<String>,
+    ) -> Result<Json<BridgeStatus>, AppError> {
         let platform = platform_of(&platform)?;
-        Ok(Json(service::platform_status(&state, auth.user_id(), platform).await?.into()))
+        Ok(Json(
+            service::platform_status(&state, auth.user_id(), platform)
+                .await?
+                .into(),
+        ))
     }
 
     /// Remove the bridge connection
@@ -520,8 +562,17 @@ impl BridgesApi {
     /// forgets pending login processes. 503 `bridge_not_configured` for an unconfigured
     /// platform, 503 `bridge_unavailable` when the bridge cannot be reached (nothing is
     /// removed then), 502 `bridge_error` when it fails.
-    #[oai(path = "/:platform", method = "delete", operation_id = "bridges_delete")]
-    async fn delete(&self, state: Data<&AppState>, auth: BearerAuth, platform: Path<String>) -> Result<Json<MessageResponse>, AppError> {
+    #[oai(
+        path = "/:platform",
+        method = "delete",
+        operation_id = "bridges_delete"
+    )]
+    async fn delete(
+        &self,
+        state: Data<&AppState>,
+        auth: BearerAuth,
+        platform: Path<String>,
+    ) -> Result<Json<MessageResponse>, AppError> {
         let platform = platform_of(&platform)?;
         let removed = service::remove(&state, auth.user_id(), platform).await?;
         Ok(Json(MessageResponse::new(format!(
@@ -536,8 +587,17 @@ impl BridgesApi {
     /// The flows the bridge offers (e.g. WhatsApp `qr` and `phone`, Telegram `phone` and
     /// `qr`, Discord `token`), read live. 503 `bridge_not_configured` /
     /// `bridge_unavailable`, 502 `bridge_error`.
-    #[oai(path = "/:platform/flows", method = "get", operation_id = "bridges_flows")]
-    async fn flows(&self, state: Data<&AppState>, auth: BearerAuth, platform: Path<String>) -> Result<Json<LoginFlows>, AppError> {
+    #[oai(
+        path = "/:platform/flows",
+        method = "get",
+        operation_id = "bridges_flows"
+    )]
+    async fn flows(
+        &self,
+        state: Data<&AppState>,
+        auth: BearerAuth,
+        platform: Path<String>,
+    ) -> Result<Json<LoginFlows>, AppError> {
         let platform = platform_of(&platform)?;
         let flows = service::flows(&state, auth.user_id(), platform).await?;
         Ok(Json(LoginFlows {
@@ -562,7 +622,11 @@ impl BridgesApi {
     /// `too_many_logins` when the bridge allows no more logins; 429 `rate_limited` after
     /// 10 starts per 10 minutes per user (all platforms); 503 `bridge_not_configured` /
     /// `bridge_unavailable`; 502 `bridge_error`.
-    #[oai(path = "/:platform/login/start", method = "post", operation_id = "bridges_login_start")]
+    #[oai(
+        path = "/:platform/login/start",
+        method = "post",
+        operation_id = "bridges_login_start"
+    )]
     async fn login_start(
         &self,
         state: Data<&AppState>,
@@ -572,7 +636,14 @@ impl BridgesApi {
     ) -> Result<Json<LoginStarted>, AppError> {
         let platform = platform_of(&platform)?;
         let body = body.0;
-        let update = service::start_login(&state, auth.user_id(), platform, &body.flow_id, body.login_id.as_deref()).await?;
+        let update = service::start_login(
+            &state,
+            auth.user_id(),
+            platform,
+            &body.flow_id,
+            body.login_id.as_deref(),
+        )
+        .await?;
         Ok(Json(started(update)))
     }
 
@@ -584,7 +655,11 @@ impl BridgesApi {
     /// the bridge refuses the data (wrong code, malformed phone number, wrong step); the
     /// bridge ends the process then, so start again. 400 `login_expired` after the
     /// process's expiry; 404 `login_process_not_found` for an unknown process.
-    #[oai(path = "/:platform/login/step", method = "post", operation_id = "bridges_login_step")]
+    #[oai(
+        path = "/:platform/login/step",
+        method = "post",
+        operation_id = "bridges_login_step"
+    )]
     async fn login_step(
         &self,
         state: Data<&AppState>,
@@ -622,7 +697,11 @@ impl BridgesApi {
     /// long-poll runs in the background, so a client that gives up does not cancel the
     /// login at the bridge. 400 `invalid_step` when `stepId` is not the current
     /// `display_and_wait` step; 404 `login_process_not_found`.
-    #[oai(path = "/:platform/login/wait", method = "post", operation_id = "bridges_login_wait")]
+    #[oai(
+        path = "/:platform/login/wait",
+        method = "post",
+        operation_id = "bridges_login_wait"
+    )]
     async fn login_wait(
         &self,
         state: Data<&AppState>,
@@ -634,11 +713,20 @@ impl BridgesApi {
         let body = body.0;
         let wait = match body.timeout_seconds {
             None => WAIT_MAX,
-            Some(s) if (1..=WAIT_MAX.as_secs() as i64).contains(&s) => Duration::from_secs(s as u64),
+            Some(s) if (1..=WAIT_MAX.as_secs() as i64).contains(&s) => {
+                Duration::from_secs(s as u64)
+            }
             Some(_) => return Err(AppError::invalid("timeoutSeconds", "must be 1 to 60")),
         };
-        let update =
-            service::wait_step(&state, auth.user_id(), platform, &body.login_process_id, &body.step_id, wait).await?;
+        let update = service::wait_step(
+            &state,
+            auth.user_id(),
+            platform,
+            &body.login_process_id,
+            &body.step_id,
+            wait,
+        )
+        .await?;
         Ok(Json(update.into()))
     }
 
@@ -648,8 +736,17 @@ impl BridgesApi {
     /// most 10 s), also stored in the local record; state changes are published on
     /// `GET /api/sync` as `bridge.state`. 503 `bridge_not_configured` /
     /// `bridge_unavailable`, 502 `bridge_error`.
-    #[oai(path = "/:platform/status", method = "get", operation_id = "bridges_status")]
-    async fn status(&self, state: Data<&AppState>, auth: BearerAuth, platform: Path<String>) -> Result<Json<LiveStatus>, AppError> {
+    #[oai(
+        path = "/:platform/status",
+        method = "get",
+        operation_id = "bridges_status"
+    )]
+    async fn status(
+        &self,
+        state: Data<&AppState>,
+        auth: BearerAuth,
+        platform: Path<String>,
+    ) -> Result<Json<LiveStatus>, AppError> {
         let platform = platform_of(&platform)?;
         let s = service::live_status(&state, auth.user_id(), platform).await?;
         Ok(Json(LiveStatus {
@@ -666,7 +763,11 @@ impl BridgesApi {
     /// when the body or `loginId` is omitted, and removes the local records. 404
     /// `login_not_found` for a login neither the bridge nor the record knows; 503
     /// `bridge_not_configured` / `bridge_unavailable`; 502 `bridge_error`.
-    #[oai(path = "/:platform/logout", method = "post", operation_id = "bridges_logout")]
+    #[oai(
+        path = "/:platform/logout",
+        method = "post",
+        operation_id = "bridges_logout"
+    )]
     async fn logout(
         &self,
         state: Data<&AppState>,
@@ -676,8 +777,13 @@ impl BridgesApi {
     ) -> Result<Json<MessageResponse>, AppError> {
         let platform = platform_of(&platform)?;
         let login_id = body.0.and_then(|b| b.login_id);
-        let removed = service::logout(&state, auth.user_id(), platform, login_id.as_deref()).await?;
-        Ok(Json(MessageResponse::new(logout_message(platform, &removed, login_id.is_some()))))
+        let removed =
+            service::logout(&state, auth.user_id(), platform, login_id.as_deref()).await?;
+        Ok(Json(MessageResponse::new(logout_message(
+            platform,
+            &removed,
+            login_id.is_some(),
+        ))))
     }
 
     /// Connect (deprecated)
@@ -685,8 +791,18 @@ impl BridgesApi {
     /// Picks a login flow and starts it: the QR flow on WhatsApp, the phone flow on
     /// Telegram, the bridge's first flow otherwise. Answers with a `Deprecation: true`
     /// header. Same errors and rate limit as `login/start`. Use `flows` and `login/start`.
-    #[oai(path = "/:platform/connect", method = "post", operation_id = "bridges_connect", deprecated)]
-    async fn connect(&self, state: Data<&AppState>, auth: BearerAuth, platform: Path<String>) -> Result<ConnectResponse, AppError> {
+    #[oai(
+        path = "/:platform/connect",
+        method = "post",
+        operation_id = "bridges_connect",
+        deprecated
+    )]
+    async fn connect(
+        &self,
+        state: Data<&AppState>,
+        auth: BearerAuth,
+        platform: Path<String>,
+    ) -> Result<ConnectResponse, AppError> {
         let platform = platform_of(&platform)?;
         let connected = service::connect(&state, auth.user_id(), platform).await?;
         let update = connected.update;
@@ -721,12 +837,24 @@ impl BridgesApi {
     ///
     /// Alias of `logout` without a `loginId`: logs out every login on the platform.
     /// Answers with a `Deprecation: true` header.
-    #[oai(path = "/:platform/disconnect", method = "post", operation_id = "bridges_disconnect", deprecated)]
-    async fn disconnect(&self, state: Data<&AppState>, auth: BearerAuth, platform: Path<String>) -> Result<DisconnectResponse, AppError> {
+    #[oai(
+        path = "/:platform/disconnect",
+        method = "post",
+        operation_id = "bridges_disconnect",
+        deprecated
+    )]
+    async fn disconnect(
+        &self,
+        state: Data<&AppState>,
+        auth: BearerAuth,
+        platform: Path<String>,
+    ) -> Result<DisconnectResponse, AppError> {
         let platform = platform_of(&platform)?;
         let removed = service::logout(&state, auth.user_id(), platform, None).await?;
         Ok(DisconnectResponse::Ok(
-            Json(MessageResponse::new(logout_message(platform, &removed, false))),
+            Json(MessageResponse::new(logout_message(
+                platform, &removed, false,
+            ))),
             DEPRECATED.to_owned(),
         ))
     }

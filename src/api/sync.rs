@@ -47,6 +47,8 @@ pub struct MessageCreated {
 #[oai(rename_all = "camelCase")]
 pub struct RoomDeleted {
     pub room_id: String,
+    /// Whether its stored messages were deleted too.
+    pub messages_deleted: Option<bool>,
 }
 
 /// `bridge.state`: a bridge login changed state; re-read `/api/bridges/{platform}`.
@@ -56,8 +58,9 @@ pub struct BridgeStateChanged {
     /// whatsapp, telegram or discord.
     pub platform: String,
     pub login_id: Option<String>,
-    /// The bridge's state event, e.g. CONNECTED, BAD_CREDENTIALS.
+    /// The bridge's state event, e.g. CONNECTED, BAD_CREDENTIALS, LOGGED_OUT.
     pub state_event: Option<String>,
+    pub error: Option<String>,
 }
 
 /// `scheduled.updated`: a scheduled message was created, changed, sent, failed or cancelled.
@@ -77,6 +80,7 @@ pub struct ScheduledUpdated {
 pub struct ReminderDue {
     /// Reminder id (UUID).
     pub id: String,
+    pub due_at: Option<chrono::DateTime<chrono::Utc>>,
 }
 
 /// `resync`: events were missed (the `Last-Event-ID` is older than the retained window
@@ -129,7 +133,10 @@ impl ApiResponse for SyncStream {
                     content_type: "text/event-stream",
                     schema: MetaSchemaRef::Inline(Box::new(poem_openapi::registry::MetaSchema {
                         items: Some(Box::new(SyncEvent::schema_ref())),
-                        ..poem_openapi::registry::MetaSchema::new_with_format("array", "event-stream")
+                        ..poem_openapi::registry::MetaSchema::new_with_format(
+                            "array",
+                            "event-stream",
+                        )
                     })),
                 }],
                 headers: vec![],
@@ -150,9 +157,9 @@ impl SyncApi {
     ///
     /// Server-sent events for the caller's account (native and personal tokens):
     /// `room.updated` {roomId}, `message.created` {roomId, eventId, messageId},
-    /// `room.deleted` {roomId}, `bridge.state` {platform, loginId, stateEvent},
-    /// `scheduled.updated` {id, roomId, status}, `reminder.due` {id}, and `resync`
-    /// {reason}. Each `data:` is JSON with a `type` equal to the event name. A
+    /// `room.deleted` {roomId, messagesDeleted}, `bridge.state` {platform, loginId,
+    /// stateEvent, error}, `scheduled.updated` {id, roomId, status}, `reminder.due`
+    /// {id, dueAt}, and `resync` {reason}. Each `data:` is JSON with a `type` equal to the event name. A
     /// notification says *that* something changed: re-read the room and its messages.
     ///
     /// Reconnect with `Last-Event-ID` to get the events missed meanwhile (from a window
@@ -247,7 +254,11 @@ fn to_sse(e: &ChangeEvent) -> Event {
     data.insert("type".to_owned(), e.kind.into());
     match &e.data {
         serde_json::Value::Object(map) => {
-            data.extend(map.iter().filter(|(k, _)| *k != "type").map(|(k, v)| (k.clone(), v.clone())));
+            data.extend(
+                map.iter()
+                    .filter(|(k, _)| *k != "type")
+                    .map(|(k, v)| (k.clone(), v.clone())),
+            );
         }
         serde_json::Value::Null => {}
         other => {

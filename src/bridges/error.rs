@@ -136,7 +136,9 @@ impl BridgeError {
             Failure::Upstream => AppError::BadGateway {
                 code: "bridge_error",
                 message: match &self {
-                    Self::Http { .. } => format!("the {name} bridge failed: {}", or("no details".into())),
+                    Self::Http { .. } => {
+                        format!("the {name} bridge failed: {}", or("no details".into()))
+                    }
                     other => other.to_string(),
                 },
             },
@@ -217,9 +219,15 @@ mod tests {
     #[test]
     fn api_errors_carry_the_bridges_message_and_clear_codes() {
         let e = http(400, "FI.MAU.TELEGRAM.PHONE_CODE_INVALID").into_app("x");
-        assert_eq!((e.code(), e.to_string().as_str()), ("bridge_rejected", "msg"));
+        assert_eq!(
+            (e.code(), e.to_string().as_str()),
+            ("bridge_rejected", "msg")
+        );
         assert_eq!(http(500, "M_UNKNOWN").into_app("x").code(), "bridge_error");
-        assert_eq!(http(404, "M_NOT_FOUND").into_app("login_not_found").code(), "login_not_found");
+        assert_eq!(
+            http(404, "M_NOT_FOUND").into_app("login_not_found").code(),
+            "login_not_found"
+        );
         let down = BridgeError::Unreachable {
             platform: Platform::Telegram,
             detail: "connection refused".into(),

@@ -154,7 +154,14 @@ impl ProvisioningClient {
     /// `GET /v3/login/flows`.
     pub async fn login_flows(&self, user_id: &str) -> Result<Vec<LoginFlow>, BridgeError> {
         let flows: types::LoginFlows = self
-            .call(reqwest::Method::GET, "/v3/login/flows", user_id, &[], None, None)
+            .call(
+                reqwest::Method::GET,
+                "/v3/login/flows",
+                user_id,
+                &[],
+                None,
+                None,
+            )
             .await?;
         Ok(flows.flows)
     }
@@ -169,8 +176,15 @@ impl ProvisioningClient {
         let path = format!("/v3/login/start/{}", encode(flow_id));
         let extra: Vec<(&str, &str)> = relogin.map(|l| ("login_id", l)).into_iter().collect();
         let body = serde_json::json!({});
-        self.call(reqwest::Method::POST, &path, user_id, &extra, Some(&body), None)
-            .await
+        self.call(
+            reqwest::Method::POST,
+            &path,
+            user_id,
+            &extra,
+            Some(&body),
+            None,
+        )
+        .await
     }
 
     /// `POST /v3/login/step/{process}/{step}/{user_input|cookies}` with the field values.
@@ -184,8 +198,15 @@ impl ProvisioningClient {
     ) -> Result<LoginStep, BridgeError> {
         let path = step_path(process_id, step_id, step_type);
         let body = serde_json::to_value(data).unwrap_or_default();
-        self.call(reqwest::Method::POST, &path, user_id, &[], Some(&body), None)
-            .await
+        self.call(
+            reqwest::Method::POST,
+            &path,
+            user_id,
+            &[],
+            Some(&body),
+            None,
+        )
+        .await
     }
 
     /// `POST /v3/login/step/{process}/{step}/display_and_wait`: long-polls up to `timeout`.
@@ -214,7 +235,14 @@ impl ProvisioningClient {
         let path = format!("/v3/logout/{}", encode(login_id.unwrap_or("all")));
         let body = serde_json::json!({});
         let _: serde_json::Value = self
-            .call(reqwest::Method::POST, &path, user_id, &[], Some(&body), None)
+            .call(
+                reqwest::Method::POST,
+                &path,
+                user_id,
+                &[],
+                Some(&body),
+                None,
+            )
             .await?;
         Ok(())
     }
@@ -224,7 +252,14 @@ impl ProvisioningClient {
         let path = format!("/v3/login/cancel/{}", encode(process_id));
         let body = serde_json::json!({});
         let _: serde_json::Value = self
-            .call(reqwest::Method::POST, &path, user_id, &[], Some(&body), None)
+            .call(
+                reqwest::Method::POST,
+                &path,
+                user_id,
+                &[],
+                Some(&body),
+                None,
+            )
             .await?;
         Ok(())
     }
@@ -319,7 +354,10 @@ mod tests {
     #[test]
     fn platforms_parse_only_the_three_ids() {
         assert_eq!(Platform::parse("whatsapp"), Some(Platform::Whatsapp));
-        assert_eq!(Platform::parse("discord").map(Platform::name), Some("Discord"));
+        assert_eq!(
+            Platform::parse("discord").map(Platform::name),
+            Some("Discord")
+        );
         assert_eq!(Platform::parse("WhatsApp"), None);
         assert_eq!(Platform::parse("signal"), None);
     }

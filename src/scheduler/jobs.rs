@@ -21,8 +21,13 @@ pub const TRANSIENT_BACKOFF_MS: [i64; 3] = [5_000, 30_000, 120_000];
 /// Retry delays after other refusals (4xx, e.g. not in the room): 3 attempts.
 pub const REFUSED_BACKOFF_MS: [i64; 2] = [1_000, 4_000];
 
-/// Most outcomes committed in one transaction.
-const COMMIT_BATCH: usize = 128;
+/// Most outcomes committed in one transaction (outcomes that completed while the previous
+/// commit ran are committed together, so the commit rate never limits the send rate).
+const COMMIT_BATCH: usize = 1024;
+
+/// A send starts only with at least this much lease left (a send times out after 30 s),
+/// so a message can never be cancelled, or taken by another loop, while its send runs.
+const MIN_LEASE_LEFT_MS: i64 = 35_000;
 
 /// What happened to one attempt.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -32,6 +37,8 @@ pub enum Outcome {
     Error { reason: String, transient: bool },
     /// Cannot ever succeed.
     Fatal { reason: String },
+    /// Not attempted (the lease ran too short while it waited): back to the queue.
+    Requeue,
 }
 
 /// The decision for a message after an attempt: `Ok(Some(at))` retry at `at`, `Ok(None)`
@@ -167,6 +174,10 @@ fn commit(
                 (SENT, store::mark_sent(&tx, &row.id, room_id, event_id, now)?)
             }
             Outcome::Fatal { reason } => (FAILED, store::mark_failed(&tx, &row.id, reason, now)?),
+            Outcome::Requeue => {
+                store::requeue(&tx, &row.id, now)?;
+                continue;
+            }
             Outcome::Error { reason, transient } => {
                 match retry_at(row.attempts, *transient, now) {
                     Some(at) => {
@@ -198,6 +209,7 @@ fn commit(
 /// shutdown the sends still running are abandoned and their leases released.
 pub async fn send_due_batch(state: &AppState) -> AppResult<usize> {
     let now = now_ms();
+    let t0 = std::time::Instant::now();
     let claimed = state
         .store
         .run(move |c| Ok::<_, AppError>(store::claim_due(c, now, LEASE_MS, CLAIM_BATCH)?))
@@ -206,6 +218,7 @@ pub async fn send_due_batch(state: &AppState) -> AppResult<usize> {
     if count == 0 {
         return Ok(0);
     }
+    eprintln!("claim {count} in {:?}", t0.elapsed());
     let tokens = Arc::new(tokens_for(state, &claimed).await?);
     let mut open: HashSet<String> = claimed.iter().map(|r| r.id.clone()).collect();
     let permits = Arc::new(Semaphore::new(SEND_CONCURRENCY));
@@ -223,7 +236,12 @@ pub async fn send_due_batch(state: &AppState) -> AppResult<usize> {
                 Some(Err(reason)) => Err(reason.as_str()),
                 None => Err("the user no longer exists"),
             };
-            let outcome = send_one(&state, &row, token).await;
+            let lease_left = row.lease_until.unwrap_or(0) - now_ms();
+            let outcome = if lease_left < MIN_LEASE_LEFT_MS {
+                Outcome::Requeue
+            } else {
+                send_one(&state, &row, token).await
+            };
             let _ = done.send((row, outcome));
         });
     }
@@ -264,13 +282,16 @@ pub async fn send_due_batch(state: &AppState) -> AppResult<usize> {
                 Outcome::Fatal { reason } | Outcome::Error { reason, .. } => {
                     Some((row.id.clone(), reason.clone()))
                 }
-                Outcome::Sent { .. } => None,
+                Outcome::Sent { .. } | Outcome::Requeue => None,
             })
             .collect();
+        let bl = batch.len();
+        let t1 = std::time::Instant::now();
         let changes = state
             .store
             .run(move |c| commit(c, &batch, now_ms()))
             .await?;
+        eprintln!("commit {bl} in {:?}", t1.elapsed());
         for change in changes {
             scheduled::publish(state, &change.user_id, &change.id, &change.room_id, change.status);
             if change.status == FAILED {
@@ -295,6 +316,7 @@ pub async fn send_due_batch(state: &AppState) -> AppResult<usize> {
         }
     }
     while tasks.join_next().await.is_some() {}
+    eprintln!("round {count} in {:?}", t0.elapsed());
     Ok(count)
 }
 

@@ -22,7 +22,9 @@ use moka::future::Cache;
 use serde_json::{json, Value};
 use tokio::sync::watch;
 
-use crate::bridges::{BridgeClients, BridgeError, Failure, LoginFlow, LoginStep, Platform, WhoamiLogin};
+use crate::bridges::{
+    BridgeClients, BridgeError, Failure, LoginFlow, LoginStep, Platform, WhoamiLogin,
+};
 use crate::config::BridgesConfig;
 use crate::crypto::{Aad, DataKey};
 use crate::error::{AppError, AppResult};
@@ -173,6 +175,9 @@ struct ProcState {
     polling: Option<String>,
     /// Transient failure of the last long-poll (the next wait retries).
     poll_error: Option<BridgeError>,
+    /// The long-poll brought a new step while no client was waiting: the next wait
+    /// answers it at once.
+    unseen: bool,
 }
 
 impl Process {
@@ -207,9 +212,12 @@ impl Process {
 
     fn mark_expired(&self, s: &mut ProcState) {
         s.expired = true;
-        let _ = self
-            .expired_at
-            .compare_exchange(0, unix_now() as i64, Ordering::Relaxed, Ordering::Relaxed);
+        let _ = self.expired_at.compare_exchange(
+            0,
+            unix_now() as i64,
+            Ordering::Relaxed,
+            Ordering::Relaxed,
+        );
     }
 
     /// The process's settled outcome, if it has one (completed, failed, expired).
@@ -265,7 +273,8 @@ fn row_key(user_id: &str, platform: Platform, login_id: &str) -> String {
 fn open_row(dek: Option<&DataKey>, row: &BridgeLoginRow) -> LoginInfo {
     let key = format!("{}/{}/{}", row.user_id, row.platform, row.login_id);
     let open = |column: &str, sealed: Option<&Vec<u8>>| -> Option<String> {
-        dek?.open_string(sealed?, &Aad::new("bridge_logins", column, &key)).ok()
+        dek?.open_string(sealed?, &Aad::new("bridge_logins", column, &key))
+            .ok()
     };
     let remote_profile = open("remote_profile", row.remote_profile_enc.as_ref())
         .and_then(|s| serde_json::from_str::<serde_json::Map<String, Value>>(&s).ok())
@@ -283,7 +292,11 @@ fn open_row(dek: Option<&DataKey>, row: &BridgeLoginRow) -> LoginInfo {
 }
 
 /// The stored logins of the user on a platform.
-async fn stored_logins(state: &AppState, user: &UserRow, platform: Platform) -> AppResult<Vec<LoginInfo>> {
+async fn stored_logins(
+    state: &AppState,
+    user: &UserRow,
+    platform: Platform,
+) -> AppResult<Vec<LoginInfo>> {
     let uid = user.id.clone();
     let rows = state
         .store
@@ -347,14 +360,16 @@ async fn reconcile(
     let changes = state
         .store
         .run(move |c| {
-            let tx = c.transaction()?;
+            let tx = c.transaction_with_behavior(rusqlite::TransactionBehavior::Immediate)?;
             let old = bridge_logins::list(&tx, &uid, platform.id())?;
             let mut changes = Vec::new();
             for o in &observed {
                 let key = row_key(&uid, platform, &o.login_id);
                 let prev = old.iter().find(|r| r.login_id == o.login_id);
                 let same_state = prev.is_some_and(|p| {
-                    p.state_event == o.state_event && p.error == o.error && p.error_code == o.error_code
+                    p.state_event == o.state_event
+                        && p.error == o.error
+                        && p.error_code == o.error_code
                 });
                 let same_info = prev.is_some_and(|p| {
                     let info = open_row(Some(&dek), p);
@@ -378,10 +393,14 @@ async fn reconcile(
                         user_id: uid.clone(),
                         platform: platform.id().to_owned(),
                         login_id: o.login_id.clone(),
-                        remote_name_enc: Some(dek.seal_str(&o.remote_name, &Aad::new("bridge_logins", "remote_name", &key))),
-                        remote_profile_enc: Some(
-                            dek.seal_str(&Value::Object(o.remote_profile.clone()).to_string(), &Aad::new("bridge_logins", "remote_profile", &key)),
-                        ),
+                        remote_name_enc: Some(dek.seal_str(
+                            &o.remote_name,
+                            &Aad::new("bridge_logins", "remote_name", &key),
+                        )),
+                        remote_profile_enc: Some(dek.seal_str(
+                            &Value::Object(o.remote_profile.clone()).to_string(),
+                            &Aad::new("bridge_logins", "remote_profile", &key),
+                        )),
                         state_event: o.state_event.clone(),
                         error_code: o.error_code.clone(),
                         error: o.error.clone(),
@@ -391,7 +410,9 @@ async fn reconcile(
                     },
                 )?;
             }
-            let missing = old.iter().filter(|r| complete && !observed.iter().any(|o| o.login_id == r.login_id));
+            let missing = old
+                .iter()
+                .filter(|r| complete && !observed.iter().any(|o| o.login_id == r.login_id));
             for gone in missing {
                 bridge_logins::delete(&tx, &uid, platform.id(), &gone.login_id)?;
                 changes.push(StateChange {
@@ -424,13 +445,18 @@ fn publish_state(state: &AppState, user_id: &str, platform: Platform, change: St
 }
 
 /// Removes logins from the record (after a logout) and publishes them as `LOGGED_OUT`.
-async fn forget_logins(state: &AppState, user_id: &str, platform: Platform, login_id: Option<&str>) -> AppResult<Vec<String>> {
+async fn forget_logins(
+    state: &AppState,
+    user_id: &str,
+    platform: Platform,
+    login_id: Option<&str>,
+) -> AppResult<Vec<String>> {
     let uid = user_id.to_owned();
     let only = login_id.map(str::to_owned);
     let removed = state
         .store
         .run(move |c| {
-            let tx = c.transaction()?;
+            let tx = c.transaction_with_behavior(rusqlite::TransactionBehavior::Immediate)?;
             let ids: Vec<String> = bridge_logins::list(&tx, &uid, platform.id())?
                 .into_iter()
                 .map(|r| r.login_id)
@@ -443,7 +469,11 @@ async fn forget_logins(state: &AppState, user_id: &str, platform: Platform, logi
             Ok::<_, AppError>(ids)
         })
         .await?;
-    state.bridges.snapshots.invalidate(&(user_id.to_owned(), platform)).await;
+    state
+        .bridges
+        .snapshots
+        .invalidate(&(user_id.to_owned(), platform))
+        .await;
     for id in &removed {
         publish_state(
             state,
@@ -464,7 +494,13 @@ async fn forget_logins(state: &AppState, user_id: &str, platform: Platform, logi
 
 /// The bridge's whoami for the user, through the cache; a fresh answer is reconciled into
 /// the record. `fresh` skips the cache.
-async fn snapshot(state: &AppState, user: &UserRow, mxid: &str, platform: Platform, fresh: bool) -> Arc<Snapshot> {
+async fn snapshot(
+    state: &AppState,
+    user: &UserRow,
+    mxid: &str,
+    platform: Platform,
+    fresh: bool,
+) -> Arc<Snapshot> {
     let key = (user.id.clone(), platform);
     if fresh {
         state.bridges.snapshots.invalidate(&key).await;
@@ -493,11 +529,19 @@ async fn snapshot(state: &AppState, user: &UserRow, mxid: &str, platform: Platfo
         .await
 }
 
-async fn status_of(state: &AppState, user: &UserRow, platform: Platform) -> AppResult<PlatformStatus> {
+async fn status_of(
+    state: &AppState,
+    user: &UserRow,
+    platform: Platform,
+) -> AppResult<PlatformStatus> {
     let configured = state.bridges.clients.is_configured(platform);
     let (reachable, last_checked_at, problem) = match (&user.matrix_user_id, configured) {
         (_, false) => (false, None, None),
-        (None, true) => (false, None, Some("the account has no Matrix user yet".to_owned())),
+        (None, true) => (
+            false,
+            None,
+            Some("the account has no Matrix user yet".to_owned()),
+        ),
         (Some(mxid), true) => {
             let snap = snapshot(state, user, mxid, platform, false).await;
             match &snap.result {
@@ -520,7 +564,11 @@ async fn status_of(state: &AppState, user: &UserRow, platform: Platform) -> AppR
 
 /// One platform: configuration, reachability (live whoami through the cache) and the
 /// logins; degrades to the stored logins when the bridge cannot be read.
-pub async fn platform_status(state: &AppState, user_id: &str, platform: Platform) -> AppResult<PlatformStatus> {
+pub async fn platform_status(
+    state: &AppState,
+    user_id: &str,
+    platform: Platform,
+) -> AppResult<PlatformStatus> {
     let user = users::load(state, user_id).await?;
     status_of(state, &user, platform).await
 }
@@ -529,11 +577,18 @@ pub async fn platform_status(state: &AppState, user_id: &str, platform: Platform
 pub async fn all_statuses(state: &AppState, user_id: &str) -> AppResult<Vec<PlatformStatus>> {
     let user = users::load(state, user_id).await?;
     let reads = Platform::ALL.map(|p| status_of(state, &user, p));
-    futures_util::future::join_all(reads).await.into_iter().collect()
+    futures_util::future::join_all(reads)
+        .await
+        .into_iter()
+        .collect()
 }
 
 /// The live status: errors (503/502) when the bridge cannot be read.
-pub async fn live_status(state: &AppState, user_id: &str, platform: Platform) -> AppResult<PlatformStatus> {
+pub async fn live_status(
+    state: &AppState,
+    user_id: &str,
+    platform: Platform,
+) -> AppResult<PlatformStatus> {
     state.bridges.clients.get(platform)?;
     let (user, mxid) = acting_user(state, user_id).await?;
     let snap = snapshot(state, &user, &mxid, platform, false).await;
@@ -559,7 +614,11 @@ pub async fn chat_counts(state: &AppState, user_id: &str) -> AppResult<Vec<(Plat
 // Login
 
 /// The bridge's login flows.
-pub async fn flows(state: &AppState, user_id: &str, platform: Platform) -> AppResult<Vec<LoginFlow>> {
+pub async fn flows(
+    state: &AppState,
+    user_id: &str,
+    platform: Platform,
+) -> AppResult<Vec<LoginFlow>> {
     let client = state.bridges.clients.get(platform)?;
     let (_, mxid) = acting_user(state, user_id).await?;
     Ok(client.login_flows(&mxid).await?)
@@ -570,7 +629,10 @@ fn validate_id(field: &str, value: &str) -> AppResult<()> {
         return Err(AppError::invalid(field, "must not be empty"));
     }
     if value.len() > 255 || value.chars().any(char::is_control) {
-        return Err(AppError::invalid(field, "must be at most 255 characters without control characters"));
+        return Err(AppError::invalid(
+            field,
+            "must be at most 255 characters without control characters",
+        ));
     }
     Ok(())
 }
@@ -590,7 +652,11 @@ pub async fn start_login(
     }
     let client = state.bridges.clients.get(platform)?.clone();
     let key = format!("bridge-login:{user_id}");
-    if let Err(quota) = state.limiter.hit(&key, LOGIN_RATE_LIMIT, LOGIN_RATE_WINDOW).await {
+    if let Err(quota) = state
+        .limiter
+        .hit(&key, LOGIN_RATE_LIMIT, LOGIN_RATE_WINDOW)
+        .await
+    {
         return Err(AppError::RateLimited {
             message: format!(
                 "at most {LOGIN_RATE_LIMIT} bridge logins can be started per 10 minutes; retry in {} s",
@@ -601,12 +667,19 @@ pub async fn start_login(
     }
     let (user, mxid) = acting_user(state, user_id).await?;
     let snap = snapshot(state, &user, &mxid, platform, false).await;
-    let whoami = snap.result.as_ref().map_err(|e| AppError::from(e.clone()))?;
+    let whoami = snap
+        .result
+        .as_ref()
+        .map_err(|e| AppError::from(e.clone()))?;
     if !whoami.login_flows.is_empty() && !whoami.login_flows.iter().any(|f| f.id == flow_id) {
         let ids: Vec<&str> = whoami.login_flows.iter().map(|f| f.id.as_str()).collect();
         return Err(AppError::bad_request(
             "invalid_flow",
-            format!("flowId: the {} bridge has no flow {flow_id:?}; its flows are {}", platform.name(), ids.join(", ")),
+            format!(
+                "flowId: the {} bridge has no flow {flow_id:?}; its flows are {}",
+                platform.name(),
+                ids.join(", ")
+            ),
         ));
     }
     let step = client
@@ -616,7 +689,10 @@ pub async fn start_login(
     if step.login_id.is_empty() {
         return Err(AppError::BadGateway {
             code: "bridge_error",
-            message: format!("the {} bridge started a login without a process id", platform.name()),
+            message: format!(
+                "the {} bridge started a login without a process id",
+                platform.name()
+            ),
         });
     }
     let now = unix_now() as i64;
@@ -635,13 +711,17 @@ pub async fn start_login(
             expired: false,
             polling: None,
             poll_error: None,
+            unseen: false,
         }),
         changed: watch::channel(0).0,
     });
     state
         .bridges
         .processes
-        .insert((user_id.to_owned(), platform, process.id.clone()), process.clone())
+        .insert(
+            (user_id.to_owned(), platform, process.id.clone()),
+            process.clone(),
+        )
         .await;
     advance(state, &process, step).await
 }
@@ -685,7 +765,10 @@ async fn finish_login(state: &AppState, process: &Process, login_id: &str) -> Co
                 state_ts: None,
             }];
             reconcile(state, &user, platform, observed, false).await?;
-            found = stored_logins(state, &user, platform).await?.into_iter().find(|l| l.id == login_id);
+            found = stored_logins(state, &user, platform)
+                .await?
+                .into_iter()
+                .find(|l| l.id == login_id);
         }
         Ok::<_, AppError>(found)
     }
@@ -714,7 +797,12 @@ async fn finish_login(state: &AppState, process: &Process, login_id: &str) -> Co
     }
 }
 
-async fn find_process(state: &AppState, user_id: &str, platform: Platform, process_id: &str) -> AppResult<Arc<Process>> {
+async fn find_process(
+    state: &AppState,
+    user_id: &str,
+    platform: Platform,
+    process_id: &str,
+) -> AppResult<Arc<Process>> {
     validate_id("loginProcessId", process_id)?;
     state
         .bridges
@@ -738,7 +826,10 @@ pub async fn submit_step(
     data: &BTreeMap<String, String>,
 ) -> AppResult<LoginUpdate> {
     if step_type != LoginStep::USER_INPUT && step_type != LoginStep::COOKIES {
-        return Err(AppError::invalid("stepType", "must be user_input or cookies"));
+        return Err(AppError::invalid(
+            "stepType",
+            "must be user_input or cookies",
+        ));
     }
     validate_id("stepId", step_id)?;
     let client = state.bridges.clients.get(platform)?.clone();
@@ -794,6 +885,11 @@ pub async fn wait_step(
                     format!("stepId: the process is waiting on step {polling:?}, not {step_id:?}"),
                 ))
             }
+            None if s.unseen => {
+                s.unseen = false;
+                let step = s.step.clone();
+                return Ok(process.update(LoginProgress::Step(step)));
+            }
             None => {
                 if s.step.step_type != LoginStep::DISPLAY_AND_WAIT || s.step.step_id != step_id {
                     return Err(AppError::bad_request(
@@ -812,7 +908,8 @@ pub async fn wait_step(
                 }
                 s.polling = Some(step_id.to_owned());
                 s.poll_error = None;
-                let remaining = Duration::from_secs(process.timeout().remaining_seconds.max(1) as u64);
+                let remaining =
+                    Duration::from_secs(process.timeout().remaining_seconds.max(1) as u64);
                 tokio::spawn(long_poll(
                     state.clone(),
                     client,
@@ -841,11 +938,23 @@ pub async fn wait_step(
 }
 
 /// The background `display_and_wait` long-poll of one process.
-async fn long_poll(state: AppState, client: crate::bridges::ProvisioningClient, process: Arc<Process>, step_id: String, timeout: Duration) {
-    let result = client.login_wait(&process.mxid, &process.id, &step_id, timeout).await;
+async fn long_poll(
+    state: AppState,
+    client: crate::bridges::ProvisioningClient,
+    process: Arc<Process>,
+    step_id: String,
+    timeout: Duration,
+) {
+    let result = client
+        .login_wait(&process.mxid, &process.id, &step_id, timeout)
+        .await;
     match &result {
-        Ok(step) => tracing::debug!(platform = process.platform.id(), step = %step.step_id, kind = %step.step_type, "bridge login long-poll answered"),
-        Err(e) => tracing::info!(platform = process.platform.id(), error = %e, "bridge login long-poll failed"),
+        Ok(step) => {
+            tracing::debug!(platform = process.platform.id(), step = %step.step_id, kind = %step.step_type, "bridge login long-poll answered")
+        }
+        Err(e) => {
+            tracing::info!(platform = process.platform.id(), error = %e, "bridge login long-poll failed")
+        }
     }
     let completion = match &result {
         Ok(step) => match step.completed_login_id() {
@@ -861,6 +970,7 @@ async fn long_poll(state: AppState, client: crate::bridges::ProvisioningClient, 
             Ok(step) => {
                 s.step = step;
                 s.completion = completion;
+                s.unseen = process.changed.receiver_count() == 0;
             }
             Err(e) => match e.failure() {
                 Failure::Expired => process.mark_expired(&mut s),
@@ -880,7 +990,12 @@ async fn long_poll(state: AppState, client: crate::bridges::ProvisioningClient, 
 /// Logs out one login (or all with `None`) at the bridge and removes it from the record.
 /// A login the record knows but the bridge no longer has is just removed; one neither
 /// knows is 404 `login_not_found`. Returns the removed login ids.
-pub async fn logout(state: &AppState, user_id: &str, platform: Platform, login_id: Option<&str>) -> AppResult<Vec<String>> {
+pub async fn logout(
+    state: &AppState,
+    user_id: &str,
+    platform: Platform,
+    login_id: Option<&str>,
+) -> AppResult<Vec<String>> {
     if let Some(id) = login_id {
         validate_id("loginId", id)?;
     }
@@ -960,10 +1075,12 @@ pub fn pick_flow(platform: Platform, flows: &[LoginFlow]) -> Option<&LoginFlow> 
 /// Deprecated one-call login: picks a flow and starts it.
 pub async fn connect(state: &AppState, user_id: &str, platform: Platform) -> AppResult<Connected> {
     let flows = flows(state, user_id, platform).await?;
-    let flow = pick_flow(platform, &flows).cloned().ok_or_else(|| AppError::BadGateway {
-        code: "bridge_error",
-        message: format!("the {} bridge offers no login flows", platform.name()),
-    })?;
+    let flow = pick_flow(platform, &flows)
+        .cloned()
+        .ok_or_else(|| AppError::BadGateway {
+            code: "bridge_error",
+            message: format!("the {} bridge offers no login flows", platform.name()),
+        })?;
     let update = start_login(state, user_id, platform, &flow.id, None).await?;
     let is_qr = matches!(&update.progress, LoginProgress::Step(s) if s.display().is_some_and(|(t, _)| t == "qr"));
     let method = if is_qr {
@@ -998,13 +1115,19 @@ mod tests {
         assert_eq!(pick_flow(Platform::Whatsapp, &flows).unwrap().id, "qr");
         assert_eq!(pick_flow(Platform::Telegram, &flows).unwrap().id, "phone");
         assert_eq!(pick_flow(Platform::Discord, &flows).unwrap().id, "phone");
-        assert_eq!(pick_flow(Platform::Telegram, &[flow("bot")]).unwrap().id, "bot");
+        assert_eq!(
+            pick_flow(Platform::Telegram, &[flow("bot")]).unwrap().id,
+            "bot"
+        );
         assert!(pick_flow(Platform::Whatsapp, &[]).is_none());
     }
 
     #[test]
     fn platform_values_outside_the_three_are_invalid() {
-        assert_eq!(parse_platform("signal").unwrap_err().code(), "invalid_platform");
+        assert_eq!(
+            parse_platform("signal").unwrap_err().code(),
+            "invalid_platform"
+        );
         assert_eq!(parse_platform("telegram").unwrap(), Platform::Telegram);
     }
 }

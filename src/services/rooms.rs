@@ -43,6 +43,8 @@ pub const PRIORITY_THRESHOLD: f64 = 0.7;
 /// Longest accepted `encryptedName` / `nonce` (base64 characters).
 pub const MAX_ENCRYPTED_NAME: usize = 4096;
 pub const MAX_NONCE: usize = 256;
+/// How long the single-room read waits for the homeserver before serving stored data.
+pub const REFRESH_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(5);
 /// Longest accepted `encryptedAvatar` (base64 characters, 1 MiB).
 pub const MAX_ENCRYPTED_AVATAR: usize = 1024 * 1024;
 
@@ -381,10 +383,16 @@ async fn refresh_members(state: &AppState, user: &UserRow, row: &RoomRow) {
             return;
         }
     };
-    let (members, direct) = tokio::join!(
-        matrix.joined_members(&token, &row.room_id),
-        matrix.direct_rooms(&token, me)
-    );
+    let lookups = async {
+        tokio::join!(
+            matrix.joined_members(&token, &row.room_id),
+            matrix.direct_rooms(&token, me)
+        )
+    };
+    let Ok((members, direct)) = tokio::time::timeout(REFRESH_TIMEOUT, lookups).await else {
+        tracing::info!(room = %row.room_id, "homeserver too slow; stored members served");
+        return;
+    };
     let members = members
         .inspect_err(
             |e| tracing::info!(room = %row.room_id, error = %e, "joined members not refreshed"),

@@ -46,7 +46,11 @@ pub fn list_for_user(conn: &Connection, user_id: &str) -> rusqlite::Result<Vec<B
 }
 
 /// The user's logins on one platform, by login id.
-pub fn list(conn: &Connection, user_id: &str, platform: &str) -> rusqlite::Result<Vec<BridgeLoginRow>> {
+pub fn list(
+    conn: &Connection,
+    user_id: &str,
+    platform: &str,
+) -> rusqlite::Result<Vec<BridgeLoginRow>> {
     let mut stmt = conn.prepare_cached(&format!(
         "SELECT {COLUMNS} FROM bridge_logins WHERE user_id = ?1 AND platform = ?2 ORDER BY login_id"
     ))?;
@@ -82,7 +86,12 @@ pub fn upsert(conn: &Connection, r: &BridgeLoginRow) -> rusqlite::Result<()> {
 }
 
 /// Removes one login; returns whether it existed.
-pub fn delete(conn: &Connection, user_id: &str, platform: &str, login_id: &str) -> rusqlite::Result<bool> {
+pub fn delete(
+    conn: &Connection,
+    user_id: &str,
+    platform: &str,
+    login_id: &str,
+) -> rusqlite::Result<bool> {
     let n = conn.execute(
         "DELETE FROM bridge_logins WHERE user_id = ?1 AND platform = ?2 AND login_id = ?3",
         params![user_id, platform, login_id],

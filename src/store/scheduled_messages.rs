@@ -276,6 +276,15 @@ pub fn mark_failed(conn: &Connection, id: &str, reason: &str, now: i64) -> rusql
     .execute(params![id, reason, now])
 }
 
+/// Puts back a held message that was not attempted: the attempt is not counted.
+pub fn requeue(conn: &Connection, id: &str, now: i64) -> rusqlite::Result<usize> {
+    conn.prepare_cached(
+        "UPDATE scheduled_messages SET attempts = MAX(attempts - 1, 0), lease_until = NULL, \
+           next_attempt_at = ?2 WHERE id = ?1 AND status = 'pending'",
+    )?
+    .execute(params![id, now])
+}
+
 /// Releases leases (at shutdown) so the messages are picked up again at once after start.
 pub fn release(conn: &Connection, ids: &[String], now: i64) -> rusqlite::Result<usize> {
     let mut stmt = conn.prepare_cached(

@@ -45,7 +45,12 @@ pub fn save_since(conn: &Connection, user_id: &str, since: &str, now: i64) -> ru
 }
 
 /// Records a failed sync attempt; the position is kept.
-pub fn record_error(conn: &Connection, user_id: &str, error: &str, now: i64) -> rusqlite::Result<()> {
+pub fn record_error(
+    conn: &Connection,
+    user_id: &str,
+    error: &str,
+    now: i64,
+) -> rusqlite::Result<()> {
     conn.execute(
         "INSERT INTO sync_state (user_id, since, last_ok_at, last_error, updated_at) \
          VALUES (?1, NULL, NULL, ?2, ?3) \

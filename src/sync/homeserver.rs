@@ -130,7 +130,9 @@ impl Homeserver<'_> {
 
     async fn hint(&self, room_id: &str) -> Result<RoomHint, MatrixError> {
         let room = encode(room_id);
-        let name: Result<Value, _> = self.get(&format!("rooms/{room}/state/m.room.name"), &[]).await;
+        let name: Result<Value, _> = self
+            .get(&format!("rooms/{room}/state/m.room.name"), &[])
+            .await;
         let unnamed = match name {
             Ok(content) => content["name"].as_str().is_none_or(|n| n.trim().is_empty()),
             Err(MatrixError::Http { status: 404, .. }) => true,
@@ -148,11 +150,17 @@ impl Homeserver<'_> {
         struct Joined {
             joined: HashMap<String, Member>,
         }
-        let joined: Joined = self.get(&format!("rooms/{room}/joined_members"), &[]).await?;
+        let joined: Joined = self
+            .get(&format!("rooms/{room}/joined_members"), &[])
+            .await?;
         let display_names = joined
             .joined
             .into_iter()
-            .filter_map(|(id, m)| m.display_name.filter(|n| !n.trim().is_empty()).map(|n| (id, n)))
+            .filter_map(|(id, m)| {
+                m.display_name
+                    .filter(|n| !n.trim().is_empty())
+                    .map(|n| (id, n))
+            })
             .collect();
         Ok(RoomHint {
             unnamed,

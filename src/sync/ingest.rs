@@ -103,10 +103,23 @@ pub fn ingest(
         save_if_changed(tx, ctx, &mut view, touched, &mut out)?;
     }
     if direct_changed {
-        let seen: BTreeSet<&str> = resp.rooms.join.keys().chain(resp.rooms.invite.keys()).map(String::as_str).collect();
+        let seen: BTreeSet<&str> = resp
+            .rooms
+            .join
+            .keys()
+            .chain(resp.rooms.invite.keys())
+            .map(String::as_str)
+            .collect();
         for (room_id, partner) in direct.iter() {
             if seen.contains(room_id)
-                || !rooms::mark_direct(tx, ctx.user_id, room_id, partner, importance::DIRECT_BASELINE, ctx.now)?
+                || !rooms::mark_direct(
+                    tx,
+                    ctx.user_id,
+                    room_id,
+                    partner,
+                    importance::DIRECT_BASELINE,
+                    ctx.now,
+                )?
             {
                 continue;
             }
@@ -214,7 +227,13 @@ fn replaced_event(content: &Value) -> Option<&str> {
         .flatten()
 }
 
-fn score(ctx: &IngestContext<'_>, is_direct: bool, content: &Value, msgtype: &str, is_mine: bool) -> Score {
+fn score(
+    ctx: &IngestContext<'_>,
+    is_direct: bool,
+    content: &Value,
+    msgtype: &str,
+    is_mine: bool,
+) -> Score {
     let mentioned: Vec<&str> = content["m.mentions"]["user_ids"]
         .as_array()
         .map(|ids| ids.iter().filter_map(Value::as_str).collect())
@@ -249,11 +268,23 @@ fn insert_message(
     let is_mine = sender == ctx.reader.matrix_user_id;
     let msgtype = ev.content["msgtype"].as_str().unwrap_or(DEFAULT_MSGTYPE);
     let (content, s) = if redacted {
-        (MessageContent { body: String::new(), content: json!({}) }, unscored())
+        (
+            MessageContent {
+                body: String::new(),
+                content: json!({}),
+            },
+            unscored(),
+        )
     } else {
         let body = ev.content["body"].as_str().unwrap_or_default().to_owned();
         let s = score(ctx, view.row.is_direct, &ev.content, msgtype, is_mine);
-        (MessageContent { body, content: ev.content.clone() }, s)
+        (
+            MessageContent {
+                body,
+                content: ev.content.clone(),
+            },
+            s,
+        )
     };
     let id = uuid::Uuid::new_v4().to_string();
     let ts = ev.origin_server_ts.unwrap_or(ctx.now * 1000);
@@ -319,7 +350,13 @@ fn apply_edit(
     if let Some(t) = new_content["msgtype"].as_str() {
         orig.msgtype = t.to_owned();
     }
-    let s = score(ctx, view.row.is_direct, new_content, &orig.msgtype, orig.is_mine);
+    let s = score(
+        ctx,
+        view.row.is_direct,
+        new_content,
+        &orig.msgtype,
+        orig.is_mine,
+    );
     let content = MessageContent {
         body: new_content["body"].as_str().unwrap_or_default().to_owned(),
         content: new_content.clone(),
@@ -382,7 +419,12 @@ fn update_read_marker(
         .filter(|e| e.kind == "m.fully_read")
         .filter_map(|e| e.content["event_id"].as_str())
         .collect();
-    for ev in room.ephemeral.events.iter().filter(|e| e.kind == "m.receipt") {
+    for ev in room
+        .ephemeral
+        .events
+        .iter()
+        .filter(|e| e.kind == "m.receipt")
+    {
         for (event_id, receipts) in ev.content.as_object().into_iter().flatten() {
             if ["m.read", "m.read.private"]
                 .iter()
@@ -414,7 +456,11 @@ fn update_read_marker(
 
 /// Highest score among unread messages (after the read marker when it is a stored
 /// message, else the newest `unread_count`), at least the direct-chat baseline.
-fn room_importance(tx: &Transaction<'_>, ctx: &IngestContext<'_>, view: &RoomView) -> rusqlite::Result<f64> {
+fn room_importance(
+    tx: &Transaction<'_>,
+    ctx: &IngestContext<'_>,
+    view: &RoomView,
+) -> rusqlite::Result<f64> {
     let row = &view.row;
     let max_unread = if row.unread_count <= 0 {
         None
@@ -425,7 +471,9 @@ fn room_importance(tx: &Transaction<'_>, ctx: &IngestContext<'_>, view: &RoomVie
         };
         match read_ts {
             Some(ts) => messages::max_importance_after(tx, ctx.user_id, &row.room_id, ts)?,
-            None => messages::max_importance_of_latest(tx, ctx.user_id, &row.room_id, row.unread_count)?,
+            None => {
+                messages::max_importance_of_latest(tx, ctx.user_id, &row.room_id, row.unread_count)?
+            }
         }
     };
     Ok(importance::room_importance(row.is_direct, max_unread))

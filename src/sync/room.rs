@@ -199,11 +199,9 @@ impl RoomView {
                     self.platform_hint.get_or_insert(p);
                 }
             }
-            "invite" => {
-                if member == ctx.reader.matrix_user_id {
-                    self.inviter = ev.sender.clone();
-                    self.invited_direct |= content["is_direct"] == true;
-                }
+            "invite" if member == ctx.reader.matrix_user_id => {
+                self.inviter = ev.sender.clone();
+                self.invited_direct |= content["is_direct"] == true;
             }
             "leave" | "ban" => {
                 self.members.remove(member);
@@ -346,10 +344,12 @@ impl RoomView {
         self.current != self.stored
             || self.members != self.stored_members
             || old.name_enc.is_none() != r.name_enc.is_none()
-            || (old.is_direct, &old.recipient_id, &old.platform) != (r.is_direct, &r.recipient_id, &r.platform)
+            || (old.is_direct, &old.recipient_id, &old.platform)
+                != (r.is_direct, &r.recipient_id, &r.platform)
             || (old.member_count, old.unread_count, old.highlight_count)
                 != (r.member_count, r.unread_count, r.highlight_count)
-            || (&old.last_read_event_id, old.last_message_ts) != (&r.last_read_event_id, r.last_message_ts)
+            || (&old.last_read_event_id, old.last_message_ts)
+                != (&r.last_read_event_id, r.last_message_ts)
             || old.importance != r.importance
             || old.membership != r.membership
     }
@@ -400,10 +400,6 @@ pub fn join_names(names: &[String]) -> String {
         [] => "Empty room".to_owned(),
         [one] => one.clone(),
         [init @ .., last] if names.len() <= 3 => format!("{} and {last}", init.join(", ")),
-        _ => format!(
-            "{} and {} others",
-            names[..3].join(", "),
-            names.len() - 3
-        ),
+        _ => format!("{} and {} others", names[..3].join(", "), names.len() - 3),
     }
 }

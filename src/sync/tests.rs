@@ -70,7 +70,13 @@ impl Fixture {
 
     fn name(&self, room_id: &str) -> Option<String> {
         let row = self.room(room_id);
-        open_room_field(&self.dek, "u1", room_id, RoomField::Name, row.name_enc.as_deref())
+        open_room_field(
+            &self.dek,
+            "u1",
+            room_id,
+            RoomField::Name,
+            row.name_enc.as_deref(),
+        )
     }
 
     fn message(&self, event_id: &str) -> (messages::MessageRow, MessageContent) {
@@ -172,15 +178,25 @@ fn a_first_sync_stores_the_room_its_members_and_messages_with_the_new_since() {
     assert!(mine.is_mine);
     assert_eq!(mine.importance, 0.0);
     let (image, _) = f.message("$3");
-    assert_eq!((image.msgtype.as_str(), image.category.as_str()), ("m.image", "media"));
-    let sync = sync_state::find(&f.store.conn().unwrap(), "u1").unwrap().unwrap();
+    assert_eq!(
+        (image.msgtype.as_str(), image.category.as_str()),
+        ("m.image", "media")
+    );
+    let sync = sync_state::find(&f.store.conn().unwrap(), "u1")
+        .unwrap()
+        .unwrap();
     assert_eq!(sync.since.as_deref(), Some("s1"));
 }
 
 #[test]
 fn ingesting_the_same_events_again_adds_no_rows() {
     let mut f = Fixture::new();
-    let resp = joined("s1", ROOM, vec![member(ME, "join", None)], vec![text("$1", BOB, 1, "hi")]);
+    let resp = joined(
+        "s1",
+        ROOM,
+        vec![member(ME, "join", None)],
+        vec![text("$1", BOB, 1, "hi")],
+    );
     assert_eq!(f.ingest(resp.clone()).new_messages.len(), 1);
     let again = f.ingest(resp);
     assert!(again.new_messages.is_empty());
@@ -221,14 +237,25 @@ fn an_edit_by_someone_else_is_ignored() {
 #[test]
 fn a_redaction_empties_the_original_and_marks_it_redacted() {
     let mut f = Fixture::new();
-    f.ingest(joined("s1", ROOM, vec![], vec![text("$1", BOB, 1, "secret")]));
+    f.ingest(joined(
+        "s1",
+        ROOM,
+        vec![],
+        vec![text("$1", BOB, 1, "secret")],
+    ));
     let redaction = json!({"type": "m.room.redaction", "event_id": "$r", "sender": BOB,
                            "origin_server_ts": 2, "redacts": "$1", "content": {}});
     let out = f.ingest(joined("s2", ROOM, vec![], vec![redaction]));
     assert_eq!(out.updated_messages, 1);
     let (row, content) = f.message("$1");
     assert!(row.redacted);
-    assert_eq!(content, MessageContent { body: String::new(), content: json!({}) });
+    assert_eq!(
+        content,
+        MessageContent {
+            body: String::new(),
+            content: json!({})
+        }
+    );
     // Room version 11 puts `redacts` in the content.
     f.ingest(joined("s3", ROOM, vec![], vec![text("$2", BOB, 3, "x")]));
     let v11 = json!({"type": "m.room.redaction", "event_id": "$r2", "sender": BOB,
@@ -254,15 +281,29 @@ fn an_unnamed_room_is_named_after_the_other_members() {
     f.ingest(joined(
         "s1",
         ROOM,
-        vec![member(ME, "join", Some("Meg")), member(BOB, "join", Some("Bob Builder"))],
+        vec![
+            member(ME, "join", Some("Meg")),
+            member(BOB, "join", Some("Bob Builder")),
+        ],
         vec![],
     ));
     assert_eq!(f.name(ROOM).as_deref(), Some("Bob Builder"));
     // A new member changes the computed name once the room is confirmed unnamed.
     // Display names come from the hint (the homeserver's joined members).
     let names = HashMap::from([(BOB.to_owned(), "Bob Builder".to_owned())]);
-    f.hints.insert(ROOM.to_owned(), RoomHint { unnamed: true, display_names: names });
-    f.ingest(joined("s2", ROOM, vec![], vec![member("@carol:test", "join", None)]));
+    f.hints.insert(
+        ROOM.to_owned(),
+        RoomHint {
+            unnamed: true,
+            display_names: names,
+        },
+    );
+    f.ingest(joined(
+        "s2",
+        ROOM,
+        vec![],
+        vec![member("@carol:test", "join", None)],
+    ));
     assert_eq!(f.name(ROOM).as_deref(), Some("Bob Builder and carol"));
     assert_eq!(f.room(ROOM).member_count, 3);
 }
@@ -282,7 +323,11 @@ fn m_direct_marks_the_room_direct_with_the_partner_as_recipient() {
     let mut resp = joined(
         "s1",
         ROOM,
-        vec![member(ME, "join", None), member(BOB, "join", None), member("@carol:test", "join", None)],
+        vec![
+            member(ME, "join", None),
+            member(BOB, "join", None),
+            member("@carol:test", "join", None),
+        ],
         vec![text("$1", BOB, 1, "hi")],
     );
     resp["account_data"] = json!({"events": [{"type": "m.direct", "content": {BOB: [ROOM]}}]});
@@ -307,7 +352,12 @@ fn a_two_member_direct_room_has_the_other_member_as_recipient() {
     assert!(room.is_direct);
     assert_eq!(room.recipient_id.as_deref(), Some(BOB));
     assert_eq!(f.name(ROOM).as_deref(), Some("Bob"));
-    f.ingest(joined("s2", ROOM, vec![member(ME, "join", None), member(BOB, "join", None)], vec![]));
+    f.ingest(joined(
+        "s2",
+        ROOM,
+        vec![member(ME, "join", None), member(BOB, "join", None)],
+        vec![],
+    ));
     let room = f.room(ROOM);
     assert_eq!(room.membership, "join");
     assert_eq!(room.recipient_id.as_deref(), Some(BOB));
@@ -316,7 +366,12 @@ fn a_two_member_direct_room_has_the_other_member_as_recipient() {
 #[test]
 fn leaving_a_room_keeps_its_messages() {
     let mut f = Fixture::new();
-    f.ingest(joined("s1", ROOM, vec![member(ME, "join", None)], vec![text("$1", BOB, 1, "bye")]));
+    f.ingest(joined(
+        "s1",
+        ROOM,
+        vec![member(ME, "join", None)],
+        vec![text("$1", BOB, 1, "bye")],
+    ));
     let resp = json!({"next_batch": "s2", "rooms": {"leave": {ROOM: {"timeline": {"events": [member(ME, "leave", None)]}}}}});
     let out = f.ingest(resp);
     assert!(out.changed_rooms.contains(ROOM));
@@ -332,7 +387,12 @@ fn bridge_state_and_bridge_bots_set_the_platform() {
     f.ingest(joined(
         "s1",
         ROOM,
-        vec![bridge, member(ME, "join", None), member("@discordbot:test", "join", None), member("@discord_1:test", "join", Some("Dee"))],
+        vec![
+            bridge,
+            member(ME, "join", None),
+            member("@discordbot:test", "join", None),
+            member("@discord_1:test", "join", Some("Dee")),
+        ],
         vec![],
     ));
     let room = f.room(ROOM);
@@ -341,7 +401,15 @@ fn bridge_state_and_bridge_bots_set_the_platform() {
     assert_eq!(room.recipient_id.as_deref(), Some("@discord_1:test"));
     assert_eq!(f.name(ROOM).as_deref(), Some("Dee"));
 
-    f.ingest(joined("s2", "!wa:test", vec![member(ME, "join", None), member("@whatsappbot:test", "join", None)], vec![]));
+    f.ingest(joined(
+        "s2",
+        "!wa:test",
+        vec![
+            member(ME, "join", None),
+            member("@whatsappbot:test", "join", None),
+        ],
+        vec![],
+    ));
     assert_eq!(f.room("!wa:test").platform.as_deref(), Some("whatsapp"));
 }
 
@@ -351,12 +419,21 @@ fn unread_counts_read_markers_and_importance_follow_the_room() {
     let mut resp = joined(
         "s1",
         ROOM,
-        vec![member(ME, "join", None), member(BOB, "join", None), member("@carol:test", "join", None)],
-        vec![text("$1", BOB, 1, "old news"), text("$2", BOB, 2, "urgent: call me"), text("$3", BOB, 3, "ok")],
+        vec![
+            member(ME, "join", None),
+            member(BOB, "join", None),
+            member("@carol:test", "join", None),
+        ],
+        vec![
+            text("$1", BOB, 1, "old news"),
+            text("$2", BOB, 2, "urgent: call me"),
+            text("$3", BOB, 3, "ok"),
+        ],
     );
     let room = &mut resp["rooms"]["join"][ROOM];
     room["unread_notifications"] = json!({"notification_count": 2, "highlight_count": 1});
-    room["ephemeral"] = json!({"events": [{"type": "m.receipt", "content": {"$1": {"m.read": {ME: {"ts": 5}}}}}]});
+    room["ephemeral"] =
+        json!({"events": [{"type": "m.receipt", "content": {"$1": {"m.read": {ME: {"ts": 5}}}}}]});
     f.ingest(resp);
     let row = f.room(ROOM);
     assert_eq!((row.unread_count, row.highlight_count), (2, 1));
@@ -367,7 +444,8 @@ fn unread_counts_read_markers_and_importance_follow_the_room() {
     let mut read = joined("s2", ROOM, vec![], vec![]);
     let room = &mut read["rooms"]["join"][ROOM];
     room["unread_notifications"] = json!({"notification_count": 0, "highlight_count": 0});
-    room["account_data"] = json!({"events": [{"type": "m.fully_read", "content": {"event_id": "$3"}}]});
+    room["account_data"] =
+        json!({"events": [{"type": "m.fully_read", "content": {"event_id": "$3"}}]});
     f.ingest(read);
     let row = f.room(ROOM);
     assert_eq!(row.last_read_event_id.as_deref(), Some("$3"));

@@ -139,7 +139,9 @@ pub async fn run(state: AppState, matrix: MatrixClient, user_id: String) {
                 let now = unix_now() as i64;
                 let _ = state
                     .store
-                    .run(move |c| sync_state::record_error(c, &uid, &error, now).map_err(AppError::from))
+                    .run(move |c| {
+                        sync_state::record_error(c, &uid, &error, now).map_err(AppError::from)
+                    })
                     .await;
                 if !pause(&state, backoff.next()).await {
                     return;
@@ -167,7 +169,11 @@ struct Session {
 
 impl Session {
     /// Token, identity, stored position and pending invites; `None` without a Matrix account.
-    async fn load(state: &AppState, matrix: &MatrixClient, user_id: &str) -> AppResult<Option<Self>> {
+    async fn load(
+        state: &AppState,
+        matrix: &MatrixClient,
+        user_id: &str,
+    ) -> AppResult<Option<Self>> {
         let uid = user_id.to_owned();
         let (user, sync, invites) = state
             .store
@@ -181,7 +187,10 @@ impl Session {
         let Some(user) = user else {
             return Ok(None);
         };
-        let (Some(token), Some(mxid)) = (users::matrix_token_of(&state.master, &user)?, user.matrix_user_id.clone()) else {
+        let (Some(token), Some(mxid)) = (
+            users::matrix_token_of(&state.master, &user)?,
+            user.matrix_user_id.clone(),
+        ) else {
             return Ok(None);
         };
         let since = sync.and_then(|s| s.since);
@@ -208,7 +217,15 @@ impl Session {
                 .collect(),
             pending_joins: invites
                 .into_iter()
-                .map(|r| (r, JoinAttempt { failures: 0, next_at: now }))
+                .map(|r| {
+                    (
+                        r,
+                        JoinAttempt {
+                            failures: 0,
+                            next_at: now,
+                        },
+                    )
+                })
                 .collect(),
         }))
     }
@@ -247,12 +264,24 @@ impl Session {
             self.pending_joins.remove(room);
         }
         let next_batch = resp.next_batch.clone();
+        let started = Instant::now();
         let outcome = self.ingest(state, resp, hints).await?;
         self.since = Some(next_batch);
         publish(state, &self.user_id, &outcome);
+        tracing::debug!(
+            user_id = %self.user_id,
+            messages = outcome.new_messages.len(),
+            updated = outcome.updated_messages,
+            rooms = outcome.changed_rooms.len(),
+            ingest_ms = started.elapsed().as_millis() as u64,
+            "ingested sync response"
+        );
         let now = Instant::now();
         for room in outcome.invites {
-            self.pending_joins.entry(room).or_insert(JoinAttempt { failures: 0, next_at: now });
+            self.pending_joins.entry(room).or_insert(JoinAttempt {
+                failures: 0,
+                next_at: now,
+            });
         }
         self.join_invites(state, matrix).await;
         Ok(())
@@ -260,7 +289,12 @@ impl Session {
 
     /// Ingests in one IMMEDIATE transaction, opening the data key inside it so a
     /// concurrent key deletion cannot interleave.
-    async fn ingest(&mut self, state: &AppState, resp: SyncResponse, hints: HashMap<String, RoomHint>) -> AppResult<IngestOutcome> {
+    async fn ingest(
+        &mut self,
+        state: &AppState,
+        resp: SyncResponse,
+        hints: HashMap<String, RoomHint>,
+    ) -> AppResult<IngestOutcome> {
         let master = state.master.clone();
         let user_id = self.user_id.clone();
         let reader = self.reader.clone();
@@ -270,7 +304,8 @@ impl Session {
             .store
             .run(move |c| {
                 let tx = c.transaction_with_behavior(TransactionBehavior::Immediate)?;
-                let user = crate::store::users::find(&tx, &user_id)?.ok_or_else(|| AppError::not_found("user"))?;
+                let user = crate::store::users::find(&tx, &user_id)?
+                    .ok_or_else(|| AppError::not_found("user"))?;
                 let dek = users::data_key(&master, &user)?;
                 let ctx = IngestContext {
                     user_id: &user_id,
@@ -349,5 +384,44 @@ fn publish(state: &AppState, user_id: &str, outcome: &IngestOutcome) {
         state
             .events
             .publish(user_id, kind::ROOM_UPDATED, json!({"roomId": room_id}));
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn backoff_doubles_from_one_second_up_to_a_minute_and_resets() {
+        let mut b = Backoff::new();
+        let waits: Vec<u64> = (0..9).map(|_| b.next().as_secs()).collect();
+        assert_eq!(waits, vec![1, 2, 4, 8, 16, 32, 60, 60, 60]);
+        b.reset();
+        assert_eq!(b.next(), BACKOFF_START);
+    }
+
+    #[test]
+    fn the_filters_keep_timeline_messages_state_receipts_and_read_markers() {
+        let initial: serde_json::Value = serde_json::from_str(sync_filter(true)).unwrap();
+        let later: serde_json::Value = serde_json::from_str(sync_filter(false)).unwrap();
+        assert_eq!(initial["room"]["timeline"]["limit"], INITIAL_TIMELINE_LIMIT);
+        assert_eq!(later["room"]["timeline"]["limit"], TIMELINE_LIMIT);
+        let types = later["room"]["timeline"]["types"].as_array().unwrap();
+        for t in [
+            "m.room.message",
+            "m.room.redaction",
+            "m.room.member",
+            "m.bridge",
+        ] {
+            assert!(types.contains(&serde_json::json!(t)), "{t}");
+        }
+        assert_eq!(
+            later["room"]["ephemeral"]["types"],
+            serde_json::json!(["m.receipt"])
+        );
+        assert_eq!(
+            later["account_data"]["types"],
+            serde_json::json!(["m.direct"])
+        );
     }
 }

@@ -316,7 +316,7 @@ async fn bad_input_is_400_and_foreign_or_unknown_ids_are_404() {
     let resp = link(
         &app,
         token,
-        json!({"roomIds": [_dc_of(&app, &user), foreign]}),
+        json!({"roomIds": [own_room(&app, &user), foreign]}),
     )
     .await;
     expect_error(resp, 404, "not_found").await;
@@ -412,7 +412,7 @@ async fn bad_input_is_400_and_foreign_or_unknown_ids_are_404() {
     assert_eq!(listed, json!({"groups": []}));
 }
 
-fn _dc_of(app: &TestApp, session: &Session) -> String {
+fn own_room(app: &TestApp, session: &Session) -> String {
     let id = fake_room_id("mine");
     seed_room(app, &user_id(session), Seed::new(&id).platform("discord"));
     id

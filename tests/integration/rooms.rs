@@ -3,11 +3,12 @@
 //! the homeserver), the single-room read (members and recipient from the homeserver, stored
 //! data when it is down), deletion, the priority filter and validation.
 //!
-//! Rooms reach the service through the sync worker. Most tests here seed the rows the
-//! worker would write straight into the server's database (sealed with the user's data
-//! key, exactly as the worker does), so they do not depend on it; rooms that must exist on
-//! the homeserver are created there for real. The tests marked "needs the sync worker"
-//! check the whole path from Synapse.
+//! Rooms that must exist on the homeserver are created there for real and reach the
+//! service through the sync worker (the tests wait for them in `GET /api/rooms`). Tests of
+//! list order, paging, flags and validation seed the rows the worker would write straight
+//! into the server's database (names sealed with the user's data key, exactly as the
+//! worker does), under room ids the homeserver does not know, so the worker never touches
+//! them.
 
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};

@@ -36,7 +36,10 @@ async fn open_sse(app: &TestApp, token: &str, last_event_id: Option<&str>) -> Ss
     let resp = req.send().await.expect("GET /api/sync");
     assert_eq!(resp.status(), 200, "GET /api/sync: {:?}", resp.text().await);
     let content_type = resp.headers()["content-type"].to_str().unwrap().to_owned();
-    assert!(content_type.starts_with("text/event-stream"), "{content_type}");
+    assert!(
+        content_type.starts_with("text/event-stream"),
+        "{content_type}"
+    );
     let (tx, rx) = mpsc::unbounded_channel();
     tokio::spawn(async move {
         let mut body = resp.bytes_stream();
@@ -74,7 +77,10 @@ fn parse_block(block: &str) -> Option<SseEvent> {
 impl Sse {
     /// The next event, or `None` on timeout or when the stream ended.
     async fn next(&mut self, timeout: Duration) -> Option<SseEvent> {
-        tokio::time::timeout(timeout, self.rx.recv()).await.ok().flatten()
+        tokio::time::timeout(timeout, self.rx.recv())
+            .await
+            .ok()
+            .flatten()
     }
 
     /// Skips events until one matches.
@@ -121,7 +127,10 @@ struct Convo {
 async fn convo(name: Option<&str>, is_direct: bool) -> Convo {
     let app = TestApp::start_with_mail().await;
     let session = app.sign_up("sync").await;
-    let me = session.user["matrixUserId"].as_str().expect("matrixUserId").to_owned();
+    let me = session.user["matrixUserId"]
+        .as_str()
+        .expect("matrixUserId")
+        .to_owned();
     let user_id = session.user["id"].as_str().expect("id").to_owned();
     let bob = matrix::register("bob").await;
     bob.set_display_name("Bob Example").await;
@@ -194,13 +203,18 @@ async fn wait_for_messages(
         if done(&rows) {
             return rows;
         }
-        assert!(Instant::now() < deadline, "{what} not stored within {WAIT:?}; rows: {rows:#?}");
+        assert!(
+            Instant::now() < deadline,
+            "{what} not stored within {WAIT:?}; rows: {rows:#?}"
+        );
         tokio::time::sleep(Duration::from_millis(100)).await;
     }
 }
 
 fn has_all(rows: &[StoredMessage], event_ids: &[String]) -> bool {
-    event_ids.iter().all(|e| rows.iter().any(|r| &r.event_id == e))
+    event_ids
+        .iter()
+        .all(|e| rows.iter().any(|r| &r.event_id == e))
 }
 
 /// Opens sealed values with the app's master key, as the app itself would.
@@ -221,7 +235,11 @@ impl Opener {
 
     fn body(&self, app: &TestApp, message_id: &str) -> String {
         let sealed: Vec<u8> = db(app)
-            .query_row("SELECT content_enc FROM messages WHERE id = ?1", [message_id], |r| r.get(0))
+            .query_row(
+                "SELECT content_enc FROM messages WHERE id = ?1",
+                [message_id],
+                |r| r.get(0),
+            )
             .unwrap();
         switchboard::services::conversations::open_message(&self.dek, message_id, &sealed)
             .expect("open message")
@@ -252,23 +270,28 @@ impl Opener {
 async fn a_message_from_another_user_reaches_the_event_stream_within_two_seconds() {
     let c = convo(Some("Sync latency"), false).await;
     let mut sse = open_sse(&c.app, &c.session.access_token, None).await;
-    // Let the worker finish ingesting the join first.
-    wait_for_messages(&c.app, &c.user_id, &c.room, "room", |_| true).await;
+    // Let the worker finish the join and go back to its long-poll: one message first.
+    let warm_up = c.bob.send_text(&c.room, "warming up").await;
+    sse.wait_for("message.created", |e| is_message_created(e, &warm_up))
+        .await;
 
     let started = Instant::now();
     let event_id = c.bob.send_text(&c.room, "is anyone there?").await;
+    let send_took = started.elapsed();
     let e = sse
         .wait_for("message.created", |e| is_message_created(e, &event_id))
         .await;
     let latency = started.elapsed();
-    eprintln!("message.created arrived {latency:?} after sending");
+    eprintln!("message.created arrived {latency:?} after sending began (the send itself took {send_took:?})");
     assert!(latency < Duration::from_secs(2), "took {latency:?}");
     assert_eq!(e.data["type"], "message.created");
     assert_eq!(e.data["roomId"], c.room.as_str());
     assert!(e.data["messageId"].as_str().is_some_and(|m| m.len() == 36));
     assert!(e.id.as_deref().is_some_and(|id| id.parse::<u64>().is_ok()));
     let updated = sse
-        .wait_for("room.updated", |e| e.event == "room.updated" && e.data["roomId"] == c.room.as_str())
+        .wait_for("room.updated", |e| {
+            e.event == "room.updated" && e.data["roomId"] == c.room.as_str()
+        })
         .await;
     assert_eq!(updated.data["type"], "room.updated");
 }
@@ -282,7 +305,10 @@ async fn the_worker_joins_invites_and_stores_rooms_and_messages_once() {
         mine.send_text(&c.room, "hello from me").await,
         c.bob.send_text(&c.room, "urgent: call me").await,
     ];
-    let rows = wait_for_messages(&c.app, &c.user_id, &c.room, "messages", |r| has_all(r, &sent)).await;
+    let rows = wait_for_messages(&c.app, &c.user_id, &c.room, "messages", |r| {
+        has_all(r, &sent)
+    })
+    .await;
     assert_eq!(rows.len(), 3, "{rows:#?}");
     for row in &rows {
         assert_eq!(row.is_mine, row.sender == c.me, "{row:?}");
@@ -311,7 +337,10 @@ async fn the_worker_joins_invites_and_stores_rooms_and_messages_once() {
     assert_eq!(category, "urgent");
     assert!(importance > 0.5);
     let opener = Opener::new(&c.app, &c.user_id);
-    assert_eq!(opener.room_name(&c.app, &c.user_id, &c.room).as_deref(), Some("Bob Example"));
+    assert_eq!(
+        opener.room_name(&c.app, &c.user_id, &c.room).as_deref(),
+        Some("Bob Example")
+    );
     let bob_row = rows.iter().find(|r| r.event_id == sent[0]).unwrap();
     assert_eq!(opener.body(&c.app, &bob_row.id), "hello from bob");
 
@@ -320,9 +349,16 @@ async fn the_worker_joins_invites_and_stores_rooms_and_messages_once() {
     c.bob.wait_for_member(&named, &c.me, WAIT).await;
     sent.push(c.bob.send_text(&named, "welcome").await);
     wait_for_messages(&c.app, &c.user_id, &named, "message", |r| r.len() == 1).await;
-    assert_eq!(opener.room_name(&c.app, &c.user_id, &named).as_deref(), Some("Team chat"));
+    assert_eq!(
+        opener.room_name(&c.app, &c.user_id, &named).as_deref(),
+        Some("Team chat")
+    );
     let total: i64 = db(&c.app)
-        .query_row("SELECT COUNT(*) FROM messages WHERE user_id = ?1", [&c.user_id], |r| r.get(0))
+        .query_row(
+            "SELECT COUNT(*) FROM messages WHERE user_id = ?1",
+            [&c.user_id],
+            |r| r.get(0),
+        )
         .unwrap();
     assert_eq!(total, 4);
 }
@@ -334,7 +370,10 @@ async fn a_kill_9_restart_resumes_without_losing_or_duplicating_messages() {
     for i in 0..3 {
         sent.push(c.bob.send_text(&c.room, &format!("before {i}")).await);
     }
-    wait_for_messages(&c.app, &c.user_id, &c.room, "first messages", |r| has_all(r, &sent)).await;
+    wait_for_messages(&c.app, &c.user_id, &c.room, "first messages", |r| {
+        has_all(r, &sent)
+    })
+    .await;
 
     c.app.kill9();
     for i in 0..3 {
@@ -344,18 +383,28 @@ async fn a_kill_9_restart_resumes_without_losing_or_duplicating_messages() {
     for i in 0..2 {
         sent.push(c.bob.send_text(&c.room, &format!("after {i}")).await);
     }
-    let rows = wait_for_messages(&c.app, &c.user_id, &c.room, "all messages", |r| has_all(r, &sent)).await;
+    let rows = wait_for_messages(&c.app, &c.user_id, &c.room, "all messages", |r| {
+        has_all(r, &sent)
+    })
+    .await;
     // Let a further poll happen, then check nothing was added twice.
     tokio::time::sleep(Duration::from_millis(500)).await;
     let rows_after = stored_messages(&c.app, &c.user_id, &c.room);
     assert_eq!(rows.len(), rows_after.len());
     for event_id in &sent {
-        let n = rows_after.iter().filter(|r| &r.event_id == event_id).count();
+        let n = rows_after
+            .iter()
+            .filter(|r| &r.event_id == event_id)
+            .count();
         assert_eq!(n, 1, "{event_id} stored {n} times");
     }
     assert_eq!(rows_after.len(), sent.len());
     let since: Option<String> = db(&c.app)
-        .query_row("SELECT since FROM sync_state WHERE user_id = ?1", [&c.user_id], |r| r.get(0))
+        .query_row(
+            "SELECT since FROM sync_state WHERE user_id = ?1",
+            [&c.user_id],
+            |r| r.get(0),
+        )
         .unwrap();
     assert!(since.is_some());
 }
@@ -400,13 +449,22 @@ async fn reconnecting_with_last_event_id_replays_missed_events_or_asks_for_a_res
         c.bob.send_text(&c.room, "two").await,
         c.bob.send_text(&c.room, "three").await,
     ];
-    wait_for_messages(&c.app, &c.user_id, &c.room, "missed messages", |r| has_all(r, &missed)).await;
+    wait_for_messages(&c.app, &c.user_id, &c.room, "missed messages", |r| {
+        has_all(r, &missed)
+    })
+    .await;
     let mut resumed = open_sse(&c.app, &token, seen.id.as_deref()).await;
     let mut replayed = Vec::new();
     while replayed.len() < missed.len() {
-        let e = resumed.next(Duration::from_secs(5)).await.expect("replayed events");
+        let e = resumed
+            .next(Duration::from_secs(5))
+            .await
+            .expect("replayed events");
         assert_ne!(e.event, "resync");
-        assert!(!is_message_created(&e, &first), "the acknowledged event is not repeated");
+        assert!(
+            !is_message_created(&e, &first),
+            "the acknowledged event is not repeated"
+        );
         if e.event == "message.created" {
             replayed.push(e.data["eventId"].as_str().unwrap().to_owned());
         }
@@ -450,5 +508,64 @@ async fn sigterm_ends_open_streams_and_exits_within_ten_seconds() {
     eprintln!("exited {took:?} after SIGTERM with an open stream");
     assert!(status.success(), "{status}");
     assert!(took < Duration::from_secs(10), "took {took:?}");
-    assert!(sse.ends_within(Duration::from_secs(1)).await, "the stream ended");
+    assert!(
+        sse.ends_within(Duration::from_secs(1)).await,
+        "the stream ended"
+    );
+}
+
+#[tokio::test]
+async fn homeserver_errors_are_recorded_and_stored_data_is_still_served() {
+    let mut c = convo(Some("Outage"), false).await;
+    let event_id = c.bob.send_text(&c.room, "before the outage").await;
+    wait_for_messages(&c.app, &c.user_id, &c.room, "message", |r| {
+        has_all(r, std::slice::from_ref(&event_id))
+    })
+    .await;
+
+    // Restart pointing at a homeserver that is down.
+    let config = std::fs::read_to_string(&c.app.config_path).unwrap();
+    let down = format!("homeserver_url = \"http://127.0.0.1:{}\"", free_port());
+    let config = config
+        .lines()
+        .map(|l| {
+            if l.starts_with("homeserver_url") {
+                down.clone()
+            } else {
+                l.to_owned()
+            }
+        })
+        .collect::<Vec<_>>()
+        .join("\n");
+    c.app.signal("TERM");
+    std::fs::write(&c.app.config_path, config).unwrap();
+    c.app.spawn().await;
+
+    let deadline = Instant::now() + WAIT;
+    let error = loop {
+        let error: Option<String> = db(&c.app)
+            .query_row(
+                "SELECT last_error FROM sync_state WHERE user_id = ?1",
+                [&c.user_id],
+                |r| r.get(0),
+            )
+            .unwrap();
+        if let Some(e) = error {
+            break e;
+        }
+        assert!(Instant::now() < deadline, "no last_error recorded");
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    };
+    assert!(error.contains("unreachable"), "{error}");
+    let me = expect_json(
+        c.app
+            .get_auth("/api/auth/me", &c.session.access_token)
+            .await,
+        200,
+    )
+    .await;
+    assert_eq!(me["id"], c.user_id.as_str());
+    let _sse = open_sse(&c.app, &c.session.access_token, None).await;
+    assert_eq!(stored_messages(&c.app, &c.user_id, &c.room).len(), 1);
+    assert!(c.app.log().contains("sync failed; retrying with backoff"));
 }

@@ -212,7 +212,8 @@ impl BridgeEmulator {
     /// Completes a pending `display_and_wait` step of `process_id` as `login`.
     pub fn complete_login(&self, process_id: &str, login: Login) {
         self.with(|s| {
-            s.processes.get_mut(process_id).expect("process").pending = Some(WaitEvent::Complete(login));
+            s.processes.get_mut(process_id).expect("process").pending =
+                Some(WaitEvent::Complete(login));
         });
     }
 
@@ -232,7 +233,10 @@ impl BridgeEmulator {
 
     /// Makes the next call of kind `op` fail with `status` `{"errcode", "error"}`.
     pub fn fail_next(&self, op: Op, status: u16, errcode: &str, message: &str) {
-        self.with(|s| s.failures.push((op, status, errcode.to_owned(), message.to_owned())));
+        self.with(|s| {
+            s.failures
+                .push((op, status, errcode.to_owned(), message.to_owned()))
+        });
     }
 
     /// Adds (or replaces) a login of `user`.
@@ -245,7 +249,14 @@ impl BridgeEmulator {
     }
 
     /// Changes the bridge state of a login.
-    pub fn set_state(&self, user: &str, login_id: &str, state_event: &str, error: Option<&str>, message: Option<&str>) {
+    pub fn set_state(
+        &self,
+        user: &str,
+        login_id: &str,
+        state_event: &str,
+        error: Option<&str>,
+        message: Option<&str>,
+    ) {
         self.with(|s| {
             let login = s
                 .logins
@@ -270,9 +281,11 @@ impl BridgeEmulator {
     /// The current QR payload of a process's display step.
     pub fn qr_of(&self, process_id: &str) -> Option<String> {
         self.with(|s| {
-            s.processes
-                .get(process_id)
-                .and_then(|p| p.step["display_and_wait"]["data"].as_str().map(str::to_owned))
+            s.processes.get(process_id).and_then(|p| {
+                p.step["display_and_wait"]["data"]
+                    .as_str()
+                    .map(str::to_owned)
+            })
         })
     }
 
@@ -428,7 +441,13 @@ impl Emu {
     }
 
     fn logins_of(&self, user: &str) -> Vec<Login> {
-        self.state.lock().unwrap().logins.get(user).cloned().unwrap_or_default()
+        self.state
+            .lock()
+            .unwrap()
+            .logins
+            .get(user)
+            .cloned()
+            .unwrap_or_default()
     }
 
     fn whoami(&self, user: &str) -> Value {
@@ -489,9 +508,12 @@ impl Emu {
     fn first_step(&self, flow: &str) -> Option<Value> {
         Some(match (self.network, flow) {
             (Network::WhatsApp, "qr") => self.qr_step("fi.mau.whatsapp.login.qr"),
-            (Network::WhatsApp, "phone") => {
-                self.input_step("fi.mau.whatsapp.login.phone", "phone_number", "phone_number", "Phone number")
-            }
+            (Network::WhatsApp, "phone") => self.input_step(
+                "fi.mau.whatsapp.login.phone",
+                "phone_number",
+                "phone_number",
+                "Phone number",
+            ),
             (Network::Telegram, "phone") => self.input_step(
                 "fi.mau.telegram.login.phone_number",
                 "phone_number",
@@ -537,28 +559,58 @@ impl Emu {
     }
 
     /// The process if it exists, belongs to `user` and expects `step_id` of `step_type`.
-    fn check_step(&self, user: &str, proc_id: &str, step_id: &str, step_type: &str) -> Result<(), Response> {
+    fn check_step(
+        &self,
+        user: &str,
+        proc_id: &str,
+        step_id: &str,
+        step_type: &str,
+    ) -> Result<(), Box<Response>> {
         let s = self.state.lock().unwrap();
         let Some(p) = s.processes.get(proc_id).filter(|p| p.user == user) else {
-            return Err(error(404, "M_NOT_FOUND", "Login not found"));
+            return Err(Box::new(error(404, "M_NOT_FOUND", "Login not found")));
         };
         if p.step["step_id"] != step_id {
-            return Err(error(400, "M_BAD_STATE", "Step ID does not match"));
+            return Err(Box::new(error(
+                400,
+                "M_BAD_STATE",
+                "Step ID does not match",
+            )));
         }
         if p.step["type"] != step_type {
-            return Err(error(400, "M_BAD_STATE", "Step type does not match"));
+            return Err(Box::new(error(
+                400,
+                "M_BAD_STATE",
+                "Step type does not match",
+            )));
         }
         Ok(())
     }
 
-    fn submit(&self, user: &str, proc_id: &str, step_id: &str, step_type: &str, body: &Value) -> Response {
+    fn submit(
+        &self,
+        user: &str,
+        proc_id: &str,
+        step_id: &str,
+        step_type: &str,
+        body: &Value,
+    ) -> Response {
         if let Err(resp) = self.check_step(user, proc_id, step_id, step_type) {
-            return resp;
+            return *resp;
         }
-        let Some(fields) = body.as_object().filter(|m| m.values().all(Value::is_string)) else {
+        let Some(fields) = body
+            .as_object()
+            .filter(|m| m.values().all(Value::is_string))
+        else {
             return error(400, "M_NOT_JSON", "Failed to decode request body");
         };
-        let value = |k: &str| fields.get(k).and_then(Value::as_str).unwrap_or_default().to_owned();
+        let value = |k: &str| {
+            fields
+                .get(k)
+                .and_then(Value::as_str)
+                .unwrap_or_default()
+                .to_owned()
+        };
         let (flow, phone) = {
             let s = self.state.lock().unwrap();
             let p = &s.processes[proc_id];
@@ -569,10 +621,25 @@ impl Emu {
                 let number = value("fi.mau.telegram.login.phone_number");
                 if !number.starts_with('+') {
                     self.state.lock().unwrap().processes.remove(proc_id);
-                    return error(400, "FI.MAU.TELEGRAM.PHONE_NUMBER_INVALID", "Phone number must start with +");
+                    return error(
+                        400,
+                        "FI.MAU.TELEGRAM.PHONE_NUMBER_INVALID",
+                        "Phone number must start with +",
+                    );
                 }
-                self.state.lock().unwrap().processes.get_mut(proc_id).unwrap().phone = Some(number);
-                self.input_step("fi.mau.telegram.login.code", "2fa_code", "fi.mau.telegram.login.code", "Code")
+                self.state
+                    .lock()
+                    .unwrap()
+                    .processes
+                    .get_mut(proc_id)
+                    .unwrap()
+                    .phone = Some(number);
+                self.input_step(
+                    "fi.mau.telegram.login.code",
+                    "2fa_code",
+                    "fi.mau.telegram.login.code",
+                    "Code",
+                )
             }
             (Network::Telegram, "fi.mau.telegram.login.code") => {
                 let phone = phone.unwrap_or_default();
@@ -607,9 +674,21 @@ impl Emu {
                 };
                 return self.finish(user, proc_id, login);
             }
-            _ => return error(500, "M_UNKNOWN", &format!("Internal error submitting input ({flow})")),
+            _ => {
+                return error(
+                    500,
+                    "M_UNKNOWN",
+                    &format!("Internal error submitting input ({flow})"),
+                )
+            }
         };
-        self.state.lock().unwrap().processes.get_mut(proc_id).unwrap().step = next.clone();
+        self.state
+            .lock()
+            .unwrap()
+            .processes
+            .get_mut(proc_id)
+            .unwrap()
+            .step = next.clone();
         json_response(200, with_process(proc_id, next))
     }
 
@@ -636,7 +715,7 @@ impl Emu {
 
     async fn wait(&self, user: &str, proc_id: String, step_id: String) -> Response {
         if let Err(resp) = self.check_step(user, &proc_id, &step_id, "display_and_wait") {
-            return resp;
+            return *resp;
         }
         loop {
             let notified = self.notify.notified();
@@ -645,7 +724,9 @@ impl Emu {
             let event = {
                 let mut s = self.state.lock().unwrap();
                 match s.processes.get_mut(&proc_id) {
-                    None => return error(410, "FI.MAU.BRIDGE.LOGIN_CANCELLED", "Login was cancelled"),
+                    None => {
+                        return error(410, "FI.MAU.BRIDGE.LOGIN_CANCELLED", "Login was cancelled")
+                    }
                     Some(p) => p.pending.take(),
                 }
             };
@@ -653,7 +734,13 @@ impl Emu {
                 Some(WaitEvent::Complete(login)) => return self.finish(user, &proc_id, login),
                 Some(WaitEvent::RefreshQr) => {
                     let step = self.qr_step(&step_id);
-                    self.state.lock().unwrap().processes.get_mut(&proc_id).unwrap().step = step.clone();
+                    self.state
+                        .lock()
+                        .unwrap()
+                        .processes
+                        .get_mut(&proc_id)
+                        .unwrap()
+                        .step = step.clone();
                     return json_response(200, with_process(&proc_id, step));
                 }
                 Some(WaitEvent::Expire) => {
@@ -664,7 +751,11 @@ impl Emu {
                             "FI.MAU.WHATSAPP.LOGIN_TIMEOUT",
                             "Entering code or scanning QR timed out. Please try again.",
                         ),
-                        _ => error(410, "FI.MAU.BRIDGE.LOGIN_TIMED_OUT", "Login process timed out"),
+                        _ => error(
+                            410,
+                            "FI.MAU.BRIDGE.LOGIN_TIMED_OUT",
+                            "Login process timed out",
+                        ),
                     };
                 }
                 None => notified.await,

@@ -37,7 +37,11 @@ pub async fn register(prefix: &str) -> MatrixUser {
         .duration_since(std::time::UNIX_EPOCH)
         .unwrap()
         .subsec_nanos();
-    let localpart = format!("{}_{}_{n}_{nanos}", prefix.to_lowercase(), std::process::id());
+    let localpart = format!(
+        "{}_{}_{n}_{nanos}",
+        prefix.to_lowercase(),
+        std::process::id()
+    );
     let password = format!("pw-{localpart}");
     let url = format!("{}/_synapse/admin/v1/register", s.base_url);
     let nonce: Value = http.get(&url).send().await.unwrap().json().await.unwrap();
@@ -89,36 +93,54 @@ impl MatrixUser {
 
     async fn call(&self, method: reqwest::Method, path: &str, body: Option<Value>) -> Value {
         let url = format!("{}/_matrix/client/v3/{path}", self.base);
-        let mut req = self.http.request(method.clone(), url).bearer_auth(&self.access_token);
+        let mut req = self
+            .http
+            .request(method.clone(), url)
+            .bearer_auth(&self.access_token);
         if let Some(b) = body {
             req = req.json(&b);
         }
         let resp = req.send().await.expect("homeserver request");
         let status = resp.status();
         let value: Value = resp.json().await.unwrap_or_default();
-        assert!(status.is_success(), "{method} {path} answered {status}: {value}");
+        assert!(
+            status.is_success(),
+            "{method} {path} answered {status}: {value}"
+        );
         value
     }
 
     /// Creates a private room inviting `invite`; returns its id.
-    pub async fn create_room(&self, name: Option<&str>, invite: &[&str], is_direct: bool) -> String {
+    pub async fn create_room(
+        &self,
+        name: Option<&str>,
+        invite: &[&str],
+        is_direct: bool,
+    ) -> String {
         let mut body = json!({"preset": "private_chat", "invite": invite, "is_direct": is_direct});
         if let Some(n) = name {
             body["name"] = json!(n);
         }
-        let created = self.call(reqwest::Method::POST, "createRoom", Some(body)).await;
+        let created = self
+            .call(reqwest::Method::POST, "createRoom", Some(body))
+            .await;
         created["room_id"].as_str().expect("room_id").to_owned()
     }
 
     pub async fn invite(&self, room_id: &str, user_id: &str) {
         let path = format!("rooms/{}/invite", enc(room_id));
-        self.call(reqwest::Method::POST, &path, Some(json!({"user_id": user_id})))
-            .await;
+        self.call(
+            reqwest::Method::POST,
+            &path,
+            Some(json!({"user_id": user_id})),
+        )
+        .await;
     }
 
     pub async fn join(&self, room_id: &str) {
         let path = format!("join/{}", enc(room_id));
-        self.call(reqwest::Method::POST, &path, Some(json!({}))).await;
+        self.call(reqwest::Method::POST, &path, Some(json!({})))
+            .await;
     }
 
     /// Sends an event; returns its id.
@@ -130,8 +152,12 @@ impl MatrixUser {
     }
 
     pub async fn send_text(&self, room_id: &str, body: &str) -> String {
-        self.send(room_id, "m.room.message", json!({"msgtype": "m.text", "body": body}))
-            .await
+        self.send(
+            room_id,
+            "m.room.message",
+            json!({"msgtype": "m.text", "body": body}),
+        )
+        .await
     }
 
     /// Replaces the text of `event_id` (an `m.replace` edit); returns the edit's id.
@@ -157,8 +183,12 @@ impl MatrixUser {
 
     pub async fn set_display_name(&self, name: &str) {
         let path = format!("profile/{}/displayname", enc(&self.user_id));
-        self.call(reqwest::Method::PUT, &path, Some(json!({"displayname": name})))
-            .await;
+        self.call(
+            reqwest::Method::PUT,
+            &path,
+            Some(json!({"displayname": name})),
+        )
+        .await;
     }
 
     pub async fn joined_members(&self, room_id: &str) -> Vec<String> {
@@ -174,10 +204,18 @@ impl MatrixUser {
     pub async fn wait_for_member(&self, room_id: &str, user_id: &str, timeout: Duration) {
         let deadline = Instant::now() + timeout;
         loop {
-            if self.joined_members(room_id).await.iter().any(|m| m == user_id) {
+            if self
+                .joined_members(room_id)
+                .await
+                .iter()
+                .any(|m| m == user_id)
+            {
                 return;
             }
-            assert!(Instant::now() < deadline, "{user_id} did not join {room_id} in {timeout:?}");
+            assert!(
+                Instant::now() < deadline,
+                "{user_id} did not join {room_id} in {timeout:?}"
+            );
             tokio::time::sleep(Duration::from_millis(100)).await;
         }
     }
