@@ -109,13 +109,14 @@ impl From<PlatformStatus> for BridgeStatus {
 }
 
 #[derive(Debug, Object)]
+#[oai(rename = "BridgeList")]
 pub struct BridgeList {
     /// WhatsApp, Telegram and Discord, in that order, configured or not.
     pub bridges: Vec<BridgeStatus>,
 }
 
 #[derive(Debug, Object)]
-#[oai(rename_all = "camelCase")]
+#[oai(rename = "BridgeDashboard", rename_all = "camelCase")]
 pub struct BridgeDashboard {
     /// WhatsApp, Telegram and Discord, in that order, configured or not.
     pub bridges: Vec<BridgeStatus>,
@@ -123,6 +124,7 @@ pub struct BridgeDashboard {
 }
 
 #[derive(Debug, Object)]
+#[oai(rename = "BridgeConfiguredPlatform")]
 pub struct ConfiguredPlatform {
     /// `whatsapp`, `telegram` or `discord`.
     pub id: String,
@@ -132,11 +134,13 @@ pub struct ConfiguredPlatform {
 }
 
 #[derive(Debug, Object)]
+#[oai(rename = "BridgeConfiguredPlatforms")]
 pub struct ConfiguredPlatforms {
     pub platforms: Vec<ConfiguredPlatform>,
 }
 
 #[derive(Debug, Object)]
+#[oai(rename = "BridgeChatCount")]
 pub struct ChatCount {
     /// `whatsapp`, `telegram` or `discord`.
     pub platform: String,
@@ -147,6 +151,7 @@ pub struct ChatCount {
 }
 
 #[derive(Debug, Object)]
+#[oai(rename = "BridgeChatCounts")]
 pub struct ChatCounts {
     pub counts: Vec<ChatCount>,
     /// Sum of `counts`.
@@ -155,7 +160,7 @@ pub struct ChatCounts {
 
 /// Live status read from the bridge.
 #[derive(Debug, Object)]
-#[oai(rename_all = "camelCase")]
+#[oai(rename = "BridgeLiveStatus", rename_all = "camelCase")]
 pub struct LiveStatus {
     pub platform: String,
     /// Whether a login is `CONNECTED` (or `BACKFILLING`).
@@ -166,6 +171,7 @@ pub struct LiveStatus {
 }
 
 #[derive(Debug, Object)]
+#[oai(rename = "BridgeLoginFlow")]
 pub struct LoginFlow {
     /// Pass as `flowId` to `login/start`, e.g. `qr`, `phone`, `token`.
     pub id: String,
@@ -174,13 +180,14 @@ pub struct LoginFlow {
 }
 
 #[derive(Debug, Object)]
+#[oai(rename = "BridgeLoginFlows")]
 pub struct LoginFlows {
     pub flows: Vec<LoginFlow>,
 }
 
 /// What a `display_and_wait` step shows.
 #[derive(Debug, Object)]
-#[oai(rename_all = "camelCase")]
+#[oai(rename = "BridgeDisplayAndWait", rename_all = "camelCase")]
 pub struct DisplayAndWait {
     /// `qr` (render `data` as a QR code), `emoji`, `code` (show `data` to type in
     /// elsewhere) or `nothing`.
@@ -192,7 +199,7 @@ pub struct DisplayAndWait {
 }
 
 #[derive(Debug, Object)]
-#[oai(rename_all = "camelCase")]
+#[oai(rename = "BridgeStepComplete", rename_all = "camelCase")]
 pub struct StepComplete {
     /// The new login's id.
     pub user_login_id: String,
@@ -254,7 +261,7 @@ impl From<LoginStep> for LoginStepObject {
 
 /// The expiry of a login process.
 #[derive(Debug, Object)]
-#[oai(rename = "LoginTimeout", rename_all = "camelCase")]
+#[oai(rename = "BridgeLoginTimeout", rename_all = "camelCase")]
 pub struct LoginTimeout {
     /// Lifetime of the login process (30 minutes).
     pub total_seconds: i64,
@@ -274,7 +281,7 @@ impl From<ProcessTimeout> for LoginTimeout {
 }
 
 #[derive(Debug, Object)]
-#[oai(rename_all = "camelCase")]
+#[oai(rename = "BridgeLoginStartRequest", rename_all = "camelCase")]
 pub struct LoginStartRequest {
     /// A flow id from `GET /api/bridges/{platform}/flows`.
     pub flow_id: String,
@@ -283,7 +290,7 @@ pub struct LoginStartRequest {
 }
 
 #[derive(Debug, Object)]
-#[oai(rename_all = "camelCase")]
+#[oai(rename = "BridgeLoginStarted", rename_all = "camelCase")]
 pub struct LoginStarted {
     /// The bridge's login process id; pass it to `login/step` and `login/wait`.
     pub login_process_id: String,
@@ -293,14 +300,14 @@ pub struct LoginStarted {
 }
 
 #[derive(Debug, Enum)]
-#[oai(rename_all = "snake_case")]
+#[oai(rename = "BridgeSubmitStepType", rename_all = "snake_case")]
 pub enum SubmitStepType {
     UserInput,
     Cookies,
 }
 
 #[derive(Debug, Object)]
-#[oai(rename_all = "camelCase")]
+#[oai(rename = "BridgeLoginStepRequest", rename_all = "camelCase")]
 pub struct LoginStepRequest {
     pub login_process_id: String,
     /// The `stepId` of the step being submitted.
@@ -312,7 +319,7 @@ pub struct LoginStepRequest {
 }
 
 #[derive(Debug, Object)]
-#[oai(rename_all = "camelCase")]
+#[oai(rename = "BridgeLoginWaitRequest", rename_all = "camelCase")]
 pub struct LoginWaitRequest {
     pub login_process_id: String,
     /// The `stepId` of the `display_and_wait` step being shown.
@@ -373,13 +380,14 @@ impl From<LoginUpdate> for LoginProgressObject {
 }
 
 #[derive(Debug, Object)]
-#[oai(rename_all = "camelCase")]
+#[oai(rename = "BridgeLogoutRequest", rename_all = "camelCase")]
 pub struct LogoutRequest {
     /// The login to log out; omitted: every login on the platform.
     pub login_id: Option<String>,
 }
 
 #[derive(Debug, Object)]
+#[oai(rename = "BridgeConnectTimeout")]
 pub struct ConnectTimeout {
     /// Lifetime of the login process in seconds.
     pub seconds: i64,
@@ -388,7 +396,7 @@ pub struct ConnectTimeout {
 }
 
 #[derive(Debug, Object)]
-#[oai(rename_all = "camelCase")]
+#[oai(rename = "BridgeConnectResult", rename_all = "camelCase")]
 pub struct ConnectResult {
     /// `qr` (show `qrCode`, then call `login/wait`), `phone` (the step asks for the phone
     /// number) or `flow` (another flow: follow `step`).

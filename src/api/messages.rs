@@ -4,9 +4,13 @@
 use base64::engine::general_purpose::STANDARD;
 use base64::Engine as _;
 use poem::web::Data;
+use poem::IntoResponse;
 use poem_openapi::param::{Header, Path, Query};
-use poem_openapi::payload::Json;
+use poem_openapi::payload::{Json, Payload};
+use poem_openapi::registry::{MetaMediaType, MetaResponse, MetaResponses, MetaSchemaRef, Registry};
+use poem_openapi::types::Type;
 use poem_openapi::{ApiResponse, Enum, Object, OpenApi, Union};
+use serde::Serialize;
 
 use super::security::BearerAuth;
 use super::ApiTags;
@@ -24,7 +28,8 @@ use crate::store::messages::MessageStats;
 /// (key, `nonce`, no associated data) of the UTF-8 JSON `{"body": <text, empty when
 /// redacted>, "content": <Matrix event content>}`, tag appended. All fields standard
 /// base64 with padding.
-#[derive(Debug, Object)]
+#[derive(Debug, Object, Serialize)]
+#[serde(rename_all = "camelCase")]
 #[oai(rename = "EncryptedContent", rename_all = "camelCase")]
 pub struct EncryptedContent {
     /// The sender's one-time X25519 public key (32 bytes).
@@ -35,7 +40,8 @@ pub struct EncryptedContent {
 }
 
 /// A message for native clients: visible metadata, content sealed to the user's key.
-#[derive(Debug, Object)]
+#[derive(Debug, Object, Serialize)]
+#[serde(rename_all = "camelCase")]
 #[oai(rename = "EncryptedMessage", rename_all = "camelCase")]
 pub struct EncryptedMessageView {
     /// Message id (UUID): the id `DELETE /api/messages/{messageId}` takes.
@@ -85,7 +91,8 @@ impl From<SealedMessage> for EncryptedMessageView {
     }
 }
 
-#[derive(Debug, Enum)]
+#[derive(Debug, Enum, Serialize)]
+#[serde(rename_all = "lowercase")]
 #[oai(rename = "MessageDirection", rename_all = "lowercase")]
 pub enum Direction {
     Incoming,
@@ -93,7 +100,8 @@ pub enum Direction {
 }
 
 /// A message for personal tokens: readable text.
-#[derive(Debug, Object)]
+#[derive(Debug, Object, Serialize)]
+#[serde(rename_all = "camelCase")]
 #[oai(rename = "ReadableMessage", rename_all = "camelCase")]
 pub struct ReadableMessageView {
     pub event_id: String,
@@ -134,7 +142,8 @@ impl From<ReadableMessage> for ReadableMessageView {
 }
 
 /// Native sessions: a page of encrypted messages.
-#[derive(Debug, Object)]
+#[derive(Debug, Object, Serialize)]
+#[serde(rename_all = "camelCase")]
 #[oai(rename = "EncryptedMessagePage")]
 pub struct EncryptedHistory {
     /// Newest first.
@@ -142,7 +151,8 @@ pub struct EncryptedHistory {
 }
 
 /// Personal tokens: a page of readable messages.
-#[derive(Debug, Object)]
+#[derive(Debug, Object, Serialize)]
+#[serde(rename_all = "camelCase")]
 #[oai(rename = "ReadableMessagePage", rename_all = "camelCase")]
 pub struct ReadableHistory {
     /// Newest first; all of one conversation.
@@ -152,7 +162,8 @@ pub struct ReadableHistory {
     pub next_cursor: Option<String>,
 }
 
-#[derive(Debug, Union)]
+#[derive(Debug, Union, Serialize)]
+#[serde(untagged)]
 #[oai(rename = "MessageHistory", one_of)]
 pub enum History {
     Encrypted(EncryptedHistory),
@@ -331,6 +342,55 @@ pub enum MultiSendResponse {
     AllFailed(Json<MultiSendResult>),
 }
 
+/// A JSON body written straight from the serde representation, documented with the
+/// OpenAPI schema of `T`. The history route is hot: poem-openapi's `Json` first builds a
+/// `serde_json::Value` tree of the whole page.
+pub struct FastJson<T>(pub T);
+
+impl<T: Type + Send> Payload for FastJson<T> {
+    const CONTENT_TYPE: &'static str = "application/json; charset=utf-8";
+
+    fn schema_ref() -> MetaSchemaRef {
+        T::schema_ref()
+    }
+
+    fn register(registry: &mut Registry) {
+        T::register(registry);
+    }
+}
+
+impl<T: Serialize + Send> IntoResponse for FastJson<T> {
+    fn into_response(self) -> poem::Response {
+        match serde_json::to_vec(&self.0) {
+            Ok(body) => poem::Response::builder()
+                .content_type("application/json; charset=utf-8")
+                .body(body),
+            Err(e) => AppError::internal(e).to_response(),
+        }
+    }
+}
+
+impl<T: Type + Serialize + Send> ApiResponse for FastJson<T> {
+    fn meta() -> MetaResponses {
+        MetaResponses {
+            responses: vec![MetaResponse {
+                description: "",
+                status: Some(200),
+                status_range: None,
+                content: vec![MetaMediaType {
+                    content_type: Self::CONTENT_TYPE,
+                    schema: Self::schema_ref(),
+                }],
+                headers: vec![],
+            }],
+        }
+    }
+
+    fn register(registry: &mut Registry) {
+        T::register(registry);
+    }
+}
+
 pub struct MessagesApi;
 
 #[OpenApi(tag = "ApiTags::Messages")]
@@ -367,7 +427,7 @@ impl MessagesApi {
         cursor: Query<Option<String>>,
         /// 1 to 100, default 50.
         limit: Query<Option<i64>>,
-    ) -> Result<Json<History>, AppError> {
+    ) -> Result<FastJson<History>, AppError> {
         let query = HistoryQuery {
             room_id: room_id.0,
             before: before.0,

@@ -21,7 +21,7 @@ use crate::error::AppError;
 use crate::events::{ChangeEvent, Shutdown};
 use crate::state::AppState;
 
-/// Comment sent when nothing else was sent for this long.
+/// Interval of the keep-alive comment.
 const KEEP_ALIVE: Duration = Duration::from_secs(15);
 
 /// `room.updated`: a room's row, members or messages changed; re-read it.

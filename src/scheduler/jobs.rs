@@ -204,29 +204,30 @@ fn commit(
     Ok(changes)
 }
 
-/// Claims up to [`CLAIM_BATCH`] due messages and sends them ([`SEND_CONCURRENCY`] at a
-/// time), committing outcomes as they complete. Returns how many were claimed. On
-/// shutdown the sends still running are abandoned and their leases released.
-pub async fn send_due_batch(state: &AppState) -> AppResult<usize> {
+type Done = (ScheduledRow, Outcome);
+
+/// Claims due messages and starts their sends; returns how many were claimed.
+async fn claim_and_start(
+    state: &AppState,
+    permits: &Arc<Semaphore>,
+    done: &mpsc::UnboundedSender<Done>,
+    tasks: &mut JoinSet<()>,
+    open: &mut HashSet<String>,
+) -> AppResult<usize> {
     let now = now_ms();
-    let t0 = std::time::Instant::now();
     let claimed = state
         .store
         .run(move |c| Ok::<_, AppError>(store::claim_due(c, now, LEASE_MS, CLAIM_BATCH)?))
         .await?;
-    let count = claimed.len();
-    if count == 0 {
+    if claimed.is_empty() {
         return Ok(0);
     }
-    eprintln!("claim {count} in {:?}", t0.elapsed());
     let tokens = Arc::new(tokens_for(state, &claimed).await?);
-    let mut open: HashSet<String> = claimed.iter().map(|r| r.id.clone()).collect();
-    let permits = Arc::new(Semaphore::new(SEND_CONCURRENCY));
-    let (done_tx, mut done_rx) = mpsc::unbounded_channel();
-    let mut tasks = JoinSet::new();
+    let count = claimed.len();
     for row in claimed {
+        open.insert(row.id.clone());
         let (state, permits, tokens, done) =
-            (state.clone(), permits.clone(), tokens.clone(), done_tx.clone());
+            (state.clone(), permits.clone(), tokens.clone(), done.clone());
         tasks.spawn(async move {
             let Ok(_permit) = permits.acquire_owned().await else {
                 return;
@@ -245,8 +246,31 @@ pub async fn send_due_batch(state: &AppState) -> AppResult<usize> {
             let _ = done.send((row, outcome));
         });
     }
-    drop(done_tx);
+    Ok(count)
+}
+
+/// Sends every due message: claims them [`CLAIM_BATCH`] at a time (the next batch while
+/// the previous one is still sending, so the pipeline never drains), sends
+/// [`SEND_CONCURRENCY`] at a time, and commits outcomes as they complete. Returns how
+/// many were claimed. On shutdown the sends still running are abandoned and their leases
+/// released (the homeserver deduplicates a send that had gone out).
+pub async fn send_due(state: &AppState) -> AppResult<usize> {
+    let permits = Arc::new(Semaphore::new(SEND_CONCURRENCY));
+    let (done_tx, mut done_rx) = mpsc::unbounded_channel::<Done>();
+    let mut tasks = JoinSet::new();
+    let mut open: HashSet<String> = HashSet::new();
+    let mut claimed_total = 0;
+    let mut more = true;
     loop {
+        // Refill when less than half a batch is left in flight.
+        if more && open.len() < (CLAIM_BATCH as usize) / 2 {
+            let n = claim_and_start(state, &permits, &done_tx, &mut tasks, &mut open).await?;
+            claimed_total += n;
+            more = n as i64 == CLAIM_BATCH;
+        }
+        if open.is_empty() {
+            break;
+        }
         let first = tokio::select! {
             r = done_rx.recv() => r,
             _ = state.shutdown.wait() => {
@@ -257,12 +281,12 @@ pub async fn send_due_batch(state: &AppState) -> AppResult<usize> {
                     .store
                     .run(move |c| Ok::<_, AppError>(store::release(c, &ids, now_ms())?))
                     .await;
-                if let Err(e) = released {
-                    tracing::warn!(error = %e, "cannot release scheduled messages at shutdown");
-                } else if n > 0 {
-                    tracing::info!(messages = n, "shutdown: unsent scheduled messages released");
+                match released {
+                    Err(e) => tracing::warn!(error = %e, "cannot release scheduled messages at shutdown"),
+                    Ok(_) if n > 0 => tracing::info!(messages = n, "shutdown: unsent scheduled messages released"),
+                    Ok(_) => {}
                 }
-                return Ok(count);
+                return Ok(claimed_total);
             }
         };
         let Some(first) = first else { break };
@@ -285,13 +309,10 @@ pub async fn send_due_batch(state: &AppState) -> AppResult<usize> {
                 Outcome::Sent { .. } | Outcome::Requeue => None,
             })
             .collect();
-        let bl = batch.len();
-        let t1 = std::time::Instant::now();
         let changes = state
             .store
             .run(move |c| commit(c, &batch, now_ms()))
             .await?;
-        eprintln!("commit {bl} in {:?}", t1.elapsed());
         for change in changes {
             scheduled::publish(state, &change.user_id, &change.id, &change.room_id, change.status);
             if change.status == FAILED {
@@ -316,8 +337,7 @@ pub async fn send_due_batch(state: &AppState) -> AppResult<usize> {
         }
     }
     while tasks.join_next().await.is_some() {}
-    eprintln!("round {count} in {:?}", t0.elapsed());
-    Ok(count)
+    Ok(claimed_total)
 }
 
 /// The earliest time a pending message needs the scheduler.

@@ -6,7 +6,7 @@
 //! wake-up from `state.scheduler_wakeup` (every create, update and cancel notifies it); or
 //! shutdown. Work that fell due while the server was stopped is simply due at start.
 //!
-//! Sending ([`jobs::send_due_batch`]): due pending messages are claimed in one statement
+//! Sending ([`jobs::send_due`]): due pending messages are claimed in one statement
 //! (one more attempt and a lease: status stays `pending` but no other loop takes them
 //! until the lease runs out), opened with the server's X25519 secret and sent as the user
 //! with `PUT /rooms/{room}/send/m.room.message/{txnId}`, txnId = the scheduled message's
@@ -36,7 +36,7 @@ pub mod jobs;
 pub const MAX_WAIT: Duration = Duration::from_secs(60);
 /// Sends in flight at once.
 pub const SEND_CONCURRENCY: usize = 16;
-/// Messages claimed per round.
+/// Messages claimed at once (the next batch is claimed while half of one is still in flight).
 pub const CLAIM_BATCH: i64 = 1024;
 /// How long a claimed message is held before another loop may take it (a send times out
 /// after 30 s).
@@ -92,12 +92,12 @@ pub async fn run(state: AppState) {
     tracing::info!("scheduler stopped");
 }
 
-/// One round: a batch of due messages, then due reminders. True when more messages may
-/// be due right away (the batch was full).
+/// One round: every due message, then due reminders. True when more reminders may be
+/// due right away (a full batch was announced).
 async fn round(state: &AppState) -> crate::error::AppResult<bool> {
-    let claimed = jobs::send_due_batch(state).await?;
-    reminders::announce_due(state).await?;
-    Ok(claimed as i64 >= CLAIM_BATCH)
+    jobs::send_due(state).await?;
+    let announced = reminders::announce_due(state).await?;
+    Ok(announced >= reminders::ANNOUNCE_BATCH)
 }
 
 async fn next_wake(state: &AppState) -> crate::error::AppResult<Option<i64>> {

@@ -24,6 +24,8 @@ use crate::store::reminders::{self as store, ReminderRow};
 
 pub const MAX_TITLE_CHARS: usize = 500;
 pub const MAX_NOTES_CHARS: usize = 10_000;
+/// Reminders announced per scheduler round at most.
+pub const ANNOUNCE_BATCH: usize = 500;
 
 /// A reminder as its owner sees it.
 #[derive(Debug, Clone)]
@@ -251,7 +253,7 @@ pub async fn announce_due(state: &AppState) -> AppResult<usize> {
     let now = now_ms();
     let due = state
         .store
-        .run(move |c| Ok::<_, AppError>(store::claim_due(c, now, 500)?))
+        .run(move |c| Ok::<_, AppError>(store::claim_due(c, now, ANNOUNCE_BATCH as i64)?))
         .await?;
     let count = due.len();
     for row in due {

@@ -7,8 +7,9 @@
 //! `content.displayname`, else the ID's localpart) as "Alice", "Alice and Bob",
 //! "Alice, Bob and Carol" or "Alice, Bob, Carol and 2 others"; "Empty room" when the user
 //! is alone. A computed name is made when the room first appears (with its full state) or
-//! loses its `m.room.name`, and refreshed on membership changes once the worker has
-//! confirmed on the homeserver that the room has no name (see [`RoomHint`]).
+//! loses its `m.room.name`, and refreshed on membership or display-name changes once the
+//! worker has confirmed on the homeserver that the room has no name (see [`RoomHint`]):
+//! the stored row does not record whether its name was computed.
 
 use std::collections::{BTreeSet, HashMap};
 
@@ -260,12 +261,13 @@ impl RoomView {
             self.row.platform = Some(p.to_owned());
         }
         let hint = ctx.hints.get(&self.row.room_id);
-        let members_changed = self.members != self.stored_members;
+        // Joins, leaves and display-name changes can change a computed name.
+        let people_changed = self.members != self.stored_members || !self.display_names.is_empty();
         self.current.name = match &self.explicit_name {
             Some(Some(name)) => Some(name.clone()),
             Some(None) => Some(self.computed_name(ctx, summary, hint)),
             None if self.stored.name.is_none()
-                || (members_changed && hint.is_some_and(|h| h.unnamed)) =>
+                || (people_changed && hint.is_some_and(|h| h.unnamed)) =>
             {
                 Some(self.computed_name(ctx, summary, hint))
             }

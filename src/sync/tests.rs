@@ -451,3 +451,49 @@ fn unread_counts_read_markers_and_importance_follow_the_room() {
     assert_eq!(row.last_read_event_id.as_deref(), Some("$3"));
     assert_eq!(row.importance, 0.0);
 }
+
+#[test]
+fn a_display_name_change_renames_an_unnamed_room_but_not_a_named_one() {
+    let mut f = Fixture::new();
+    f.ingest(joined(
+        "s1",
+        ROOM,
+        vec![member(ME, "join", None), member(BOB, "join", Some("Bob"))],
+        vec![],
+    ));
+    f.hints.insert(
+        ROOM.to_owned(),
+        RoomHint {
+            unnamed: true,
+            ..RoomHint::default()
+        },
+    );
+    f.ingest(joined(
+        "s2",
+        ROOM,
+        vec![],
+        vec![member(BOB, "join", Some("Robert"))],
+    ));
+    assert_eq!(f.name(ROOM).as_deref(), Some("Robert"));
+
+    let named = "!named:test";
+    let name = json!({"type": "m.room.name", "state_key": "", "sender": BOB, "content": {"name": "Book club"}});
+    f.ingest(joined(
+        "s3",
+        named,
+        vec![
+            name,
+            member(ME, "join", None),
+            member(BOB, "join", Some("Bob")),
+        ],
+        vec![],
+    ));
+    f.hints.insert(named.to_owned(), RoomHint::default());
+    f.ingest(joined(
+        "s4",
+        named,
+        vec![],
+        vec![member(BOB, "join", Some("Bobby"))],
+    ));
+    assert_eq!(f.name(named).as_deref(), Some("Book club"));
+}

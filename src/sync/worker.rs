@@ -248,7 +248,20 @@ impl Session {
         let mut hints = HashMap::new();
         if let Some(since) = self.since.clone() {
             let extras = async {
-                let gap = hs.fill_gaps(&mut resp, &since, gap_filter()).await?;
+                let gap = match hs.fill_gaps(&mut resp, &since, gap_filter()).await {
+                    Ok(n) => n,
+                    // Refused for good (not a passing outage): go on without the gap
+                    // rather than retrying the same response forever.
+                    Err(MatrixError::Http {
+                        status: 400 | 403 | 404,
+                        ref message,
+                        ..
+                    }) => {
+                        tracing::warn!(user_id = %self.user_id, %message, "cannot page through a timeline gap; older messages skipped");
+                        0
+                    }
+                    Err(e) => return Err(e),
+                };
                 Ok::<_, MatrixError>((gap, hs.room_hints(&resp).await))
             };
             let (gap, found) = tokio::select! {

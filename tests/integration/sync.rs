@@ -569,3 +569,35 @@ async fn homeserver_errors_are_recorded_and_stored_data_is_still_served() {
     assert_eq!(stored_messages(&c.app, &c.user_id, &c.room).len(), 1);
     assert!(c.app.log().contains("sync failed; retrying with backoff"));
 }
+
+#[tokio::test]
+async fn a_gap_longer_than_the_timeline_limit_is_paged_in_after_a_restart() {
+    let mut c = convo(Some("Busy room"), false).await;
+    let first = c.bob.send_text(&c.room, "before").await;
+    wait_for_messages(&c.app, &c.user_id, &c.room, "first message", |r| {
+        has_all(r, std::slice::from_ref(&first))
+    })
+    .await;
+    c.app.kill9();
+    // More than the worker's per-room timeline limit (100) while it is down.
+    let mut sent = vec![first];
+    for chunk in 0..12 {
+        let batch = (0..10).map(|i| {
+            let bob = c.bob.clone();
+            let room = c.room.clone();
+            async move { bob.send_text(&room, &format!("busy {chunk}.{i}")).await }
+        });
+        sent.extend(futures_util::future::join_all(batch).await);
+    }
+    c.app.spawn().await;
+    let rows = wait_for_messages(&c.app, &c.user_id, &c.room, "every message", |r| {
+        has_all(r, &sent)
+    })
+    .await;
+    assert_eq!(rows.len(), sent.len(), "each message once");
+    assert!(
+        c.app.log().contains("filled timeline gaps"),
+        "{}",
+        c.app.log()
+    );
+}
