@@ -232,8 +232,36 @@ async fn check(client: &reqwest::Client, url: &str, token: Option<&str>, limit: 
     assert_eq!(body["messages"].as_array().map(Vec::len), Some(limit), "{body}");
 }
 
+/// CPU seconds used so far by this process's threads whose name starts with `prefix`
+/// (Linux `/proc`; 0 elsewhere).
+fn cpu_secs(prefix: &str) -> f64 {
+    let ticks_per_sec = 100.0;
+    let Ok(tasks) = std::fs::read_dir("/proc/self/task") else {
+        return 0.0;
+    };
+    let mut total = 0u64;
+    for task in tasks.flatten() {
+        let Ok(stat) = std::fs::read_to_string(task.path().join("stat")) else {
+            continue;
+        };
+        let (Some(open), Some(close)) = (stat.find('('), stat.rfind(')')) else {
+            continue;
+        };
+        if !stat[open + 1..close].starts_with(prefix) {
+            continue;
+        }
+        let fields: Vec<&str> = stat[close + 2..].split(' ').collect();
+        let utime: u64 = fields.get(11).and_then(|v| v.parse().ok()).unwrap_or(0);
+        let stime: u64 = fields.get(12).and_then(|v| v.parse().ok()).unwrap_or(0);
+        total += utime + stime;
+    }
+    total as f64 / ticks_per_sec
+}
+
 struct Outcome {
     elapsed: Duration,
+    /// Server CPU per successful request.
+    server_cpu: Duration,
     ok: u64,
     errors: u64,
     latencies: Vec<Duration>,
@@ -254,11 +282,12 @@ impl Outcome {
 
     fn print(&self, what: &str) {
         println!(
-            "{what:<46} {:>9.0} req/s  p50 {:>6.2} ms  p99 {:>6.2} ms  max {:>7.2} ms  errors {}",
+            "{what:<36} {:>7.0} req/s  p50 {:>6.2} ms  p99 {:>6.2} ms  max {:>7.2} ms  server CPU {:>5.0} µs/req  errors {}",
             self.rate(),
             ms(self.percentile(0.5)),
             ms(self.percentile(0.99)),
             ms(self.latencies.last().copied().unwrap_or_default()),
+            self.server_cpu.as_secs_f64() * 1e6,
             self.errors
         );
     }
@@ -273,6 +302,7 @@ async fn run(
     duration: Duration,
 ) -> Outcome {
     let start = Instant::now();
+    let cpu_before = cpu_secs("server");
     let deadline = start + duration;
     let url: Arc<str> = url.into();
     let token: Option<Arc<str>> = token.map(Into::into);
@@ -304,6 +334,7 @@ async fn run(
         .collect();
     let mut out = Outcome {
         elapsed: Duration::ZERO,
+        server_cpu: Duration::ZERO,
         ok: 0,
         errors: 0,
         latencies: Vec::new(),
@@ -315,6 +346,8 @@ async fn run(
         out.latencies.extend(latencies);
     }
     out.elapsed = start.elapsed();
+    out.server_cpu =
+        Duration::from_secs_f64((cpu_secs("server") - cpu_before).max(0.0) / out.ok.max(1) as f64);
     out.latencies.sort();
     out
 }

@@ -172,7 +172,11 @@ impl DevicesApi {
     /// Unregister a device by token
     ///
     /// 400 for a malformed token; 404 when the caller has no device with it.
-    #[oai(path = "/unregister", method = "post", operation_id = "devices_unregister")]
+    #[oai(
+        path = "/unregister",
+        method = "post",
+        operation_id = "devices_unregister"
+    )]
     async fn unregister(
         &self,
         state: Data<&AppState>,
@@ -226,7 +230,11 @@ impl DevicesApi {
     /// 404 unknown device; 502 `push_rejected` with the APNs reason when APNs refuses it (a
     /// token APNs reports `Unregistered`/`BadDeviceToken`, or a 410, removes the device);
     /// 503 `push_unavailable` when APNs cannot be reached.
-    #[oai(path = "/:tokenId/test", method = "post", operation_id = "devices_test")]
+    #[oai(
+        path = "/:tokenId/test",
+        method = "post",
+        operation_id = "devices_test"
+    )]
     async fn test(
         &self,
         state: Data<&AppState>,

@@ -434,7 +434,7 @@ impl MessagesApi {
             cursor: cursor.0,
             limit: limit.0,
         };
-        Ok(Json(
+        Ok(FastJson(
             messages::history(&state, &auth.0, query).await?.into(),
         ))
     }

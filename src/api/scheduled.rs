@@ -273,7 +273,11 @@ impl ScheduledApi {
     ///
     /// Counts of the caller's scheduled messages by status, the number of rooms with
     /// pending messages, and the earliest pending time (null without pending messages).
-    #[oai(path = "/scheduled/stats", method = "get", operation_id = "scheduled_stats")]
+    #[oai(
+        path = "/scheduled/stats",
+        method = "get",
+        operation_id = "scheduled_stats"
+    )]
     async fn stats(
         &self,
         state: Data<&AppState>,
@@ -289,7 +293,11 @@ impl ScheduledApi {
     /// Get a scheduled message
     ///
     /// 400 when `id` is not a UUID; 404 when it is not a scheduled message of the caller.
-    #[oai(path = "/scheduled/:id", method = "get", operation_id = "scheduled_get")]
+    #[oai(
+        path = "/scheduled/:id",
+        method = "get",
+        operation_id = "scheduled_get"
+    )]
     async fn get(
         &self,
         state: Data<&AppState>,
@@ -311,7 +319,11 @@ impl ScheduledApi {
     /// `attempts` and `failureReason`. Only while `pending`: 400 `not_pending` for sent,
     /// cancelled and failed messages and while a send is in progress. 400
     /// `invalid_schedule_time` / `invalid_encryption` as at creation; 404 unknown.
-    #[oai(path = "/scheduled/:id", method = "patch", operation_id = "scheduled_update")]
+    #[oai(
+        path = "/scheduled/:id",
+        method = "patch",
+        operation_id = "scheduled_update"
+    )]
     async fn update(
         &self,
         state: Data<&AppState>,
@@ -344,7 +356,11 @@ impl ScheduledApi {
     ///
     /// A pending message becomes `cancelled` and is never sent. 400 `not_pending` for sent,
     /// cancelled and failed messages and while a send is in progress; 404 unknown.
-    #[oai(path = "/scheduled/:id", method = "delete", operation_id = "scheduled_cancel")]
+    #[oai(
+        path = "/scheduled/:id",
+        method = "delete",
+        operation_id = "scheduled_cancel"
+    )]
     async fn cancel(
         &self,
         state: Data<&AppState>,

@@ -253,10 +253,14 @@ impl PushClient {
         notification: &Notification,
     ) -> Result<(), PushError> {
         let payload = notification.payload();
-        match self.send_once(device_token, environment, &payload, false).await {
-            Err(PushError::Rejected { status: 403, reason })
-                if reason == "ExpiredProviderToken" || reason == "InvalidProviderToken" =>
-            {
+        match self
+            .send_once(device_token, environment, &payload, false)
+            .await
+        {
+            Err(PushError::Rejected {
+                status: 403,
+                reason,
+            }) if reason == "ExpiredProviderToken" || reason == "InvalidProviderToken" => {
                 tracing::info!(%reason, "APNs refused the provider token; renewing it");
                 self.send_once(device_token, environment, &payload, true)
                     .await
@@ -319,10 +323,7 @@ pub fn encoding_key_from_p8(pem: &str) -> Result<EncodingKey, String> {
         .ok_or("no \"-----BEGIN PRIVATE KEY-----\" block (expected an APNs .p8 key)")?;
     let rest = &pem[start + BEGIN.len()..];
     let end = rest.find(END).ok_or("unterminated PEM block")?;
-    let b64: String = rest[..end]
-        .chars()
-        .filter(|c| !c.is_whitespace())
-        .collect();
+    let b64: String = rest[..end].chars().filter(|c| !c.is_whitespace()).collect();
     let der = STANDARD
         .decode(b64)
         .map_err(|e| format!("invalid base64 in the PEM block: {e}"))?;
@@ -385,15 +386,9 @@ mod tests {
         assert!(encoding_key_from_p8("nope").is_err());
         let garbage = "-----BEGIN PRIVATE KEY-----\nAAAA\n-----END PRIVATE KEY-----\n";
         let key = encoding_key_from_p8(garbage).unwrap();
-        assert!(PushClient::from_parts(
-            key,
-            "K",
-            "T",
-            "b",
-            PushEnvironment::Production,
-            None
-        )
-        .is_err());
+        assert!(
+            PushClient::from_parts(key, "K", "T", "b", PushEnvironment::Production, None).is_err()
+        );
         let key = encoding_key_from_p8(TEST_KEY).unwrap();
         assert!(PushClient::from_parts(
             key,

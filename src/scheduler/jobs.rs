@@ -32,11 +32,19 @@ const MIN_LEASE_LEFT_MS: i64 = 35_000;
 /// What happened to one attempt.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Outcome {
-    Sent { room_id: String, event_id: String },
+    Sent {
+        room_id: String,
+        event_id: String,
+    },
     /// Failed this time; `transient` selects the retry schedule.
-    Error { reason: String, transient: bool },
+    Error {
+        reason: String,
+        transient: bool,
+    },
     /// Cannot ever succeed.
-    Fatal { reason: String },
+    Fatal {
+        reason: String,
+    },
     /// Not attempted (the lease ran too short while it waited): back to the queue.
     Requeue,
 }
@@ -98,7 +106,12 @@ async fn tokens_for(
 
 /// One attempt to send `row` as the holder of `token`.
 pub async fn send_one(state: &AppState, row: &ScheduledRow, token: Result<&str, &str>) -> Outcome {
-    let plain = match open_body(state, &row.encrypted_body, &row.nonce, &row.ephemeral_pubkey) {
+    let plain = match open_body(
+        state,
+        &row.encrypted_body,
+        &row.nonce,
+        &row.ephemeral_pubkey,
+    ) {
         Ok(p) => p,
         Err(_) => {
             return Outcome::Fatal {
@@ -170,26 +183,25 @@ fn commit(
     let mut changes = Vec::new();
     for (row, outcome) in batch {
         let (status, n) = match outcome {
-            Outcome::Sent { room_id, event_id } => {
-                (SENT, store::mark_sent(&tx, &row.id, room_id, event_id, now)?)
-            }
+            Outcome::Sent { room_id, event_id } => (
+                SENT,
+                store::mark_sent(&tx, &row.id, room_id, event_id, now)?,
+            ),
             Outcome::Fatal { reason } => (FAILED, store::mark_failed(&tx, &row.id, reason, now)?),
             Outcome::Requeue => {
                 store::requeue(&tx, &row.id, now)?;
                 continue;
             }
-            Outcome::Error { reason, transient } => {
-                match retry_at(row.attempts, *transient, now) {
-                    Some(at) => {
-                        store::schedule_retry(&tx, &row.id, at, reason, now)?;
-                        continue;
-                    }
-                    None => {
-                        let reason = format!("gave up after {} attempts: {reason}", row.attempts);
-                        (FAILED, store::mark_failed(&tx, &row.id, &reason, now)?)
-                    }
+            Outcome::Error { reason, transient } => match retry_at(row.attempts, *transient, now) {
+                Some(at) => {
+                    store::schedule_retry(&tx, &row.id, at, reason, now)?;
+                    continue;
                 }
-            }
+                None => {
+                    let reason = format!("gave up after {} attempts: {reason}", row.attempts);
+                    (FAILED, store::mark_failed(&tx, &row.id, &reason, now)?)
+                }
+            },
         };
         if n > 0 {
             changes.push(Change {
@@ -215,6 +227,7 @@ async fn claim_and_start(
     open: &mut HashSet<String>,
 ) -> AppResult<usize> {
     let now = now_ms();
+    let t0 = std::time::Instant::now();
     let claimed = state
         .store
         .run(move |c| Ok::<_, AppError>(store::claim_due(c, now, LEASE_MS, CLAIM_BATCH)?))
@@ -222,7 +235,9 @@ async fn claim_and_start(
     if claimed.is_empty() {
         return Ok(0);
     }
+    let tc = t0.elapsed();
     let tokens = Arc::new(tokens_for(state, &claimed).await?);
+    eprintln!("{} claim {} in {:?} (+tokens {:?})", now_ms() % 100000, claimed.len(), tc, t0.elapsed());
     let count = claimed.len();
     for row in claimed {
         open.insert(row.id.clone());
@@ -309,12 +324,21 @@ pub async fn send_due(state: &AppState) -> AppResult<usize> {
                 Outcome::Sent { .. } | Outcome::Requeue => None,
             })
             .collect();
+        let bl = batch.len();
+        let t1 = std::time::Instant::now();
         let changes = state
             .store
             .run(move |c| commit(c, &batch, now_ms()))
             .await?;
+        eprintln!("{} commit {bl} in {:?} open {}", now_ms() % 100000, t1.elapsed(), open.len());
         for change in changes {
-            scheduled::publish(state, &change.user_id, &change.id, &change.room_id, change.status);
+            scheduled::publish(
+                state,
+                &change.user_id,
+                &change.id,
+                &change.room_id,
+                change.status,
+            );
             if change.status == FAILED {
                 tracing::warn!(
                     id = %change.id,

@@ -35,6 +35,9 @@ pub const MAX_APP_VERSION: usize = 20;
 pub const MAX_DEVICES_PER_USER: i64 = 50;
 /// Incoming messages at or above this importance (0 to 1) are pushed.
 pub const IMPORTANT_MESSAGE_THRESHOLD: f64 = 0.7;
+/// Only messages at most this old (origin server time) are pushed, so a first sync or a
+/// backfill of history does not flood the user's phone.
+pub const PUSH_MAX_MESSAGE_AGE_MS: i64 = 10 * 60 * 1000;
 
 const INDEX_DOMAIN: &str = "device-token";
 
@@ -54,10 +57,16 @@ fn aad(id: &str) -> Aad<'_> {
 pub fn validate_token(token: &str) -> AppResult<String> {
     let t = token.trim();
     if !(64..=200).contains(&t.len()) {
-        return Err(AppError::invalid("token", "must be 64 to 200 hex characters"));
+        return Err(AppError::invalid(
+            "token",
+            "must be 64 to 200 hex characters",
+        ));
     }
     if !t.bytes().all(|b| b.is_ascii_hexdigit()) {
-        return Err(AppError::invalid("token", "must contain hex characters only"));
+        return Err(AppError::invalid(
+            "token",
+            "must contain hex characters only",
+        ));
     }
     Ok(t.to_ascii_lowercase())
 }
@@ -66,10 +75,16 @@ fn optional_field(field: &str, value: Option<String>, max: usize) -> AppResult<O
     let Some(v) = value else { return Ok(None) };
     let v = v.trim().to_owned();
     if v.chars().count() > max {
-        return Err(AppError::invalid(field, format!("must be at most {max} characters")));
+        return Err(AppError::invalid(
+            field,
+            format!("must be at most {max} characters"),
+        ));
     }
     if v.chars().any(char::is_control) {
-        return Err(AppError::invalid(field, "must not contain control characters"));
+        return Err(AppError::invalid(
+            field,
+            "must not contain control characters",
+        ));
     }
     Ok((!v.is_empty()).then_some(v))
 }
@@ -78,7 +93,10 @@ pub fn parse_environment(value: &str) -> AppResult<PushEnvironment> {
     match value.trim() {
         "production" => Ok(PushEnvironment::Production),
         "development" => Ok(PushEnvironment::Development),
-        _ => Err(AppError::invalid("environment", "must be production or development")),
+        _ => Err(AppError::invalid(
+            "environment",
+            "must be production or development",
+        )),
     }
 }
 
@@ -222,7 +240,8 @@ pub async fn list(state: &AppState, user_id: &str) -> AppResult<Vec<Device>> {
     Ok(rows
         .into_iter()
         .map(|row| {
-            let token_suffix = open_token(dek.as_ref(), &row).map(|t| t[t.len().saturating_sub(6)..].to_owned());
+            let token_suffix =
+                open_token(dek.as_ref(), &row).map(|t| t[t.len().saturating_sub(6)..].to_owned());
             Device { row, token_suffix }
         })
         .collect())
@@ -245,7 +264,12 @@ fn env_of(row: &DeviceRow) -> PushEnvironment {
 
 /// Sends to one device; forgets the device when APNs says its token is dead, records the
 /// use otherwise.
-async fn push_to(state: &AppState, row: &DeviceRow, token: &str, n: &Notification) -> Result<(), PushError> {
+async fn push_to(
+    state: &AppState,
+    row: &DeviceRow,
+    token: &str,
+    n: &Notification,
+) -> Result<(), PushError> {
     let Some(push) = &state.push else {
         return Err(PushError::Unreachable("push is not configured".into()));
     };
@@ -296,7 +320,11 @@ pub async fn test(state: &AppState, user_id: &str, token_id: &str) -> AppResult<
             "this device's token was sealed under a deleted key; register the device again",
         ));
     };
-    let n = Notification::new("Switchboard", "Test notification: push works on this device.").with("type", "test");
+    let n = Notification::new(
+        "Switchboard",
+        "Test notification: push works on this device.",
+    )
+    .with("type", "test");
     let Err(e) = push_to(state, &row, &token, &n).await else {
         return Ok(());
     };
@@ -385,7 +413,7 @@ pub async fn notify_user(state: &AppState, user_id: &str, notification: Notifica
 /// Starts the important-message hook: listens to `message.created` events and pushes
 /// "New important message" when the stored message (looked up by `data.messageId` or
 /// `data.eventId`) has importance ≥ [`IMPORTANT_MESSAGE_THRESHOLD`], was not sent by the
-/// user and its room is not muted. The push carries no message text, only `roomId` and
+/// user, its room is not muted and it is recent ([`PUSH_MAX_MESSAGE_AGE_MS`]). The push carries no message text, only `roomId` and
 /// `eventId` for the app to open. Ends on shutdown.
 pub fn spawn_message_hook(state: &AppState) -> Option<tokio::task::JoinHandle<()>> {
     state.push.as_ref()?;
@@ -408,8 +436,16 @@ pub fn spawn_message_hook(state: &AppState) -> Option<tokio::task::JoinHandle<()
             if event.kind != kind::MESSAGE_CREATED {
                 continue;
             }
-            let message_id = event.data.get("messageId").and_then(Value::as_str).map(str::to_owned);
-            let event_id = event.data.get("eventId").and_then(Value::as_str).map(str::to_owned);
+            let message_id = event
+                .data
+                .get("messageId")
+                .and_then(Value::as_str)
+                .map(str::to_owned);
+            let event_id = event
+                .data
+                .get("eventId")
+                .and_then(Value::as_str)
+                .map(str::to_owned);
             if message_id.is_none() && event_id.is_none() {
                 continue;
             }
@@ -419,11 +455,17 @@ pub fn spawn_message_hook(state: &AppState) -> Option<tokio::task::JoinHandle<()
                 let facts = state
                     .store
                     .run(move |c| {
-                        Ok::<_, AppError>(store::message_facts(c, &uid, message_id.as_deref(), event_id.as_deref())?)
+                        Ok::<_, AppError>(store::message_facts(
+                            c,
+                            &uid,
+                            message_id.as_deref(),
+                            event_id.as_deref(),
+                        )?)
                     })
                     .await;
                 let Ok(Some(f)) = facts else { return };
-                if f.is_mine || f.muted || f.importance < IMPORTANT_MESSAGE_THRESHOLD {
+                let stale = now_ms() - f.ts > PUSH_MAX_MESSAGE_AGE_MS;
+                if f.is_mine || f.muted || stale || f.importance < IMPORTANT_MESSAGE_THRESHOLD {
                     return;
                 }
                 let n = Notification::new("New important message", "Open Switchboard to read it.")
@@ -451,7 +493,10 @@ mod tests {
 
     #[test]
     fn optional_fields_are_bounded() {
-        assert_eq!(optional_field("deviceName", Some("  ".into()), 100).unwrap(), None);
+        assert_eq!(
+            optional_field("deviceName", Some("  ".into()), 100).unwrap(),
+            None
+        );
         assert!(optional_field("deviceName", Some("x".repeat(101)), 100).is_err());
         assert!(optional_field("osVersion", Some("x".repeat(20)), 20).is_ok());
         assert!(parse_environment("staging").is_err());

@@ -271,10 +271,11 @@ pub async fn history(
                 .map_err(|_| AppError::internal("stored public key is malformed"))?;
             let rows = match room_id {
                 Some(room_id) => {
-                    let room = rooms::find(c, &uid, &room_id)?.ok_or_else(room_not_found)?;
+                    let platform =
+                        stored::room_platform(c, &uid, &room_id)?.ok_or_else(room_not_found)?;
                     stored::room_page(c, &uid, &room_id, &start, limit)?
                         .into_iter()
-                        .map(|m| (m, room.platform.clone()))
+                        .map(|m| (m, platform.clone()))
                         .collect()
                 }
                 None => stored::user_page(c, &uid, &start, limit)?,
@@ -358,7 +359,7 @@ fn readable_page(
     }
     let (room, start) = match (room_id, &cursor) {
         (Some(room), _) => {
-            if rooms::find(c, uid, &room)?.is_none() {
+            if stored::room_platform(c, uid, &room)?.is_none() {
                 return Err(room_not_found());
             }
             (
@@ -709,7 +710,7 @@ pub async fn send_multi(
             };
             let mut known = HashSet::new();
             for room in &wanted {
-                if rooms::find(c, &uid, room)?.is_some() {
+                if stored::room_platform(c, &uid, room)?.is_some() {
                     known.insert(room.clone());
                 }
             }

@@ -53,17 +53,26 @@ pub fn validate_title(title: &str) -> AppResult<String> {
     let t = title.trim();
     let n = t.chars().count();
     if n == 0 || n > MAX_TITLE_CHARS {
-        return Err(AppError::invalid("title", format!("must be 1 to {MAX_TITLE_CHARS} characters")));
+        return Err(AppError::invalid(
+            "title",
+            format!("must be 1 to {MAX_TITLE_CHARS} characters"),
+        ));
     }
     if t.chars().any(char::is_control) {
-        return Err(AppError::invalid("title", "must not contain control characters"));
+        return Err(AppError::invalid(
+            "title",
+            "must not contain control characters",
+        ));
     }
     Ok(t.to_owned())
 }
 
 pub fn validate_notes(notes: &str) -> AppResult<Option<String>> {
     if notes.chars().count() > MAX_NOTES_CHARS {
-        return Err(AppError::invalid("notes", format!("must be at most {MAX_NOTES_CHARS} characters")));
+        return Err(AppError::invalid(
+            "notes",
+            format!("must be at most {MAX_NOTES_CHARS} characters"),
+        ));
     }
     Ok((!notes.is_empty()).then(|| notes.to_owned()))
 }
@@ -72,13 +81,25 @@ pub fn validate_notes(notes: &str) -> AppResult<Option<String>> {
 pub fn parse_due(value: &str) -> AppResult<i64> {
     chrono::DateTime::parse_from_rfc3339(value.trim())
         .map(|t| t.timestamp_millis())
-        .map_err(|_| AppError::invalid("dueAt", "must be an RFC 3339 date-time such as 2030-01-01T09:00:00Z"))
+        .map_err(|_| {
+            AppError::invalid(
+                "dueAt",
+                "must be an RFC 3339 date-time such as 2030-01-01T09:00:00Z",
+            )
+        })
 }
 
 fn validate_event_id(event_id: &str) -> AppResult<String> {
     let e = event_id.trim();
-    if !e.starts_with('$') || e.len() < 2 || e.len() > 255 || e.chars().any(|c| c.is_whitespace() || c.is_control()) {
-        return Err(AppError::invalid("eventId", "must be a Matrix event id such as $abc"));
+    if !e.starts_with('$')
+        || e.len() < 2
+        || e.len() > 255
+        || e.chars().any(|c| c.is_whitespace() || c.is_control())
+    {
+        return Err(AppError::invalid(
+            "eventId",
+            "must be a Matrix event id such as $abc",
+        ));
     }
     Ok(e.to_owned())
 }
@@ -176,7 +197,12 @@ pub async fn create(state: &AppState, user_id: &str, input: ReminderInput) -> Ap
     Ok(open(&dek, row))
 }
 
-pub async fn update(state: &AppState, user_id: &str, id: &str, input: ReminderInput) -> AppResult<Reminder> {
+pub async fn update(
+    state: &AppState,
+    user_id: &str,
+    id: &str,
+    input: ReminderInput,
+) -> AppResult<Reminder> {
     let id = parse_id("id", id)?;
     let dek = user_and_key(state, user_id).await?;
     let uid = user_id.to_owned();
@@ -184,7 +210,8 @@ pub async fn update(state: &AppState, user_id: &str, id: &str, input: ReminderIn
         .store
         .run(move |c| {
             let tx = c.transaction_with_behavior(rusqlite::TransactionBehavior::Immediate)?;
-            let mut row = store::find(&tx, &uid, &id)?.ok_or_else(|| AppError::not_found("reminder"))?;
+            let mut row =
+                store::find(&tx, &uid, &id)?.ok_or_else(|| AppError::not_found("reminder"))?;
             apply(&dek, &mut row, input, now_ms())?;
             store::update(&tx, &row)?;
             tx.commit()?;
@@ -273,7 +300,11 @@ pub async fn announce_due(state: &AppState) -> AppResult<usize> {
                     .and_then(|dek| dek.open_string(&row.title_enc, &aad("title", &row.id)).ok()),
                 _ => None,
             };
-            let body: String = title.unwrap_or_else(|| "A reminder is due".to_owned()).chars().take(200).collect();
+            let body: String = title
+                .unwrap_or_else(|| "A reminder is due".to_owned())
+                .chars()
+                .take(200)
+                .collect();
             let n = Notification::new("Reminder", body)
                 .with("type", "reminder")
                 .with("reminderId", row.id.clone());
@@ -299,7 +330,10 @@ mod tests {
     fn fields_are_validated() {
         assert!(validate_title("  ").is_err());
         assert!(validate_title(&"x".repeat(501)).is_err());
-        assert_eq!(validate_title(&"é".repeat(500)).unwrap().chars().count(), 500);
+        assert_eq!(
+            validate_title(&"é".repeat(500)).unwrap().chars().count(),
+            500
+        );
         assert!(validate_title("a\u{7}b").is_err());
         assert!(validate_notes(&"n".repeat(10_001)).is_err());
         assert_eq!(validate_notes("").unwrap(), None);
@@ -325,7 +359,10 @@ mod tests {
             ..ReminderInput::default()
         };
         apply(&dek, &mut row, input, 5).unwrap();
-        assert_eq!(row.notified_at, None, "a new due time re-arms the announcement");
+        assert_eq!(
+            row.notified_at, None,
+            "a new due time re-arms the announcement"
+        );
         assert_eq!(row.completed_at, Some(5));
         let r = open(&dek, row.clone());
         assert_eq!(r.title.as_deref(), Some("Call Bob"));
@@ -335,7 +372,10 @@ mod tests {
             event_id: Patch::Value("$e".into()),
             ..ReminderInput::default()
         };
-        assert!(apply(&dek, &mut row, bad, 6).is_err(), "eventId needs roomId");
+        assert!(
+            apply(&dek, &mut row, bad, 6).is_err(),
+            "eventId needs roomId"
+        );
         // Sealed for one row, it does not open for another.
         let mut moved = row.clone();
         moved.id = "r2".into();

@@ -122,7 +122,12 @@ fn invalid_encryption(why: impl std::fmt::Display) -> AppError {
 }
 
 /// Opens a stored or submitted envelope with the server's X25519 secret.
-pub fn open_body(state: &AppState, encrypted_body: &str, nonce: &str, eph: &str) -> AppResult<Vec<u8>> {
+pub fn open_body(
+    state: &AppState,
+    encrypted_body: &str,
+    nonce: &str,
+    eph: &str,
+) -> AppResult<Vec<u8>> {
     if encrypted_body.len() > (MAX_BODY_BYTES + 16) * 4 / 3 + 8 {
         return Err(AppError::invalid(
             "encryptedBody",
@@ -130,14 +135,17 @@ pub fn open_body(state: &AppState, encrypted_body: &str, nonce: &str, eph: &str)
         ));
     }
     let env = Envelope::from_base64(eph, nonce, encrypted_body).map_err(invalid_encryption)?;
-    open_envelope(state.server_keys.x25519_secret(), &env).map_err(|_| invalid_encryption("decryption failed"))
+    open_envelope(state.server_keys.x25519_secret(), &env)
+        .map_err(|_| invalid_encryption("decryption failed"))
 }
 
 /// The Matrix event content for a decrypted body (see the module docs).
 pub fn message_content(plaintext: &str) -> Value {
     if plaintext.trim_start().starts_with('{') {
         if let Ok(Value::Object(obj)) = serde_json::from_str::<Value>(plaintext) {
-            if obj.get("msgtype").is_some_and(Value::is_string) && obj.get("body").is_some_and(Value::is_string) {
+            if obj.get("msgtype").is_some_and(Value::is_string)
+                && obj.get("body").is_some_and(Value::is_string)
+            {
                 return Value::Object(obj);
             }
         }
@@ -154,9 +162,14 @@ fn check_body(state: &AppState, encrypted_body: &str, nonce: &str, eph: &str) ->
             format!("the message may be at most {MAX_BODY_BYTES} bytes"),
         ));
     }
-    let text = String::from_utf8(plain).map_err(|_| AppError::invalid("encryptedBody", "the decrypted message is not UTF-8 text"))?;
+    let text = String::from_utf8(plain).map_err(|_| {
+        AppError::invalid("encryptedBody", "the decrypted message is not UTF-8 text")
+    })?;
     if text.trim().is_empty() {
-        return Err(AppError::invalid("encryptedBody", "the decrypted message is empty"));
+        return Err(AppError::invalid(
+            "encryptedBody",
+            "the decrypted message is empty",
+        ));
     }
     Ok(())
 }
@@ -184,7 +197,12 @@ pub async fn create(state: &AppState, user_id: &str, new: NewScheduled) -> AppRe
     let target_platform = validate_platform(new.target_platform.as_deref())?;
     let now = now_ms();
     let scheduled_for = parse_schedule_time(&new.scheduled_for, now)?;
-    check_body(state, &new.encrypted_body, &new.nonce, &new.ephemeral_pubkey)?;
+    check_body(
+        state,
+        &new.encrypted_body,
+        &new.nonce,
+        &new.ephemeral_pubkey,
+    )?;
     let row = ScheduledRow {
         id: uuid::Uuid::new_v4().to_string(),
         user_id: user_id.to_owned(),
@@ -264,7 +282,9 @@ pub async fn get(state: &AppState, user_id: &str, id: &str) -> AppResult<Schedul
     let uid = user_id.to_owned();
     state
         .store
-        .run(move |c| store::find(c, &uid, &id)?.ok_or_else(|| AppError::not_found("scheduled message")))
+        .run(move |c| {
+            store::find(c, &uid, &id)?.ok_or_else(|| AppError::not_found("scheduled message"))
+        })
         .await
 }
 
@@ -272,7 +292,10 @@ fn not_pending(row: &ScheduledRow, now: i64) -> Option<AppError> {
     if row.status != PENDING {
         return Some(AppError::bad_request(
             "not_pending",
-            format!("the scheduled message is {}; only pending messages can be changed", row.status),
+            format!(
+                "the scheduled message is {}; only pending messages can be changed",
+                row.status
+            ),
         ));
     }
     if row.is_leased(now) {
@@ -295,23 +318,38 @@ pub struct ScheduledChange {
 /// PATCH: replaces the time and/or the envelope of a pending message. The three envelope
 /// fields go together (a new envelope has its own ephemeral key and nonce). Resets the
 /// attempt count and the last failure.
-pub async fn update(state: &AppState, user_id: &str, id: &str, change: ScheduledChange) -> AppResult<ScheduledRow> {
+pub async fn update(
+    state: &AppState,
+    user_id: &str,
+    id: &str,
+    change: ScheduledChange,
+) -> AppResult<ScheduledRow> {
     let id = parse_id("id", id)?;
     let mut row = {
         let uid = user_id.to_owned();
         let id = id.clone();
         state
             .store
-            .run(move |c| store::find(c, &uid, &id)?.ok_or_else(|| AppError::not_found("scheduled message")))
+            .run(move |c| {
+                store::find(c, &uid, &id)?.ok_or_else(|| AppError::not_found("scheduled message"))
+            })
             .await?
     };
     let now = now_ms();
     if let Some(e) = not_pending(&row, now) {
         return Err(e);
     }
-    let envelope = match (&change.encrypted_body, &change.nonce, &change.ephemeral_pubkey) {
+    let envelope = match (
+        &change.encrypted_body,
+        &change.nonce,
+        &change.ephemeral_pubkey,
+    ) {
         (None, None, None) => None,
-        (Some(b), Some(n), Some(e)) => Some((b.trim().to_owned(), n.trim().to_owned(), e.trim().to_owned())),
+        (Some(b), Some(n), Some(e)) => Some((
+            b.trim().to_owned(),
+            n.trim().to_owned(),
+            e.trim().to_owned(),
+        )),
         _ => {
             return Err(AppError::invalid(
                 "encryptedBody",
@@ -341,7 +379,8 @@ pub async fn update(state: &AppState, user_id: &str, id: &str, change: Scheduled
         .run(move |c| {
             // Checked again inside the write: the scheduler may have claimed it meanwhile.
             let tx = c.transaction_with_behavior(rusqlite::TransactionBehavior::Immediate)?;
-            let current = store::find(&tx, &stored.user_id, &stored.id)?.ok_or_else(|| AppError::not_found("scheduled message"))?;
+            let current = store::find(&tx, &stored.user_id, &stored.id)?
+                .ok_or_else(|| AppError::not_found("scheduled message"))?;
             if let Some(e) = not_pending(&current, now_ms()) {
                 return Err(e);
             }
@@ -367,7 +406,8 @@ pub async fn cancel(state: &AppState, user_id: &str, id: &str) -> AppResult<Stri
         .store
         .run(move |c| {
             let tx = c.transaction_with_behavior(rusqlite::TransactionBehavior::Immediate)?;
-            let row = store::find(&tx, &uid, &mid)?.ok_or_else(|| AppError::not_found("scheduled message"))?;
+            let row = store::find(&tx, &uid, &mid)?
+                .ok_or_else(|| AppError::not_found("scheduled message"))?;
             let now = now_ms();
             if let Some(e) = not_pending(&row, now) {
                 return Err(e);
@@ -398,23 +438,47 @@ mod tests {
     fn pages_are_validated_not_clamped() {
         assert_eq!(parse_page(None, None).unwrap(), (50, 0));
         assert_eq!(parse_page(Some("100"), Some("7")).unwrap(), (100, 7));
-        for (l, o) in [(Some("0"), None), (Some("101"), None), (Some("x"), None), (None, Some("-1")), (None, Some("1.5"))] {
+        for (l, o) in [
+            (Some("0"), None),
+            (Some("101"), None),
+            (Some("x"), None),
+            (None, Some("-1")),
+            (None, Some("1.5")),
+        ] {
             assert_eq!(parse_page(l, o).unwrap_err().code(), "invalid_request");
         }
     }
 
     #[test]
     fn schedule_times_must_parse_and_be_in_the_future() {
-        let now = DateTime::parse_from_rfc3339("2030-01-01T00:00:00Z").unwrap().timestamp_millis();
-        assert_eq!(parse_schedule_time("2030-01-01T00:00:01.5+00:00", now).unwrap(), now + 1_500);
-        for bad in ["2029-12-31T23:59:59Z", "2030-01-01T00:00:00Z", "tomorrow", "", "2030-01-01"] {
-            assert_eq!(parse_schedule_time(bad, now).unwrap_err().code(), "invalid_schedule_time", "{bad}");
+        let now = DateTime::parse_from_rfc3339("2030-01-01T00:00:00Z")
+            .unwrap()
+            .timestamp_millis();
+        assert_eq!(
+            parse_schedule_time("2030-01-01T00:00:01.5+00:00", now).unwrap(),
+            now + 1_500
+        );
+        for bad in [
+            "2029-12-31T23:59:59Z",
+            "2030-01-01T00:00:00Z",
+            "tomorrow",
+            "",
+            "2030-01-01",
+        ] {
+            assert_eq!(
+                parse_schedule_time(bad, now).unwrap_err().code(),
+                "invalid_schedule_time",
+                "{bad}"
+            );
         }
     }
 
     #[test]
     fn plaintext_becomes_text_or_given_content() {
-        assert_eq!(message_content("hi"), json!({"msgtype": "m.text", "body": "hi"}));
+        assert_eq!(
+            message_content("hi"),
+            json!({"msgtype": "m.text", "body": "hi"})
+        );
         let notice = r#"{"msgtype":"m.notice","body":"b","format":"org.matrix.custom.html","formatted_body":"<b>b</b>"}"#;
         assert_eq!(message_content(notice)["msgtype"], "m.notice");
         assert_eq!(message_content(r#"{"a":1}"#)["body"], r#"{"a":1}"#);
@@ -425,7 +489,10 @@ mod tests {
         assert!(validate_room_id("roomId", "!abc:hs").is_ok());
         assert!(validate_room_id("roomId", "abc:hs").is_err());
         assert!(validate_room_id("roomId", "!a b:hs").is_err());
-        assert_eq!(validate_platform(Some("Discord")).unwrap().as_deref(), Some("discord"));
+        assert_eq!(
+            validate_platform(Some("Discord")).unwrap().as_deref(),
+            Some("discord")
+        );
         assert!(validate_platform(Some("signal")).is_err());
         assert!(parse_id("id", "nope").is_err());
     }

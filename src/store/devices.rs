@@ -138,6 +138,8 @@ pub struct MessageFacts {
     pub importance: f64,
     pub is_mine: bool,
     pub muted: bool,
+    /// Origin server time, ms.
+    pub ts: i64,
 }
 
 pub fn message_facts(
@@ -147,7 +149,7 @@ pub fn message_facts(
     event_id: Option<&str>,
 ) -> rusqlite::Result<Option<MessageFacts>> {
     conn.prepare_cached(
-        "SELECT m.room_id, m.event_id, m.importance, m.is_mine, COALESCE(r.muted, 0) \
+        "SELECT m.room_id, m.event_id, m.importance, m.is_mine, COALESCE(r.muted, 0), m.ts \
          FROM messages m LEFT JOIN rooms r ON r.user_id = m.user_id AND r.room_id = m.room_id \
          WHERE m.user_id = ?1 AND ((?2 IS NOT NULL AND m.id = ?2) OR (?3 IS NOT NULL AND m.event_id = ?3)) \
          LIMIT 1",
@@ -159,6 +161,7 @@ pub fn message_facts(
             importance: r.get(2)?,
             is_mine: r.get(3)?,
             muted: r.get(4)?,
+            ts: r.get(5)?,
         })
     })
     .optional()

@@ -134,6 +134,10 @@ impl PageStart {
 }
 
 /// Up to `limit` messages of one room from `start`, newest first.
+///
+/// No SQL `LIMIT`: with a bound `LIMIT ?` SQLite marks the statement for re-preparation on
+/// every new binding (it plans with the value), which costs more than the query; the scan
+/// follows the index order, so stopping after `limit` rows reads exactly those rows.
 pub fn room_page(
     conn: &Connection,
     user_id: &str,
@@ -143,13 +147,21 @@ pub fn room_page(
 ) -> rusqlite::Result<Vec<MessageRow>> {
     let mut stmt = conn.prepare_cached(&format!(
         "SELECT {COLUMNS} FROM messages WHERE user_id = ?1 AND room_id = ?2 \
-         AND ts <= ?3 AND (ts < ?3 OR event_id > ?4) ORDER BY ts DESC, event_id ASC LIMIT ?5"
+         AND ts <= ?3 AND (ts < ?3 OR event_id > ?4) ORDER BY ts DESC, event_id ASC"
     ))?;
-    let rows = stmt.query_map(
-        params![user_id, room_id, start.ts, start.event_id, limit],
-        from_row,
-    )?;
-    rows.collect()
+    let rows = stmt.query_map(params![user_id, room_id, start.ts, start.event_id], from_row)?;
+    rows.take(limit.max(0) as usize).collect()
+}
+
+/// The platform of one of the user's rooms: `None` when the user has no such room.
+pub fn room_platform(
+    conn: &Connection,
+    user_id: &str,
+    room_id: &str,
+) -> rusqlite::Result<Option<Option<String>>> {
+    conn.prepare_cached("SELECT platform FROM rooms WHERE user_id = ?1 AND room_id = ?2")?
+        .query_row([user_id, room_id], |r| r.get(0))
+        .optional()
 }
 
 /// Up to `limit` messages of every room the user has (a room row exists), newest first,
@@ -169,9 +181,10 @@ pub fn user_page(
         "SELECT {columns}, r.platform FROM messages m \
          JOIN rooms r ON r.user_id = m.user_id AND r.room_id = m.room_id \
          WHERE m.user_id = ?1 AND m.ts <= ?2 AND (m.ts < ?2 OR m.event_id > ?3) \
-         ORDER BY m.ts DESC, m.event_id ASC LIMIT ?4"
+         ORDER BY m.ts DESC, m.event_id ASC LIMIT {}",
+        limit.max(0)
     ))?;
-    let rows = stmt.query_map(params![user_id, start.ts, start.event_id, limit], |r| {
+    let rows = stmt.query_map(params![user_id, start.ts, start.event_id], |r| {
         Ok((from_row(r)?, r.get(15)?))
     })?;
     rows.collect()

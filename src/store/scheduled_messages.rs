@@ -351,7 +351,9 @@ mod tests {
             claimed.iter().map(|m| m.id.as_str()).collect::<Vec<_>>(),
             ["a", "b"]
         );
-        assert!(claimed.iter().all(|m| m.attempts == 1 && m.is_leased(1_000)));
+        assert!(claimed
+            .iter()
+            .all(|m| m.attempts == 1 && m.is_leased(1_000)));
         // A second loop finds nothing while the lease runs.
         assert!(claim_due(&c, 2_000, 60_000, 10).unwrap().is_empty());
         // Held messages cannot be cancelled.
@@ -376,7 +378,10 @@ mod tests {
         assert_eq!(mark_failed(&c, "c", "nope", 1_100).unwrap(), 1);
         assert_eq!(release(&c, &["d".to_owned()], 1_100).unwrap(), 1);
         let a = find(&c, "u1", "a").unwrap().unwrap();
-        assert_eq!((a.status.as_str(), a.event_id.as_deref()), (SENT, Some("$e")));
+        assert_eq!(
+            (a.status.as_str(), a.event_id.as_deref()),
+            (SENT, Some("$e"))
+        );
         assert_eq!(a.sent_at, Some(1_100));
         let b = find(&c, "u1", "b").unwrap().unwrap();
         assert_eq!((b.status.as_str(), b.next_attempt_at), (PENDING, 6_000));
@@ -387,7 +392,11 @@ mod tests {
         assert_eq!(mark_sent(&c, "c", "!r:hs", "$x", 1_200).unwrap(), 0);
         assert_eq!(cancel(&c, "u1", "a", 1_200).unwrap(), 0);
         assert_eq!(cancel(&c, "u1", "b", 1_200).unwrap(), 1);
-        assert_eq!(cancel(&c, "u2", "d", 1_200).unwrap(), 0, "another user's message");
+        assert_eq!(
+            cancel(&c, "u2", "d", 1_200).unwrap(),
+            0,
+            "another user's message"
+        );
         let s = stats(&c, "u1").unwrap();
         assert_eq!(
             s,

@@ -54,15 +54,23 @@ pub mod standin {
 
     fn decoding_key() -> DecodingKey {
         use base64::Engine as _;
-        let pem = std::fs::read_to_string(repo_root().join("tests/support/apns_standin_key.pub.pem")).unwrap();
+        let pem =
+            std::fs::read_to_string(repo_root().join("tests/support/apns_standin_key.pub.pem"))
+                .unwrap();
         let b64: String = pem.lines().filter(|l| !l.starts_with("-----")).collect();
-        let der = base64::engine::general_purpose::STANDARD.decode(b64).unwrap();
+        let der = base64::engine::general_purpose::STANDARD
+            .decode(b64)
+            .unwrap();
         // A P-256 SubjectPublicKeyInfo ends with the 65-byte uncompressed point.
         DecodingKey::from_ec_der(&der[der.len() - 65..])
     }
 
     fn jwt_ok(req: &Request) -> bool {
-        let Some(auth) = req.headers().get("authorization").and_then(|v| v.to_str().ok()) else {
+        let Some(auth) = req
+            .headers()
+            .get("authorization")
+            .and_then(|v| v.to_str().ok())
+        else {
             return false;
         };
         let Some(jwt) = auth.strip_prefix("bearer ") else {
@@ -87,12 +95,23 @@ pub mod standin {
     }
 
     #[handler]
-    async fn device(req: &Request, Path(token): Path<String>, body: String, shared: Data<&Arc<Shared>>) -> Response {
-        let header = |n: &str| req.headers().get(n).and_then(|v| v.to_str().ok()).map(str::to_owned);
+    async fn device(
+        req: &Request,
+        Path(token): Path<String>,
+        body: String,
+        shared: Data<&Arc<Shared>>,
+    ) -> Response {
+        let header = |n: &str| {
+            req.headers()
+                .get(n)
+                .and_then(|v| v.to_str().ok())
+                .map(str::to_owned)
+        };
         let payload: Value = serde_json::from_str(&body).unwrap_or(Value::Null);
         let jwt_ok = jwt_ok(req);
         let dead = shared.dead.lock().unwrap().contains(&token);
-        let payload_ok = payload["aps"]["alert"]["title"].is_string() && payload["aps"]["alert"]["body"].is_string();
+        let payload_ok = payload["aps"]["alert"]["title"].is_string()
+            && payload["aps"]["alert"]["body"].is_string();
         let (status, reason) = if !jwt_ok {
             (StatusCode::FORBIDDEN, Some("InvalidProviderToken"))
         } else if header("apns-topic").as_deref() != Some(BUNDLE_ID) {
@@ -113,7 +132,9 @@ pub mod standin {
             payload,
             status: status.as_u16(),
         });
-        let builder = Response::builder().status(status).header("apns-id", uuid::Uuid::new_v4().to_string());
+        let builder = Response::builder()
+            .status(status)
+            .header("apns-id", uuid::Uuid::new_v4().to_string());
         match reason {
             None => builder.finish(),
             Some(r) => builder
@@ -124,10 +145,15 @@ pub mod standin {
 
     impl ApnsStandIn {
         pub async fn start() -> Self {
-            let acceptor = TcpListener::bind("127.0.0.1:0").into_acceptor().await.unwrap();
+            let acceptor = TcpListener::bind("127.0.0.1:0")
+                .into_acceptor()
+                .await
+                .unwrap();
             let addr = acceptor.local_addr()[0].as_socket_addr().cloned().unwrap();
             let shared = Arc::new(Shared::default());
-            let app = Route::new().at("/3/device/:token", post(device)).data(shared.clone());
+            let app = Route::new()
+                .at("/3/device/:token", post(device))
+                .data(shared.clone());
             tokio::spawn(Server::new_with_acceptor(acceptor).run(app));
             Self {
                 url: format!("http://{addr}"),
@@ -153,18 +179,29 @@ pub mod standin {
         }
 
         pub fn requests_for(&self, token: &str) -> Vec<Recorded> {
-            self.requests().into_iter().filter(|r| r.token == token).collect()
+            self.requests()
+                .into_iter()
+                .filter(|r| r.token == token)
+                .collect()
         }
 
         /// Waits until `pred` holds for the requests to `token`.
-        pub async fn wait_for(&self, token: &str, what: &str, pred: impl Fn(&[Recorded]) -> bool) -> Vec<Recorded> {
+        pub async fn wait_for(
+            &self,
+            token: &str,
+            what: &str,
+            pred: impl Fn(&[Recorded]) -> bool,
+        ) -> Vec<Recorded> {
             let deadline = std::time::Instant::now() + Duration::from_secs(20);
             loop {
                 let got = self.requests_for(token);
                 if pred(&got) {
                     return got;
                 }
-                assert!(std::time::Instant::now() < deadline, "stand-in never saw {what}; got {got:?}");
+                assert!(
+                    std::time::Instant::now() < deadline,
+                    "stand-in never saw {what}; got {got:?}"
+                );
                 tokio::time::sleep(Duration::from_millis(100)).await;
             }
         }
@@ -208,7 +245,10 @@ async fn registration_is_validated_and_idempotent_and_never_shows_the_token() {
 
     // Push not configured: the documented status and 503 for a test push.
     let status = expect_json(app.get_auth("/api/devices/status", t).await, 200).await;
-    assert_eq!(status, json!({"configured": false, "environment": null, "bundleId": null}));
+    assert_eq!(
+        status,
+        json!({"configured": false, "environment": null, "bundleId": null})
+    );
 
     let bad = [
         json!({"token": "a".repeat(63)}),
@@ -223,7 +263,9 @@ async fn registration_is_validated_and_idempotent_and_never_shows_the_token() {
         json!({"token": 42}),
     ];
     for body in bad {
-        let resp = app.post_json("/api/devices/register", Some(t), body.clone()).await;
+        let resp = app
+            .post_json("/api/devices/register", Some(t), body.clone())
+            .await;
         expect_error(resp, 400, "invalid_request").await;
     }
     assert!(devices(&app, t).await.is_empty());
@@ -258,47 +300,93 @@ async fn registration_is_validated_and_idempotent_and_never_shows_the_token() {
     assert_eq!(d["tokenSuffix"], &dt[dt.len() - 6..]);
     assert!(d["createdAt"].is_string());
     assert!(d["lastUsedAt"].is_null());
-    assert!(!d.to_string().contains(&dt), "the raw token is never returned");
+    assert!(
+        !d.to_string().contains(&dt),
+        "the raw token is never returned"
+    );
 
     // The token is sealed at rest: not in the database files.
     for name in ["switchboard.db", "switchboard.db-wal"] {
         let bytes = std::fs::read(app.data_dir().join(name)).unwrap_or_default();
         let hay = String::from_utf8_lossy(&bytes);
-        assert!(!hay.contains(&dt) && !hay.contains(&dt.to_uppercase()), "token in {name}");
+        assert!(
+            !hay.contains(&dt) && !hay.contains(&dt.to_uppercase()),
+            "token in {name}"
+        );
     }
 
     // Test push without [push]: 503.
-    let resp = app.send(Method::POST, &format!("/api/devices/{token_id}/test"), Some(t), None).await;
+    let resp = app
+        .send(
+            Method::POST,
+            &format!("/api/devices/{token_id}/test"),
+            Some(t),
+            None,
+        )
+        .await;
     expect_error(resp, 503, "push_not_configured").await;
 
     // Unregister: 400 malformed, 404 unknown, then gone.
-    let resp = app.post_json("/api/devices/unregister", Some(t), json!({"token": "zz"})).await;
+    let resp = app
+        .post_json("/api/devices/unregister", Some(t), json!({"token": "zz"}))
+        .await;
     expect_error(resp, 400, "invalid_request").await;
-    let resp = app.post_json("/api/devices/unregister", Some(t), json!({"token": device_token()})).await;
+    let resp = app
+        .post_json(
+            "/api/devices/unregister",
+            Some(t),
+            json!({"token": device_token()}),
+        )
+        .await;
     expect_error(resp, 404, "not_found").await;
-    let resp = app.post_json("/api/devices/unregister", Some(t), json!({"token": dt})).await;
+    let resp = app
+        .post_json("/api/devices/unregister", Some(t), json!({"token": dt}))
+        .await;
     expect_json(resp, 200).await;
     assert!(devices(&app, t).await.is_empty());
-    let resp = app.post_json("/api/devices/unregister", Some(t), json!({"token": dt})).await;
+    let resp = app
+        .post_json("/api/devices/unregister", Some(t), json!({"token": dt}))
+        .await;
     expect_error(resp, 404, "not_found").await;
 
     // Delete by tokenId: 400 malformed, 404 unknown / other user's, 200.
     let id = register(&app, t, &dt).await;
     assert_ne!(id, token_id, "a new registration after removal");
-    let resp = app.send(Method::DELETE, "/api/devices/not-a-uuid", Some(t), None).await;
+    let resp = app
+        .send(Method::DELETE, "/api/devices/not-a-uuid", Some(t), None)
+        .await;
     expect_error(resp, 400, "invalid_request").await;
     let resp = app
-        .send(Method::DELETE, &format!("/api/devices/{}", uuid::Uuid::new_v4()), Some(t), None)
+        .send(
+            Method::DELETE,
+            &format!("/api/devices/{}", uuid::Uuid::new_v4()),
+            Some(t),
+            None,
+        )
         .await;
     expect_error(resp, 404, "not_found").await;
     let other = app.sign_up("dev-other").await;
     let resp = app
-        .send(Method::DELETE, &format!("/api/devices/{id}"), Some(&other.access_token), None)
+        .send(
+            Method::DELETE,
+            &format!("/api/devices/{id}"),
+            Some(&other.access_token),
+            None,
+        )
         .await;
     expect_error(resp, 404, "not_found").await;
-    let resp = app.send(Method::POST, &format!("/api/devices/{id}/test"), Some(&other.access_token), None).await;
+    let resp = app
+        .send(
+            Method::POST,
+            &format!("/api/devices/{id}/test"),
+            Some(&other.access_token),
+            None,
+        )
+        .await;
     expect_error(resp, 503, "push_not_configured").await;
-    let resp = app.send(Method::DELETE, &format!("/api/devices/{id}"), Some(t), None).await;
+    let resp = app
+        .send(Method::DELETE, &format!("/api/devices/{id}"), Some(t), None)
+        .await;
     expect_json(resp, 200).await;
     assert!(devices(&app, t).await.is_empty());
 
@@ -313,14 +401,19 @@ async fn registration_is_validated_and_idempotent_and_never_shows_the_token() {
     let created = app
         .post_json("/api/developer/tokens", Some(t), json!({"name": "script"}))
         .await;
-    let pat = expect_json(created, 201).await["token"].as_str().unwrap().to_owned();
+    let pat = expect_json(created, 201).await["token"]
+        .as_str()
+        .unwrap()
+        .to_owned();
     for (method, path) in [
         (Method::GET, "/api/devices".to_owned()),
         (Method::GET, "/api/devices/status".to_owned()),
         (Method::POST, "/api/devices/register".to_owned()),
         (Method::DELETE, format!("/api/devices/{mine}")),
     ] {
-        let resp = app.send(method, &path, Some(&pat), Some(json!({"token": dt}))).await;
+        let resp = app
+            .send(method, &path, Some(&pat), Some(json!({"token": dt})))
+            .await;
         expect_error(resp, 403, "forbidden_for_api_token").await;
     }
     // Unauthenticated: 401.
@@ -344,9 +437,19 @@ async fn test_pushes_reach_apns_with_a_valid_jwt_and_dead_tokens_are_removed() {
     let good = device_token();
     let good_id = register(&app, t, &good).await;
     let list = devices(&app, t).await;
-    assert_eq!(list[0]["environment"], "development", "defaults to the server's environment");
+    assert_eq!(
+        list[0]["environment"], "development",
+        "defaults to the server's environment"
+    );
 
-    let resp = app.send(Method::POST, &format!("/api/devices/{good_id}/test"), Some(t), None).await;
+    let resp = app
+        .send(
+            Method::POST,
+            &format!("/api/devices/{good_id}/test"),
+            Some(t),
+            None,
+        )
+        .await;
     let body = expect_json(resp, 200).await;
     assert!(body["message"].is_string());
     let seen = apns.requests_for(&good);
@@ -360,10 +463,20 @@ async fn test_pushes_reach_apns_with_a_valid_jwt_and_dead_tokens_are_removed() {
     assert_eq!(r.payload["aps"]["sound"], "default");
     assert_eq!(r.status, 200);
     let list = devices(&app, t).await;
-    assert!(list[0]["lastUsedAt"].is_string(), "a delivered push is recorded");
+    assert!(
+        list[0]["lastUsedAt"].is_string(),
+        "a delivered push is recorded"
+    );
 
     // A second push reuses the cached provider token and still verifies.
-    let resp = app.send(Method::POST, &format!("/api/devices/{good_id}/test"), Some(t), None).await;
+    let resp = app
+        .send(
+            Method::POST,
+            &format!("/api/devices/{good_id}/test"),
+            Some(t),
+            None,
+        )
+        .await;
     expect_json(resp, 200).await;
     assert!(apns.requests_for(&good).iter().all(|r| r.jwt_ok));
 
@@ -371,13 +484,103 @@ async fn test_pushes_reach_apns_with_a_valid_jwt_and_dead_tokens_are_removed() {
     let dead = device_token();
     let dead_id = register(&app, t, &dead).await;
     apns.mark_dead(&dead);
-    let resp = app.send(Method::POST, &format!("/api/devices/{dead_id}/test"), Some(t), None).await;
+    let resp = app
+        .send(
+            Method::POST,
+            &format!("/api/devices/{dead_id}/test"),
+            Some(t),
+            None,
+        )
+        .await;
     let err = expect_error(resp, 502, "push_rejected").await;
-    assert!(err["message"].as_str().unwrap().contains("Unregistered"), "{err}");
-    let ids: Vec<Value> = devices(&app, t).await.iter().map(|d| d["tokenId"].clone()).collect();
+    assert!(
+        err["message"].as_str().unwrap().contains("Unregistered"),
+        "{err}"
+    );
+    let ids: Vec<Value> = devices(&app, t)
+        .await
+        .iter()
+        .map(|d| d["tokenId"].clone())
+        .collect();
     assert_eq!(ids, vec![json!(good_id)]);
-    let resp = app.send(Method::POST, &format!("/api/devices/{dead_id}/test"), Some(t), None).await;
+    let resp = app
+        .send(
+            Method::POST,
+            &format!("/api/devices/{dead_id}/test"),
+            Some(t),
+            None,
+        )
+        .await;
     expect_error(resp, 404, "not_found").await;
-    let resp = app.send(Method::POST, "/api/devices/nope/test", Some(t), None).await;
+    let resp = app
+        .send(Method::POST, "/api/devices/nope/test", Some(t), None)
+        .await;
     expect_error(resp, 400, "invalid_request").await;
+}
+
+async fn matrix(method: Method, path: &str, token: &str, body: Value) -> Value {
+    let resp = reqwest::Client::new()
+        .request(method, format!("{}{path}", synapse().base_url))
+        .bearer_auth(token)
+        .json(&body)
+        .send()
+        .await
+        .unwrap();
+    let status = resp.status();
+    let v: Value = resp.json().await.unwrap_or(Value::Null);
+    assert!(status.is_success(), "{path}: {status} {v}");
+    v
+}
+
+fn enc(s: &str) -> String {
+    s.bytes()
+        .map(|b| if b.is_ascii_alphanumeric() { (b as char).to_string() } else { format!("%{b:02X}") })
+        .collect()
+}
+
+#[tokio::test]
+async fn an_important_incoming_message_is_pushed_without_its_text() {
+    let apns = ApnsStandIn::start().await;
+    let app = TestApp::start_with_mail_and(apns.config()).await;
+    let reader = app.sign_up("dev-important").await;
+    let sender = app.sign_up("dev-sender").await;
+    let device = device_token();
+    register(&app, &reader.access_token, &device).await;
+    let reader_mx = reader.matrix_access_token.clone().unwrap();
+    let sender_mx = sender.matrix_access_token.clone().unwrap();
+    let reader_id = reader.user["matrixUserId"].as_str().unwrap().to_owned();
+
+    let room = matrix(
+        Method::POST,
+        "/_matrix/client/v3/createRoom",
+        &sender_mx,
+        json!({"preset": "private_chat", "name": "team", "invite": [reader_id]}),
+    )
+    .await["room_id"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    matrix(Method::POST, &format!("/_matrix/client/v3/join/{}", enc(&room)), &reader_mx, json!({})).await;
+
+    // Unimportant first (group chat, no mention): no push.
+    let send = |body: String| {
+        let url = format!("/_matrix/client/v3/rooms/{}/send/m.room.message/{}", enc(&room), uuid::Uuid::new_v4());
+        let sender_mx = sender_mx.clone();
+        async move { matrix(Method::PUT, &url, &sender_mx, json!({"msgtype": "m.text", "body": body})).await }
+    };
+    send("just saying hi".to_owned()).await;
+    // Mention + urgency: 0.10 + 0.35 + 0.30 = 0.75.
+    let secret = format!("the vault code is {}", uuid::Uuid::new_v4().simple());
+    let event = send(format!("{reader_id} urgent: {secret}")).await;
+
+    let pushes = apns.wait_for(&device, "the important-message push", |r| !r.is_empty()).await;
+    tokio::time::sleep(std::time::Duration::from_secs(1)).await;
+    let pushes = if pushes.len() == 1 { pushes } else { apns.requests_for(&device) };
+    assert_eq!(pushes.len(), 1, "only the important message is pushed: {pushes:?}");
+    let p = &pushes[0];
+    assert_eq!(p.payload["type"], "message");
+    assert_eq!(p.payload["roomId"], room.as_str());
+    assert_eq!(p.payload["eventId"], event["event_id"]);
+    assert!(!p.payload.to_string().contains(&secret), "no message text in the push");
+    assert!(p.jwt_ok);
 }

@@ -19,7 +19,10 @@ async fn personal_token(app: &TestApp, session: &Session) -> String {
             json!({"name": "reminder script"}),
         )
         .await;
-    expect_json(resp, 201).await["token"].as_str().unwrap().to_owned()
+    expect_json(resp, 201).await["token"]
+        .as_str()
+        .unwrap()
+        .to_owned()
 }
 
 fn in_secs(secs: i64) -> String {
@@ -27,7 +30,10 @@ fn in_secs(secs: i64) -> String {
 }
 
 /// Opens `GET /api/sync` and returns a receiver of `(event, data)` pairs.
-pub async fn event_stream(app: &TestApp, token: &str) -> tokio::sync::mpsc::UnboundedReceiver<(String, Value)> {
+pub async fn event_stream(
+    app: &TestApp,
+    token: &str,
+) -> tokio::sync::mpsc::UnboundedReceiver<(String, Value)> {
     let resp = reqwest::Client::new()
         .get(app.url("/api/sync"))
         .bearer_auth(token)
@@ -110,7 +116,10 @@ async fn reminders_crud_with_a_personal_token() {
     for name in ["switchboard.db", "switchboard.db-wal"] {
         let bytes = std::fs::read(app.data_dir().join(name)).unwrap_or_default();
         let hay = String::from_utf8_lossy(&bytes);
-        assert!(!hay.contains(&title) && !hay.contains("ask about Tuesday"), "plaintext in {name}");
+        assert!(
+            !hay.contains(&title) && !hay.contains("ask about Tuesday"),
+            "plaintext in {name}"
+        );
     }
 
     // A second one, completed, due earlier; list order, filters and pagination.
@@ -125,22 +134,52 @@ async fn reminders_crud_with_a_personal_token() {
     assert_eq!(second["completed"], true);
     assert!(second["completedAt"].is_string());
     let all = expect_json(app.get_auth("/api/reminders", &pat).await, 200).await;
-    let titles: Vec<&str> = all["reminders"].as_array().unwrap().iter().map(|r| r["title"].as_str().unwrap()).collect();
+    let titles: Vec<&str> = all["reminders"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| r["title"].as_str().unwrap())
+        .collect();
     assert_eq!(titles, vec!["Water plants", title.as_str()]);
-    assert_eq!(all["pagination"], json!({"total": 2, "limit": 50, "offset": 0, "hasMore": false}));
-    let open = expect_json(app.get_auth("/api/reminders?completed=false", &pat).await, 200).await;
+    assert_eq!(
+        all["pagination"],
+        json!({"total": 2, "limit": 50, "offset": 0, "hasMore": false})
+    );
+    let open = expect_json(
+        app.get_auth("/api/reminders?completed=false", &pat).await,
+        200,
+    )
+    .await;
     assert_eq!(open["reminders"].as_array().unwrap().len(), 1);
     assert_eq!(open["reminders"][0]["id"], id);
-    let page = expect_json(app.get_auth("/api/reminders?limit=1&offset=0", &pat).await, 200).await;
-    assert_eq!(page["pagination"], json!({"total": 2, "limit": 1, "offset": 0, "hasMore": true}));
-    for q in ["completed=maybe", "limit=0", "limit=101", "limit=x", "offset=-1"] {
+    let page = expect_json(
+        app.get_auth("/api/reminders?limit=1&offset=0", &pat).await,
+        200,
+    )
+    .await;
+    assert_eq!(
+        page["pagination"],
+        json!({"total": 2, "limit": 1, "offset": 0, "hasMore": true})
+    );
+    for q in [
+        "completed=maybe",
+        "limit=0",
+        "limit=101",
+        "limit=x",
+        "offset=-1",
+    ] {
         let resp = app.get_auth(&format!("/api/reminders?{q}"), &pat).await;
         expect_error(resp, 400, "invalid_request").await;
     }
 
     // Partial update: title and completed; notes cleared with null; the rest stays.
     let resp = app
-        .send(Method::PUT, &format!("/api/reminders/{id}"), Some(&pat), Some(json!({"title": "Call Bob", "notes": null, "completed": true})))
+        .send(
+            Method::PUT,
+            &format!("/api/reminders/{id}"),
+            Some(&pat),
+            Some(json!({"title": "Call Bob", "notes": null, "completed": true})),
+        )
         .await;
     let updated = expect_json(resp, 200).await["reminder"].clone();
     assert_eq!(updated["title"], "Call Bob");
@@ -162,41 +201,90 @@ async fn reminders_crud_with_a_personal_token() {
         json!({"title": "t", "dueAt": "2031-01-01T00:00:00Z", "completed": "yes"}),
     ];
     for body in bad_create {
-        let resp = app.post_json("/api/reminders", Some(&pat), body.clone()).await;
+        let resp = app
+            .post_json("/api/reminders", Some(&pat), body.clone())
+            .await;
         expect_error(resp, 400, "invalid_request").await;
     }
     let resp = app
-        .send(Method::PUT, &format!("/api/reminders/{id}"), Some(&pat), Some(json!({"title": "  "})))
+        .send(
+            Method::PUT,
+            &format!("/api/reminders/{id}"),
+            Some(&pat),
+            Some(json!({"title": "  "})),
+        )
         .await;
     expect_error(resp, 400, "invalid_request").await;
     let resp = app
-        .send(Method::PUT, &format!("/api/reminders/{id}"), Some(&pat), Some(json!({"roomId": null})))
+        .send(
+            Method::PUT,
+            &format!("/api/reminders/{id}"),
+            Some(&pat),
+            Some(json!({"roomId": null})),
+        )
         .await;
     expect_error(resp, 400, "invalid_request").await;
     let resp = app
-        .send(Method::PUT, "/api/reminders/not-a-uuid", Some(&pat), Some(json!({"title": "x"})))
+        .send(
+            Method::PUT,
+            "/api/reminders/not-a-uuid",
+            Some(&pat),
+            Some(json!({"title": "x"})),
+        )
         .await;
     expect_error(resp, 400, "invalid_request").await;
     let resp = app
-        .send(Method::PUT, &format!("/api/reminders/{}", uuid::Uuid::new_v4()), Some(&pat), Some(json!({"title": "x"})))
+        .send(
+            Method::PUT,
+            &format!("/api/reminders/{}", uuid::Uuid::new_v4()),
+            Some(&pat),
+            Some(json!({"title": "x"})),
+        )
         .await;
     expect_error(resp, 404, "not_found").await;
 
     // Another user sees none of it.
     let other = app.sign_up("rem-other").await;
-    let theirs = expect_json(app.get_auth("/api/reminders", &other.access_token).await, 200).await;
+    let theirs = expect_json(
+        app.get_auth("/api/reminders", &other.access_token).await,
+        200,
+    )
+    .await;
     assert_eq!(theirs["reminders"], json!([]));
-    let resp = app.send(Method::DELETE, &format!("/api/reminders/{id}"), Some(&other.access_token), None).await;
+    let resp = app
+        .send(
+            Method::DELETE,
+            &format!("/api/reminders/{id}"),
+            Some(&other.access_token),
+            None,
+        )
+        .await;
     expect_error(resp, 404, "not_found").await;
 
     // Delete.
-    let resp = app.send(Method::DELETE, &format!("/api/reminders/{id}"), Some(&pat), None).await;
+    let resp = app
+        .send(
+            Method::DELETE,
+            &format!("/api/reminders/{id}"),
+            Some(&pat),
+            None,
+        )
+        .await;
     let deleted = expect_json(resp, 200).await;
     assert_eq!(deleted["deletedId"], id);
     assert!(deleted["message"].is_string());
-    let resp = app.send(Method::DELETE, &format!("/api/reminders/{id}"), Some(&pat), None).await;
+    let resp = app
+        .send(
+            Method::DELETE,
+            &format!("/api/reminders/{id}"),
+            Some(&pat),
+            None,
+        )
+        .await;
     expect_error(resp, 404, "not_found").await;
-    let resp = app.send(Method::DELETE, "/api/reminders/123", Some(&pat), None).await;
+    let resp = app
+        .send(Method::DELETE, "/api/reminders/123", Some(&pat), None)
+        .await;
     expect_error(resp, 400, "invalid_request").await;
 }
 
@@ -212,43 +300,84 @@ async fn a_due_reminder_is_announced_once_on_the_stream_and_by_push() {
 
     let title = format!("Stretch {}", uuid::Uuid::new_v4().simple());
     let resp = app
-        .post_json("/api/reminders", Some(&pat), json!({"title": title, "dueAt": in_secs(1)}))
+        .post_json(
+            "/api/reminders",
+            Some(&pat),
+            json!({"title": title, "dueAt": in_secs(1)}),
+        )
         .await;
-    let id = expect_json(resp, 201).await["reminder"]["id"].as_str().unwrap().to_owned();
+    let id = expect_json(resp, 201).await["reminder"]["id"]
+        .as_str()
+        .unwrap()
+        .to_owned();
     // One not due and one completed: never announced.
     let resp = app
-        .post_json("/api/reminders", Some(&pat), json!({"title": "later", "dueAt": in_secs(3600)}))
+        .post_json(
+            "/api/reminders",
+            Some(&pat),
+            json!({"title": "later", "dueAt": in_secs(3600)}),
+        )
         .await;
     expect_json(resp, 201).await;
     let resp = app
-        .post_json("/api/reminders", Some(&pat), json!({"title": "done", "dueAt": in_secs(1), "completed": true}))
+        .post_json(
+            "/api/reminders",
+            Some(&pat),
+            json!({"title": "done", "dueAt": in_secs(1), "completed": true}),
+        )
         .await;
     expect_json(resp, 201).await;
 
     let due = wait_event(&mut events, "reminder.due", |d| d["id"] == id.as_str()).await;
     assert!(due["dueAt"].is_string());
-    assert!(!due.to_string().contains(&title), "no reminder text on the stream");
+    assert!(
+        !due.to_string().contains(&title),
+        "no reminder text on the stream"
+    );
 
-    let pushes = apns.wait_for(&device, "the reminder push", |r| !r.is_empty()).await;
+    let pushes = apns
+        .wait_for(&device, "the reminder push", |r| !r.is_empty())
+        .await;
     let p = &pushes[0];
     assert!(p.jwt_ok && p.http2);
     assert_eq!(p.payload["type"], "reminder");
     assert_eq!(p.payload["reminderId"], id.as_str());
     assert_eq!(p.payload["aps"]["alert"]["body"], title.as_str());
 
-    let list = expect_json(app.get_auth("/api/reminders?completed=false", &pat).await, 200).await;
-    let r = list["reminders"].as_array().unwrap().iter().find(|r| r["id"] == id.as_str()).unwrap().clone();
+    let list = expect_json(
+        app.get_auth("/api/reminders?completed=false", &pat).await,
+        200,
+    )
+    .await;
+    let r = list["reminders"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|r| r["id"] == id.as_str())
+        .unwrap()
+        .clone();
     assert!(r["notifiedAt"].is_string(), "{r}");
-    let later = list["reminders"].as_array().unwrap().iter().find(|r| r["title"] == "later").unwrap();
+    let later = list["reminders"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|r| r["title"] == "later")
+        .unwrap();
     assert!(later["notifiedAt"].is_null());
 
     // Announced once: no second push; moving dueAt re-arms it.
     tokio::time::sleep(Duration::from_secs(2)).await;
     assert_eq!(apns.requests_for(&device).len(), 1);
     let resp = app
-        .send(Method::PUT, &format!("/api/reminders/{id}"), Some(&pat), Some(json!({"dueAt": in_secs(1)})))
+        .send(
+            Method::PUT,
+            &format!("/api/reminders/{id}"),
+            Some(&pat),
+            Some(json!({"dueAt": in_secs(1)})),
+        )
         .await;
     let rearmed = expect_json(resp, 200).await["reminder"].clone();
     assert!(rearmed["notifiedAt"].is_null());
-    apns.wait_for(&device, "the second reminder push", |r| r.len() == 2).await;
+    apns.wait_for(&device, "the second reminder push", |r| r.len() == 2)
+        .await;
 }
