@@ -26,6 +26,7 @@ use crate::matrix::types::{Event, Events, JoinedRoom, SyncResponse};
 use crate::services::conversations::{seal_message, MessageContent};
 use crate::services::importance::{self, MessageFacts, Reader, Score};
 use crate::store::messages::{self, MessageRow};
+use crate::store::rooms::RoomFlag;
 use crate::store::{rooms, sync_state};
 
 /// msgtype stored when an event has none (e.g. it arrived already redacted).
@@ -307,6 +308,12 @@ fn insert_message(
     };
     if !messages::insert_if_new(tx, &row)? {
         return Ok(false);
+    }
+    // An incoming message brings an archived conversation back to the active list.
+    if !is_mine && view.row.archived && view.row.archived_at.is_none_or(|at| ts > at * 1000) {
+        crate::store::rooms::set_flag(tx, ctx.user_id, &view.row.room_id, RoomFlag::Archived, false, ctx.now)?;
+        view.row.archived = false;
+        view.row.archived_at = None;
     }
     view.row.last_message_ts = Some(view.row.last_message_ts.map_or(ts, |t| t.max(ts)));
     out.new_messages.push(NewMessage {

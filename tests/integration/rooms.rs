@@ -1463,7 +1463,6 @@ async fn rooms_from_the_homeserver_appear_with_readable_names() {
 /// Needs the sync worker to clear `archived` when a new incoming message arrives in an
 /// archived room (the documented way back besides POST …/unarchive).
 #[tokio::test]
-#[ignore = "needs the sync worker to unarchive a room on a new incoming message"]
 async fn an_incoming_message_unarchives_a_room() {
     let app = TestApp::start_with_mail().await;
     let user = app.sign_up("rooms-unarchive").await;
