@@ -229,7 +229,11 @@ async fn check(client: &reqwest::Client, url: &str, token: Option<&str>, limit: 
     let status = resp.status();
     let body: serde_json::Value = resp.json().await.expect("json");
     assert!(status.is_success(), "{status}: {body}");
-    assert_eq!(body["messages"].as_array().map(Vec::len), Some(limit), "{body}");
+    assert_eq!(
+        body["messages"].as_array().map(Vec::len),
+        Some(limit),
+        "{body}"
+    );
 }
 
 /// CPU seconds used so far by this process's threads whose name starts with `prefix`

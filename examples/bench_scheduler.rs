@@ -45,6 +45,21 @@ fn env_or(name: &str, default: u64) -> u64 {
         .unwrap_or(default)
 }
 
+/// CPU time (user + system) this process used so far, seconds (Linux; 0 elsewhere).
+fn cpu_seconds() -> f64 {
+    let stat = std::fs::read_to_string("/proc/self/stat").unwrap_or_default();
+    // Fields after the parenthesised command name; utime and stime are fields 14 and 15.
+    let rest = stat.rsplit(')').next().unwrap_or_default();
+    let fields: Vec<&str> = rest.split_whitespace().collect();
+    let ticks = |i: usize| {
+        fields
+            .get(i)
+            .and_then(|v| v.parse::<f64>().ok())
+            .unwrap_or(0.0)
+    };
+    (ticks(11) + ticks(12)) / 100.0
+}
+
 fn now_ms() -> i64 {
     chrono::Utc::now().timestamp_millis()
 }
@@ -505,7 +520,9 @@ async fn bench_local() -> bool {
         "(b) local stand-in: {count} messages due at once (inserted in {:.2} s)",
         inserted.elapsed().as_secs_f64()
     );
+    let cpu_before = cpu_seconds();
     let o = run_scheduler(&state, count, due).await;
+    let cpu = cpu_seconds() - cpu_before;
     let secs = (o.last_sent_at - due) as f64 / 1000.0;
     let rate = count as f64 / secs;
     let twice = standin
@@ -522,6 +539,12 @@ async fn bench_local() -> bool {
         standin.calls.load(Ordering::Relaxed),
         twice,
         if ok { "ok" } else { "FAILED" }
+    );
+    println!(
+        "    CPU: {cpu:.2} s for the run incl. the stand-in ({:.0} µs per message; {:.0} msg per CPU-second); {} cores",
+        cpu * 1e6 / count as f64,
+        count as f64 / cpu,
+        std::thread::available_parallelism().map(|n| n.get()).unwrap_or(1)
     );
     ok
 }

@@ -34,6 +34,8 @@ pub struct ChangeEvent {
 
 pub struct EventHub {
     sender: broadcast::Sender<Arc<ChangeEvent>>,
+    /// Id of this process's first event: anything lower was issued by an earlier process.
+    first_id: u64,
     next_id: AtomicU64,
     retained: Mutex<VecDeque<Arc<ChangeEvent>>>,
 }
@@ -53,6 +55,7 @@ impl EventHub {
             .unwrap_or(1);
         Self {
             sender,
+            first_id: seed,
             next_id: AtomicU64::new(seed),
             retained: Mutex::new(VecDeque::with_capacity(RETAINED_EVENTS)),
         }
@@ -84,8 +87,12 @@ impl EventHub {
     }
 
     /// Retained events of `user_id` after `last_id`, oldest first; `None` when `last_id` is
-    /// older than the retained window (the client must rescan).
+    /// older than the retained window or was issued before this process started (the
+    /// client must rescan).
     pub fn since(&self, user_id: &str, last_id: u64) -> Option<Vec<Arc<ChangeEvent>>> {
+        if last_id + 1 < self.first_id {
+            return None;
+        }
         let retained = self.retained.lock().unwrap_or_else(|p| p.into_inner());
         if let Some(oldest) = retained.front() {
             if last_id + 1 < oldest.id && retained.len() == RETAINED_EVENTS {
@@ -150,6 +157,10 @@ mod tests {
         assert_eq!(rx.recv().await.unwrap().id, first);
         let missed = hub.since("u1", first).unwrap();
         assert_eq!(missed.iter().map(|e| e.id).collect::<Vec<_>>(), vec![third]);
+        // Nothing was missed when resuming from the id just before this process's first.
+        assert_eq!(hub.since("u1", first - 1).unwrap().len(), 2);
+        // An id from an earlier process cannot be resumed.
+        assert!(hub.since("u1", first - 10).is_none());
     }
 
     #[tokio::test]

@@ -1,6 +1,8 @@
 //! `/api/messages*` and `POST /api/rooms/{roomId}/messages`: message history (encrypted
 //! for native sessions, readable for personal tokens), deletion, statistics and sending.
 
+use std::marker::PhantomData;
+
 use base64::engine::general_purpose::STANDARD;
 use base64::Engine as _;
 use poem::web::Data;
@@ -91,7 +93,7 @@ impl From<SealedMessage> for EncryptedMessageView {
     }
 }
 
-#[derive(Debug, Enum, Serialize)]
+#[derive(Debug, Clone, Copy, Enum, Serialize)]
 #[serde(rename_all = "lowercase")]
 #[oai(rename = "MessageDirection", rename_all = "lowercase")]
 pub enum Direction {
@@ -100,9 +102,12 @@ pub enum Direction {
 }
 
 /// A message for personal tokens: readable text.
-#[derive(Debug, Object, Serialize)]
-#[serde(rename_all = "camelCase")]
+///
+/// Documents the response; it is written from [`ReadableMessageOut`], which borrows the
+/// (cached) contents instead of copying them.
+#[derive(Debug, Object)]
 #[oai(rename = "ReadableMessage", rename_all = "camelCase")]
+#[allow(dead_code)]
 pub struct ReadableMessageView {
     pub event_id: String,
     /// Matrix room id.
@@ -122,14 +127,28 @@ pub struct ReadableMessageView {
     pub timestamp: i64,
 }
 
-impl From<ReadableMessage> for ReadableMessageView {
-    fn from(m: ReadableMessage) -> Self {
+/// [`ReadableMessageView`] as written.
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+struct ReadableMessageOut<'a> {
+    event_id: &'a str,
+    room_id: &'a str,
+    sender_id: &'a str,
+    text: &'a str,
+    content: &'a serde_json::Value,
+    direction: Direction,
+    is_mine: bool,
+    timestamp: i64,
+}
+
+impl<'a> From<&'a ReadableMessage> for ReadableMessageOut<'a> {
+    fn from(m: &'a ReadableMessage) -> Self {
         Self {
-            event_id: m.event_id,
-            room_id: m.room_id,
-            sender_id: m.sender_id,
-            text: m.text,
-            content: m.content,
+            event_id: &m.event_id,
+            room_id: &m.room_id,
+            sender_id: &m.sender_id,
+            text: m.text(),
+            content: &m.content.content,
             direction: if m.outgoing {
                 Direction::Outgoing
             } else {
@@ -150,10 +169,10 @@ pub struct EncryptedHistory {
     pub messages: Vec<EncryptedMessageView>,
 }
 
-/// Personal tokens: a page of readable messages.
-#[derive(Debug, Object, Serialize)]
-#[serde(rename_all = "camelCase")]
+/// Personal tokens: a page of readable messages (written from [`ReadablePageOut`]).
+#[derive(Debug, Object)]
 #[oai(rename = "ReadableMessagePage", rename_all = "camelCase")]
+#[allow(dead_code)]
 pub struct ReadableHistory {
     /// Newest first; all of one conversation.
     pub messages: Vec<ReadableMessageView>,
@@ -162,29 +181,22 @@ pub struct ReadableHistory {
     pub next_cursor: Option<String>,
 }
 
-#[derive(Debug, Union, Serialize)]
-#[serde(untagged)]
+/// [`ReadableHistory`] as written.
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+struct ReadablePageOut<'a> {
+    messages: Vec<ReadableMessageOut<'a>>,
+    next_cursor: Option<&'a str>,
+}
+
+/// The response of `GET /api/messages`: encrypted for native sessions, readable for
+/// personal tokens (schema only; see [`MessagesApi::list`]).
+#[derive(Debug, Union)]
 #[oai(rename = "MessageHistory", one_of)]
+#[allow(dead_code)]
 pub enum History {
     Encrypted(EncryptedHistory),
     Readable(ReadableHistory),
-}
-
-impl From<messages::History> for History {
-    fn from(h: messages::History) -> Self {
-        match h {
-            messages::History::Encrypted(list) => Self::Encrypted(EncryptedHistory {
-                messages: list.into_iter().map(Into::into).collect(),
-            }),
-            messages::History::Readable {
-                messages,
-                next_cursor,
-            } => Self::Readable(ReadableHistory {
-                messages: messages.into_iter().map(Into::into).collect(),
-                next_cursor,
-            }),
-        }
-    }
 }
 
 #[derive(Debug, Object)]
@@ -342,35 +354,46 @@ pub enum MultiSendResponse {
     AllFailed(Json<MultiSendResult>),
 }
 
-/// A JSON body written straight from the serde representation, documented with the
-/// OpenAPI schema of `T`. The history route is hot: poem-openapi's `Json` first builds a
-/// `serde_json::Value` tree of the whole page.
-pub struct FastJson<T>(pub T);
+/// A JSON body serialized directly with serde and documented with the OpenAPI schema of
+/// `S`. The history route is hot: poem-openapi's `Json` first builds a `serde_json::Value`
+/// tree of the whole page, and needs owned values.
+pub struct FastJson<S> {
+    body: Vec<u8>,
+    schema: PhantomData<fn() -> S>,
+}
 
-impl<T: Type + Send> Payload for FastJson<T> {
+impl<S> FastJson<S> {
+    pub fn new(value: &impl Serialize, size_hint: usize) -> Result<Self, AppError> {
+        let mut body = Vec::with_capacity(size_hint);
+        serde_json::to_writer(&mut body, value).map_err(AppError::internal)?;
+        Ok(Self {
+            body,
+            schema: PhantomData,
+        })
+    }
+}
+
+impl<S: Type> Payload for FastJson<S> {
     const CONTENT_TYPE: &'static str = "application/json; charset=utf-8";
 
     fn schema_ref() -> MetaSchemaRef {
-        T::schema_ref()
+        S::schema_ref()
     }
 
     fn register(registry: &mut Registry) {
-        T::register(registry);
+        S::register(registry);
     }
 }
 
-impl<T: Serialize + Send> IntoResponse for FastJson<T> {
+impl<S> IntoResponse for FastJson<S> {
     fn into_response(self) -> poem::Response {
-        match serde_json::to_vec(&self.0) {
-            Ok(body) => poem::Response::builder()
-                .content_type("application/json; charset=utf-8")
-                .body(body),
-            Err(e) => AppError::internal(e).to_response(),
-        }
+        poem::Response::builder()
+            .content_type("application/json; charset=utf-8")
+            .body(self.body)
     }
 }
 
-impl<T: Type + Serialize + Send> ApiResponse for FastJson<T> {
+impl<S: Type> ApiResponse for FastJson<S> {
     fn meta() -> MetaResponses {
         MetaResponses {
             responses: vec![MetaResponse {
@@ -387,7 +410,7 @@ impl<T: Type + Serialize + Send> ApiResponse for FastJson<T> {
     }
 
     fn register(registry: &mut Registry) {
-        T::register(registry);
+        S::register(registry);
     }
 }
 
@@ -434,9 +457,24 @@ impl MessagesApi {
             cursor: cursor.0,
             limit: limit.0,
         };
-        Ok(FastJson(
-            messages::history(&state, &auth.0, query).await?.into(),
-        ))
+        match messages::history(&state, &auth.0, query).await? {
+            messages::History::Encrypted(list) => {
+                let page = EncryptedHistory {
+                    messages: list.into_iter().map(Into::into).collect(),
+                };
+                FastJson::new(&page, 512 * page.messages.len() + 16)
+            }
+            messages::History::Readable {
+                messages,
+                next_cursor,
+            } => {
+                let page = ReadablePageOut {
+                    messages: messages.iter().map(Into::into).collect(),
+                    next_cursor: next_cursor.as_deref(),
+                };
+                FastJson::new(&page, 384 * messages.len() + 256)
+            }
+        }
     }
 
     /// Delete stored messages
@@ -605,5 +643,59 @@ impl MessagesApi {
             txn_id: sent.txn_id,
             duplicate: sent.duplicate,
         }))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::Arc;
+
+    use super::*;
+    use crate::services::conversations::MessageContent;
+
+    fn schema_properties(name: &str) -> Vec<String> {
+        let spec = crate::api::spec_json();
+        let mut keys: Vec<String> = spec["components"]["schemas"][name]["properties"]
+            .as_object()
+            .unwrap_or_else(|| panic!("schema {name} in the document"))
+            .keys()
+            .cloned()
+            .collect();
+        keys.sort();
+        keys
+    }
+
+    fn keys(value: &serde_json::Value) -> Vec<String> {
+        let mut keys: Vec<String> = value.as_object().unwrap().keys().cloned().collect();
+        keys.sort();
+        keys
+    }
+
+    #[test]
+    fn the_readable_page_is_written_exactly_as_documented() {
+        let message = ReadableMessage {
+            event_id: "$e".into(),
+            room_id: "!r:x".into(),
+            sender_id: "@s:x".into(),
+            content: Arc::new(MessageContent {
+                body: "secret".into(),
+                content: serde_json::json!({"msgtype": "m.text", "body": "secret"}),
+            }),
+            redacted: true,
+            outgoing: true,
+            is_mine: false,
+            timestamp: 7,
+        };
+        let page = ReadablePageOut {
+            messages: vec![(&message).into()],
+            next_cursor: None,
+        };
+        let written = serde_json::to_value(&page).unwrap();
+        assert_eq!(keys(&written), schema_properties("ReadableMessagePage"));
+        let item = &written["messages"][0];
+        assert_eq!(keys(item), schema_properties("ReadableMessage"));
+        assert_eq!(item["text"], "", "redacted");
+        assert_eq!(item["direction"], "outgoing");
+        assert!(written["nextCursor"].is_null());
     }
 }

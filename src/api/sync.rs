@@ -202,8 +202,7 @@ fn open(state: &AppState, user_id: &str, resume: Option<u64>) -> BoxStream<'stat
     let mut pending = VecDeque::new();
     let mut replayed = HashSet::new();
     if let Some(last) = resume {
-        let before_start = crate::sync::first_event_id(state).is_some_and(|first| last < first);
-        match state.events.since(user_id, last).filter(|_| !before_start) {
+        match state.events.since(user_id, last) {
             Some(missed) => {
                 for e in missed {
                     replayed.insert(e.id);

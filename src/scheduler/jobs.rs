@@ -227,7 +227,6 @@ async fn claim_and_start(
     open: &mut HashSet<String>,
 ) -> AppResult<usize> {
     let now = now_ms();
-    let t0 = std::time::Instant::now();
     let claimed = state
         .store
         .run(move |c| Ok::<_, AppError>(store::claim_due(c, now, LEASE_MS, CLAIM_BATCH)?))
@@ -235,9 +234,7 @@ async fn claim_and_start(
     if claimed.is_empty() {
         return Ok(0);
     }
-    let tc = t0.elapsed();
     let tokens = Arc::new(tokens_for(state, &claimed).await?);
-    eprintln!("{} claim {} in {:?} (+tokens {:?})", now_ms() % 100000, claimed.len(), tc, t0.elapsed());
     let count = claimed.len();
     for row in claimed {
         open.insert(row.id.clone());
@@ -324,13 +321,10 @@ pub async fn send_due(state: &AppState) -> AppResult<usize> {
                 Outcome::Sent { .. } | Outcome::Requeue => None,
             })
             .collect();
-        let bl = batch.len();
-        let t1 = std::time::Instant::now();
         let changes = state
             .store
             .run(move |c| commit(c, &batch, now_ms()))
             .await?;
-        eprintln!("{} commit {bl} in {:?} open {}", now_ms() % 100000, t1.elapsed(), open.len());
         for change in changes {
             scheduled::publish(
                 state,

@@ -8,7 +8,6 @@
 //! few hundred users cost a few hundred idle tasks. Everything stops on `state.shutdown`.
 
 use std::collections::HashMap;
-use std::sync::Mutex;
 use std::time::Duration;
 
 use tokio::task::JoinHandle;
@@ -28,11 +27,9 @@ mod tests;
 /// How often the supervisor rescans without being woken.
 const RESCAN: Duration = Duration::from_secs(60);
 
-/// Starts the supervisor (when a homeserver is configured) and marks where this
-/// process's change events begin (see [`first_event_id`]). Call once per `AppState`,
+/// Starts the supervisor (when a homeserver is configured). Call once per `AppState`,
 /// from within the runtime.
 pub fn spawn(state: AppState) {
-    mark_first_event(&state);
     let Some(matrix) = state.matrix.clone() else {
         tracing::info!("no homeserver configured; sync workers are off");
         return;
@@ -69,30 +66,3 @@ async fn supervise(state: AppState, matrix: crate::matrix::MatrixClient) {
     tracing::debug!(workers = workers.len(), "sync supervisor stopped");
 }
 
-/// Kind of the marker event published at start (to a user id no one has).
-const FIRST_EVENT_MARKER: &str = "sync.started";
-
-static FIRST_EVENTS: Mutex<Vec<(usize, u64)>> = Mutex::new(Vec::new());
-
-fn hub_key(state: &AppState) -> usize {
-    std::ptr::from_ref(&state.events) as usize
-}
-
-fn mark_first_event(state: &AppState) {
-    let id = state
-        .events
-        .publish("", FIRST_EVENT_MARKER, serde_json::json!({}));
-    let mut ids = FIRST_EVENTS.lock().unwrap_or_else(|p| p.into_inner());
-    let key = hub_key(state);
-    ids.retain(|(k, _)| *k != key);
-    ids.push((key, id));
-}
-
-/// Id of the first change event of this process (a marker published by [`spawn`]).
-/// Event ids keep increasing across restarts, so a `Last-Event-ID` below it was issued
-/// by an earlier process, whose events are gone: the client must rescan.
-pub fn first_event_id(state: &AppState) -> Option<u64> {
-    let ids = FIRST_EVENTS.lock().unwrap_or_else(|p| p.into_inner());
-    let key = hub_key(state);
-    ids.iter().find(|(k, _)| *k == key).map(|(_, id)| *id)
-}

@@ -534,7 +534,13 @@ async fn matrix(method: Method, path: &str, token: &str, body: Value) -> Value {
 
 fn enc(s: &str) -> String {
     s.bytes()
-        .map(|b| if b.is_ascii_alphanumeric() { (b as char).to_string() } else { format!("%{b:02X}") })
+        .map(|b| {
+            if b.is_ascii_alphanumeric() {
+                (b as char).to_string()
+            } else {
+                format!("%{b:02X}")
+            }
+        })
         .collect()
 }
 
@@ -560,27 +566,58 @@ async fn an_important_incoming_message_is_pushed_without_its_text() {
         .as_str()
         .unwrap()
         .to_owned();
-    matrix(Method::POST, &format!("/_matrix/client/v3/join/{}", enc(&room)), &reader_mx, json!({})).await;
+    matrix(
+        Method::POST,
+        &format!("/_matrix/client/v3/join/{}", enc(&room)),
+        &reader_mx,
+        json!({}),
+    )
+    .await;
 
     // Unimportant first (group chat, no mention): no push.
     let send = |body: String| {
-        let url = format!("/_matrix/client/v3/rooms/{}/send/m.room.message/{}", enc(&room), uuid::Uuid::new_v4());
+        let url = format!(
+            "/_matrix/client/v3/rooms/{}/send/m.room.message/{}",
+            enc(&room),
+            uuid::Uuid::new_v4()
+        );
         let sender_mx = sender_mx.clone();
-        async move { matrix(Method::PUT, &url, &sender_mx, json!({"msgtype": "m.text", "body": body})).await }
+        async move {
+            matrix(
+                Method::PUT,
+                &url,
+                &sender_mx,
+                json!({"msgtype": "m.text", "body": body}),
+            )
+            .await
+        }
     };
     send("just saying hi".to_owned()).await;
     // Mention + urgency: 0.10 + 0.35 + 0.30 = 0.75.
     let secret = format!("the vault code is {}", uuid::Uuid::new_v4().simple());
     let event = send(format!("{reader_id} urgent: {secret}")).await;
 
-    let pushes = apns.wait_for(&device, "the important-message push", |r| !r.is_empty()).await;
+    let pushes = apns
+        .wait_for(&device, "the important-message push", |r| !r.is_empty())
+        .await;
     tokio::time::sleep(std::time::Duration::from_secs(1)).await;
-    let pushes = if pushes.len() == 1 { pushes } else { apns.requests_for(&device) };
-    assert_eq!(pushes.len(), 1, "only the important message is pushed: {pushes:?}");
+    let pushes = if pushes.len() == 1 {
+        pushes
+    } else {
+        apns.requests_for(&device)
+    };
+    assert_eq!(
+        pushes.len(),
+        1,
+        "only the important message is pushed: {pushes:?}"
+    );
     let p = &pushes[0];
     assert_eq!(p.payload["type"], "message");
     assert_eq!(p.payload["roomId"], room.as_str());
     assert_eq!(p.payload["eventId"], event["event_id"]);
-    assert!(!p.payload.to_string().contains(&secret), "no message text in the push");
+    assert!(
+        !p.payload.to_string().contains(&secret),
+        "no message text in the push"
+    );
     assert!(p.jwt_ok);
 }

@@ -343,11 +343,7 @@ async fn native_history_is_sealed_to_the_registered_key_and_pages_strictly_befor
     let page = history(
         &app,
         &jwt,
-        &format!(
-            "?roomId={}&before={}",
-            enc(room),
-            enc(&cutoff)
-        ),
+        &format!("?roomId={}&before={}", enc(room), enc(&cutoff)),
     )
     .await;
     let ts: Vec<i64> = page["messages"]
@@ -382,7 +378,12 @@ async fn native_history_is_sealed_to_the_registered_key_and_pages_strictly_befor
         "?cursor=abc",
         "?roomId=",
     ] {
-        expect_error(app.get_auth(&format!("/api/messages{q}"), &jwt).await, 400, "invalid_request").await;
+        expect_error(
+            app.get_auth(&format!("/api/messages{q}"), &jwt).await,
+            400,
+            "invalid_request",
+        )
+        .await;
     }
     expect_error(
         app.get_auth("/api/messages?roomId=%21unknown%3Aseed.test", &jwt)
@@ -451,10 +452,7 @@ async fn readable_history_walks_each_conversation_with_an_opaque_cursor() {
         redacted,
         msg(&linked, 4000, "from my other account"),
     ];
-    let a_events: Vec<String> = a_msgs
-        .iter()
-        .map(|m| seed.message(&id, a, m).1)
-        .collect();
+    let a_events: Vec<String> = a_msgs.iter().map(|m| seed.message(&id, a, m).1).collect();
     let c_events: Vec<String> = [msg(bob, 500, "c1"), msg(bob, 600, "c2")]
         .iter()
         .map(|m| seed.message(&id, c, m).1)
@@ -537,7 +535,10 @@ async fn readable_history_walks_each_conversation_with_an_opaque_cursor() {
 
     // One room: newest first to the end.
     let page = history(&app, &token, &format!("?roomId={}&limit=3", enc(a))).await;
-    assert_eq!(bodies(&page, "text"), ["from my other account", "", "from me"]);
+    assert_eq!(
+        bodies(&page, "text"),
+        ["from my other account", "", "from me"]
+    );
     let next = page["nextCursor"].as_str().unwrap().to_owned();
     let page2 = history(
         &app,
@@ -597,12 +598,20 @@ async fn readable_history_answers_no_signing_key_after_key_deletion() {
         .http
         .delete(app.url("/api/keys"))
         .bearer_auth(&me.access_token)
-        .header("X-Confirm-Key-Deletion", "PERMANENTLY_DELETE_ALL_MY_MESSAGES")
+        .header(
+            "X-Confirm-Key-Deletion",
+            "PERMANENTLY_DELETE_ALL_MY_MESSAGES",
+        )
         .send()
         .await
         .unwrap();
     expect_json(resp, 200).await;
-    expect_error(app.get_auth("/api/messages", &token).await, 409, "NO_SIGNING_KEY").await;
+    expect_error(
+        app.get_auth("/api/messages", &token).await,
+        409,
+        "NO_SIGNING_KEY",
+    )
+    .await;
     expect_error(
         app.get_auth(&format!("/api/messages?roomId={}", enc(room)), &token)
             .await,
@@ -624,12 +633,20 @@ async fn readable_history_answers_no_signing_key_after_key_deletion() {
     assert_eq!(bodies(&page, "text"), ["after new keys"]);
     let native = history(&app, &me.access_token, "").await;
     assert_eq!(native["messages"].as_array().unwrap().len(), 1);
-    assert_eq!(decrypt(&secret, &native["messages"][0])["body"], "after new keys");
+    assert_eq!(
+        decrypt(&secret, &native["messages"][0])["body"],
+        "after new keys"
+    );
 }
 
 // ---- deletion and statistics -------------------------------------------------
 
-async fn delete_messages(app: &TestApp, bearer: &str, query: &str, confirm: Option<&str>) -> reqwest::Response {
+async fn delete_messages(
+    app: &TestApp,
+    bearer: &str,
+    query: &str,
+    confirm: Option<&str>,
+) -> reqwest::Response {
     let mut req = app
         .http
         .delete(app.url(&format!("/api/messages{query}")))
@@ -659,7 +676,12 @@ async fn deleting_needs_confirmation_and_removes_only_the_callers_rows() {
     }
     let jwt = &me.access_token;
 
-    expect_error(delete_messages(&app, jwt, "", None).await, 400, "confirmation_required").await;
+    expect_error(
+        delete_messages(&app, jwt, "", None).await,
+        400,
+        "confirmation_required",
+    )
+    .await;
     expect_error(
         delete_messages(&app, jwt, "", Some("delete_messages")).await,
         400,
@@ -675,7 +697,13 @@ async fn deleting_needs_confirmation_and_removes_only_the_callers_rows() {
     assert_eq!(seed.count(&id), 4);
 
     // Room a, strictly older than 3000: two rows.
-    let resp = delete_messages(&app, jwt, &format!("?roomId={}&before=3000", enc(a)), Some(CONFIRM)).await;
+    let resp = delete_messages(
+        &app,
+        jwt,
+        &format!("?roomId={}&before=3000", enc(a)),
+        Some(CONFIRM),
+    )
+    .await;
     let body = expect_json(resp, 200).await;
     assert_eq!(body["deletedCount"], 2);
     assert_eq!(body["criteria"], json!({"roomId": a, "before": 3000}));
@@ -702,8 +730,13 @@ async fn deleting_needs_confirmation_and_removes_only_the_callers_rows() {
     .await;
     for missing in [uuid::Uuid::new_v4().to_string(), theirs.clone()] {
         expect_error(
-            app.send(Method::DELETE, &format!("/api/messages/{missing}"), Some(jwt), None)
-                .await,
+            app.send(
+                Method::DELETE,
+                &format!("/api/messages/{missing}"),
+                Some(jwt),
+                None,
+            )
+            .await,
             404,
             "not_found",
         )
@@ -721,8 +754,13 @@ async fn deleting_needs_confirmation_and_removes_only_the_callers_rows() {
     assert_eq!(body["deletedId"], mine.as_str());
     assert!(body["message"].is_string());
     expect_error(
-        app.send(Method::DELETE, &format!("/api/messages/{mine}"), Some(jwt), None)
-            .await,
+        app.send(
+            Method::DELETE,
+            &format!("/api/messages/{mine}"),
+            Some(jwt),
+            None,
+        )
+        .await,
         404,
         "not_found",
     )
@@ -760,7 +798,11 @@ async fn stats_are_aggregates_of_the_callers_messages_and_static_routes_win() {
     );
 
     let seed = Seeder::open(&app);
-    let rooms = ["!stats-a:seed.test", "!stats-b:seed.test", "!stats-c:seed.test"];
+    let rooms = [
+        "!stats-a:seed.test",
+        "!stats-b:seed.test",
+        "!stats-c:seed.test",
+    ];
     let categories = ["work", "general", "question", "social"];
     let mut sent = Vec::new();
     for i in 0..13usize {
@@ -795,7 +837,10 @@ async fn stats_are_aggregates_of_the_callers_messages_and_static_routes_win() {
         .len();
     assert_eq!(stats["total_messages"], sent.len());
     assert_eq!(stats["total_rooms"], distinct_rooms);
-    assert!((stats["avg_importance"].as_f64().unwrap() - avg).abs() < 1e-9, "{stats}");
+    assert!(
+        (stats["avg_importance"].as_f64().unwrap() - avg).abs() < 1e-9,
+        "{stats}"
+    );
     assert_eq!(
         stats["high_importance_count"],
         sent.iter().filter(|(_, m)| m.importance >= 0.7).count()
@@ -820,10 +865,17 @@ async fn stats_are_aggregates_of_the_callers_messages_and_static_routes_win() {
         assert_eq!(status, 405, "{method} {path}: {body}");
     }
     let resp = app
-        .post_json("/api/messages/send-multi", Some(jwt), json!({"roomIds": [], "body": "x"}))
+        .post_json(
+            "/api/messages/send-multi",
+            Some(jwt),
+            json!({"roomIds": [], "body": "x"}),
+        )
         .await;
     let err = expect_error(resp, 400, "invalid_request").await;
-    assert!(err["message"].as_str().unwrap().starts_with("roomIds"), "{err}");
+    assert!(
+        err["message"].as_str().unwrap().starts_with("roomIds"),
+        "{err}"
+    );
 
     let token = personal_token(&app, &me).await;
     expect_error(
@@ -873,7 +925,13 @@ async fn sending_is_idempotent_per_txn_id_and_lands_once_on_synapse() {
     // The same txnId again (even with other text, even as the native session): nothing new.
     for (bearer, content) in [(&token, text.as_str()), (&me.access_token, "changed")] {
         let again = expect_json(
-            send_text(&app, bearer, &room, json!({"content": content, "txnId": txn})).await,
+            send_text(
+                &app,
+                bearer,
+                &room,
+                json!({"content": content, "txnId": txn}),
+            )
+            .await,
             200,
         )
         .await;
@@ -881,11 +939,20 @@ async fn sending_is_idempotent_per_txn_id_and_lands_once_on_synapse() {
         assert_eq!(again["duplicate"], true);
     }
     assert_eq!(synapse_bodies(matrix_access(&me), &room, &text).await, 1);
-    assert_eq!(synapse_bodies(matrix_access(&me), &room, "changed").await, 0);
+    assert_eq!(
+        synapse_bodies(matrix_access(&me), &room, "changed").await,
+        0
+    );
 
     // The same txnId for another room is a conflict; a new txnId sends again.
     expect_error(
-        send_text(&app, &token, &other_room, json!({"content": text, "txnId": txn})).await,
+        send_text(
+            &app,
+            &token,
+            &other_room,
+            json!({"content": text, "txnId": txn}),
+        )
+        .await,
         409,
         "txn_id_conflict",
     )
@@ -914,7 +981,12 @@ async fn sending_is_idempotent_per_txn_id_and_lands_once_on_synapse() {
     );
     let mut ids = Vec::new();
     for r in [r1, r2, r3] {
-        ids.push(expect_json(r, 200).await["eventId"].as_str().unwrap().to_owned());
+        ids.push(
+            expect_json(r, 200).await["eventId"]
+                .as_str()
+                .unwrap()
+                .to_owned(),
+        );
     }
     ids.dedup();
     assert_eq!(ids.len(), 1, "{ids:?}");
@@ -938,14 +1010,29 @@ async fn sending_refuses_bad_input_unknown_rooms_and_unresolved_recipients() {
     seed.room(&id, room, None);
 
     let err = expect_error(
-        send_text(&app, &token, direct, json!({"content": "hi", "txnId": "t1"})).await,
+        send_text(
+            &app,
+            &token,
+            direct,
+            json!({"content": "hi", "txnId": "t1"}),
+        )
+        .await,
         409,
         "recipient_unresolved",
     )
     .await;
-    assert!(err["message"].as_str().unwrap().contains("native app"), "{err}");
+    assert!(
+        err["message"].as_str().unwrap().contains("native app"),
+        "{err}"
+    );
     expect_error(
-        send_text(&app, &token, "!unknown:seed.test", json!({"content": "hi", "txnId": "t2"})).await,
+        send_text(
+            &app,
+            &token,
+            "!unknown:seed.test",
+            json!({"content": "hi", "txnId": "t2"}),
+        )
+        .await,
         404,
         "not_found",
     )
@@ -971,7 +1058,10 @@ async fn sending_refuses_bad_input_unknown_rooms_and_unresolved_recipients() {
         let text = resp.text().await.unwrap();
         assert_eq!(status, 400, "{body}: {text}");
         let err: Value = serde_json::from_str(&text).unwrap();
-        assert!(err["error"].is_string() && err["message"].is_string(), "{text}");
+        assert!(
+            err["error"].is_string() && err["message"].is_string(),
+            "{text}"
+        );
     }
     let resp = app
         .http
@@ -1003,10 +1093,20 @@ async fn homeserver_failures_are_502_and_503_and_a_retry_with_the_txn_id_is_safe
     let seed = Seeder::open(&app);
     let id = uid(&me);
     // A room the user "has" that does not exist on the homeserver.
-    let ghost = format!("!ghost{}:{}", uuid::Uuid::new_v4().simple(), synapse().server_name);
+    let ghost = format!(
+        "!ghost{}:{}",
+        uuid::Uuid::new_v4().simple(),
+        synapse().server_name
+    );
     seed.room(&id, &ghost, None);
     let err = expect_error(
-        send_text(&app, &token, &ghost, json!({"content": "hi", "txnId": "g1"})).await,
+        send_text(
+            &app,
+            &token,
+            &ghost,
+            json!({"content": "hi", "txnId": "g1"}),
+        )
+        .await,
         502,
         "homeserver_error",
     )
@@ -1021,15 +1121,16 @@ async fn homeserver_failures_are_502_and_503_and_a_retry_with_the_txn_id_is_safe
     app.signal("TERM");
     let config = std::fs::read_to_string(&app.config_path).unwrap();
     let dead = format!("http://127.0.0.1:{}", free_port());
-    std::fs::write(
-        &app.config_path,
-        config.replace(&synapse().base_url, &dead),
-    )
-    .unwrap();
+    std::fs::write(&app.config_path, config.replace(&synapse().base_url, &dead)).unwrap();
     app.spawn().await;
     let text = format!("retry me {}", uuid::Uuid::new_v4());
     let body = json!({"content": text, "txnId": "retry-1"});
-    let err = expect_error(send_text(&app, &token, &room, body.clone()).await, 503, "homeserver_unavailable").await;
+    let err = expect_error(
+        send_text(&app, &token, &room, body.clone()).await,
+        503,
+        "homeserver_unavailable",
+    )
+    .await;
     assert!(!err["message"].as_str().unwrap().is_empty());
 
     // Back online: the retry with the same txnId sends, once.
@@ -1055,7 +1156,11 @@ async fn multi_send_answers_200_207_or_500_with_the_same_shape() {
     let id = uid(&me);
     seed.room(&id, &r1, None);
     seed.room(&id, &r2, None);
-    let ghost = format!("!ghost{}:{}", uuid::Uuid::new_v4().simple(), synapse().server_name);
+    let ghost = format!(
+        "!ghost{}:{}",
+        uuid::Uuid::new_v4().simple(),
+        synapse().server_name
+    );
     seed.room(&id, &ghost, None);
     let unknown = "!not-mine:seed.test";
 
@@ -1093,7 +1198,11 @@ async fn multi_send_answers_200_207_or_500_with_the_same_shape() {
     }
 
     let text = format!("partial {}", uuid::Uuid::new_v4());
-    let partial = expect_json(multi(vec![unknown, &r1, &ghost], &text, Some("m.notice")).await, 207).await;
+    let partial = expect_json(
+        multi(vec![unknown, &r1, &ghost], &text, Some("m.notice")).await,
+        207,
+    )
+    .await;
     check_shape(&partial, 1, 2);
     assert_eq!(partial["results"][0]["error"], "not_found");
     assert_eq!(partial["results"][1]["success"], true);
@@ -1114,15 +1223,21 @@ async fn multi_send_answers_200_207_or_500_with_the_same_shape() {
         json!({"body": "x"}),
         json!({"roomIds": "not an array", "body": "x"}),
     ] {
-        let resp = app.post_json("/api/messages/send-multi", Some(jwt), body.clone()).await;
+        let resp = app
+            .post_json("/api/messages/send-multi", Some(jwt), body.clone())
+            .await;
         let status = resp.status().as_u16();
         let text = resp.text().await.unwrap();
         assert_eq!(status, 400, "{body}: {text}");
     }
     let token = personal_token(&app, &me).await;
     expect_error(
-        app.post_json("/api/messages/send-multi", Some(&token), json!({"roomIds": [r1], "body": "x"}))
-            .await,
+        app.post_json(
+            "/api/messages/send-multi",
+            Some(&token),
+            json!({"roomIds": [r1], "body": "x"}),
+        )
+        .await,
         403,
         "forbidden_for_api_token",
     )
@@ -1137,7 +1252,10 @@ async fn wait_for_history(app: &TestApp, token: &str, room: &str, want: usize) -
     let deadline = Instant::now() + Duration::from_secs(20);
     loop {
         let resp = app
-            .get_auth(&format!("/api/messages?roomId={}&limit=100", enc(room)), token)
+            .get_auth(
+                &format!("/api/messages?roomId={}&limit=100", enc(room)),
+                token,
+            )
             .await;
         let status = resp.status().as_u16();
         let body: Value = resp.json().await.unwrap_or_default();
@@ -1170,7 +1288,13 @@ async fn a_synced_conversation_reads_in_both_views_and_counts_in_the_stats() {
 
     let reply = "yes, here";
     let sent = expect_json(
-        send_text(&app, &token, &room, json!({"content": reply, "txnId": "reply-1"})).await,
+        send_text(
+            &app,
+            &token,
+            &room,
+            json!({"content": reply, "txnId": "reply-1"}),
+        )
+        .await,
         200,
     )
     .await;
@@ -1195,7 +1319,10 @@ async fn a_synced_conversation_reads_in_both_views_and_counts_in_the_stats() {
         .map(|x| x["timestamp"].as_i64().unwrap())
         .collect();
     let now = chrono::Utc::now().timestamp_millis();
-    assert!(ts.iter().all(|t| (now - 120_000..=now + 5_000).contains(t)), "{ts:?}");
+    assert!(
+        ts.iter().all(|t| (now - 120_000..=now + 5_000).contains(t)),
+        "{ts:?}"
+    );
 
     // The native view: same events, content sealed to the registered key.
     let native = history(&app, &me.access_token, &format!("?roomId={}", enc(&room))).await;
@@ -1211,7 +1338,11 @@ async fn a_synced_conversation_reads_in_both_views_and_counts_in_the_stats() {
     assert_eq!(items[1]["isMine"], false);
 
     // Statistics over what was stored: the three messages of one room.
-    let stats = expect_json(app.get_auth("/api/messages/stats", &me.access_token).await, 200).await;
+    let stats = expect_json(
+        app.get_auth("/api/messages/stats", &me.access_token).await,
+        200,
+    )
+    .await;
     let s = &stats["stats"];
     assert_eq!(s["total_messages"], 3);
     assert_eq!(s["total_rooms"], 1);
@@ -1227,5 +1358,7 @@ async fn a_synced_conversation_reads_in_both_views_and_counts_in_the_stats() {
     assert!((s["avg_importance"].as_f64().unwrap() - avg).abs() < 1e-9);
     assert_eq!(s["high_importance_count"], high);
     assert_eq!(s["questions_count"], questions);
-    assert!(s["all_categories"].as_array().is_some_and(|c| !c.is_empty()));
+    assert!(s["all_categories"]
+        .as_array()
+        .is_some_and(|c| !c.is_empty()));
 }

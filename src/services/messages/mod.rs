@@ -11,13 +11,16 @@
 //! - Direction: a message is `outgoing` when its sender is the user's Matrix ID or the
 //!   Matrix ID of any account of the user's account group (the user's linked identities);
 //!   `isMine` is the user's own Matrix ID only.
+//! - Opened contents are cached in memory while they match their row ([`cache`]).
+//!
+//! Sending lives in [`send`].
 
 use std::collections::{BTreeSet, HashSet};
+use std::sync::Arc;
 
 use base64::engine::general_purpose::URL_SAFE_NO_PAD;
 use base64::Engine as _;
-use futures_util::stream::{self, StreamExt};
-use rusqlite::{Connection, TransactionBehavior};
+use rusqlite::Connection;
 use serde::{Deserialize, Serialize};
 use serde_json::{json, Value};
 
@@ -25,16 +28,19 @@ use super::conversations::{self, MessageContent};
 use super::keys::validate_public_key;
 use super::session::Principal;
 use super::users;
-use crate::crypto::{self, Envelope};
+use crate::crypto::{self, DataKey, Envelope};
 use crate::error::{AppError, AppResult};
 use crate::events::kind;
-use crate::matrix::MatrixError;
-use crate::ratelimit::unix_now;
 use crate::state::AppState;
 use crate::store::messages::{self as stored, MessageRow, MessageStats, PageStart};
-use crate::store::sent_transactions::{self, SentTransaction};
+use crate::store::user_keys;
 use crate::store::users::UserRow;
-use crate::store::{rooms, user_keys};
+use cache::KeyTag;
+
+pub mod cache;
+pub mod send;
+
+pub use send::{homeserver_error, send_multi, send_to_room, MultiSendItem, Sent};
 
 /// Page size when `limit` is absent; `limit` must be 1 to [`MAX_LIMIT`].
 pub const DEFAULT_LIMIT: i64 = 50;
@@ -43,19 +49,6 @@ pub const MAX_LIMIT: i64 = 100;
 pub const DELETE_CONFIRMATION: &str = "DELETE_MESSAGES";
 /// Messages with at least this importance count as high importance in the statistics.
 pub const HIGH_IMPORTANCE: f64 = 0.7;
-/// Longest text that can be sent, in characters.
-pub const MAX_TEXT_CHARS: usize = 65_536;
-/// Longest client transaction id, in characters.
-pub const MAX_TXN_ID_CHARS: usize = 255;
-/// Most rooms one multi-send may address.
-pub const MAX_MULTI_ROOMS: usize = 100;
-/// Sends of one multi-send in flight at once.
-pub const MULTI_SEND_CONCURRENCY: usize = 8;
-/// Message types a multi-send may use.
-pub const TEXT_MSGTYPES: &[&str] = &["m.text", "m.notice", "m.emote"];
-/// Matrix transaction ids of single sends are the client's `txnId` under this prefix, so
-/// they cannot collide with transaction ids the native app uses on the same Matrix account.
-const MATRIX_TXN_PREFIX: &str = "sb-api.";
 const MAX_ROOM_ID_CHARS: usize = 255;
 const MAX_CURSOR_CHARS: usize = 2048;
 
@@ -84,12 +77,24 @@ pub struct ReadableMessage {
     pub event_id: String,
     pub room_id: String,
     pub sender_id: String,
-    /// Empty for redacted messages.
-    pub text: String,
-    pub content: Value,
+    /// `body` is the readable text (see [`ReadableMessage::text`]); `content` the event
+    /// content. Shared with the content cache.
+    pub content: Arc<MessageContent>,
+    pub redacted: bool,
     pub outgoing: bool,
     pub is_mine: bool,
     pub timestamp: i64,
+}
+
+impl ReadableMessage {
+    /// The readable text; empty for redacted messages.
+    pub fn text(&self) -> &str {
+        if self.redacted {
+            ""
+        } else {
+            &self.content.body
+        }
+    }
 }
 
 #[derive(Debug, Clone)]
@@ -131,7 +136,7 @@ pub fn parse_before(before: Option<&str>) -> AppResult<Option<i64>> {
         .map_err(|_| bad())
 }
 
-fn parse_room_id(field: &str, room_id: &str) -> AppResult<String> {
+pub(crate) fn parse_room_id(field: &str, room_id: &str) -> AppResult<String> {
     let trimmed = room_id.trim();
     let n = trimmed.chars().count();
     if n == 0 || n > MAX_ROOM_ID_CHARS {
@@ -145,33 +150,6 @@ fn parse_room_id(field: &str, room_id: &str) -> AppResult<String> {
 
 fn parse_optional_room_id(room_id: Option<&str>) -> AppResult<Option<String>> {
     room_id.map(|r| parse_room_id("roomId", r)).transpose()
-}
-
-/// Text to send: 1 to [`MAX_TEXT_CHARS`] characters, not only whitespace.
-pub fn validate_text(field: &str, text: &str) -> AppResult<()> {
-    let n = text.chars().count();
-    if n == 0 || n > MAX_TEXT_CHARS || text.trim().is_empty() {
-        return Err(AppError::invalid(
-            field,
-            format!("must be 1 to {MAX_TEXT_CHARS} characters and not only whitespace"),
-        ));
-    }
-    Ok(())
-}
-
-/// `txnId`: 1 to 255 characters out of `A-Z a-z 0-9 . _ ~ -`.
-pub fn validate_txn_id(txn_id: &str) -> AppResult<()> {
-    let ok = (1..=MAX_TXN_ID_CHARS).contains(&txn_id.len())
-        && txn_id
-            .bytes()
-            .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'.' | b'_' | b'~' | b'-'));
-    if !ok {
-        return Err(AppError::invalid(
-            "txnId",
-            format!("must be 1 to {MAX_TXN_ID_CHARS} characters of A-Z a-z 0-9 . _ ~ -"),
-        ));
-    }
-    Ok(())
 }
 
 /// Position in a personal-token listing; sent to the client as base64url JSON.
@@ -215,11 +193,11 @@ impl Cursor {
     }
 }
 
-fn load_user(c: &Connection, user_id: &str) -> AppResult<UserRow> {
+pub(crate) fn load_user(c: &Connection, user_id: &str) -> AppResult<UserRow> {
     crate::store::users::find(c, user_id)?.ok_or_else(|| AppError::not_found("user"))
 }
 
-fn room_not_found() -> AppError {
+pub(crate) fn room_not_found() -> AppError {
     AppError::not_found("room")
 }
 
@@ -286,13 +264,17 @@ pub async fn history(
         .await
 }
 
-/// Opens a stored message: `None` when its content is unreadable (shredded data key).
-fn open(dek: &crypto::DataKey, row: &MessageRow) -> Option<MessageContent> {
+/// Opens a stored message (through the cache): `None` when its content is unreadable
+/// (sealed under a data key that was shredded).
+fn open(dek: &DataKey, key: KeyTag, row: &MessageRow) -> Option<Arc<MessageContent>> {
+    let cache = cache::cache();
+    if let Some(content) = cache.get(&row.id, key, &row.content_enc) {
+        return Some(content);
+    }
     match conversations::open_message(dek, &row.id, &row.content_enc) {
-        Ok(mut content) => {
-            if row.redacted {
-                content.body.clear();
-            }
+        Ok(content) => {
+            let content = Arc::new(content);
+            cache.put(&row.id, key, &row.content_enc, content.clone());
             Some(content)
         }
         Err(e) => {
@@ -302,22 +284,34 @@ fn open(dek: &crypto::DataKey, row: &MessageRow) -> Option<MessageContent> {
     }
 }
 
+/// The plaintext sealed into a native envelope.
+#[derive(Serialize)]
+struct Plaintext<'a> {
+    body: &'a str,
+    content: &'a Value,
+}
+
 fn is_mine(user: &UserRow, row: &MessageRow) -> bool {
     row.is_mine || user.matrix_user_id.as_deref() == Some(row.sender_id.as_str())
 }
 
 fn seal_page(
     user: &UserRow,
-    dek: &crypto::DataKey,
+    dek: &DataKey,
     recipient: &[u8; 32],
     rows: Vec<(MessageRow, Option<String>)>,
 ) -> AppResult<History> {
+    let key = KeyTag::of(dek);
     let mut out = Vec::with_capacity(rows.len());
     for (mut row, platform) in rows {
-        let Some(content) = open(dek, &row) else {
+        let Some(content) = open(dek, key, &row) else {
             continue;
         };
-        let plaintext = serde_json::to_vec(&content).map_err(AppError::internal)?;
+        let plaintext = Plaintext {
+            body: if row.redacted { "" } else { &content.body },
+            content: &content.content,
+        };
+        let plaintext = serde_json::to_vec(&plaintext).map_err(AppError::internal)?;
         let envelope = crypto::seal_to(recipient, &plaintext).map_err(|_| {
             AppError::conflict(
                 "invalid_public_key",
@@ -341,7 +335,7 @@ fn seal_page(
 fn readable_page(
     c: &Connection,
     user: &UserRow,
-    dek: &crypto::DataKey,
+    dek: &DataKey,
     room_id: Option<String>,
     cursor: Option<Cursor>,
     limit: i64,
@@ -404,16 +398,17 @@ fn readable_page(
         .into_iter()
         .collect();
     own.extend(user.matrix_user_id.clone());
+    let key = KeyTag::of(dek);
     let messages = rows
         .into_iter()
         .filter_map(|row| {
-            let content = open(dek, &row)?;
+            let content = open(dek, key, &row)?;
             let is_mine = is_mine(user, &row);
             Some(ReadableMessage {
                 outgoing: is_mine || own.contains(&row.sender_id),
                 is_mine,
-                text: content.body,
-                content: content.content,
+                content,
+                redacted: row.redacted,
                 timestamp: row.ts,
                 event_id: row.event_id,
                 room_id: row.room_id,
@@ -511,252 +506,6 @@ pub async fn stats(state: &AppState, user_id: &str) -> AppResult<MessageStats> {
         .await
 }
 
-/// A homeserver failure as the API reports it: 503 when unreachable, 502 otherwise.
-pub fn homeserver_error(e: MatrixError) -> AppError {
-    match e {
-        MatrixError::Unreachable(detail) => AppError::Unavailable {
-            code: "homeserver_unavailable",
-            message: format!("the Matrix homeserver is unreachable: {detail}"),
-        },
-        MatrixError::Http {
-            status,
-            errcode,
-            message,
-        } => AppError::BadGateway {
-            code: "homeserver_error",
-            message: format!(
-                "the Matrix homeserver refused the message ({status} {errcode}): {message}"
-            ),
-        },
-        MatrixError::Decode(detail) => AppError::BadGateway {
-            code: "homeserver_error",
-            message: format!("unexpected answer from the Matrix homeserver: {detail}"),
-        },
-    }
-}
-
-fn no_homeserver() -> AppError {
-    AppError::Unavailable {
-        code: "homeserver_unavailable",
-        message: "no Matrix homeserver is configured on this server".into(),
-    }
-}
-
-fn matrix_token(state: &AppState, user: &UserRow) -> AppResult<String> {
-    users::matrix_token_of(&state.master, user)?.ok_or_else(|| {
-        AppError::conflict(
-            "matrix_account_missing",
-            "this account has no Matrix session yet; sign in again in the native app",
-        )
-    })
-}
-
-fn text_content(msgtype: &str, body: &str) -> Value {
-    json!({ "msgtype": msgtype, "body": body })
-}
-
-/// Result of a single send.
-#[derive(Debug, Clone)]
-pub struct Sent {
-    pub event_id: String,
-    pub room_id: String,
-    pub txn_id: String,
-    /// The `txnId` had been used before: nothing new was sent.
-    pub duplicate: bool,
-}
-
-enum Prepared {
-    Done(String),
-    Send { token: String, duplicate: bool },
-}
-
-/// `POST /api/rooms/{roomId}/messages`: sends `text` as `m.text`, once per (user, `txnId`).
-pub async fn send_to_room(
-    state: &AppState,
-    user_id: &str,
-    room_id: &str,
-    text: &str,
-    txn_id: &str,
-) -> AppResult<Sent> {
-    let room_id = parse_room_id("roomId", room_id)?;
-    validate_text("content", text)?;
-    validate_txn_id(txn_id)?;
-    let matrix = state.matrix.clone().ok_or_else(no_homeserver)?;
-    let (uid, room, txn, st) = (
-        user_id.to_owned(),
-        room_id.clone(),
-        txn_id.to_owned(),
-        state.clone(),
-    );
-    let prepared = state
-        .store
-        .run(move |c| {
-            let tx = c.transaction_with_behavior(TransactionBehavior::Immediate)?;
-            let user = load_user(&tx, &uid)?;
-            let earlier = sent_transactions::find(&tx, &uid, &txn)?;
-            if let Some(t) = &earlier {
-                if t.room_id != room {
-                    return Err(AppError::conflict(
-                        "txn_id_conflict",
-                        "this txnId was already used for another room; use a new txnId per message",
-                    ));
-                }
-                if let Some(event_id) = &t.event_id {
-                    return Ok(Prepared::Done(event_id.clone()));
-                }
-            }
-            let r = rooms::find(&tx, &uid, &room)?.ok_or_else(room_not_found)?;
-            if r.is_direct && r.recipient_id.is_none() {
-                return Err(AppError::conflict(
-                    "recipient_unresolved",
-                    "the recipient of this direct conversation is not verified yet: \
-                     verify this conversation in the native app first",
-                ));
-            }
-            let token = matrix_token(&st, &user)?;
-            if earlier.is_none() {
-                sent_transactions::insert_if_new(
-                    &tx,
-                    &SentTransaction {
-                        user_id: uid.clone(),
-                        txn_id: txn.clone(),
-                        room_id: room.clone(),
-                        event_id: None,
-                        created_at: unix_now() as i64,
-                    },
-                )?;
-            }
-            tx.commit()?;
-            Ok(Prepared::Send {
-                token,
-                duplicate: earlier.is_some(),
-            })
-        })
-        .await?;
-    let sent = |event_id, duplicate| Sent {
-        event_id,
-        room_id: room_id.clone(),
-        txn_id: txn_id.to_owned(),
-        duplicate,
-    };
-    let (token, duplicate) = match prepared {
-        Prepared::Done(event_id) => return Ok(sent(event_id, true)),
-        Prepared::Send { token, duplicate } => (token, duplicate),
-    };
-    let event_id = matrix
-        .send_event(
-            &token,
-            &room_id,
-            "m.room.message",
-            &format!("{MATRIX_TXN_PREFIX}{txn_id}"),
-            &text_content("m.text", text),
-        )
-        .await
-        .map_err(homeserver_error)?;
-    let (uid, txn, ev) = (user_id.to_owned(), txn_id.to_owned(), event_id.clone());
-    state
-        .store
-        .run(move |c| Ok::<_, AppError>(sent_transactions::set_event_id(c, &uid, &txn, &ev)?))
-        .await?;
-    Ok(sent(event_id, duplicate))
-}
-
-/// One room of a multi-send.
-#[derive(Debug)]
-pub struct MultiSendItem {
-    pub room_id: String,
-    pub result: AppResult<String>,
-}
-
-/// `POST /api/messages/send-multi`: `body` to each room (duplicates removed, first
-/// occurrence kept), at most [`MULTI_SEND_CONCURRENCY`] at once. Per-room failures are
-/// results, not errors; only invalid input is an error.
-pub async fn send_multi(
-    state: &AppState,
-    user_id: &str,
-    room_ids: &[String],
-    body: &str,
-    msgtype: Option<&str>,
-) -> AppResult<Vec<MultiSendItem>> {
-    if room_ids.is_empty() || room_ids.len() > MAX_MULTI_ROOMS {
-        return Err(AppError::invalid(
-            "roomIds",
-            format!("must hold 1 to {MAX_MULTI_ROOMS} room ids"),
-        ));
-    }
-    let mut unique = Vec::with_capacity(room_ids.len());
-    for (i, r) in room_ids.iter().enumerate() {
-        let room = parse_room_id(&format!("roomIds[{i}]"), r)?;
-        if !unique.contains(&room) {
-            unique.push(room);
-        }
-    }
-    validate_text("body", body)?;
-    let msgtype = msgtype.map(str::trim).unwrap_or("m.text");
-    if !TEXT_MSGTYPES.contains(&msgtype) {
-        return Err(AppError::invalid(
-            "msgtype",
-            format!("must be one of {}", TEXT_MSGTYPES.join(", ")),
-        ));
-    }
-    let (uid, wanted, st) = (user_id.to_owned(), unique.clone(), state.clone());
-    let (token, known) = state
-        .store
-        .run(move |c| {
-            let user = load_user(c, &uid)?;
-            let token = match st.matrix {
-                Some(_) => matrix_token(&st, &user),
-                None => Err(no_homeserver()),
-            };
-            let mut known = HashSet::new();
-            for room in &wanted {
-                if stored::room_platform(c, &uid, room)?.is_some() {
-                    known.insert(room.clone());
-                }
-            }
-            Ok::<_, AppError>((token, known))
-        })
-        .await?;
-    let content = text_content(msgtype, body);
-    let batch = uuid::Uuid::new_v4().simple().to_string();
-    let (token, content, known, batch) = (&token, &content, &known, &batch);
-    let items = stream::iter(unique.into_iter().enumerate())
-        .map(|(i, room_id)| async move {
-            let result = match (token, state.matrix.as_ref()) {
-                _ if !known.contains(&room_id) => Err(room_not_found()),
-                (Err(e), _) => Err(clone_error(e)),
-                (Ok(_), None) => Err(no_homeserver()),
-                (Ok(token), Some(matrix)) => matrix
-                    .send_event(
-                        token,
-                        &room_id,
-                        "m.room.message",
-                        &format!("sb-multi.{batch}.{i}"),
-                        content,
-                    )
-                    .await
-                    .map_err(homeserver_error),
-            };
-            MultiSendItem { room_id, result }
-        })
-        .buffered(MULTI_SEND_CONCURRENCY)
-        .collect()
-        .await;
-    Ok(items)
-}
-
-/// The same error again (for reporting one cause on several rooms).
-fn clone_error(e: &AppError) -> AppError {
-    match e {
-        AppError::Conflict { code, message } => AppError::conflict(code, message.clone()),
-        AppError::Unavailable { code, message } => AppError::Unavailable {
-            code,
-            message: message.clone(),
-        },
-        other => AppError::internal(other),
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -814,19 +563,5 @@ mod tests {
         for bad in ["", "1700000000000", "%%%", &half, &"A".repeat(5000)] {
             assert!(Cursor::decode(bad).is_err(), "{bad}");
         }
-    }
-
-    #[test]
-    fn txn_ids_and_texts_are_validated() {
-        assert!(validate_txn_id("abc-1.2_3~").is_ok());
-        assert!(validate_txn_id(&"a".repeat(255)).is_ok());
-        for bad in ["", "has space", "slash/", "ü", &"a".repeat(256)] {
-            assert!(validate_txn_id(bad).is_err(), "{bad}");
-        }
-        assert!(validate_text("content", "hi").is_ok());
-        assert!(validate_text("content", &"é".repeat(MAX_TEXT_CHARS)).is_ok());
-        assert!(validate_text("content", &"a".repeat(MAX_TEXT_CHARS + 1)).is_err());
-        assert!(validate_text("content", "").is_err());
-        assert!(validate_text("content", " \n ").is_err());
     }
 }
