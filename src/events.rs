@@ -124,7 +124,9 @@ impl Default for Shutdown {
 impl Shutdown {
     pub fn new() -> Self {
         let (sender, _) = watch::channel(false);
-        Self { sender: Arc::new(sender) }
+        Self {
+            sender: Arc::new(sender),
+        }
     }
 
     pub fn trigger(&self) {
@@ -150,7 +152,11 @@ mod tests {
     async fn subscribers_get_events_and_resume_from_an_id() {
         let hub = EventHub::new();
         let mut rx = hub.subscribe();
-        let first = hub.publish("u1", kind::ROOM_UPDATED, serde_json::json!({"roomId": "!a"}));
+        let first = hub.publish(
+            "u1",
+            kind::ROOM_UPDATED,
+            serde_json::json!({"roomId": "!a"}),
+        );
         let second = hub.publish("u2", kind::ROOM_UPDATED, serde_json::json!({}));
         let third = hub.publish("u1", kind::MESSAGE_CREATED, serde_json::json!({}));
         assert!(first < second && second < third);

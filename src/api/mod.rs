@@ -16,6 +16,7 @@ pub mod attestation;
 pub mod auth;
 pub mod bridges;
 pub mod devices;
+pub mod email;
 pub mod error;
 pub mod gate;
 pub mod health;
@@ -67,6 +68,8 @@ pub enum ApiTags {
     Sync,
     /// Bridges to WhatsApp, Telegram and Discord: status and interactive logins.
     Bridges,
+    /// E-mail threads, labels and signatures (not implemented yet: 501).
+    Email,
 }
 
 type Apis = (
@@ -82,7 +85,7 @@ type Apis = (
     rooms::RoomsApi,
     linked::LinkedApi,
     sync::SyncApi,
-    bridges::BridgesApi,
+    (bridges::BridgesApi, email::EmailApi),
 );
 
 fn apis() -> Apis {
@@ -99,7 +102,7 @@ fn apis() -> Apis {
         rooms::RoomsApi,
         linked::LinkedApi,
         sync::SyncApi,
-        bridges::BridgesApi,
+        (bridges::BridgesApi, email::EmailApi),
     )
 }
 

@@ -311,7 +311,14 @@ fn insert_message(
     }
     // An incoming message brings an archived conversation back to the active list.
     if !is_mine && view.row.archived && view.row.archived_at.is_none_or(|at| ts > at * 1000) {
-        crate::store::rooms::set_flag(tx, ctx.user_id, &view.row.room_id, RoomFlag::Archived, false, ctx.now)?;
+        crate::store::rooms::set_flag(
+            tx,
+            ctx.user_id,
+            &view.row.room_id,
+            RoomFlag::Archived,
+            false,
+            ctx.now,
+        )?;
         view.row.archived = false;
         view.row.archived_at = None;
     }

@@ -65,4 +65,3 @@ async fn supervise(state: AppState, matrix: crate::matrix::MatrixClient) {
     }
     tracing::debug!(workers = workers.len(), "sync supervisor stopped");
 }
-

@@ -270,3 +270,36 @@ async fn tls_is_served_when_a_certificate_is_configured() {
         "HTTPS request with the configured certificate"
     );
 }
+
+#[tokio::test]
+async fn email_routes_exist_behind_auth_and_answer_501() {
+    let app = TestApp::start_with_mail().await;
+    expect_error(app.get("/api/email/threads").await, 401, "unauthorized").await;
+    let session = app.sign_up("mailer").await;
+    let resp = app
+        .post_json(
+            "/api/developer/tokens",
+            Some(&session.access_token),
+            serde_json::json!({"name": "mail"}),
+        )
+        .await;
+    let token = expect_json(resp, 201).await["token"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    for (method, path) in [
+        (reqwest::Method::GET, "/api/email/threads"),
+        (reqwest::Method::PUT, "/api/email/threads/t1"),
+        (reqwest::Method::GET, "/api/email/messages/m1"),
+        (reqwest::Method::POST, "/api/email/compose"),
+        (reqwest::Method::GET, "/api/email/labels"),
+        (reqwest::Method::POST, "/api/email/labels"),
+        (reqwest::Method::GET, "/api/email/signatures"),
+        (reqwest::Method::POST, "/api/email/signatures"),
+    ] {
+        for bearer in [&session.access_token, &token] {
+            let resp = app.send(method.clone(), path, Some(bearer), None).await;
+            expect_error(resp, 501, "not_implemented").await;
+        }
+    }
+}
