@@ -264,8 +264,9 @@ fn cpu_secs(prefix: &str) -> f64 {
 
 struct Outcome {
     elapsed: Duration,
-    /// Server CPU per successful request.
+    /// Server and client CPU per successful request.
     server_cpu: Duration,
+    client_cpu: Duration,
     ok: u64,
     errors: u64,
     latencies: Vec<Duration>,
@@ -286,12 +287,13 @@ impl Outcome {
 
     fn print(&self, what: &str) {
         println!(
-            "{what:<36} {:>7.0} req/s  p50 {:>6.2} ms  p99 {:>6.2} ms  max {:>7.2} ms  server CPU {:>5.0} µs/req  errors {}",
+            "{what:<36} {:>7.0} req/s  p50 {:>6.2} ms  p99 {:>6.2} ms  max {:>7.2} ms  CPU/req server {:>4.0} µs client {:>4.0} µs  errors {}",
             self.rate(),
             ms(self.percentile(0.5)),
             ms(self.percentile(0.99)),
             ms(self.latencies.last().copied().unwrap_or_default()),
             self.server_cpu.as_secs_f64() * 1e6,
+            self.client_cpu.as_secs_f64() * 1e6,
             self.errors
         );
     }
@@ -306,7 +308,7 @@ async fn run(
     duration: Duration,
 ) -> Outcome {
     let start = Instant::now();
-    let cpu_before = cpu_secs("server");
+    let cpu_before = (cpu_secs("server"), cpu_secs("client"));
     let deadline = start + duration;
     let url: Arc<str> = url.into();
     let token: Option<Arc<str>> = token.map(Into::into);
@@ -339,6 +341,7 @@ async fn run(
     let mut out = Outcome {
         elapsed: Duration::ZERO,
         server_cpu: Duration::ZERO,
+        client_cpu: Duration::ZERO,
         ok: 0,
         errors: 0,
         latencies: Vec::new(),
@@ -350,8 +353,11 @@ async fn run(
         out.latencies.extend(latencies);
     }
     out.elapsed = start.elapsed();
-    out.server_cpu =
-        Duration::from_secs_f64((cpu_secs("server") - cpu_before).max(0.0) / out.ok.max(1) as f64);
+    let per_request = |before: f64, now: f64| {
+        Duration::from_secs_f64((now - before).max(0.0) / out.ok.max(1) as f64)
+    };
+    out.server_cpu = per_request(cpu_before.0, cpu_secs("server"));
+    out.client_cpu = per_request(cpu_before.1, cpu_secs("client"));
     out.latencies.sort();
     out
 }

@@ -53,6 +53,23 @@ fn aad(id: &str) -> Aad<'_> {
     Aad::new("devices", "token", id)
 }
 
+/// Re-seals every device push token of `user_id` from `old` to `new` (key deletion replaces
+/// the data key; push must keep working). Tokens that cannot be opened are left as they are.
+pub fn reseal_tokens(
+    conn: &rusqlite::Connection,
+    user_id: &str,
+    old: &crate::crypto::DataKey,
+    new: &crate::crypto::DataKey,
+) -> rusqlite::Result<()> {
+    for mut row in store::list(conn, user_id)? {
+        if let Ok(token) = old.open(&row.token_enc, &aad(&row.id)) {
+            row.token_enc = new.seal(&token, &aad(&row.id));
+            store::update(conn, &row)?;
+        }
+    }
+    Ok(())
+}
+
 /// Validates and normalises (trim, lowercase) a device token.
 pub fn validate_token(token: &str) -> AppResult<String> {
     let t = token.trim();

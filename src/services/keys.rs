@@ -219,7 +219,10 @@ pub async fn delete(state: &AppState, user_id: &str, confirmation: Option<&str>)
             }
             let email = users::email_of(&master, &user)?;
             let matrix_token = users::matrix_token_of(&master, &user)?;
+            let old = users::data_key(&master, &user)?;
             let fresh = DataKey::generate();
+            // Push tokens are not content: they must survive the shredding.
+            super::devices::reseal_tokens(&tx, &uid, &old, &fresh)?;
             user.dek_wrapped = master.wrap_dek(&fresh, &user.id);
             user.email_enc = fresh.seal_str(&email, &Aad::new("users", "email", &user.id));
             user.matrix_access_token_enc = match matrix_token {

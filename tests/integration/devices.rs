@@ -621,3 +621,47 @@ async fn an_important_incoming_message_is_pushed_without_its_text() {
     );
     assert!(p.jwt_ok);
 }
+
+#[tokio::test]
+async fn push_keeps_working_after_the_user_deletes_their_keys() {
+    use base64::Engine as _;
+    let apns = ApnsStandIn::start().await;
+    let app = TestApp::start_with_mail_and(apns.config()).await;
+    let user = app.sign_up("dev-shred").await;
+    let t = &user.access_token;
+    let key = base64::engine::general_purpose::STANDARD.encode([7u8; 32]);
+    let resp = app
+        .post_json("/api/keys/register", Some(t), json!({"publicKey": key}))
+        .await;
+    expect_json(resp, 200).await;
+    let token = device_token();
+    let id = register(&app, t, &token).await;
+    let resp = app
+        .http
+        .delete(app.url("/api/keys"))
+        .bearer_auth(t)
+        .header(
+            "X-Confirm-Key-Deletion",
+            "PERMANENTLY_DELETE_ALL_MY_MESSAGES",
+        )
+        .send()
+        .await
+        .unwrap();
+    expect_json(resp, 200).await;
+    let resp = app
+        .send(
+            Method::POST,
+            &format!("/api/devices/{id}/test"),
+            Some(t),
+            None,
+        )
+        .await;
+    expect_json(resp, 200).await;
+    assert_eq!(
+        apns.requests_for(&token).len(),
+        1,
+        "the push token was re-sealed, not shredded"
+    );
+    let list = devices(&app, t).await;
+    assert!(list[0]["tokenSuffix"].is_string(), "{list:?}");
+}
