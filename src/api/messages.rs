@@ -141,11 +141,11 @@ struct ReadableMessageOut<'a> {
     timestamp: i64,
 }
 
-impl<'a> From<&'a ReadableMessage> for ReadableMessageOut<'a> {
-    fn from(m: &'a ReadableMessage) -> Self {
+impl<'a> ReadableMessageOut<'a> {
+    fn new(room_id: &'a str, m: &'a ReadableMessage) -> Self {
         Self {
             event_id: &m.event_id,
-            room_id: &m.room_id,
+            room_id,
             sender_id: &m.sender_id,
             text: m.text(),
             content: &m.content.content,
@@ -465,11 +465,16 @@ impl MessagesApi {
                 FastJson::new(&page, 512 * page.messages.len() + 16)
             }
             messages::History::Readable {
+                room_id,
                 messages,
                 next_cursor,
             } => {
+                let room_id = room_id.as_deref().unwrap_or_default();
                 let page = ReadablePageOut {
-                    messages: messages.iter().map(Into::into).collect(),
+                    messages: messages
+                        .iter()
+                        .map(|m| ReadableMessageOut::new(room_id, m))
+                        .collect(),
                     next_cursor: next_cursor.as_deref(),
                 };
                 FastJson::new(&page, 384 * messages.len() + 256)
@@ -675,7 +680,6 @@ mod tests {
     fn the_readable_page_is_written_exactly_as_documented() {
         let message = ReadableMessage {
             event_id: "$e".into(),
-            room_id: "!r:x".into(),
             sender_id: "@s:x".into(),
             content: Arc::new(MessageContent {
                 body: "secret".into(),
@@ -687,7 +691,7 @@ mod tests {
             timestamp: 7,
         };
         let page = ReadablePageOut {
-            messages: vec![(&message).into()],
+            messages: vec![ReadableMessageOut::new("!r:x", &message)],
             next_cursor: None,
         };
         let written = serde_json::to_value(&page).unwrap();

@@ -133,7 +133,13 @@ impl PageStart {
     }
 }
 
-/// Up to `limit` messages of one room from `start`, newest first.
+/// Columns a history page needs (`user_id`, `room_id`, `category`, `is_question` and
+/// `created_at` are left out: known from the query, or not shown).
+const PAGE_COLUMNS: &str =
+    "id, event_id, sender_id, ts, msgtype, content_enc, is_mine, importance, edited, redacted";
+
+/// Up to `limit` messages of one room from `start`, newest first, with the
+/// [`PAGE_COLUMNS`] only (`user_id`, `room_id` and `category` are empty).
 ///
 /// No SQL `LIMIT`: with a bound `LIMIT ?` SQLite marks the statement for re-preparation on
 /// every new binding (it plans with the value), which costs more than the query; the scan
@@ -146,10 +152,24 @@ pub fn room_page(
     limit: i64,
 ) -> rusqlite::Result<Vec<MessageRow>> {
     let mut stmt = conn.prepare_cached(&format!(
-        "SELECT {COLUMNS} FROM messages WHERE user_id = ?1 AND room_id = ?2 \
+        "SELECT {PAGE_COLUMNS} FROM messages WHERE user_id = ?1 AND room_id = ?2 \
          AND ts <= ?3 AND (ts < ?3 OR event_id > ?4) ORDER BY ts DESC, event_id ASC"
     ))?;
-    let rows = stmt.query_map(params![user_id, room_id, start.ts, start.event_id], from_row)?;
+    let rows = stmt.query_map(params![user_id, room_id, start.ts, start.event_id], |r| {
+        Ok(MessageRow {
+            id: r.get(0)?,
+            event_id: r.get(1)?,
+            sender_id: r.get(2)?,
+            ts: r.get(3)?,
+            msgtype: r.get(4)?,
+            content_enc: r.get(5)?,
+            is_mine: r.get(6)?,
+            importance: r.get(7)?,
+            edited: r.get(8)?,
+            redacted: r.get(9)?,
+            ..MessageRow::default()
+        })
+    })?;
     rows.take(limit.max(0) as usize).collect()
 }
 

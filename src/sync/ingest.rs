@@ -309,8 +309,11 @@ fn insert_message(
     if !messages::insert_if_new(tx, &row)? {
         return Ok(false);
     }
-    // An incoming message brings an archived conversation back to the active list.
-    if !is_mine && view.row.archived && view.row.archived_at.is_none_or(|at| ts > at * 1000) {
+    // An incoming message sent after the archiving brings the conversation back to the
+    // active list. `archived_at` has whole seconds: a message from that same second may
+    // predate the archiving, so only later seconds count.
+    if !is_mine && view.row.archived && view.row.archived_at.is_none_or(|at| ts >= (at + 1) * 1000)
+    {
         crate::store::rooms::set_flag(
             tx,
             ctx.user_id,

@@ -75,7 +75,6 @@ pub struct SealedMessage {
 #[derive(Debug, Clone)]
 pub struct ReadableMessage {
     pub event_id: String,
-    pub room_id: String,
     pub sender_id: String,
     /// `body` is the readable text (see [`ReadableMessage::text`]); `content` the event
     /// content. Shared with the content cache.
@@ -100,7 +99,9 @@ impl ReadableMessage {
 #[derive(Debug, Clone)]
 pub enum History {
     Encrypted(Vec<SealedMessage>),
+    /// Every message of a readable page belongs to `room_id`.
     Readable {
+        room_id: Option<String>,
         messages: Vec<ReadableMessage>,
         next_cursor: Option<String>,
     },
@@ -253,7 +254,13 @@ pub async fn history(
                         stored::room_platform(c, &uid, &room_id)?.ok_or_else(room_not_found)?;
                     stored::room_page(c, &uid, &room_id, &start, limit)?
                         .into_iter()
-                        .map(|m| (m, platform.clone()))
+                        .map(|m| {
+                            let m = MessageRow {
+                                room_id: room_id.clone(),
+                                ..m
+                            };
+                            (m, platform.clone())
+                        })
                         .collect()
                 }
                 None => stored::user_page(c, &uid, &start, limit)?,
@@ -365,13 +372,13 @@ fn readable_page(
         }
         (None, None) => match stored::room_from(c, uid, "", true)? {
             Some(first) => (first, PageStart::newest()),
-            None => return Ok(readable(Vec::new(), None)),
+            None => return Ok(empty_page()),
         },
         (None, Some(cur)) => match stored::room_from(c, uid, &cur.r, true)? {
             // The cursor's room may have been removed meanwhile: continue with the next.
             Some(found) if found == cur.r => (found, cur.start()),
             Some(next) => (next, PageStart::newest()),
-            None => return Ok(readable(Vec::new(), None)),
+            None => return Ok(empty_page()),
         },
     };
     let mut rows = stored::room_page(c, uid, &room, &start, limit + 1)?;
@@ -411,18 +418,22 @@ fn readable_page(
                 redacted: row.redacted,
                 timestamp: row.ts,
                 event_id: row.event_id,
-                room_id: row.room_id,
                 sender_id: row.sender_id,
             })
         })
         .collect();
-    Ok(readable(messages, next.map(|c| c.encode())))
+    Ok(History::Readable {
+        room_id: Some(room),
+        messages,
+        next_cursor: next.map(|c| c.encode()),
+    })
 }
 
-fn readable(messages: Vec<ReadableMessage>, next_cursor: Option<String>) -> History {
+fn empty_page() -> History {
     History::Readable {
-        messages,
-        next_cursor,
+        room_id: None,
+        messages: Vec::new(),
+        next_cursor: None,
     }
 }
 
