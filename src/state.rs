@@ -87,7 +87,8 @@ impl AppState {
             &master.jwt_secret(),
             config.auth.access_token_ttl.0.as_secs(),
         );
-        let bridges = crate::services::bridges::Bridges::new(&config.bridges).map_err(StartupError::Other)?;
+        let bridges =
+            crate::services::bridges::Bridges::new(&config.bridges).map_err(StartupError::Other)?;
         let push = match &config.push {
             Some(p) => Some(crate::push::PushClient::new(p).map_err(StartupError::Other)?),
             None => None,

@@ -9,8 +9,8 @@ use poem::web::Data;
 use poem::IntoResponse;
 use poem_openapi::param::{Header, Path, Query};
 use poem_openapi::payload::{Json, Payload};
-use poem_openapi::registry::{MetaMediaType, MetaResponse, MetaResponses, MetaSchemaRef, Registry};
-use poem_openapi::types::Type;
+use poem_openapi::registry::{MetaResponses, MetaSchemaRef, Registry};
+use poem_openapi::types::{ToJSON, Type};
 use poem_openapi::{ApiResponse, Enum, Object, OpenApi, Union};
 use serde::Serialize;
 
@@ -393,20 +393,10 @@ impl<S> IntoResponse for FastJson<S> {
     }
 }
 
-impl<S: Type> ApiResponse for FastJson<S> {
+/// Documented exactly like `Json<S>`.
+impl<S: Type + ToJSON> ApiResponse for FastJson<S> {
     fn meta() -> MetaResponses {
-        MetaResponses {
-            responses: vec![MetaResponse {
-                description: "",
-                status: Some(200),
-                status_range: None,
-                content: vec![MetaMediaType {
-                    content_type: Self::CONTENT_TYPE,
-                    schema: Self::schema_ref(),
-                }],
-                headers: vec![],
-            }],
-        }
+        <Json<S> as ApiResponse>::meta()
     }
 
     fn register(registry: &mut Registry) {

@@ -24,8 +24,8 @@ pub mod keys;
 pub mod linked;
 pub mod messages;
 pub mod openapi;
-pub mod rooms;
 pub mod reminders;
+pub mod rooms;
 pub mod routes;
 pub mod scheduled;
 pub mod security;
@@ -80,7 +80,11 @@ type Apis = (
     accounts::AccountsApi,
     tokens::TokensApi,
     admin::AdminApi,
-    (scheduled::ScheduledApi, reminders::RemindersApi, devices::DevicesApi),
+    (
+        scheduled::ScheduledApi,
+        reminders::RemindersApi,
+        devices::DevicesApi,
+    ),
     messages::MessagesApi,
     rooms::RoomsApi,
     linked::LinkedApi,
@@ -97,7 +101,11 @@ fn apis() -> Apis {
         accounts::AccountsApi,
         tokens::TokensApi,
         admin::AdminApi,
-        (scheduled::ScheduledApi, reminders::RemindersApi, devices::DevicesApi),
+        (
+            scheduled::ScheduledApi,
+            reminders::RemindersApi,
+            devices::DevicesApi,
+        ),
         messages::MessagesApi,
         rooms::RoomsApi,
         linked::LinkedApi,

@@ -85,7 +85,11 @@ fn nullable_optional_properties(map: &mut Map<String, Value>) {
     let required: Vec<String> = map
         .get("required")
         .and_then(Value::as_array)
-        .map(|r| r.iter().filter_map(|v| v.as_str().map(str::to_owned)).collect())
+        .map(|r| {
+            r.iter()
+                .filter_map(|v| v.as_str().map(str::to_owned))
+                .collect()
+        })
         .unwrap_or_default();
     let Some(Value::Object(properties)) = map.get_mut("properties") else {
         return;

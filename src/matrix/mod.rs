@@ -208,7 +208,8 @@ impl MatrixClient {
         if let Some(filter) = filter {
             query.push(("filter", filter.to_owned()));
         }
-        let url = reqwest::Url::parse_with_params(&url, &query).map_err(|e| MatrixError::Decode(e.to_string()))?;
+        let url = reqwest::Url::parse_with_params(&url, &query)
+            .map_err(|e| MatrixError::Decode(e.to_string()))?;
         let resp = self
             .api
             .get(url)
@@ -241,29 +242,66 @@ impl MatrixClient {
             encode(event_type),
             encode(txn_id)
         );
-        let resp = self.api.put(url).bearer_auth(token).json(content).send().await.map_err(unreachable)?;
+        let resp = self
+            .api
+            .put(url)
+            .bearer_auth(token)
+            .json(content)
+            .send()
+            .await
+            .map_err(unreachable)?;
         let sent: Sent = decode(resp).await?;
         Ok(sent.event_id)
     }
 
     /// `POST /rooms/{roomId}/read_markers`: moves the fully-read marker and sends a public
     /// read receipt for `event_id`.
-    pub async fn mark_read(&self, token: &str, room_id: &str, event_id: &str) -> Result<(), MatrixError> {
-        let url = format!("{}/_matrix/client/v3/rooms/{}/read_markers", self.base, encode(room_id));
+    pub async fn mark_read(
+        &self,
+        token: &str,
+        room_id: &str,
+        event_id: &str,
+    ) -> Result<(), MatrixError> {
+        let url = format!(
+            "{}/_matrix/client/v3/rooms/{}/read_markers",
+            self.base,
+            encode(room_id)
+        );
         let body = json!({"m.fully_read": event_id, "m.read": event_id});
-        let resp = self.api.post(url).bearer_auth(token).json(&body).send().await.map_err(unreachable)?;
+        let resp = self
+            .api
+            .post(url)
+            .bearer_auth(token)
+            .json(&body)
+            .send()
+            .await
+            .map_err(unreachable)?;
         let _: serde_json::Value = decode(resp).await?;
         Ok(())
     }
 
     /// `GET /rooms/{roomId}/joined_members`: Matrix IDs of the joined members.
-    pub async fn joined_members(&self, token: &str, room_id: &str) -> Result<Vec<String>, MatrixError> {
+    pub async fn joined_members(
+        &self,
+        token: &str,
+        room_id: &str,
+    ) -> Result<Vec<String>, MatrixError> {
         #[derive(Deserialize)]
         struct Joined {
             joined: std::collections::HashMap<String, serde_json::Value>,
         }
-        let url = format!("{}/_matrix/client/v3/rooms/{}/joined_members", self.base, encode(room_id));
-        let resp = self.api.get(url).bearer_auth(token).send().await.map_err(unreachable)?;
+        let url = format!(
+            "{}/_matrix/client/v3/rooms/{}/joined_members",
+            self.base,
+            encode(room_id)
+        );
+        let resp = self
+            .api
+            .get(url)
+            .bearer_auth(token)
+            .send()
+            .await
+            .map_err(unreachable)?;
         let joined: Joined = decode(resp).await?;
         let mut members: Vec<String> = joined.joined.into_keys().collect();
         members.sort();
@@ -273,7 +311,14 @@ impl MatrixClient {
     /// `POST /join/{roomIdOrAlias}`: accepts an invite.
     pub async fn join(&self, token: &str, room_id: &str) -> Result<(), MatrixError> {
         let url = format!("{}/_matrix/client/v3/join/{}", self.base, encode(room_id));
-        let resp = self.api.post(url).bearer_auth(token).json(&json!({})).send().await.map_err(unreachable)?;
+        let resp = self
+            .api
+            .post(url)
+            .bearer_auth(token)
+            .json(&json!({}))
+            .send()
+            .await
+            .map_err(unreachable)?;
         let _: serde_json::Value = decode(resp).await?;
         Ok(())
     }
@@ -289,7 +334,13 @@ impl MatrixClient {
             self.base,
             encode(user_id)
         );
-        let resp = self.api.get(url).bearer_auth(token).send().await.map_err(unreachable)?;
+        let resp = self
+            .api
+            .get(url)
+            .bearer_auth(token)
+            .send()
+            .await
+            .map_err(unreachable)?;
         match decode(resp).await {
             Ok(map) => Ok(map),
             Err(MatrixError::Http { status: 404, .. }) => Ok(Default::default()),

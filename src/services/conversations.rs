@@ -33,7 +33,13 @@ fn room_row_key(user_id: &str, room_id: &str) -> String {
     format!("{user_id}/{room_id}")
 }
 
-pub fn seal_room_field(dek: &DataKey, user_id: &str, room_id: &str, field: RoomField, value: &str) -> Vec<u8> {
+pub fn seal_room_field(
+    dek: &DataKey,
+    user_id: &str,
+    room_id: &str,
+    field: RoomField,
+    value: &str,
+) -> Vec<u8> {
     let key = room_row_key(user_id, room_id);
     dek.seal_str(value, &Aad::new("rooms", field.column(), &key))
 }
@@ -47,7 +53,8 @@ pub fn open_room_field(
     sealed: Option<&[u8]>,
 ) -> Option<String> {
     let key = room_row_key(user_id, room_id);
-    dek.open_string(sealed?, &Aad::new("rooms", field.column(), &key)).ok()
+    dek.open_string(sealed?, &Aad::new("rooms", field.column(), &key))
+        .ok()
 }
 
 /// What a stored message holds, sealed as one JSON value.
@@ -75,7 +82,8 @@ pub fn require_readable(user: &UserRow) -> AppResult<()> {
     if user.keys_shredded {
         return Err(AppError::Conflict {
             code: "NO_SIGNING_KEY",
-            message: "the account key was deleted; sign in again in the native app to restore it".into(),
+            message: "the account key was deleted; sign in again in the native app to restore it"
+                .into(),
         });
     }
     Ok(())

@@ -56,11 +56,10 @@ pub fn insert(conn: &Connection, t: &ApiTokenRow) -> rusqlite::Result<()> {
 }
 
 pub fn find_by_hash(conn: &Connection, hash: &str) -> rusqlite::Result<Option<ApiTokenRow>> {
-    conn.query_row(
-        &format!("SELECT {COLUMNS} FROM api_tokens WHERE token_hash = ?1"),
-        [hash],
-        from_row,
-    )
+    conn.prepare_cached(&format!(
+        "SELECT {COLUMNS} FROM api_tokens WHERE token_hash = ?1"
+    ))?
+    .query_row([hash], from_row)
     .optional()
 }
 

@@ -72,10 +72,16 @@ pub fn insert_if_new(conn: &Connection, m: &MessageRow) -> rusqlite::Result<bool
     Ok(n == 1)
 }
 
-pub fn find_by_event(conn: &Connection, user_id: &str, event_id: &str) -> rusqlite::Result<Option<MessageRow>> {
-    conn.prepare_cached(&format!("SELECT {COLUMNS} FROM messages WHERE user_id = ?1 AND event_id = ?2"))?
-        .query_row([user_id, event_id], from_row)
-        .optional()
+pub fn find_by_event(
+    conn: &Connection,
+    user_id: &str,
+    event_id: &str,
+) -> rusqlite::Result<Option<MessageRow>> {
+    conn.prepare_cached(&format!(
+        "SELECT {COLUMNS} FROM messages WHERE user_id = ?1 AND event_id = ?2"
+    ))?
+    .query_row([user_id, event_id], from_row)
+    .optional()
 }
 
 /// Replaces the sealed content and flags of an existing message (edits, redactions).
@@ -303,14 +309,23 @@ pub fn stats(
 }
 
 /// `origin_server_ts` of a stored event of the user, if it is a stored message.
-pub fn ts_of_event(conn: &Connection, user_id: &str, event_id: &str) -> rusqlite::Result<Option<i64>> {
+pub fn ts_of_event(
+    conn: &Connection,
+    user_id: &str,
+    event_id: &str,
+) -> rusqlite::Result<Option<i64>> {
     conn.prepare_cached("SELECT ts FROM messages WHERE user_id = ?1 AND event_id = ?2")?
         .query_row([user_id, event_id], |r| r.get(0))
         .optional()
 }
 
 /// Highest importance among others' unredacted messages of a room newer than `after_ts`.
-pub fn max_importance_after(conn: &Connection, user_id: &str, room_id: &str, after_ts: i64) -> rusqlite::Result<Option<f64>> {
+pub fn max_importance_after(
+    conn: &Connection,
+    user_id: &str,
+    room_id: &str,
+    after_ts: i64,
+) -> rusqlite::Result<Option<f64>> {
     conn.prepare_cached(
         "SELECT MAX(importance) FROM messages WHERE user_id = ?1 AND room_id = ?2 AND ts > ?3 \
          AND is_mine = 0 AND redacted = 0",
@@ -319,7 +334,12 @@ pub fn max_importance_after(conn: &Connection, user_id: &str, room_id: &str, aft
 }
 
 /// Highest importance among the `last` newest of others' unredacted messages of a room.
-pub fn max_importance_of_latest(conn: &Connection, user_id: &str, room_id: &str, last: i64) -> rusqlite::Result<Option<f64>> {
+pub fn max_importance_of_latest(
+    conn: &Connection,
+    user_id: &str,
+    room_id: &str,
+    last: i64,
+) -> rusqlite::Result<Option<f64>> {
     conn.prepare_cached(
         "SELECT MAX(importance) FROM (SELECT importance FROM messages WHERE user_id = ?1 \
          AND room_id = ?2 AND is_mine = 0 AND redacted = 0 ORDER BY ts DESC LIMIT ?3)",

@@ -22,8 +22,8 @@ pub mod refresh_tokens;
 pub mod reminders;
 pub mod rooms;
 pub mod scheduled_messages;
-pub mod sync_state;
 pub mod sent_transactions;
+pub mod sync_state;
 pub mod user_keys;
 pub mod users;
 
@@ -50,9 +50,18 @@ pub enum StoreError {
 const MIGRATIONS: &[(&str, &str)] = &[
     ("0001_init", include_str!("../../migrations/0001_init.sql")),
     ("0002_keys", include_str!("../../migrations/0002_keys.sql")),
-    ("0003_conversations", include_str!("../../migrations/0003_conversations.sql")),
-    ("0004_bridges", include_str!("../../migrations/0004_bridges.sql")),
-    ("0005_scheduler", include_str!("../../migrations/0005_scheduler.sql")),
+    (
+        "0003_conversations",
+        include_str!("../../migrations/0003_conversations.sql"),
+    ),
+    (
+        "0004_bridges",
+        include_str!("../../migrations/0004_bridges.sql"),
+    ),
+    (
+        "0005_scheduler",
+        include_str!("../../migrations/0005_scheduler.sql"),
+    ),
 ];
 
 /// Latest schema version this binary knows.

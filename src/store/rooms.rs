@@ -67,11 +67,10 @@ pub fn from_row(r: &Row<'_>) -> rusqlite::Result<RoomRow> {
 }
 
 pub fn find(conn: &Connection, user_id: &str, room_id: &str) -> rusqlite::Result<Option<RoomRow>> {
-    conn.query_row(
-        &format!("SELECT {COLUMNS} FROM rooms WHERE user_id = ?1 AND room_id = ?2"),
-        [user_id, room_id],
-        from_row,
-    )
+    conn.prepare_cached(&format!(
+        "SELECT {COLUMNS} FROM rooms WHERE user_id = ?1 AND room_id = ?2"
+    ))?
+    .query_row([user_id, room_id], from_row)
     .optional()
 }
 
@@ -112,7 +111,12 @@ pub fn upsert(conn: &Connection, r: &RoomRow) -> rusqlite::Result<()> {
 }
 
 /// Replaces the joined members of a room.
-pub fn set_members(conn: &Connection, user_id: &str, room_id: &str, members: &[String]) -> rusqlite::Result<()> {
+pub fn set_members(
+    conn: &Connection,
+    user_id: &str,
+    room_id: &str,
+    members: &[String],
+) -> rusqlite::Result<()> {
     conn.execute(
         "DELETE FROM room_members WHERE user_id = ?1 AND room_id = ?2",
         [user_id, room_id],
@@ -126,15 +130,29 @@ pub fn set_members(conn: &Connection, user_id: &str, room_id: &str, members: &[S
     Ok(())
 }
 
-pub fn add_member(conn: &Connection, user_id: &str, room_id: &str, member: &str) -> rusqlite::Result<()> {
-    conn.prepare_cached("INSERT OR IGNORE INTO room_members (user_id, room_id, member_id) VALUES (?1, ?2, ?3)")?
-        .execute([user_id, room_id, member])?;
+pub fn add_member(
+    conn: &Connection,
+    user_id: &str,
+    room_id: &str,
+    member: &str,
+) -> rusqlite::Result<()> {
+    conn.prepare_cached(
+        "INSERT OR IGNORE INTO room_members (user_id, room_id, member_id) VALUES (?1, ?2, ?3)",
+    )?
+    .execute([user_id, room_id, member])?;
     Ok(())
 }
 
-pub fn remove_member(conn: &Connection, user_id: &str, room_id: &str, member: &str) -> rusqlite::Result<()> {
-    conn.prepare_cached("DELETE FROM room_members WHERE user_id = ?1 AND room_id = ?2 AND member_id = ?3")?
-        .execute([user_id, room_id, member])?;
+pub fn remove_member(
+    conn: &Connection,
+    user_id: &str,
+    room_id: &str,
+    member: &str,
+) -> rusqlite::Result<()> {
+    conn.prepare_cached(
+        "DELETE FROM room_members WHERE user_id = ?1 AND room_id = ?2 AND member_id = ?3",
+    )?
+    .execute([user_id, room_id, member])?;
     Ok(())
 }
 
@@ -147,7 +165,10 @@ pub fn members(conn: &Connection, user_id: &str, room_id: &str) -> rusqlite::Res
 }
 
 pub fn delete(conn: &Connection, user_id: &str, room_id: &str) -> rusqlite::Result<usize> {
-    conn.execute("DELETE FROM rooms WHERE user_id = ?1 AND room_id = ?2", [user_id, room_id])
+    conn.execute(
+        "DELETE FROM rooms WHERE user_id = ?1 AND room_id = ?2",
+        [user_id, room_id],
+    )
 }
 
 // ---- Rooms API: lists, counts, flags and read state (services::rooms) ----
@@ -245,7 +266,9 @@ pub fn list_page(
             let v = args.len();
             rest = format!("({primary} < ?{v} OR ({primary} = ?{v} AND {rest}))");
         }
-        sql.push_str(&format!(" AND (pinned < ?{p} OR (pinned = ?{p} AND {rest}))"));
+        sql.push_str(&format!(
+            " AND (pinned < ?{p} OR (pinned = ?{p} AND {rest}))"
+        ));
     }
     let primary = sort
         .primary_expr()
@@ -274,7 +297,11 @@ pub fn count_by_platform(conn: &Connection, user_id: &str) -> rusqlite::Result<V
 
 /// Visible, non-archived rooms with unread messages of at least `min_importance`, or with
 /// unread highlights (mentions), most important first.
-pub fn priority(conn: &Connection, user_id: &str, min_importance: f64) -> rusqlite::Result<Vec<RoomRow>> {
+pub fn priority(
+    conn: &Connection,
+    user_id: &str,
+    min_importance: f64,
+) -> rusqlite::Result<Vec<RoomRow>> {
     let mut stmt = conn.prepare_cached(&format!(
         "SELECT {COLUMNS} FROM rooms WHERE user_id = ?1 AND {VISIBLE} AND archived = 0 \
          AND ((unread_count > 0 AND importance >= ?2) OR highlight_count > 0) \
@@ -308,11 +335,15 @@ pub fn set_flag(
             "UPDATE rooms SET archived = ?3, archived_at = CASE WHEN ?3 THEN ?4 ELSE NULL END, \
              updated_at = ?4 WHERE user_id = ?1 AND room_id = ?2"
         }
-        RoomFlag::Muted => "UPDATE rooms SET muted = ?3, updated_at = ?4 WHERE user_id = ?1 AND room_id = ?2",
+        RoomFlag::Muted => {
+            "UPDATE rooms SET muted = ?3, updated_at = ?4 WHERE user_id = ?1 AND room_id = ?2"
+        }
         RoomFlag::Favorite => {
             "UPDATE rooms SET favorite = ?3, updated_at = ?4 WHERE user_id = ?1 AND room_id = ?2"
         }
-        RoomFlag::Pinned => "UPDATE rooms SET pinned = ?3, updated_at = ?4 WHERE user_id = ?1 AND room_id = ?2",
+        RoomFlag::Pinned => {
+            "UPDATE rooms SET pinned = ?3, updated_at = ?4 WHERE user_id = ?1 AND room_id = ?2"
+        }
     };
     conn.prepare_cached(sql)?
         .execute(params![user_id, room_id, value, now])
@@ -349,7 +380,14 @@ pub fn set_direct_info(
         "UPDATE rooms SET is_direct = ?3, recipient_id = ?4, member_count = ?5, updated_at = ?6 \
          WHERE user_id = ?1 AND room_id = ?2",
     )?
-    .execute(params![user_id, room_id, is_direct, recipient_id, member_count, now])
+    .execute(params![
+        user_id,
+        room_id,
+        is_direct,
+        recipient_id,
+        member_count,
+        now
+    ])
 }
 
 /// Marks a room read here: no unread messages or highlights; the read marker moves to
@@ -370,7 +408,11 @@ pub fn mark_read(
 }
 
 /// Event id of the newest stored message of a room.
-pub fn latest_event_id(conn: &Connection, user_id: &str, room_id: &str) -> rusqlite::Result<Option<String>> {
+pub fn latest_event_id(
+    conn: &Connection,
+    user_id: &str,
+    room_id: &str,
+) -> rusqlite::Result<Option<String>> {
     conn.prepare_cached(
         "SELECT event_id FROM messages WHERE user_id = ?1 AND room_id = ?2 \
          ORDER BY ts DESC, event_id DESC LIMIT 1",
@@ -456,7 +498,11 @@ pub fn mark_direct(
 }
 
 /// Room ids of a user with the given membership (`join`, `invite`, `leave`).
-pub fn ids_with_membership(conn: &Connection, user_id: &str, membership: &str) -> rusqlite::Result<Vec<String>> {
+pub fn ids_with_membership(
+    conn: &Connection,
+    user_id: &str,
+    membership: &str,
+) -> rusqlite::Result<Vec<String>> {
     let mut stmt = conn.prepare_cached(
         "SELECT room_id FROM rooms WHERE user_id = ?1 AND membership = ?2 ORDER BY room_id",
     )?;

@@ -97,12 +97,9 @@ pub fn insert(conn: &Connection, u: &UserRow) -> rusqlite::Result<()> {
 }
 
 pub fn find(conn: &Connection, id: &str) -> rusqlite::Result<Option<UserRow>> {
-    conn.query_row(
-        &format!("SELECT {COLUMNS} FROM users WHERE id = ?1"),
-        [id],
-        from_row,
-    )
-    .optional()
+    conn.prepare_cached(&format!("SELECT {COLUMNS} FROM users WHERE id = ?1"))?
+        .query_row([id], from_row)
+        .optional()
 }
 
 pub fn find_by_email_index(conn: &Connection, index: &[u8]) -> rusqlite::Result<Option<UserRow>> {

@@ -14,6 +14,7 @@ mod foundation;
 mod journey;
 mod keys;
 mod linked;
+mod messages;
 mod reminders;
 mod rooms;
 mod scheduled;

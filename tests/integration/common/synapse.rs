@@ -64,7 +64,12 @@ pub fn synapse() -> &'static Synapse {
                 out.stdout
             } else {
                 // Another test process may have started it in the meantime.
-                let again = Command::new("bash").arg(&script).arg("--status").arg(&dir).output().expect("bash");
+                let again = Command::new("bash")
+                    .arg(&script)
+                    .arg("--status")
+                    .arg(&dir)
+                    .output()
+                    .expect("bash");
                 assert!(
                     again.status.success(),
                     "scripts/synapse.sh failed:\n{}\n{}",
