@@ -10,7 +10,7 @@ use poem_openapi::param::{Path, Query};
 use poem_openapi::payload::Json;
 use poem_openapi::{Object, OpenApi, SecurityScheme};
 
-use super::views::{opt_time, time, SubscriptionInfo};
+use super::views::{time, SubscriptionInfo};
 use super::ApiTags;
 use crate::error::AppError;
 use crate::services::admin::{self, SubscriptionChange};
@@ -63,16 +63,8 @@ pub struct AdminUser {
 impl From<Profile> for AdminUser {
     fn from(p: Profile) -> Self {
         let u = p.user;
-        let now = crate::ratelimit::unix_now() as i64;
         Self {
-            subscription: SubscriptionInfo {
-                active: u.subscription_is_active(now),
-                until: if u.subscription_active {
-                    opt_time(u.subscription_until)
-                } else {
-                    None
-                },
-            },
+            subscription: SubscriptionInfo::of(&u),
             id: u.id,
             email: p.email,
             display_name: u.display_name,

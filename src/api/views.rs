@@ -47,6 +47,20 @@ pub struct UserProfile {
     pub updated_at: DateTime<Utc>,
 }
 
+impl SubscriptionInfo {
+    pub fn of(u: &crate::store::users::UserRow) -> Self {
+        let now = crate::ratelimit::unix_now() as i64;
+        Self {
+            active: u.subscription_is_active(now),
+            until: if u.subscription_active {
+                opt_time(u.subscription_until)
+            } else {
+                None
+            },
+        }
+    }
+}
+
 pub fn time(secs: i64) -> DateTime<Utc> {
     DateTime::<Utc>::from_timestamp(secs, 0).unwrap_or_default()
 }
@@ -58,16 +72,8 @@ pub fn opt_time(secs: Option<i64>) -> Option<DateTime<Utc>> {
 impl From<Profile> for UserProfile {
     fn from(p: Profile) -> Self {
         let u = p.user;
-        let now = crate::ratelimit::unix_now() as i64;
         Self {
-            subscription: SubscriptionInfo {
-                active: u.subscription_is_active(now),
-                until: if u.subscription_active {
-                    opt_time(u.subscription_until)
-                } else {
-                    None
-                },
-            },
+            subscription: SubscriptionInfo::of(&u),
             id: u.id,
             email: p.email,
             display_name: u.display_name,
