@@ -1,0 +1,400 @@
+//! Request and response objects of the bridge routes.
+
+use super::*;
+
+/// One login (remote account) at a bridge.
+#[derive(Debug, Clone, Object)]
+#[oai(rename = "BridgeLogin", rename_all = "camelCase")]
+pub struct BridgeLogin {
+    /// The bridge's login id (`user_login_id`), e.g. the WhatsApp phone number.
+    pub id: String,
+    /// Human-readable name of the remote account (phone number, username).
+    pub remote_name: Option<String>,
+    /// Profile of the remote account as the bridge reports it: `phone`, `email`,
+    /// `username`, `name`, `avatar` (each optional).
+    pub remote_profile: BTreeMap<String, Value>,
+    /// False when the bridge reports `BAD_CREDENTIALS` or `LOGGED_OUT` (log in again,
+    /// passing this id as `loginId` to `login/start`).
+    pub logged_in: bool,
+    /// The bridge state of the login: `CONNECTED`, `CONNECTING`, `BACKFILLING`,
+    /// `TRANSIENT_DISCONNECT`, `BAD_CREDENTIALS`, `UNKNOWN_ERROR`, … (empty when the
+    /// bridge has reported none yet).
+    pub state_event: String,
+    /// Human-readable problem reported with the state, if any.
+    pub error: Option<String>,
+    /// The network's error code for the state, e.g. `wa-logged-out`.
+    pub error_code: Option<String>,
+    /// When the local record of this login last changed.
+    pub updated_at: DateTime<Utc>,
+}
+
+impl From<LoginInfo> for BridgeLogin {
+    fn from(l: LoginInfo) -> Self {
+        Self {
+            id: l.id,
+            remote_name: l.remote_name,
+            remote_profile: l.remote_profile.into_iter().collect(),
+            logged_in: l.logged_in,
+            state_event: l.state_event,
+            error: l.error,
+            error_code: l.error_code,
+            updated_at: time(l.updated_at),
+        }
+    }
+}
+
+/// One platform's bridge as the caller sees it.
+#[derive(Debug, Object)]
+#[oai(rename = "Bridge", rename_all = "camelCase")]
+pub struct BridgeStatus {
+    /// `whatsapp`, `telegram` or `discord`.
+    pub platform: String,
+    /// `WhatsApp`, `Telegram` or `Discord`.
+    pub name: String,
+    /// Whether the server has a provisioning URL for this platform.
+    pub configured: bool,
+    /// Whether the bridge answered its whoami within the timeout at `lastCheckedAt`
+    /// (read live, through a cache of at most 10 s).
+    pub reachable: bool,
+    /// Whether a login is `CONNECTED` (or `BACKFILLING`).
+    pub connected: bool,
+    /// The caller's logins; when the bridge is unreachable, as last recorded.
+    pub logins: Vec<BridgeLogin>,
+    /// When the bridge was last asked; null when unconfigured.
+    pub last_checked_at: Option<DateTime<Utc>>,
+    /// Why the bridge could not be read, when it could not.
+    pub problem: Option<String>,
+}
+
+impl From<PlatformStatus> for BridgeStatus {
+    fn from(s: PlatformStatus) -> Self {
+        Self {
+            platform: s.platform.id().to_owned(),
+            name: s.platform.name().to_owned(),
+            configured: s.configured,
+            reachable: s.reachable,
+            connected: s.connected,
+            logins: s.logins.into_iter().map(Into::into).collect(),
+            last_checked_at: s.last_checked_at.map(time),
+            problem: s.problem,
+        }
+    }
+}
+
+#[derive(Debug, Object)]
+#[oai(rename = "BridgeList")]
+pub struct BridgeList {
+    /// WhatsApp, Telegram and Discord, in that order, configured or not.
+    pub bridges: Vec<BridgeStatus>,
+}
+
+#[derive(Debug, Object)]
+#[oai(rename = "BridgeDashboard", rename_all = "camelCase")]
+pub struct BridgeDashboard {
+    /// WhatsApp, Telegram and Discord, in that order, configured or not.
+    pub bridges: Vec<BridgeStatus>,
+    pub generated_at: DateTime<Utc>,
+}
+
+#[derive(Debug, Object)]
+#[oai(rename = "BridgeConfiguredPlatform")]
+pub struct ConfiguredPlatform {
+    /// `whatsapp`, `telegram` or `discord`.
+    pub id: String,
+    /// `WhatsApp`, `Telegram` or `Discord`.
+    pub name: String,
+    pub configured: bool,
+}
+
+#[derive(Debug, Object)]
+#[oai(rename = "BridgeConfiguredPlatforms")]
+pub struct ConfiguredPlatforms {
+    pub platforms: Vec<ConfiguredPlatform>,
+}
+
+#[derive(Debug, Object)]
+#[oai(rename = "BridgeChatCount")]
+pub struct ChatCount {
+    /// `whatsapp`, `telegram` or `discord`.
+    pub platform: String,
+    pub name: String,
+    /// Visible non-archived conversations bridged from the platform (the filter of the
+    /// room list).
+    pub count: i64,
+}
+
+#[derive(Debug, Object)]
+#[oai(rename = "BridgeChatCounts")]
+pub struct ChatCounts {
+    pub counts: Vec<ChatCount>,
+    /// Sum of `counts`.
+    pub total: i64,
+}
+
+/// Live status read from the bridge.
+#[derive(Debug, Object)]
+#[oai(rename = "BridgeLiveStatus", rename_all = "camelCase")]
+pub struct LiveStatus {
+    pub platform: String,
+    /// Whether a login is `CONNECTED` (or `BACKFILLING`).
+    pub connected: bool,
+    pub logins: Vec<BridgeLogin>,
+    /// When the bridge answered (the answer is reused for at most 10 s).
+    pub checked_at: Option<DateTime<Utc>>,
+}
+
+#[derive(Debug, Object)]
+#[oai(rename = "BridgeLoginFlow")]
+pub struct LoginFlow {
+    /// Pass as `flowId` to `login/start`, e.g. `qr`, `phone`, `token`.
+    pub id: String,
+    pub name: String,
+    pub description: String,
+}
+
+#[derive(Debug, Object)]
+#[oai(rename = "BridgeLoginFlows")]
+pub struct LoginFlows {
+    pub flows: Vec<LoginFlow>,
+}
+
+/// What a `display_and_wait` step shows.
+#[derive(Debug, Object)]
+#[oai(rename = "BridgeDisplayAndWait", rename_all = "camelCase")]
+pub struct DisplayAndWait {
+    /// `qr` (render `data` as a QR code), `emoji`, `code` (show `data` to type in
+    /// elsewhere) or `nothing`.
+    #[oai(rename = "type")]
+    pub display_type: String,
+    pub data: Option<String>,
+    /// An image of the thing to show; preferred over `data` when present.
+    pub image_url: Option<String>,
+}
+
+#[derive(Debug, Object)]
+#[oai(rename = "BridgeStepComplete", rename_all = "camelCase")]
+pub struct StepComplete {
+    /// The new login's id.
+    pub user_login_id: String,
+}
+
+/// One step of a login process. Exactly one of `displayAndWait`, `userInput`, `cookies`
+/// and `complete` is set, by `type`.
+#[derive(Debug, Object)]
+#[oai(rename = "BridgeLoginStep", rename_all = "camelCase")]
+pub struct LoginStepObject {
+    /// Stable id of the step, e.g. `fi.mau.whatsapp.login.qr`; send it back with the step.
+    pub step_id: String,
+    /// `display_and_wait` (show, then call `login/wait`), `user_input` or `cookies`
+    /// (collect the fields, then call `login/step`), `complete`; `webauthn` and
+    /// `client_http` steps are not supported by this API.
+    #[oai(rename = "type")]
+    pub step_type: String,
+    /// Human-readable instructions for the step (may be empty).
+    pub instructions: String,
+    pub display_and_wait: Option<DisplayAndWait>,
+    /// The bridge's `user_input` object as is: `{"fields": [{"type", "id", "name",
+    /// "description", "pattern"?, "default_value"?, "options"?}], "attachments"?}`. Submit
+    /// `data` keyed by the field ids.
+    pub user_input: Option<BTreeMap<String, Value>>,
+    /// The bridge's `cookies` object as is: `{"url", "user_agent"?, "fields": [{"id",
+    /// "required", "sources": [{"type", "name", …}]}], "extract_js"?}`. Submit `data`
+    /// keyed by the field ids.
+    pub cookies: Option<BTreeMap<String, Value>>,
+    pub complete: Option<StepComplete>,
+}
+
+fn object(value: Option<Value>) -> Option<BTreeMap<String, Value>> {
+    match value? {
+        Value::Object(map) => Some(map.into_iter().collect()),
+        _ => None,
+    }
+}
+
+impl From<LoginStep> for LoginStepObject {
+    fn from(s: LoginStep) -> Self {
+        let display_and_wait = s.display_and_wait.as_ref().map(|d| DisplayAndWait {
+            display_type: d["type"].as_str().unwrap_or_default().to_owned(),
+            data: d["data"].as_str().map(str::to_owned),
+            image_url: d["image_url"].as_str().map(str::to_owned),
+        });
+        Self {
+            step_id: s.step_id,
+            step_type: s.step_type,
+            instructions: s.instructions,
+            display_and_wait,
+            user_input: object(s.user_input),
+            cookies: object(s.cookies),
+            complete: s.complete.map(|c| StepComplete {
+                user_login_id: c.user_login_id,
+            }),
+        }
+    }
+}
+
+/// The expiry of a login process.
+#[derive(Debug, Object)]
+#[oai(rename = "BridgeLoginTimeout", rename_all = "camelCase")]
+pub struct LoginTimeout {
+    /// Lifetime of the login process (30 minutes).
+    pub total_seconds: i64,
+    /// Seconds left; 0 once expired.
+    pub remaining_seconds: i64,
+    pub expires_at: DateTime<Utc>,
+}
+
+impl From<ProcessTimeout> for LoginTimeout {
+    fn from(t: ProcessTimeout) -> Self {
+        Self {
+            total_seconds: t.total_seconds,
+            remaining_seconds: t.remaining_seconds,
+            expires_at: time(t.expires_at),
+        }
+    }
+}
+
+#[derive(Debug, Object)]
+#[oai(rename = "BridgeLoginStartRequest", rename_all = "camelCase")]
+pub struct LoginStartRequest {
+    /// A flow id from `GET /api/bridges/{platform}/flows`.
+    pub flow_id: String,
+    /// To re-authenticate an existing login (e.g. after `BAD_CREDENTIALS`), its id.
+    pub login_id: Option<String>,
+}
+
+#[derive(Debug, Object)]
+#[oai(rename = "BridgeLoginStarted", rename_all = "camelCase")]
+pub struct LoginStarted {
+    /// The bridge's login process id; pass it to `login/step` and `login/wait`.
+    pub login_process_id: String,
+    /// The first step.
+    pub step: LoginStepObject,
+    pub timeout: LoginTimeout,
+}
+
+#[derive(Debug, Enum)]
+#[oai(rename = "BridgeSubmitStepType", rename_all = "snake_case")]
+pub enum SubmitStepType {
+    UserInput,
+    Cookies,
+}
+
+#[derive(Debug, Object)]
+#[oai(rename = "BridgeLoginStepRequest", rename_all = "camelCase")]
+pub struct LoginStepRequest {
+    pub login_process_id: String,
+    /// The `stepId` of the step being submitted.
+    pub step_id: String,
+    /// The `type` of the step being submitted.
+    pub step_type: SubmitStepType,
+    /// Field values keyed by field id (the ids in `userInput.fields` / `cookies.fields`).
+    pub data: BTreeMap<String, String>,
+}
+
+#[derive(Debug, Object)]
+#[oai(rename = "BridgeLoginWaitRequest", rename_all = "camelCase")]
+pub struct LoginWaitRequest {
+    pub login_process_id: String,
+    /// The `stepId` of the `display_and_wait` step being shown.
+    pub step_id: String,
+    /// How long to wait for news, 1 to 60 seconds (default 60).
+    pub timeout_seconds: Option<i64>,
+}
+
+/// Where a login process stands.
+#[derive(Debug, Object)]
+#[oai(rename = "BridgeLoginProgress", rename_all = "camelCase")]
+pub struct LoginProgressObject {
+    /// True once the login succeeded (`loginId` and `userInfo` set).
+    pub complete: bool,
+    /// True when the login process timed out (at the bridge or after `timeout.totalSeconds`);
+    /// start a new login.
+    pub expired: bool,
+    /// The next (or, when nothing changed during a wait, the current) step; null when
+    /// complete or expired.
+    pub step: Option<LoginStepObject>,
+    /// The bridge's id of the new login (`user_login_id`).
+    pub login_id: Option<String>,
+    /// The new login as recorded (name, profile, state).
+    pub user_info: Option<BridgeLogin>,
+    pub timeout: LoginTimeout,
+}
+
+impl From<LoginUpdate> for LoginProgressObject {
+    fn from(u: LoginUpdate) -> Self {
+        let timeout = u.timeout.into();
+        match u.progress {
+            LoginProgress::Step(step) => Self {
+                complete: false,
+                expired: false,
+                step: Some(step.into()),
+                login_id: None,
+                user_info: None,
+                timeout,
+            },
+            LoginProgress::Complete(c) => Self {
+                complete: true,
+                expired: false,
+                step: None,
+                login_id: Some(c.login_id),
+                user_info: Some(c.user_info.into()),
+                timeout,
+            },
+            LoginProgress::Expired => Self {
+                complete: false,
+                expired: true,
+                step: None,
+                login_id: None,
+                user_info: None,
+                timeout,
+            },
+        }
+    }
+}
+
+#[derive(Debug, Object)]
+#[oai(rename = "BridgeLogoutRequest", rename_all = "camelCase")]
+pub struct LogoutRequest {
+    /// The login to log out; omitted: every login on the platform.
+    pub login_id: Option<String>,
+}
+
+#[derive(Debug, Object)]
+#[oai(rename = "BridgeConnectTimeout")]
+pub struct ConnectTimeout {
+    /// Lifetime of the login process in seconds.
+    pub seconds: i64,
+    #[oai(rename = "expiresAt")]
+    pub expires_at: DateTime<Utc>,
+}
+
+#[derive(Debug, Object)]
+#[oai(rename = "BridgeConnectResult", rename_all = "camelCase")]
+pub struct ConnectResult {
+    /// `qr` (show `qrCode`, then call `login/wait`), `phone` (the step asks for the phone
+    /// number) or `flow` (another flow: follow `step`).
+    pub method: String,
+    /// The flow that was started.
+    pub flow_id: String,
+    /// The QR code payload to render, for `qr`.
+    pub qr_code: Option<String>,
+    pub login_process_id: String,
+    pub step_id: String,
+    /// The first step, as `login/start` returns it.
+    pub step: Option<LoginStepObject>,
+    pub timeout: ConnectTimeout,
+}
+
+#[derive(ApiResponse)]
+pub enum ConnectResponse {
+    /// The login was started. Deprecated: use `flows` and `login/start`.
+    #[oai(status = 200)]
+    Ok(Json<ConnectResult>, #[oai(header = "Deprecation")] String),
+}
+
+#[derive(ApiResponse)]
+pub enum DisconnectResponse {
+    /// Every login was logged out. Deprecated: use `logout`.
+    #[oai(status = 200)]
+    Ok(Json<MessageResponse>, #[oai(header = "Deprecation")] String),
+}

@@ -1,0 +1,444 @@
+//! Interactive bridge logins: flows, start, steps, waits with the background long-poll,
+//! and the deprecated `connect` that picks a flow itself.
+
+use super::*;
+
+/// The bridge's login flows.
+pub async fn flows(
+    state: &AppState,
+    user_id: &str,
+    platform: Platform,
+) -> AppResult<Vec<LoginFlow>> {
+    let client = state.bridges.clients.get(platform)?;
+    let (_, mxid) = acting_user(state, user_id).await?;
+    Ok(client.login_flows(&mxid).await?)
+}
+
+/// Starts a login with `flow_id` (re-authenticating `relogin` when given). At most
+/// [`LOGIN_RATE_LIMIT`] starts per user per [`LOGIN_RATE_WINDOW`] (429).
+pub async fn start_login(
+    state: &AppState,
+    user_id: &str,
+    platform: Platform,
+    flow_id: &str,
+    relogin: Option<&str>,
+) -> AppResult<LoginUpdate> {
+    validate_id("flowId", flow_id)?;
+    if let Some(l) = relogin {
+        validate_id("loginId", l)?;
+    }
+    let client = state.bridges.clients.get(platform)?.clone();
+    let key = format!("bridge-login:{user_id}");
+    if let Err(quota) = state
+        .limiter
+        .hit(&key, LOGIN_RATE_LIMIT, LOGIN_RATE_WINDOW)
+        .await
+    {
+        return Err(AppError::RateLimited {
+            message: format!(
+                "at most {LOGIN_RATE_LIMIT} bridge logins can be started per 10 minutes; retry in {} s",
+                quota.retry_after()
+            ),
+            retry_after_secs: quota.retry_after(),
+        });
+    }
+    let (user, mxid) = acting_user(state, user_id).await?;
+    let snap = snapshot(state, &user, &mxid, platform, false).await;
+    let whoami = snap
+        .result
+        .as_ref()
+        .map_err(|e| AppError::from(e.clone()))?;
+    if !whoami.login_flows.is_empty() && !whoami.login_flows.iter().any(|f| f.id == flow_id) {
+        let ids: Vec<&str> = whoami.login_flows.iter().map(|f| f.id.as_str()).collect();
+        return Err(AppError::bad_request(
+            "invalid_flow",
+            format!(
+                "flowId: the {} bridge has no flow {flow_id:?}; its flows are {}",
+                platform.name(),
+                ids.join(", ")
+            ),
+        ));
+    }
+    let step = client
+        .login_start(&mxid, flow_id, relogin)
+        .await
+        .map_err(|e| e.into_app("login_not_found"))?;
+    if step.login_id.is_empty() {
+        return Err(AppError::BadGateway {
+            code: "bridge_error",
+            message: format!(
+                "the {} bridge started a login without a process id",
+                platform.name()
+            ),
+        });
+    }
+    let now = unix_now() as i64;
+    let process = Arc::new(Process {
+        user_id: user_id.to_owned(),
+        platform,
+        id: step.login_id.clone(),
+        mxid,
+        started_at: now,
+        expires_at: now + LOGIN_PROCESS_TTL.as_secs() as i64,
+        expired_at: AtomicI64::new(0),
+        state: Mutex::new(ProcState {
+            step: step.clone(),
+            completion: None,
+            failure: None,
+            expired: false,
+            polling: None,
+            poll_error: None,
+            unseen: false,
+        }),
+        changed: watch::channel(0).0,
+    });
+    state
+        .bridges
+        .processes
+        .insert(
+            (user_id.to_owned(), platform, process.id.clone()),
+            process.clone(),
+        )
+        .await;
+    advance(state, &process, step).await
+}
+
+/// Records a step the bridge returned; completes the login when it is the last.
+async fn advance(state: &AppState, process: &Process, step: LoginStep) -> AppResult<LoginUpdate> {
+    if let Some(login_id) = step.completed_login_id() {
+        let completion = finish_login(state, process, login_id).await;
+        let mut s = process.lock();
+        s.step = step;
+        s.completion = Some(completion.clone());
+        return Ok(process.update(LoginProgress::Complete(completion)));
+    }
+    process.lock().step = step.clone();
+    Ok(process.update(LoginProgress::Step(step)))
+}
+
+/// After the bridge completed a login: reads whoami afresh (recording the new login and
+/// publishing its state) and returns the login's info.
+async fn finish_login(state: &AppState, process: &Process, login_id: &str) -> Completion {
+    let platform = process.platform;
+    let info = async {
+        let user = users::load(state, &process.user_id).await?;
+        let snap = snapshot(state, &user, &process.mxid, platform, true).await;
+        let mut found = stored_logins(state, &user, platform)
+            .await?
+            .into_iter()
+            .find(|l| l.id == login_id);
+        if found.is_none() {
+            // The bridge did not list it (yet): record what is known.
+            if let Err(e) = &snap.result {
+                tracing::warn!(platform = platform.id(), error = %e, "whoami after a login failed");
+            }
+            let observed = vec![Observed {
+                login_id: login_id.to_owned(),
+                remote_name: String::new(),
+                remote_profile: serde_json::Map::new(),
+                state_event: String::new(),
+                error_code: None,
+                error: None,
+                state_ts: None,
+            }];
+            reconcile(state, &user, platform, observed, false).await?;
+            found = stored_logins(state, &user, platform)
+                .await?
+                .into_iter()
+                .find(|l| l.id == login_id);
+        }
+        Ok::<_, AppError>(found)
+    }
+    .await;
+    let user_info = match info {
+        Ok(Some(info)) => info,
+        other => {
+            if let Err(e) = other {
+                tracing::warn!(platform = platform.id(), error = %e, "could not record the new bridge login");
+            }
+            LoginInfo {
+                id: login_id.to_owned(),
+                remote_name: None,
+                remote_profile: Default::default(),
+                logged_in: true,
+                state_event: String::new(),
+                error: None,
+                error_code: None,
+                updated_at: unix_now() as i64,
+            }
+        }
+    };
+    Completion {
+        login_id: login_id.to_owned(),
+        user_info,
+    }
+}
+
+async fn find_process(
+    state: &AppState,
+    user_id: &str,
+    platform: Platform,
+    process_id: &str,
+) -> AppResult<Arc<Process>> {
+    validate_id("loginProcessId", process_id)?;
+    state
+        .bridges
+        .processes
+        .get(&(user_id.to_owned(), platform, process_id.to_owned()))
+        .await
+        .ok_or_else(|| AppError::NotFound {
+            code: "login_process_not_found",
+            message: "unknown or expired login process; start a new login".into(),
+        })
+}
+
+/// Submits a `user_input` or `cookies` step.
+pub async fn submit_step(
+    state: &AppState,
+    user_id: &str,
+    platform: Platform,
+    process_id: &str,
+    step_id: &str,
+    step_type: &str,
+    data: &BTreeMap<String, String>,
+) -> AppResult<LoginUpdate> {
+    if step_type != LoginStep::USER_INPUT && step_type != LoginStep::COOKIES {
+        return Err(AppError::invalid(
+            "stepType",
+            "must be user_input or cookies",
+        ));
+    }
+    validate_id("stepId", step_id)?;
+    let client = state.bridges.clients.get(platform)?.clone();
+    let process = find_process(state, user_id, platform, process_id).await?;
+    if let Some(settled) = process.settled(&mut process.lock()) {
+        return match settled? {
+            LoginProgress::Expired => Err(AppError::bad_request(
+                "login_expired",
+                "the login process timed out; start a new login",
+            )),
+            done => Ok(process.update(done)),
+        };
+    }
+    match client
+        .login_submit(&process.mxid, &process.id, step_id, step_type, data)
+        .await
+    {
+        Ok(step) => advance(state, &process, step).await,
+        Err(e) => {
+            if e.failure() == Failure::Expired {
+                process.mark_expired(&mut process.lock());
+            }
+            Err(e.into_app("login_process_not_found"))
+        }
+    }
+}
+
+/// Waits up to `wait` (at most [`WAIT_MAX`]) for the `display_and_wait` step `step_id`
+/// to move on: a new step (e.g. a refreshed QR code), the completed login, or expiry.
+/// Without news it answers the current step again.
+pub async fn wait_step(
+    state: &AppState,
+    user_id: &str,
+    platform: Platform,
+    process_id: &str,
+    step_id: &str,
+    wait: Duration,
+) -> AppResult<LoginUpdate> {
+    validate_id("stepId", step_id)?;
+    let client = state.bridges.clients.get(platform)?.clone();
+    let process = find_process(state, user_id, platform, process_id).await?;
+    let mut changed = process.changed.subscribe();
+    {
+        let mut s = process.lock();
+        if let Some(settled) = process.settled(&mut s) {
+            return Ok(process.update(settled?));
+        }
+        match &s.polling {
+            Some(polling) if polling == step_id => {}
+            Some(polling) => {
+                return Err(AppError::bad_request(
+                    "invalid_step",
+                    format!("stepId: the process is waiting on step {polling:?}, not {step_id:?}"),
+                ))
+            }
+            None if s.unseen => {
+                s.unseen = false;
+                let step = s.step.clone();
+                return Ok(process.update(LoginProgress::Step(step)));
+            }
+            None => {
+                if s.step.step_type != LoginStep::DISPLAY_AND_WAIT || s.step.step_id != step_id {
+                    return Err(AppError::bad_request(
+                        "invalid_step",
+                        format!(
+                            "stepId: the current step is {:?} of type {}; {}",
+                            s.step.step_id,
+                            s.step.step_type,
+                            if s.step.step_type == LoginStep::DISPLAY_AND_WAIT {
+                                "wait on that step id"
+                            } else {
+                                "submit it with POST /login/step"
+                            }
+                        ),
+                    ));
+                }
+                s.polling = Some(step_id.to_owned());
+                s.poll_error = None;
+                let remaining =
+                    Duration::from_secs(process.timeout().remaining_seconds.max(1) as u64);
+                tokio::spawn(long_poll(
+                    state.clone(),
+                    client,
+                    process.clone(),
+                    step_id.to_owned(),
+                    remaining.min(BRIDGE_LONG_POLL_CAP),
+                ));
+            }
+        }
+    }
+    let wait = wait.min(WAIT_MAX);
+    let remaining = Duration::from_secs(process.timeout().remaining_seconds.max(0) as u64);
+    let _ = tokio::time::timeout(wait.min(remaining), changed.changed()).await;
+    let mut s = process.lock();
+    if let Some(settled) = process.settled(&mut s) {
+        return Ok(process.update(settled?));
+    }
+    if s.polling.is_none() {
+        if let Some(e) = s.poll_error.clone() {
+            return Err(e.into_app("login_process_not_found"));
+        }
+    }
+    let step = s.step.clone();
+    drop(s);
+    Ok(process.update(LoginProgress::Step(step)))
+}
+
+/// The background `display_and_wait` long-poll of one process.
+async fn long_poll(
+    state: AppState,
+    client: crate::bridges::ProvisioningClient,
+    process: Arc<Process>,
+    step_id: String,
+    timeout: Duration,
+) {
+    let result = client
+        .login_wait(&process.mxid, &process.id, &step_id, timeout)
+        .await;
+    match &result {
+        Ok(step) => {
+            tracing::debug!(platform = process.platform.id(), step = %step.step_id, kind = %step.step_type, "bridge login long-poll answered")
+        }
+        Err(e) => {
+            tracing::info!(platform = process.platform.id(), error = %e, "bridge login long-poll failed")
+        }
+    }
+    let completion = match &result {
+        Ok(step) => match step.completed_login_id() {
+            Some(login_id) => Some(finish_login(&state, &process, login_id).await),
+            None => None,
+        },
+        Err(_) => None,
+    };
+    {
+        let mut s = process.lock();
+        s.polling = None;
+        match result {
+            Ok(step) => {
+                s.step = step;
+                s.completion = completion;
+                s.unseen = process.changed.receiver_count() == 0;
+            }
+            Err(e) => match e.failure() {
+                Failure::Expired => process.mark_expired(&mut s),
+                // No news within the cap: the next wait polls again.
+                _ if matches!(e, BridgeError::Timeout { .. }) => {}
+                Failure::Unavailable | Failure::Upstream => s.poll_error = Some(e),
+                _ => s.failure = Some(e),
+            },
+        }
+    }
+    process.changed.send_modify(|n| *n += 1);
+}
+
+/// How the deprecated `connect` logs in.
+#[derive(Debug, Clone)]
+pub struct Connected {
+    /// `qr`, `phone` or `flow`.
+    pub method: &'static str,
+    pub flow_id: String,
+    pub update: LoginUpdate,
+}
+
+/// The flow `connect` picks: the QR flow for WhatsApp, the phone flow for Telegram, else
+/// (and when the preferred one is missing) the bridge's first flow.
+pub fn pick_flow(platform: Platform, flows: &[LoginFlow]) -> Option<&LoginFlow> {
+    let preferred = match platform {
+        Platform::Whatsapp => Some("qr"),
+        Platform::Telegram => Some("phone"),
+        Platform::Discord => None,
+    };
+    preferred
+        .and_then(|p| flows.iter().find(|f| f.id.to_ascii_lowercase().contains(p)))
+        .or_else(|| flows.first())
+}
+
+/// Deprecated one-call login: picks a flow and starts it.
+pub async fn connect(state: &AppState, user_id: &str, platform: Platform) -> AppResult<Connected> {
+    let flows = flows(state, user_id, platform).await?;
+    let flow = pick_flow(platform, &flows)
+        .cloned()
+        .ok_or_else(|| AppError::BadGateway {
+            code: "bridge_error",
+            message: format!("the {} bridge offers no login flows", platform.name()),
+        })?;
+    let update = start_login(state, user_id, platform, &flow.id, None).await?;
+    let is_qr = matches!(&update.progress, LoginProgress::Step(s) if s.display().is_some_and(|(t, _)| t == "qr"));
+    let method = if is_qr {
+        "qr"
+    } else if flow.id.to_ascii_lowercase().contains("phone") {
+        "phone"
+    } else {
+        "flow"
+    };
+    Ok(Connected {
+        method,
+        flow_id: flow.id,
+        update,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn flow(id: &str) -> LoginFlow {
+        LoginFlow {
+            id: id.into(),
+            name: id.into(),
+            description: String::new(),
+        }
+    }
+
+    #[test]
+    fn connect_prefers_qr_on_whatsapp_phone_on_telegram_else_the_first_flow() {
+        let flows = [flow("phone"), flow("qr")];
+        assert_eq!(pick_flow(Platform::Whatsapp, &flows).unwrap().id, "qr");
+        assert_eq!(pick_flow(Platform::Telegram, &flows).unwrap().id, "phone");
+        assert_eq!(pick_flow(Platform::Discord, &flows).unwrap().id, "phone");
+        assert_eq!(
+            pick_flow(Platform::Telegram, &[flow("bot")]).unwrap().id,
+            "bot"
+        );
+        assert!(pick_flow(Platform::Whatsapp, &[]).is_none());
+    }
+
+    #[test]
+    fn platform_values_outside_the_three_are_invalid() {
+        assert_eq!(
+            parse_platform("signal").unwrap_err().code(),
+            "invalid_platform"
+        );
+        assert_eq!(parse_platform("telegram").unwrap(), Platform::Telegram);
+    }
+}
