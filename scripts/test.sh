@@ -53,6 +53,8 @@ log "venv ready: $("$PY" -c 'import synapse, sys; print("python %d.%d, synapse %
 
 export SWITCHBOARD_TEST_VENV="$VENV_DIR"
 export SWITCHBOARD_TEST_PYTHON="$PY"
+# A failing test's panic message matters more than a 30-frame backtrace in a CI log.
+export RUST_BACKTRACE="${RUST_BACKTRACE:-0}"
 # The integration tests start one Synapse for the whole run in this directory (or reuse
 # the one already running there). On CI (CI set) or with SWITCHBOARD_TEST_STOP_SYNAPSE=1 it
 # is stopped when the run ends; otherwise it keeps running so the next run starts at once

@@ -21,7 +21,10 @@ pub mod sync;
 use std::future::Future;
 use std::time::Duration;
 
-use poem::listener::{Listener, RustlsCertificate, RustlsConfig, TcpListener};
+use poem::listener::{
+    Acceptor, AcceptorExt, IntoTlsConfigStream, Listener, RustlsCertificate, RustlsConfig,
+    TcpListener,
+};
 use poem::Server;
 
 pub use config::Config;
@@ -37,19 +40,26 @@ pub async fn serve(
     shutdown: impl Future<Output = ()> + Send + 'static,
 ) -> std::io::Result<()> {
     let server = &state.config.server;
-    let addr = server.listen;
-    let tcp = TcpListener::bind(addr);
-    let listener = match (&server.tls_cert, &server.tls_key) {
+    // Bound before anything else starts, so a taken address is a startup error and the
+    // logged address is the real one (`listen = "127.0.0.1:0"` picks a free port).
+    let tcp = TcpListener::bind(server.listen).into_acceptor().await?;
+    let bound = tcp
+        .local_addr()
+        .first()
+        .and_then(|a| a.as_socket_addr().copied())
+        .unwrap_or(server.listen);
+    let acceptor = match (&server.tls_cert, &server.tls_key) {
         (Some(cert), Some(key)) => {
             let certificate = RustlsCertificate::new()
                 .cert(read_pem(cert, "CERTIFICATE-----")?)
                 .key(read_pem(key, "PRIVATE KEY-----")?);
-            tracing::info!(%addr, "listening (https)");
-            tcp.rustls(RustlsConfig::new().fallback(certificate))
-                .boxed()
+            tracing::info!(addr = %bound, "listening on https://{bound}");
+            // into_stream checks the key and certificate now, not at the first handshake.
+            let config = RustlsConfig::new().fallback(certificate).into_stream()?;
+            tcp.rustls(config).boxed()
         }
         _ => {
-            tracing::info!(%addr, "listening (http)");
+            tracing::info!(addr = %bound, "listening on http://{bound}");
             tcp.boxed()
         }
     };
@@ -62,7 +72,7 @@ pub async fn serve(
     sync::spawn(state.clone());
     scheduler::spawn(&state);
     let app = api::app(state);
-    Server::new(listener)
+    Server::new_with_acceptor(acceptor)
         .run_with_graceful_shutdown(app, shutdown, Some(SHUTDOWN_GRACE))
         .await
 }

@@ -19,6 +19,16 @@ pub fn repo_root() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR"))
 }
 
+/// The port in the server's "listening on http://127.0.0.1:PORT" log line.
+fn bound_port(log: &str) -> Option<u16> {
+    let rest = &log[log.find("listening on http://")? + "listening on http://".len()..];
+    let addr: String = rest
+        .chars()
+        .take_while(|c| c.is_ascii_digit() || *c == '.' || *c == ':')
+        .collect();
+    addr.rsplit_once(':')?.1.parse().ok()
+}
+
 pub fn free_port() -> u16 {
     let listener = TcpListener::bind("127.0.0.1:0").expect("bind an ephemeral port");
     listener.local_addr().expect("local addr").port()
@@ -72,11 +82,12 @@ impl TestApp {
 
     pub async fn start_with(config: TestConfig) -> Self {
         let dir = tempfile::tempdir().expect("temp dir");
-        let port = free_port();
         let config_path = dir.path().join("switchboard.toml");
         let data_dir = dir.path().join("data");
+        // Port 0: the server binds a free port itself and logs it ([`Self::spawn`] reads it),
+        // so no other process can take the port between choosing and binding it.
         let mut toml = format!(
-            "[server]\nlisten = \"127.0.0.1:{port}\"\n\n[storage]\ndata_dir = \"{}\"\n\n",
+            "[server]\nlisten = \"127.0.0.1:0\"\n\n[storage]\ndata_dir = \"{}\"\n\n",
             data_dir.display()
         );
         match &config.matrix {
@@ -98,8 +109,8 @@ impl TestApp {
         toml.push_str(&config.extra);
         std::fs::write(&config_path, toml).expect("write config");
         let mut app = Self {
-            base: format!("http://127.0.0.1:{port}"),
-            port,
+            base: String::new(),
+            port: 0,
             dir,
             config_path,
             http: reqwest::Client::builder()
@@ -124,8 +135,12 @@ impl TestApp {
         std::fs::read_to_string(self.log_path()).unwrap_or_default()
     }
 
-    /// Starts the process (again) and waits until it answers HTTP.
+    /// Starts the process (again) and waits until it answers HTTP. The port is the one the
+    /// server logs as bound (it may change across restarts).
     pub async fn spawn(&mut self) {
+        self.port = 0;
+        self.base.clear();
+        let log_start = self.log().len();
         let log = std::fs::OpenOptions::new()
             .create(true)
             .append(true)
@@ -141,9 +156,14 @@ impl TestApp {
             .spawn()
             .expect("spawn switchboard");
         self.child = Some(child);
-        let deadline = Instant::now() + Duration::from_secs(15);
+        let deadline = Instant::now() + Duration::from_secs(30);
         loop {
-            if self
+            if self.port == 0 || self.base.is_empty() {
+                if let Some(port) = bound_port(&self.log()[log_start..]) {
+                    self.port = port;
+                    self.base = format!("http://127.0.0.1:{port}");
+                }
+            } else if self
                 .http
                 .get(self.url("/openapi.yaml"))
                 .send()
@@ -164,7 +184,7 @@ impl TestApp {
                 "switchboard did not start; log:\n{}",
                 self.log()
             );
-            tokio::time::sleep(Duration::from_millis(50)).await;
+            tokio::time::sleep(Duration::from_millis(20)).await;
         }
     }
 
