@@ -101,6 +101,9 @@ pub struct StorageConfig {
     pub master_key_file: Option<PathBuf>,
     /// `full` by default so that an acknowledged write survives power loss, not only `kill -9`.
     pub synchronous: Synchronous,
+    /// Memory (MiB) for rendered personal-token history pages, served again until the next
+    /// write to the database; 0 turns the cache off.
+    pub history_cache_mb: u32,
 }
 
 impl Default for StorageConfig {
@@ -109,6 +112,7 @@ impl Default for StorageConfig {
             data_dir: PathBuf::from("./data"),
             master_key_file: None,
             synchronous: Synchronous::Full,
+            history_cache_mb: 16,
         }
     }
 }

@@ -33,6 +33,10 @@ pub struct Inner {
     pub server_keys: ServerKeys,
     pub limiter: RateLimiter,
     pub jwt: JwtKeys,
+    /// Recently verified credentials (see [`crate::services::session::AuthCache`]).
+    pub auth_cache: crate::services::session::AuthCache,
+    /// Rendered personal-token history pages (see [`crate::services::messages::readable`]).
+    pub history_pages: crate::services::messages::readable::PageCache,
     pub mailer: Mailer,
     pub matrix: Option<MatrixClient>,
     /// Provisioning clients of the configured bridges, their status cache and login processes.
@@ -93,6 +97,11 @@ impl AppState {
             Some(p) => Some(crate::push::PushClient::new(p).map_err(StartupError::Other)?),
             None => None,
         };
+        let auth_cache = crate::services::session::AuthCache::new(store.epoch());
+        let history_pages = crate::services::messages::readable::PageCache::new(
+            store.epoch(),
+            config.storage.history_cache_mb,
+        );
         let mailer = Mailer::new(&config.mail).map_err(|e| StartupError::Other(e.to_string()))?;
         Ok(Self(Arc::new(Inner {
             mailer,
@@ -101,6 +110,8 @@ impl AppState {
             server_keys,
             limiter: RateLimiter::new(),
             jwt,
+            auth_cache,
+            history_pages,
             matrix,
             bridges,
             http,

@@ -5,6 +5,7 @@ use std::marker::PhantomData;
 
 use base64::engine::general_purpose::STANDARD;
 use base64::Engine as _;
+use bytes::Bytes;
 use poem::web::Data;
 use poem::IntoResponse;
 use poem_openapi::param::{Header, Path, Query};
@@ -17,9 +18,7 @@ use serde::Serialize;
 use super::security::BearerAuth;
 use super::ApiTags;
 use crate::error::AppError;
-use crate::services::messages::{
-    self, HistoryQuery, MultiSendItem, ReadableMessage, SealedMessage,
-};
+use crate::services::messages::{self, HistoryQuery, MultiSendItem, SealedMessage};
 use crate::state::AppState;
 use crate::store::messages::MessageStats;
 
@@ -103,8 +102,7 @@ pub enum Direction {
 
 /// A message for personal tokens: readable text.
 ///
-/// Documents the response; it is written from [`ReadableMessageOut`], which borrows the
-/// (cached) contents instead of copying them.
+/// Documents the response; it is written by [`messages::readable::render`].
 #[derive(Debug, Object)]
 #[oai(rename = "ReadableMessage", rename_all = "camelCase")]
 #[allow(dead_code)]
@@ -127,39 +125,6 @@ pub struct ReadableMessageView {
     pub timestamp: i64,
 }
 
-/// [`ReadableMessageView`] as written.
-#[derive(Serialize)]
-#[serde(rename_all = "camelCase")]
-struct ReadableMessageOut<'a> {
-    event_id: &'a str,
-    room_id: &'a str,
-    sender_id: &'a str,
-    text: &'a str,
-    content: &'a serde_json::Value,
-    direction: Direction,
-    is_mine: bool,
-    timestamp: i64,
-}
-
-impl<'a> ReadableMessageOut<'a> {
-    fn new(room_id: &'a str, m: &'a ReadableMessage) -> Self {
-        Self {
-            event_id: &m.event_id,
-            room_id,
-            sender_id: &m.sender_id,
-            text: m.text(),
-            content: &m.content.content,
-            direction: if m.outgoing {
-                Direction::Outgoing
-            } else {
-                Direction::Incoming
-            },
-            is_mine: m.is_mine,
-            timestamp: m.timestamp,
-        }
-    }
-}
-
 /// Native sessions: a page of encrypted messages.
 #[derive(Debug, Object, Serialize)]
 #[serde(rename_all = "camelCase")]
@@ -169,7 +134,7 @@ pub struct EncryptedHistory {
     pub messages: Vec<EncryptedMessageView>,
 }
 
-/// Personal tokens: a page of readable messages (written from [`ReadablePageOut`]).
+/// Personal tokens: a page of readable messages (written by [`messages::readable::render`]).
 #[derive(Debug, Object)]
 #[oai(rename = "ReadableMessagePage", rename_all = "camelCase")]
 #[allow(dead_code)]
@@ -179,14 +144,6 @@ pub struct ReadableHistory {
     /// Pass as `cursor` for the next page; null at the end. A page can be empty and still
     /// carry a cursor: keep following it.
     pub next_cursor: Option<String>,
-}
-
-/// [`ReadableHistory`] as written.
-#[derive(Serialize)]
-#[serde(rename_all = "camelCase")]
-struct ReadablePageOut<'a> {
-    messages: Vec<ReadableMessageOut<'a>>,
-    next_cursor: Option<&'a str>,
 }
 
 /// The response of `GET /api/messages`: encrypted for native sessions, readable for
@@ -358,7 +315,7 @@ pub enum MultiSendResponse {
 /// `S`. The history route is hot: poem-openapi's `Json` first builds a `serde_json::Value`
 /// tree of the whole page, and needs owned values.
 pub struct FastJson<S> {
-    body: Vec<u8>,
+    body: Bytes,
     schema: PhantomData<fn() -> S>,
 }
 
@@ -366,10 +323,15 @@ impl<S> FastJson<S> {
     pub fn new(value: &impl Serialize, size_hint: usize) -> Result<Self, AppError> {
         let mut body = Vec::with_capacity(size_hint);
         serde_json::to_writer(&mut body, value).map_err(AppError::internal)?;
-        Ok(Self {
+        Ok(Self::from_bytes(body.into()))
+    }
+
+    /// A body already written (e.g. a cached page).
+    pub fn from_bytes(body: Bytes) -> Self {
+        Self {
             body,
             schema: PhantomData,
-        })
+        }
     }
 }
 
@@ -454,21 +416,7 @@ impl MessagesApi {
                 };
                 FastJson::new(&page, 512 * page.messages.len() + 16)
             }
-            messages::History::Readable {
-                room_id,
-                messages,
-                next_cursor,
-            } => {
-                let room_id = room_id.as_deref().unwrap_or_default();
-                let page = ReadablePageOut {
-                    messages: messages
-                        .iter()
-                        .map(|m| ReadableMessageOut::new(room_id, m))
-                        .collect(),
-                    next_cursor: next_cursor.as_deref(),
-                };
-                FastJson::new(&page, 384 * messages.len() + 256)
-            }
+            messages::History::Readable(body) => Ok(FastJson::from_bytes(body)),
         }
     }
 
@@ -647,6 +595,7 @@ mod tests {
 
     use super::*;
     use crate::services::conversations::MessageContent;
+    use crate::services::messages::ReadableMessage;
 
     fn schema_properties(name: &str) -> Vec<String> {
         let spec = crate::api::spec_json();
@@ -680,11 +629,8 @@ mod tests {
             is_mine: false,
             timestamp: 7,
         };
-        let page = ReadablePageOut {
-            messages: vec![ReadableMessageOut::new("!r:x", &message)],
-            next_cursor: None,
-        };
-        let written = serde_json::to_value(&page).unwrap();
+        let body = messages::readable::render(Some("!r:x"), &[message], None).unwrap();
+        let written: serde_json::Value = serde_json::from_slice(&body).unwrap();
         assert_eq!(keys(&written), schema_properties("ReadableMessagePage"));
         let item = &written["messages"][0];
         assert_eq!(keys(item), schema_properties("ReadableMessage"));

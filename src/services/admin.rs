@@ -17,7 +17,8 @@ pub enum UserCommand {
     Show { user: String },
     /// Make a user an administrator (may use /api/admin/*).
     Promote { user: String },
-    /// Set a user's personal-token subscription.
+    /// Set a user's personal-token subscription. Returns once the change is in effect on a
+    /// running server too (about one second: servers trust a verified token that long).
     Subscription {
         user: String,
         /// Active until this date (YYYY-MM-DD, end of that day UTC) or RFC 3339 time, in the
@@ -306,6 +307,9 @@ pub async fn run_cli(state: &AppState, command: UserCommand) -> AppResult<String
                 }
             };
             let row = set_subscription(state, user, change).await?;
+            // A running server trusts what it verified for up to this long; returning only
+            // afterwards means the change is in effect everywhere once the command is done.
+            tokio::time::sleep(super::session::AUTH_CACHE_MAX_AGE).await;
             Ok(format!("subscription updated: {}", describe(state, &row)))
         }
     }

@@ -244,7 +244,7 @@ pub async fn ensure_matrix_account(state: &AppState, mut user: UserRow) -> AppRe
     let row = user.clone();
     state
         .store
-        .run(move |c| Ok::<_, AppError>(store::users::update(c, &row)?))
+        .run(move |c| Ok::<_, AppError>(store::users::set_matrix_account(c, &row)?))
         .await?;
     // The sync supervisor starts a worker for the new Matrix account.
     state.sync_wakeup.notify_one();

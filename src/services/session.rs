@@ -3,6 +3,9 @@
 //! The HTTP gate calls [`authenticate`] once per request; handlers receive the resulting
 //! [`Principal`] through the bearer security scheme.
 
+use std::sync::Arc;
+use std::time::Duration;
+
 use jsonwebtoken::{Algorithm, DecodingKey, EncodingKey, Header, Validation};
 use serde::{Deserialize, Serialize};
 
@@ -10,7 +13,58 @@ use crate::crypto;
 use crate::error::{AppError, AppResult};
 use crate::ratelimit::unix_now;
 use crate::state::AppState;
+use crate::store::epoch::{EpochCache, WriteEpoch};
 use crate::store::{api_tokens, users};
+
+/// How long a verified credential is trusted without asking the database again. Any write
+/// through this process (a revocation, a subscription change by an admin) ends it at once
+/// (see [`crate::store::epoch`]); this bounds only writes by another process, i.e. the `switchboard user`
+/// CLI, which waits this long before it returns so its change is in effect when it does.
+pub const AUTH_CACHE_MAX_AGE: Duration = Duration::from_secs(1);
+
+/// Recently verified credentials, so a request does not cost a database round trip.
+pub struct AuthCache {
+    /// SHA-256 (hex) of a personal token → what the database said about it.
+    tokens: EpochCache<String, Arc<TokenGrant>>,
+    /// Users that exist (checked for every JWT).
+    users: EpochCache<String, ()>,
+}
+
+impl AuthCache {
+    pub fn new(epoch: &WriteEpoch) -> Self {
+        Self {
+            tokens: EpochCache::new(epoch, 10_000, AUTH_CACHE_MAX_AGE, None),
+            users: EpochCache::new(epoch, 10_000, AUTH_CACHE_MAX_AGE, None),
+        }
+    }
+}
+
+/// A personal token that exists and is not revoked, with the time-dependent facts that are
+/// re-checked on every use.
+#[derive(Debug)]
+struct TokenGrant {
+    principal: Principal,
+    expires_at: Option<i64>,
+    subscription_active: bool,
+    subscription_until: Option<i64>,
+}
+
+impl TokenGrant {
+    fn admit(&self, now: i64) -> AppResult<Principal> {
+        if self.expires_at.is_some_and(|at| at <= now) {
+            return Err(AppError::unauthorized(
+                "this personal API token has expired",
+            ));
+        }
+        if !users::subscription_is_active(self.subscription_active, self.subscription_until, now) {
+            return Err(AppError::forbidden(
+                "subscription_expired",
+                "an active paid subscription is required to use personal API tokens",
+            ));
+        }
+        Ok(self.principal.clone())
+    }
+}
 
 /// Prefix that tells personal API tokens apart from JWT access tokens.
 pub const PERSONAL_TOKEN_PREFIX: &str = "csk_";
@@ -106,15 +160,19 @@ pub async fn authenticate(state: &AppState, token: &str) -> AppResult<Principal>
         .jwt
         .verify(token)
         .ok_or_else(|| AppError::unauthorized("invalid or expired access token"))?;
-    let uid = user_id.clone();
-    let exists = state
-        .store
-        .run(move |c| Ok::<_, AppError>(users::find(c, &uid)?.is_some()))
-        .await?;
-    if !exists {
-        return Err(AppError::unauthorized(
-            "the account of this token no longer exists",
-        ));
+    if state.auth_cache.users.get(&user_id).is_none() {
+        let since = state.auth_cache.users.epoch();
+        let uid = user_id.clone();
+        let exists = state
+            .store
+            .run(move |c| Ok::<_, AppError>(users::find(c, &uid)?.is_some()))
+            .await?;
+        if !exists {
+            return Err(AppError::unauthorized(
+                "the account of this token no longer exists",
+            ));
+        }
+        state.auth_cache.users.insert(user_id.clone(), since, ());
     }
     Ok(Principal::User { user_id })
 }
@@ -122,38 +180,40 @@ pub async fn authenticate(state: &AppState, token: &str) -> AppResult<Principal>
 async fn authenticate_personal(state: &AppState, token: &str) -> AppResult<Principal> {
     let hash = crypto::sha256_hex(token);
     let now = unix_now() as i64;
-    state
+    if let Some(grant) = state.auth_cache.tokens.get(&hash) {
+        return grant.admit(now);
+    }
+    let since = state.auth_cache.tokens.epoch();
+    let key = hash.clone();
+    let grant = state
         .store
         .run(move |c| {
-            let row = api_tokens::find_by_hash(c, &hash)?
+            let row = api_tokens::find_by_hash(c, &key)?
                 .ok_or_else(|| AppError::unauthorized("invalid personal API token"))?;
             if row.revoked_at.is_some() {
                 return Err(AppError::unauthorized(
                     "this personal API token has been revoked",
                 ));
             }
-            if row.expires_at.is_some_and(|at| at <= now) {
-                return Err(AppError::unauthorized(
-                    "this personal API token has expired",
-                ));
-            }
             let user = users::find(c, &row.user_id)?
                 .ok_or_else(|| AppError::unauthorized("invalid personal API token"))?;
-            if !user.subscription_is_active(now) {
-                return Err(AppError::forbidden(
-                    "subscription_expired",
-                    "an active paid subscription is required to use personal API tokens",
-                ));
-            }
             // Recording use costs a write: once a minute per token is precise enough.
             if row.last_used_at.is_none_or(|at| now - at >= 60) {
                 api_tokens::touch(c, &row.id, now)?;
             }
-            Ok(Principal::ApiToken {
-                user_id: row.user_id,
-                token_id: row.id,
-                allowlist_version: row.allowlist_version,
+            Ok(TokenGrant {
+                principal: Principal::ApiToken {
+                    user_id: row.user_id,
+                    token_id: row.id,
+                    allowlist_version: row.allowlist_version,
+                },
+                expires_at: row.expires_at,
+                subscription_active: user.subscription_active,
+                subscription_until: user.subscription_until,
             })
         })
-        .await
+        .await?;
+    let grant = Arc::new(grant);
+    state.auth_cache.tokens.insert(hash, since, grant.clone());
+    grant.admit(now)
 }

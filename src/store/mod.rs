@@ -15,6 +15,7 @@ use crate::config::StorageConfig;
 pub mod api_tokens;
 pub mod bridge_logins;
 pub mod devices;
+pub mod epoch;
 pub mod linked_groups;
 pub mod login_codes;
 pub mod messages;
@@ -70,6 +71,7 @@ pub const SCHEMA_VERSION: i64 = MIGRATIONS.len() as i64;
 #[derive(Clone)]
 pub struct Store {
     pool: Pool<SqliteConnectionManager>,
+    epoch: epoch::WriteEpoch,
 }
 
 impl Store {
@@ -92,6 +94,11 @@ impl Store {
         }
         let manager = SqliteConnectionManager::file(path).with_init(move |c| {
             c.busy_timeout(Duration::from_secs(5))?;
+            // Transactions read and then write: taking the write lock at BEGIN makes a
+            // concurrent writer wait (busy_timeout) instead of failing the upgrade with
+            // SQLITE_BUSY when another connection committed since the first read.
+            c.set_transaction_behavior(rusqlite::TransactionBehavior::Immediate);
+            epoch::install(c)?;
             c.execute_batch(&format!(
                 "PRAGMA foreign_keys = ON; PRAGMA synchronous = {synchronous}; PRAGMA temp_store = MEMORY;"
             ))
@@ -100,7 +107,10 @@ impl Store {
             .max_size(8)
             .connection_timeout(Duration::from_secs(10))
             .build(manager)?;
-        Ok(Self { pool })
+        Ok(Self {
+            pool,
+            epoch: epoch::WriteEpoch::default(),
+        })
     }
 
     /// Applies every migration newer than the file's `user_version`, each in its own
@@ -130,8 +140,14 @@ impl Store {
         Ok(conn.pragma_query_value(None, "user_version", |r| r.get(0))?)
     }
 
+    /// Counts the jobs of [`Store::run`] that committed a write (see [`epoch`]).
+    pub fn epoch(&self) -> &epoch::WriteEpoch {
+        &self.epoch
+    }
+
     /// Runs `job` with a pooled connection on the blocking thread pool, so SQLite never
-    /// stalls the async executor.
+    /// stalls the async executor. A job that committed bumps the write epoch before this
+    /// returns.
     pub async fn run<T, E, F>(&self, job: F) -> Result<T, E>
     where
         T: Send + 'static,
@@ -139,7 +155,10 @@ impl Store {
         F: FnOnce(&mut Conn) -> Result<T, E> + Send + 'static,
     {
         let pool = self.pool.clone();
+        let write_epoch = self.epoch.clone();
         let joined = tokio::task::spawn_blocking(move || {
+            // Bumps on the way out, even if the job panics after committing.
+            let _publish = epoch::PublishCommits::new(write_epoch);
             let mut conn = pool.get().map_err(StoreError::from)?;
             job(&mut conn)
         })
@@ -232,6 +251,43 @@ mod tests {
             .pragma_query_value(None, "foreign_keys", |r| r.get(0))
             .unwrap();
         assert_eq!(fk, 1);
+    }
+
+    #[test]
+    fn a_transaction_that_reads_then_writes_survives_a_concurrent_writer() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = Store::open(&StorageConfig {
+            data_dir: dir.path().to_path_buf(),
+            ..StorageConfig::default()
+        })
+        .unwrap();
+        store
+            .conn()
+            .unwrap()
+            .execute_batch("CREATE TABLE t (x INTEGER)")
+            .unwrap();
+        let mut a = store.conn().unwrap();
+        let tx = a.transaction().unwrap();
+        let _: i64 = tx
+            .query_row("SELECT count(*) FROM t", [], |r| r.get(0))
+            .unwrap();
+        // Another connection writes while the transaction is open: with a deferred BEGIN it
+        // would commit first and the transaction's own write would fail (SQLITE_BUSY).
+        let other = store.clone();
+        let writer = std::thread::spawn(move || {
+            other
+                .conn()
+                .unwrap()
+                .execute("INSERT INTO t VALUES (2)", [])
+        });
+        std::thread::sleep(Duration::from_millis(100));
+        tx.execute("INSERT INTO t VALUES (1)", []).unwrap();
+        tx.commit().unwrap();
+        writer.join().unwrap().unwrap();
+        let n: i64 = a
+            .query_row("SELECT count(*) FROM t", [], |r| r.get(0))
+            .unwrap();
+        assert_eq!(n, 2);
     }
 
     #[test]

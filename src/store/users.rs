@@ -29,13 +29,18 @@ pub struct UserRow {
 impl UserRow {
     /// Whether personal tokens of this user may be used at `now` (Unix seconds).
     pub fn subscription_is_active(&self, now: i64) -> bool {
-        self.subscription_active && self.subscription_until.is_none_or(|until| until > now)
+        subscription_is_active(self.subscription_active, self.subscription_until, now)
     }
 
     /// The id of the account group this user belongs to (its primary account).
     pub fn group_id(&self) -> &str {
         self.primary_user_id.as_deref().unwrap_or(&self.id)
     }
+}
+
+/// Whether a subscription with these stored values is active at `now` (Unix seconds).
+pub fn subscription_is_active(active: bool, until: Option<i64>, now: i64) -> bool {
+    active && until.is_none_or(|until| until > now)
 }
 
 const COLUMNS: &str =
@@ -168,6 +173,22 @@ pub fn update(conn: &Connection, u: &UserRow) -> rusqlite::Result<usize> {
             u.primary_user_id,
             u.keys_shredded,
             u.last_key_deletion_at,
+            u.updated_at,
+        ],
+    )
+}
+
+/// Records the user's Matrix account, leaving every other column as it is (the account is
+/// registered over the network, while other requests may change the row).
+pub fn set_matrix_account(conn: &Connection, u: &UserRow) -> rusqlite::Result<usize> {
+    conn.execute(
+        "UPDATE users SET matrix_user_id = ?2, matrix_device_id = ?3, \
+         matrix_access_token_enc = ?4, updated_at = ?5 WHERE id = ?1",
+        params![
+            u.id,
+            u.matrix_user_id,
+            u.matrix_device_id,
+            u.matrix_access_token_enc,
             u.updated_at,
         ],
     )

@@ -639,6 +639,90 @@ async fn readable_history_answers_no_signing_key_after_key_deletion() {
     );
 }
 
+/// Pages are served from memory between writes (see `services::messages::readable`): a
+/// change made through the service shows on the very next read, and one written to the
+/// database by another process within the documented second.
+#[tokio::test]
+async fn a_page_read_again_reflects_every_change_at_once() {
+    let app = TestApp::start_with_mail().await;
+    let me = app.sign_up("msg.fresh").await;
+    let id = uid(&me);
+    let token = personal_token(&app, &me).await;
+    let seed = Seeder::open(&app);
+    let room = "!fresh:seed.test";
+    seed.room(&id, room, None);
+    let (first, _) = seed.message(&id, room, &msg("@bob:seed.test", 1000, "first"));
+    seed.message(&id, room, &msg("@bob:seed.test", 2000, "second"));
+    let query = format!("?roomId={}&limit=10", enc(room));
+    let page = history(&app, &token, &query).await;
+    assert_eq!(bodies(&page, "text"), ["second", "first"]);
+    assert_eq!(
+        history(&app, &token, &query).await,
+        page,
+        "the same page again"
+    );
+
+    // Deleting one message through the API: gone from the next read.
+    let resp = app
+        .send(
+            Method::DELETE,
+            &format!("/api/messages/{first}"),
+            Some(&me.access_token),
+            None,
+        )
+        .await;
+    expect_json(resp, 200).await;
+    assert_eq!(
+        bodies(&history(&app, &token, &query).await, "text"),
+        ["second"]
+    );
+
+    // A row written by another process (here: this test) shows within a second.
+    seed.message(&id, room, &msg("@bob:seed.test", 3000, "third"));
+    let deadline = Instant::now() + Duration::from_secs(3);
+    loop {
+        let texts = bodies(&history(&app, &token, &query).await, "text");
+        if texts == ["third", "second"] {
+            break;
+        }
+        assert!(Instant::now() < deadline, "still {texts:?}");
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+
+    // Deleting by criteria, then revoking the token: both effective on the next request.
+    let resp = delete_messages(
+        &app,
+        &me.access_token,
+        &format!("?roomId={}", enc(room)),
+        Some(CONFIRM),
+    )
+    .await;
+    expect_json(resp, 200).await;
+    assert!(bodies(&history(&app, &token, &query).await, "text").is_empty());
+    let tokens = expect_json(
+        app.get_auth("/api/developer/tokens", &me.access_token)
+            .await,
+        200,
+    )
+    .await;
+    let token_id = tokens["tokens"][0]["id"].as_str().unwrap().to_owned();
+    let resp = app
+        .send(
+            Method::DELETE,
+            &format!("/api/developer/tokens/{token_id}"),
+            Some(&me.access_token),
+            None,
+        )
+        .await;
+    assert!(resp.status().is_success(), "{}", resp.status());
+    expect_error(
+        app.get_auth(&format!("/api/messages{query}"), &token).await,
+        401,
+        "unauthorized",
+    )
+    .await;
+}
+
 // ---- deletion and statistics -------------------------------------------------
 
 async fn delete_messages(

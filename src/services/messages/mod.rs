@@ -20,6 +20,7 @@ use std::sync::Arc;
 
 use base64::engine::general_purpose::URL_SAFE_NO_PAD;
 use base64::Engine as _;
+use bytes::Bytes;
 use rusqlite::Connection;
 use serde::{Deserialize, Serialize};
 use serde_json::{json, Value};
@@ -38,7 +39,10 @@ use crate::store::users::UserRow;
 use cache::KeyTag;
 
 pub mod cache;
+pub mod readable;
 pub mod send;
+
+pub use readable::ReadableMessage;
 
 pub use send::{homeserver_error, send_multi, send_to_room, MultiSendItem, Sent};
 
@@ -71,40 +75,11 @@ pub struct SealedMessage {
     pub envelope: Envelope,
 }
 
-/// A personal-token message: readable text.
-#[derive(Debug, Clone)]
-pub struct ReadableMessage {
-    pub event_id: String,
-    pub sender_id: String,
-    /// `body` is the readable text (see [`ReadableMessage::text`]); `content` the event
-    /// content. Shared with the content cache.
-    pub content: Arc<MessageContent>,
-    pub redacted: bool,
-    pub outgoing: bool,
-    pub is_mine: bool,
-    pub timestamp: i64,
-}
-
-impl ReadableMessage {
-    /// The readable text; empty for redacted messages.
-    pub fn text(&self) -> &str {
-        if self.redacted {
-            ""
-        } else {
-            &self.content.body
-        }
-    }
-}
-
 #[derive(Debug, Clone)]
 pub enum History {
     Encrypted(Vec<SealedMessage>),
-    /// Every message of a readable page belongs to `room_id`.
-    Readable {
-        room_id: Option<String>,
-        messages: Vec<ReadableMessage>,
-        next_cursor: Option<String>,
-    },
+    /// A personal-token page, rendered as its JSON body ([`readable::render`]).
+    Readable(Bytes),
 }
 
 pub fn parse_limit(limit: Option<i64>) -> AppResult<i64> {
@@ -220,8 +195,18 @@ pub async fn history(
                 "personal tokens page with `cursor` (from `nextCursor`), not `before`",
             ));
         }
+        let key = readable::PageKey {
+            user_id: uid.clone(),
+            room_id: room_id.clone(),
+            cursor: q.cursor.clone(),
+            limit,
+        };
+        if let Some(body) = state.history_pages.get(&key) {
+            return Ok(History::Readable(body));
+        }
         let cursor = q.cursor.as_deref().map(Cursor::decode).transpose()?;
-        return state
+        let since = state.history_pages.epoch();
+        let body = state
             .store
             .run(move |c| {
                 let user = load_user(c, &uid)?;
@@ -229,7 +214,9 @@ pub async fn history(
                 let dek = users::data_key(&master, &user)?;
                 readable_page(c, &user, &dek, room_id, cursor, limit)
             })
-            .await;
+            .await?;
+        state.history_pages.insert(key, since, body.clone());
+        return Ok(History::Readable(body));
     }
     if q.cursor.is_some() {
         return Err(AppError::invalid(
@@ -346,7 +333,7 @@ fn readable_page(
     room_id: Option<String>,
     cursor: Option<Cursor>,
     limit: i64,
-) -> AppResult<History> {
+) -> AppResult<Bytes> {
     let uid = user.id.as_str();
     let one = room_id.is_some();
     if cursor
@@ -372,13 +359,13 @@ fn readable_page(
         }
         (None, None) => match stored::room_from(c, uid, "", true)? {
             Some(first) => (first, PageStart::newest()),
-            None => return Ok(empty_page()),
+            None => return empty_page(),
         },
         (None, Some(cur)) => match stored::room_from(c, uid, &cur.r, true)? {
             // The cursor's room may have been removed meanwhile: continue with the next.
             Some(found) if found == cur.r => (found, cur.start()),
             Some(next) => (next, PageStart::newest()),
-            None => return Ok(empty_page()),
+            None => return empty_page(),
         },
     };
     let mut rows = stored::room_page(c, uid, &room, &start, limit + 1)?;
@@ -406,7 +393,7 @@ fn readable_page(
         .collect();
     own.extend(user.matrix_user_id.clone());
     let key = KeyTag::of(dek);
-    let messages = rows
+    let messages: Vec<ReadableMessage> = rows
         .into_iter()
         .filter_map(|row| {
             let content = open(dek, key, &row)?;
@@ -422,19 +409,11 @@ fn readable_page(
             })
         })
         .collect();
-    Ok(History::Readable {
-        room_id: Some(room),
-        messages,
-        next_cursor: next.map(|c| c.encode()),
-    })
+    readable::render(Some(&room), &messages, next.map(|c| c.encode()).as_deref())
 }
 
-fn empty_page() -> History {
-    History::Readable {
-        room_id: None,
-        messages: Vec::new(),
-        next_cursor: None,
-    }
+fn empty_page() -> AppResult<Bytes> {
+    readable::render(None, &[], None)
 }
 
 /// What `DELETE /api/messages` removed, and the normalised criteria.

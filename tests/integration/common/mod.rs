@@ -277,6 +277,16 @@ impl Drop for TestApp {
             let _ = child.kill();
             let _ = child.wait();
         }
+        if std::thread::panicking() {
+            // The server's side of a failed test (its log goes with the temp dir).
+            let log = self.log();
+            let lines: Vec<&str> = log.lines().collect();
+            let tail = &lines[lines.len().saturating_sub(30)..];
+            eprintln!("---- server log (last {} lines) ----", tail.len());
+            for line in tail {
+                eprintln!("{line}");
+            }
+        }
     }
 }
 
