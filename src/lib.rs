@@ -2,6 +2,7 @@
 //! and mautrix bridges. `main.rs` is the CLI; everything else lives here so tests and
 //! benchmarks can build the real application.
 
+pub mod ai;
 pub mod api;
 pub mod bridges;
 pub mod commands;

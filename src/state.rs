@@ -43,6 +43,8 @@ pub struct Inner {
     pub bridges: crate::services::bridges::Bridges,
     /// General outbound client (AI service); upstreams with their own needs have their own.
     pub http: reqwest::Client,
+    /// Refines message scores with the AI service; `None` without an `[ai]` section.
+    pub ai_scorer: Option<crate::ai::Scorer>,
     /// Probed by the health check to prove the cache works.
     pub health_cache: Cache<&'static str, u64>,
     pub routes: RouteTable,
@@ -114,6 +116,7 @@ impl AppState {
             history_pages,
             matrix,
             bridges,
+            ai_scorer: crate::ai::Scorer::new(config.ai.as_ref(), &http),
             http,
             health_cache: Cache::builder().max_capacity(16).build(),
             routes: RouteTable::from_spec(&crate::api::spec_json()),

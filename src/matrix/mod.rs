@@ -177,11 +177,8 @@ impl MatrixClient {
         struct WhoAmI {
             user_id: String,
         }
-        let url = format!("{}/_matrix/client/v3/account/whoami", self.base);
         let resp = self
-            .api
-            .get(url)
-            .bearer_auth(token)
+            .client_api(reqwest::Method::GET, token, "account/whoami")
             .send()
             .await
             .map_err(unreachable)?;
@@ -191,6 +188,18 @@ impl MatrixClient {
 }
 
 impl MatrixClient {
+    /// A client-server API request (`/_matrix/client/v3/{path}`) as the holder of `token`.
+    fn client_api(
+        &self,
+        method: reqwest::Method,
+        token: &str,
+        path: &str,
+    ) -> reqwest::RequestBuilder {
+        self.api
+            .request(method, format!("{}/_matrix/client/v3/{path}", self.base))
+            .bearer_auth(token)
+    }
+
     /// `GET /_matrix/client/v3/sync`: long-polls up to `timeout_ms` for changes after
     /// `since` (a full initial sync without it). The request timeout is the poll plus 30 s.
     pub async fn sync(
@@ -235,17 +244,14 @@ impl MatrixClient {
         struct Sent {
             event_id: String,
         }
-        let url = format!(
-            "{}/_matrix/client/v3/rooms/{}/send/{}/{}",
-            self.base,
+        let path = format!(
+            "rooms/{}/send/{}/{}",
             encode(room_id),
             encode(event_type),
             encode(txn_id)
         );
         let resp = self
-            .api
-            .put(url)
-            .bearer_auth(token)
+            .client_api(reqwest::Method::PUT, token, &path)
             .json(content)
             .send()
             .await
@@ -262,16 +268,10 @@ impl MatrixClient {
         room_id: &str,
         event_id: &str,
     ) -> Result<(), MatrixError> {
-        let url = format!(
-            "{}/_matrix/client/v3/rooms/{}/read_markers",
-            self.base,
-            encode(room_id)
-        );
+        let path = format!("rooms/{}/read_markers", encode(room_id));
         let body = json!({"m.fully_read": event_id, "m.read": event_id});
         let resp = self
-            .api
-            .post(url)
-            .bearer_auth(token)
+            .client_api(reqwest::Method::POST, token, &path)
             .json(&body)
             .send()
             .await
@@ -290,15 +290,9 @@ impl MatrixClient {
         struct Joined {
             joined: std::collections::HashMap<String, serde_json::Value>,
         }
-        let url = format!(
-            "{}/_matrix/client/v3/rooms/{}/joined_members",
-            self.base,
-            encode(room_id)
-        );
+        let path = format!("rooms/{}/joined_members", encode(room_id));
         let resp = self
-            .api
-            .get(url)
-            .bearer_auth(token)
+            .client_api(reqwest::Method::GET, token, &path)
             .send()
             .await
             .map_err(unreachable)?;
@@ -310,11 +304,12 @@ impl MatrixClient {
 
     /// `POST /join/{roomIdOrAlias}`: accepts an invite.
     pub async fn join(&self, token: &str, room_id: &str) -> Result<(), MatrixError> {
-        let url = format!("{}/_matrix/client/v3/join/{}", self.base, encode(room_id));
         let resp = self
-            .api
-            .post(url)
-            .bearer_auth(token)
+            .client_api(
+                reqwest::Method::POST,
+                token,
+                &format!("join/{}", encode(room_id)),
+            )
             .json(&json!({}))
             .send()
             .await
@@ -329,15 +324,9 @@ impl MatrixClient {
         token: &str,
         user_id: &str,
     ) -> Result<std::collections::HashMap<String, Vec<String>>, MatrixError> {
-        let url = format!(
-            "{}/_matrix/client/v3/user/{}/account_data/m.direct",
-            self.base,
-            encode(user_id)
-        );
+        let path = format!("user/{}/account_data/m.direct", encode(user_id));
         let resp = self
-            .api
-            .get(url)
-            .bearer_auth(token)
+            .client_api(reqwest::Method::GET, token, &path)
             .send()
             .await
             .map_err(unreachable)?;
@@ -362,11 +351,14 @@ pub fn encode(segment: &str) -> String {
     out
 }
 
-fn unreachable(e: reqwest::Error) -> MatrixError {
+pub(crate) fn unreachable(e: reqwest::Error) -> MatrixError {
     MatrixError::Unreachable(e.to_string())
 }
 
-async fn decode<T: serde::de::DeserializeOwned>(resp: reqwest::Response) -> Result<T, MatrixError> {
+/// The JSON answer of a homeserver call, or its Matrix error (`errcode`, `error`).
+pub(crate) async fn decode<T: serde::de::DeserializeOwned>(
+    resp: reqwest::Response,
+) -> Result<T, MatrixError> {
     let status = resp.status();
     let bytes = resp.bytes().await.map_err(unreachable)?;
     if !status.is_success() {

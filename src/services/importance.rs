@@ -21,14 +21,34 @@
 //! messages, and at least [`DIRECT_BASELINE`] for direct chats, so a quiet direct chat
 //! still ranks above a quiet group.
 //!
-//! Not covered: the age of unread messages (scores are fixed at ingest; sorting by
+//! Not covered: the age of unread messages (scores do not grow as messages wait; sorting by
 //! importance and then recency covers most of it).
 //!
-//! AI hook: DESIGN §4 allows the AI service (`[ai]`) to refine these scores. That is not
-//! built yet (TODO): with or without `[ai]`, the heuristic below is what is stored. When
-//! it is built it must run outside the ingest transaction (asynchronously, updating
-//! `messages.importance/category/is_question` afterwards) and fall back to these values
-//! whenever the AI service is slow or down.
+//! AI scoring (DESIGN §4): when `[ai]` is configured, [`crate::ai`] refines these values
+//! after the fact. Ingest always stores the heuristic score first (in the ingest
+//! transaction, so a message is never unscored); once the sync batch is committed and
+//! published, the new incoming messages (not the user's own, not redacted) go to one
+//! background task that asks the AI service for `importance`, `category` and
+//! `isQuestion`, a few messages at a time. Each answer replaces the message's values,
+//! unless the message was edited or redacted meanwhile, and the room's importance is
+//! recomputed with [`unread_room_importance`], as ingest does; the room is then announced
+//! with `room.updated`. Whenever the AI service is slow, down, or answers something that
+//! is not the expected JSON, the heuristic values simply stay. The text of each incoming
+//! message (with whether the room is direct and whether the reader is mentioned) is sent
+//! to the configured service, which is why it should be a self-hosted one.
+//!
+//! Pushes for important messages (`services::devices`) fire on `message.created`, that
+//! is with the ingest-time (heuristic) score: they are not delayed for the AI's answer.
+
+use rusqlite::Connection;
+
+use crate::store::messages;
+use crate::store::rooms::RoomRow;
+
+/// The categories a message can have, strongest first.
+pub const CATEGORIES: &[&str] = &[
+    "urgent", "mention", "question", "media", "direct", "general",
+];
 
 /// Importance of a direct chat with nothing unread.
 pub const DIRECT_BASELINE: f64 = 0.3;
@@ -143,7 +163,7 @@ pub fn score(reader: &Reader, m: &MessageFacts<'_>) -> Score {
         "general"
     };
     Score {
-        importance: round(importance.min(1.0)),
+        importance: round_score(importance.min(1.0)),
         category,
         is_question,
     }
@@ -153,7 +173,36 @@ pub fn score(reader: &Reader, m: &MessageFacts<'_>) -> Score {
 /// direct chats.
 pub fn room_importance(is_direct: bool, max_unread: Option<f64>) -> f64 {
     let baseline = if is_direct { DIRECT_BASELINE } else { 0.0 };
-    round(max_unread.unwrap_or(0.0).max(baseline))
+    round_score(max_unread.unwrap_or(0.0).max(baseline))
+}
+
+/// [`room_importance`] of a stored room: the highest score among its unread messages
+/// (after the read marker when that is a stored message, else the newest
+/// `unread_count`), read in the caller's connection or transaction.
+pub fn unread_room_importance(conn: &Connection, row: &RoomRow) -> rusqlite::Result<f64> {
+    let max_unread = if row.unread_count <= 0 {
+        None
+    } else {
+        let read_ts = match &row.last_read_event_id {
+            Some(id) => messages::ts_of_event(conn, &row.user_id, id)?,
+            None => None,
+        };
+        match read_ts {
+            Some(ts) => messages::max_importance_after(conn, &row.user_id, &row.room_id, ts)?,
+            None => messages::max_importance_of_latest(
+                conn,
+                &row.user_id,
+                &row.room_id,
+                row.unread_count,
+            )?,
+        }
+    };
+    Ok(room_importance(row.is_direct, max_unread))
+}
+
+/// Whether `body` (or `m.mentions.user_ids`) mentions the reader, as [`score`] decides it.
+pub fn is_mentioned(reader: &Reader, body: &str, mentioned_ids: &[&str]) -> bool {
+    is_mention(reader, &body.to_lowercase(), mentioned_ids)
 }
 
 /// Ends with `?`, or its first word is a question word.
@@ -216,7 +265,8 @@ fn contains_phrase(haystack: &str, needle: &str) -> bool {
     false
 }
 
-fn round(x: f64) -> f64 {
+/// Scores are kept to three decimals.
+pub fn round_score(x: f64) -> f64 {
     (x * 1000.0).round() / 1000.0
 }
 

@@ -81,12 +81,41 @@ fn recovery_aad(user_id: &str) -> Aad<'_> {
     Aad::new("user_keys", "encrypted_master_key", user_id)
 }
 
-/// Seals recovery material under the user's DEK and pairs it with a fresh salt.
-fn seal_recovery(master: &MasterKey, user: &UserRow, value: &str) -> AppResult<(Vec<u8>, String)> {
-    let dek = users::data_key(master, user)?;
-    let sealed = dek.seal_str(value, &recovery_aad(&user.id));
-    let salt = STANDARD.encode(crypto::random_array::<SALT_BYTES>());
-    Ok((sealed, salt))
+/// The body of a key registration or rotation, validated before any database work.
+struct NewKey {
+    public_key: String,
+    /// Recovery material (`encryptedMasterKey`), when sent.
+    recovery: Option<String>,
+}
+
+impl NewKey {
+    fn validate(public_key: String, encrypted_master_key: Option<String>) -> AppResult<Self> {
+        validate_public_key(&public_key)?;
+        let recovery = encrypted_master_key
+            .as_deref()
+            .map(validate_encrypted_master_key)
+            .transpose()?;
+        Ok(Self {
+            public_key,
+            recovery,
+        })
+    }
+
+    /// Seals the recovery material (if any) into `row` under the user's DEK, with a fresh
+    /// salt; without it the row keeps what it has.
+    fn seal_recovery_into(
+        &self,
+        master: &MasterKey,
+        user: &UserRow,
+        row: &mut UserKeyRow,
+    ) -> AppResult<()> {
+        if let Some(value) = &self.recovery {
+            let dek = users::data_key(master, user)?;
+            row.encrypted_master_key_enc = Some(dek.seal_str(value, &recovery_aad(&user.id)));
+            row.salt = Some(STANDARD.encode(crypto::random_array::<SALT_BYTES>()));
+        }
+        Ok(())
+    }
 }
 
 fn no_keys() -> AppError {
@@ -109,11 +138,7 @@ pub async fn register(
     public_key: String,
     encrypted_master_key: Option<String>,
 ) -> AppResult<i64> {
-    validate_public_key(&public_key)?;
-    let recovery = encrypted_master_key
-        .as_deref()
-        .map(validate_encrypted_master_key)
-        .transpose()?;
+    let key = NewKey::validate(public_key, encrypted_master_key)?;
     let master = state.master.clone();
     let uid = user_id.to_owned();
     let now = unix_now() as i64;
@@ -129,12 +154,8 @@ pub async fn register(
                 ));
             }
             let version = user_keys::last_version(&tx, &uid)? + 1;
-            let mut row = new_key_row(&uid, public_key, None, version, now);
-            if let Some(value) = recovery {
-                let (sealed, salt) = seal_recovery(&master, &user, &value)?;
-                row.encrypted_master_key_enc = Some(sealed);
-                row.salt = Some(salt);
-            }
+            let mut row = new_key_row(&uid, key.public_key.clone(), None, version, now);
+            key.seal_recovery_into(&master, &user, &mut row)?;
             user_keys::upsert(&tx, &row)?;
             if user.keys_shredded {
                 user.keys_shredded = false;
@@ -156,11 +177,7 @@ pub async fn rotate(
     public_key: String,
     encrypted_master_key: Option<String>,
 ) -> AppResult<i64> {
-    validate_public_key(&public_key)?;
-    let recovery = encrypted_master_key
-        .as_deref()
-        .map(validate_encrypted_master_key)
-        .transpose()?;
+    let key = NewKey::validate(public_key, encrypted_master_key)?;
     let master = state.master.clone();
     let uid = user_id.to_owned();
     let now = unix_now() as i64;
@@ -171,12 +188,8 @@ pub async fn rotate(
             let user = load_user(&tx, &uid)?;
             let mut row = user_keys::find(&tx, &uid)?.ok_or_else(no_keys)?;
             row.key_version = user_keys::last_version(&tx, &uid)? + 1;
-            row.public_key = public_key.trim().to_owned();
-            if let Some(value) = recovery {
-                let (sealed, salt) = seal_recovery(&master, &user, &value)?;
-                row.encrypted_master_key_enc = Some(sealed);
-                row.salt = Some(salt);
-            }
+            row.public_key = key.public_key.trim().to_owned();
+            key.seal_recovery_into(&master, &user, &mut row)?;
             row.updated_at = now;
             user_keys::upsert(&tx, &row)?;
             tx.commit()?;

@@ -346,3 +346,26 @@ pub fn max_importance_of_latest(
     )?
     .query_row(params![user_id, room_id, last], |r| r.get(0))
 }
+
+// ---- AI scoring (`crate::ai`) ----
+
+/// Replaces a message's importance, category and question flag with the AI service's,
+/// only while its sealed content is still `content_enc` and it is not redacted (an edit
+/// or redaction meanwhile rescored it from the new content; that score stays). Returns
+/// whether the row was updated.
+pub fn set_ai_score(
+    conn: &Connection,
+    id: &str,
+    content_enc: &[u8],
+    importance: f64,
+    category: &str,
+    is_question: bool,
+) -> rusqlite::Result<bool> {
+    let n = conn
+        .prepare_cached(
+            "UPDATE messages SET importance = ?3, category = ?4, is_question = ?5 \
+             WHERE id = ?1 AND content_enc = ?2 AND redacted = 0",
+        )?
+        .execute(params![id, content_enc, importance, category, is_question])?;
+    Ok(n == 1)
+}

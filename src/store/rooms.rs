@@ -509,3 +509,21 @@ pub fn ids_with_membership(
     let rows = stmt.query_map([user_id, membership], |r| r.get(0))?;
     rows.collect()
 }
+
+/// Sets a room's importance (recomputed after its messages were rescored); returns
+/// whether it changed.
+pub fn set_importance(
+    conn: &Connection,
+    user_id: &str,
+    room_id: &str,
+    importance: f64,
+    now: i64,
+) -> rusqlite::Result<bool> {
+    let n = conn
+        .prepare_cached(
+            "UPDATE rooms SET importance = ?3, updated_at = ?4 \
+             WHERE user_id = ?1 AND room_id = ?2 AND importance IS NOT ?3",
+        )?
+        .execute(params![user_id, room_id, importance, now])?;
+    Ok(n > 0)
+}

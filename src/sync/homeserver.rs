@@ -9,7 +9,7 @@ use serde_json::Value;
 
 use super::room::RoomHint;
 use crate::matrix::types::{Event, SyncResponse};
-use crate::matrix::{encode, MatrixError};
+use crate::matrix::{decode, encode, unreachable, MatrixError};
 
 /// At most this many `/messages` pages (of [`PAGE`] events) are fetched per room gap.
 const MAX_GAP_PAGES: usize = 50;
@@ -38,21 +38,8 @@ impl Homeserver<'_> {
             .bearer_auth(self.token)
             .send()
             .await
-            .map_err(|e| MatrixError::Unreachable(e.to_string()))?;
-        let status = resp.status();
-        let bytes = resp
-            .bytes()
-            .await
-            .map_err(|e| MatrixError::Unreachable(e.to_string()))?;
-        if !status.is_success() {
-            let body: Value = serde_json::from_slice(&bytes).unwrap_or_default();
-            return Err(MatrixError::Http {
-                status: status.as_u16(),
-                errcode: body["errcode"].as_str().unwrap_or("M_UNKNOWN").to_owned(),
-                message: body["error"].as_str().unwrap_or_default().to_owned(),
-            });
-        }
-        serde_json::from_slice(&bytes).map_err(|e| MatrixError::Decode(e.to_string()))
+            .map_err(unreachable)?;
+        decode(resp).await
     }
 
     /// For every joined room whose timeline is `limited`, pages back from its

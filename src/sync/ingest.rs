@@ -179,7 +179,7 @@ fn ingest_joined(
         view.row.highlight_count = n;
     }
     view.finish(ctx, dek, Some(&room.summary));
-    view.row.importance = room_importance(tx, ctx, &view)?;
+    view.row.importance = importance::unread_room_importance(tx, &view.row)?;
     save_if_changed(tx, ctx, &mut view, touched, out)
 }
 
@@ -469,29 +469,4 @@ fn update_read_marker(
         }
     }
     Ok(())
-}
-
-/// Highest score among unread messages (after the read marker when it is a stored
-/// message, else the newest `unread_count`), at least the direct-chat baseline.
-fn room_importance(
-    tx: &Transaction<'_>,
-    ctx: &IngestContext<'_>,
-    view: &RoomView,
-) -> rusqlite::Result<f64> {
-    let row = &view.row;
-    let max_unread = if row.unread_count <= 0 {
-        None
-    } else {
-        let read_ts = match &row.last_read_event_id {
-            Some(id) => messages::ts_of_event(tx, ctx.user_id, id)?,
-            None => None,
-        };
-        match read_ts {
-            Some(ts) => messages::max_importance_after(tx, ctx.user_id, &row.room_id, ts)?,
-            None => {
-                messages::max_importance_of_latest(tx, ctx.user_id, &row.room_id, row.unread_count)?
-            }
-        }
-    };
-    Ok(importance::room_importance(row.is_direct, max_unread))
 }

@@ -281,6 +281,9 @@ impl Session {
         let outcome = self.ingest(state, resp, hints).await?;
         self.since = Some(next_batch);
         publish(state, &self.user_id, &outcome);
+        if let Some(scorer) = &state.ai_scorer {
+            scorer.submit(state, &self.user_id, &self.reader, &outcome.new_messages);
+        }
         tracing::debug!(
             user_id = %self.user_id,
             messages = outcome.new_messages.len(),

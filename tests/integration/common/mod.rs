@@ -10,6 +10,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, Command, ExitStatus, Stdio};
 use std::time::{Duration, Instant};
 
+pub mod ai;
 pub mod bridge;
 pub mod matrix;
 pub mod synapse;

@@ -26,8 +26,18 @@ fn data_dir() -> PathBuf {
         .unwrap_or_else(|| repo_root().join("target/test-synapse"))
 }
 
+/// `SWITCHBOARD_TEST_SYNAPSE_PORT`, else 18448, else (taken, e.g. by the Synapse of another
+/// checkout) any free port.
 fn port() -> String {
-    std::env::var("SWITCHBOARD_TEST_SYNAPSE_PORT").unwrap_or_else(|_| "18448".to_owned())
+    if let Ok(port) = std::env::var("SWITCHBOARD_TEST_SYNAPSE_PORT") {
+        return port;
+    }
+    const DEFAULT: u16 = 18448;
+    let port = match std::net::TcpListener::bind(("127.0.0.1", DEFAULT)) {
+        Ok(_) => DEFAULT,
+        Err(_) => super::free_port(),
+    };
+    port.to_string()
 }
 
 fn parse_env(text: &str) -> HashMap<String, String> {
