@@ -29,6 +29,7 @@ pub mod rooms;
 pub mod routes;
 pub mod scheduled;
 pub mod security;
+pub mod strict_json;
 pub mod sync;
 pub mod tokens;
 pub mod views;
@@ -201,7 +202,38 @@ async fn limit_body<E: Endpoint>(
             poem::http::HeaderValue::from_static("application/json"),
         );
     }
-    if declared.is_none() {
+    if !empty && has_string_fields(&req) {
+        // Read here (bounded) so the string fields can be checked before the typed body
+        // parser sees them; see `strict_json`.
+        let mut bytes = Vec::new();
+        req.take_body()
+            .into_async_read()
+            .take(MAX_BODY_BYTES as u64 + 1)
+            .read_to_end(&mut bytes)
+            .await
+            .map_err(|e| crate::error::AppError::invalid("body", e.to_string()))?;
+        if bytes.len() > MAX_BODY_BYTES {
+            return Err(crate::error::AppError::PayloadTooLarge {
+                limit: MAX_BODY_BYTES,
+            }
+            .into());
+        }
+        if let (Ok(body), Some(state)) = (
+            serde_json::from_slice::<serde_json::Value>(&bytes),
+            req.data::<AppState>(),
+        ) {
+            if let Some(template) = state
+                .routes
+                .resolve(req.method().as_str(), req.uri().path())
+            {
+                state
+                    .routes
+                    .string_fields
+                    .check(req.method().as_str(), template, &body)?;
+            }
+        }
+        req.set_body(bytes);
+    } else if declared.is_none() {
         let body = req
             .take_body()
             .into_async_read()
@@ -209,4 +241,16 @@ async fn limit_body<E: Endpoint>(
         req.set_body(poem::Body::from_async_read(body));
     }
     ep.call(req).await.map(IntoResponse::into_response)
+}
+
+/// Whether the request's operation has string fields in its JSON body.
+fn has_string_fields(req: &poem::Request) -> bool {
+    let Some(state) = req.data::<AppState>() else {
+        return false;
+    };
+    let method = req.method().as_str();
+    state
+        .routes
+        .resolve(method, req.uri().path())
+        .is_some_and(|template| state.routes.string_fields.covers(method, template))
 }

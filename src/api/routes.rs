@@ -101,6 +101,8 @@ enum Segment {
 #[derive(Debug, Clone, Default)]
 pub struct RouteTable {
     templates: Vec<Template>,
+    /// String fields of each operation's JSON body (see [`super::strict_json`]).
+    pub string_fields: super::strict_json::StringFields,
 }
 
 impl RouteTable {
@@ -132,7 +134,10 @@ impl RouteTable {
                 }
             }
         }
-        Self { templates }
+        Self {
+            templates,
+            string_fields: super::strict_json::StringFields::from_spec(spec),
+        }
     }
 
     /// The template a concrete request path is routed to, if any. Literal segments win

@@ -303,3 +303,71 @@ async fn email_routes_exist_behind_auth_and_answer_501() {
         }
     }
 }
+
+/// poem-openapi would read `5` or `true` sent for a string field as the text "5"/"true";
+/// the service refuses them with a 400 naming the field (see `api::strict_json`).
+#[tokio::test]
+async fn numbers_or_booleans_for_string_fields_are_400_naming_the_field() {
+    let app = TestApp::start_with_mail().await;
+    let body = expect_error(
+        app.post_json("/api/auth/code", None, serde_json::json!({"email": 12345}))
+            .await,
+        400,
+        "invalid_request",
+    )
+    .await;
+    assert!(
+        body["message"].as_str().unwrap().contains("email"),
+        "{body}"
+    );
+
+    let session = app.sign_up("strict").await;
+    let token = Some(session.access_token.as_str());
+    for (method, path, sent, field) in [
+        (
+            reqwest::Method::PATCH,
+            "/api/auth/profile",
+            serde_json::json!({"displayName": 42}),
+            "displayName",
+        ),
+        (
+            reqwest::Method::POST,
+            "/api/messages/send-multi",
+            serde_json::json!({"roomIds": ["!a:localhost", true], "body": "hi"}),
+            "roomIds",
+        ),
+        (
+            reqwest::Method::POST,
+            "/api/developer/tokens",
+            serde_json::json!({"name": false}),
+            "name",
+        ),
+    ] {
+        let body = expect_error(
+            app.send(method, path, token, Some(sent)).await,
+            400,
+            "invalid_request",
+        )
+        .await;
+        assert!(
+            body["message"].as_str().unwrap().contains(field),
+            "{path}: {body}"
+        );
+    }
+    // The same fields as strings are accepted.
+    let resp = app
+        .send(
+            reqwest::Method::PATCH,
+            "/api/auth/profile",
+            token,
+            Some(serde_json::json!({"displayName": "42"})),
+        )
+        .await;
+    expect_json(resp, 200).await;
+    let me = expect_json(
+        app.get_auth("/api/auth/me", &session.access_token).await,
+        200,
+    )
+    .await;
+    assert_eq!(me["displayName"], "42");
+}
