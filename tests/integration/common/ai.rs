@@ -7,11 +7,9 @@
 //! (method, path, `Authorization`, JSON body) so tests can check what switchboard sent.
 
 use std::sync::{Arc, Mutex};
-use std::time::Duration;
 
 use poem::http::StatusCode;
-use poem::listener::TcpAcceptor;
-use poem::{Request, Response, Server};
+use poem::{Request, Response};
 use serde_json::{json, Value};
 use tokio::sync::oneshot;
 
@@ -88,19 +86,7 @@ impl AiStandIn {
                 async move { inner.handle(req).await }
             })
         };
-        let (tx, rx) = oneshot::channel::<()>();
-        let acceptor = TcpAcceptor::from_std(listener).expect("acceptor");
-        tokio::spawn(async move {
-            let _ = Server::new_with_acceptor(acceptor)
-                .run_with_graceful_shutdown(
-                    app,
-                    async move {
-                        let _ = rx.await;
-                    },
-                    Some(Duration::from_millis(200)),
-                )
-                .await;
-        });
+        let (tx, _task) = super::serve_standin(listener, app);
         Self {
             base: format!("http://127.0.0.1:{port}"),
             inner,

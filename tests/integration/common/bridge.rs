@@ -17,8 +17,7 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use poem::http::StatusCode;
-use poem::listener::TcpAcceptor;
-use poem::{Body, Request, Response, Server};
+use poem::{Body, Request, Response};
 use serde_json::{json, Value};
 use tokio::sync::{oneshot, Notify};
 
@@ -162,19 +161,7 @@ impl BridgeEmulator {
                 async move { emu.handle(req).await }
             })
         };
-        let (tx, rx) = oneshot::channel::<()>();
-        let acceptor = TcpAcceptor::from_std(listener).expect("acceptor");
-        let task = tokio::spawn(async move {
-            let _ = Server::new_with_acceptor(acceptor)
-                .run_with_graceful_shutdown(
-                    app,
-                    async move {
-                        let _ = rx.await;
-                    },
-                    Some(Duration::from_millis(200)),
-                )
-                .await;
-        });
+        let (tx, task) = super::serve_standin(listener, app);
         Self {
             base: format!("http://127.0.0.1:{port}"),
             network,

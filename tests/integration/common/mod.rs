@@ -30,6 +30,35 @@ fn bound_port(log: &str) -> Option<u16> {
     addr.rsplit_once(':')?.1.parse().ok()
 }
 
+/// Serves a stand-in (`app`) on `listener` in the background until the returned sender
+/// fires or is dropped; in-flight requests then get 200 ms.
+pub fn serve_standin<E>(
+    listener: TcpListener,
+    app: E,
+) -> (
+    tokio::sync::oneshot::Sender<()>,
+    tokio::task::JoinHandle<()>,
+)
+where
+    E: poem::IntoEndpoint + Send + 'static,
+    E::Endpoint: 'static,
+{
+    let (tx, rx) = tokio::sync::oneshot::channel::<()>();
+    let acceptor = poem::listener::TcpAcceptor::from_std(listener).expect("acceptor");
+    let task = tokio::spawn(async move {
+        let _ = poem::Server::new_with_acceptor(acceptor)
+            .run_with_graceful_shutdown(
+                app,
+                async move {
+                    let _ = rx.await;
+                },
+                Some(Duration::from_millis(200)),
+            )
+            .await;
+    });
+    (tx, task)
+}
+
 pub fn free_port() -> u16 {
     let listener = TcpListener::bind("127.0.0.1:0").expect("bind an ephemeral port");
     listener.local_addr().expect("local addr").port()
