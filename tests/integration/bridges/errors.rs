@@ -1,0 +1,331 @@
+//! Clear errors: bridge refusals, unknown platforms, the rate limit, personal tokens.
+
+use reqwest::Method;
+use serde_json::json;
+
+use crate::common::bridge::{BridgeEmulator, Login, Network, Op};
+use crate::common::*;
+
+use super::{login_ids, mxid, platform, post, setup, start, step};
+
+#[tokio::test]
+async fn bridge_refusals_are_clear_errors() {
+    let tg = BridgeEmulator::start(Network::Telegram).await;
+    let (app, user) = setup(&[&tg], "br-fail").await;
+    let t = &user.access_token;
+
+    // A step the bridge rejects: 400 with the bridge's own message; the process ends.
+    let started = start(&app, t, "telegram", "phone").await;
+    let process = started["loginProcessId"].as_str().unwrap().to_owned();
+    let first = started["step"].clone();
+    let field = first["userInput"]["fields"][0]["id"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    let next = expect_json(
+        step(
+            &app,
+            t,
+            "telegram",
+            &process,
+            &first,
+            json!({&field: "+15550003333"}),
+        )
+        .await,
+        200,
+    )
+    .await;
+    let code_step = next["step"].clone();
+    tg.fail_next(
+        Op::Step,
+        400,
+        "FI.MAU.TELEGRAM.PHONE_CODE_INVALID",
+        "Invalid phone code",
+    );
+    let resp = step(
+        &app,
+        t,
+        "telegram",
+        &process,
+        &code_step,
+        json!({"fi.mau.telegram.login.code": "00000"}),
+    )
+    .await;
+    let body = expect_error(resp, 400, "bridge_rejected").await;
+    assert_eq!(body["message"], "Invalid phone code");
+    let resp = step(
+        &app,
+        t,
+        "telegram",
+        &process,
+        &code_step,
+        json!({"fi.mau.telegram.login.code": "12345"}),
+    )
+    .await;
+    expect_error(resp, 404, "login_process_not_found").await;
+
+    // A step the bridge does not expect (M_BAD_STATE).
+    let started = start(&app, t, "telegram", "phone").await;
+    let process = started["loginProcessId"].as_str().unwrap().to_owned();
+    let mut wrong = started["step"].clone();
+    wrong["stepId"] = json!("fi.mau.telegram.login.code");
+    let body = expect_error(
+        step(&app, t, "telegram", &process, &wrong, json!({"x": "1"})).await,
+        400,
+        "bridge_rejected",
+    )
+    .await;
+    assert_eq!(body["message"], "Step ID does not match");
+
+    // Malformed requests never reach the bridge.
+    let body = json!({"loginProcessId": process, "stepId": "s", "stepType": "display_and_wait", "data": {}});
+    expect_error(
+        post(&app, t, "/api/bridges/telegram/login/step", body).await,
+        400,
+        "invalid_request",
+    )
+    .await;
+    let body = json!({"loginProcessId": process, "stepId": "s", "stepType": "user_input"});
+    expect_error(
+        post(&app, t, "/api/bridges/telegram/login/step", body).await,
+        400,
+        "invalid_request",
+    )
+    .await;
+    expect_error(
+        post(&app, t, "/api/bridges/telegram/login/start", json!({})).await,
+        400,
+        "invalid_request",
+    )
+    .await;
+    let body =
+        json!({"loginProcessId": "nope", "stepId": "s", "stepType": "user_input", "data": {}});
+    expect_error(
+        post(&app, t, "/api/bridges/telegram/login/step", body).await,
+        404,
+        "login_process_not_found",
+    )
+    .await;
+
+    // A flow the bridge does not offer; an unknown login to re-authenticate.
+    let resp = post(
+        &app,
+        t,
+        "/api/bridges/telegram/login/start",
+        json!({"flowId": "carrier-pigeon"}),
+    )
+    .await;
+    let body = expect_error(resp, 400, "invalid_flow").await;
+    assert!(
+        body["message"].as_str().unwrap().contains("phone, qr"),
+        "{body}"
+    );
+    let resp = post(
+        &app,
+        t,
+        "/api/bridges/telegram/login/start",
+        json!({"flowId": "phone", "loginId": "404"}),
+    )
+    .await;
+    expect_error(resp, 404, "login_not_found").await;
+
+    // The bridge failing (5xx) is a 502 with its message.
+    tg.fail_next(Op::Start, 500, "M_UNKNOWN", "Internal error starting login");
+    let resp = post(
+        &app,
+        t,
+        "/api/bridges/telegram/login/start",
+        json!({"flowId": "phone"}),
+    )
+    .await;
+    let body = expect_error(resp, 502, "bridge_error").await;
+    assert!(
+        body["message"]
+            .as_str()
+            .unwrap()
+            .contains("Internal error starting login"),
+        "{body}"
+    );
+    tg.fail_next(Op::Flows, 500, "M_UNKNOWN", "boom");
+    expect_error(
+        app.get_auth("/api/bridges/telegram/flows", t).await,
+        502,
+        "bridge_error",
+    )
+    .await;
+    tg.fail_next(
+        Op::Start,
+        403,
+        "FI.MAU.BRIDGE.TOO_MANY_LOGINS",
+        "Maximum number of logins exceeded",
+    );
+    let resp = post(
+        &app,
+        t,
+        "/api/bridges/telegram/login/start",
+        json!({"flowId": "phone"}),
+    )
+    .await;
+    expect_error(resp, 409, "too_many_logins").await;
+}
+
+#[tokio::test]
+async fn unknown_and_unconfigured_platforms_are_clear_errors() {
+    let wa = BridgeEmulator::start(Network::WhatsApp).await;
+    let dc = BridgeEmulator::start(Network::Discord).await;
+    let extra = format!(
+        "{}{}",
+        wa.config_section(),
+        dc.config_section_with_secret("a-wrong-shared-secret-123456")
+    );
+    let app = TestApp::start_with_mail_and(extra).await;
+    let user = app.sign_up("br-conf").await;
+    let t = &user.access_token;
+
+    for (method, path) in [
+        (Method::GET, "/api/bridges/signal"),
+        (Method::GET, "/api/bridges/signal/flows"),
+        (Method::GET, "/api/bridges/WhatsApp/status"),
+        (Method::POST, "/api/bridges/signal/login/start"),
+        (Method::POST, "/api/bridges/signal/logout"),
+        (Method::DELETE, "/api/bridges/signal"),
+    ] {
+        let body = (method == Method::POST).then(|| json!({"flowId": "qr"}));
+        let resp = app.send(method.clone(), path, Some(t), body).await;
+        expect_error(resp, 400, "invalid_platform").await;
+    }
+
+    let configured = expect_json(app.get_auth("/api/bridges/configured", t).await, 200).await;
+    assert_eq!(
+        configured["platforms"],
+        json!([
+            {"id": "whatsapp", "name": "WhatsApp", "configured": true},
+            {"id": "telegram", "name": "Telegram", "configured": false},
+            {"id": "discord", "name": "Discord", "configured": true},
+        ])
+    );
+    let one = expect_json(app.get_auth("/api/bridges/telegram", t).await, 200).await;
+    assert_eq!(
+        (one["configured"].as_bool(), one["reachable"].as_bool()),
+        (Some(false), Some(false))
+    );
+    for (method, path) in [
+        (Method::GET, "/api/bridges/telegram/flows"),
+        (Method::GET, "/api/bridges/telegram/status"),
+        (Method::POST, "/api/bridges/telegram/login/start"),
+        (Method::POST, "/api/bridges/telegram/logout"),
+        (Method::POST, "/api/bridges/telegram/connect"),
+    ] {
+        let body = (method == Method::POST).then(|| json!({"flowId": "phone"}));
+        let resp = app.send(method, path, Some(t), body).await;
+        let body = expect_error(resp, 503, "bridge_not_configured").await;
+        assert!(
+            body["message"].as_str().unwrap().contains("Telegram"),
+            "{body}"
+        );
+    }
+
+    // A shared secret the bridge does not accept.
+    let body = expect_error(
+        app.get_auth("/api/bridges/discord/flows", t).await,
+        502,
+        "bridge_auth_failed",
+    )
+    .await;
+    assert!(
+        body["message"]
+            .as_str()
+            .unwrap()
+            .contains("Invalid auth token"),
+        "{body}"
+    );
+    let list = expect_json(app.get_auth("/api/bridges", t).await, 200).await;
+    assert_eq!(platform(&list, "discord")["reachable"], false);
+    assert_eq!(platform(&list, "whatsapp")["reachable"], true);
+}
+
+#[tokio::test]
+async fn login_starts_are_rate_limited_per_user() {
+    let wa = BridgeEmulator::start(Network::WhatsApp).await;
+    let (app, user) = setup(&[&wa], "br-rate").await;
+    let t = &user.access_token;
+    for _ in 0..10 {
+        start(&app, t, "whatsapp", "qr").await;
+    }
+    let resp = post(
+        &app,
+        t,
+        "/api/bridges/whatsapp/login/start",
+        json!({"flowId": "qr"}),
+    )
+    .await;
+    let retry: u64 = resp.headers()["retry-after"]
+        .to_str()
+        .unwrap()
+        .parse()
+        .unwrap();
+    assert!((1..=600).contains(&retry));
+    expect_error(resp, 429, "rate_limited").await;
+    let resp = app
+        .send(Method::POST, "/api/bridges/whatsapp/connect", Some(t), None)
+        .await;
+    expect_error(resp, 429, "rate_limited").await;
+    // Another user has its own budget.
+    let other = app.sign_up("br-rate-other").await;
+    start(&app, &other.access_token, "whatsapp", "qr").await;
+}
+
+#[tokio::test]
+async fn personal_tokens_may_only_read_bridges() {
+    let wa = BridgeEmulator::start(Network::WhatsApp).await;
+    let (app, user) = setup(&[&wa], "br-pat").await;
+    wa.add_login(&mxid(&user), Login::connected("666", "+666"));
+    let resp = post(
+        &app,
+        &user.access_token,
+        "/api/developer/tokens",
+        json!({"name": "bridges"}),
+    )
+    .await;
+    let token = expect_json(resp, 201).await["token"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+
+    let list = expect_json(app.get_auth("/api/bridges", &token).await, 200).await;
+    assert_eq!(
+        login_ids(platform(&list, "whatsapp")),
+        ["666"],
+        "{list}\n{}",
+        app.log()
+    );
+    expect_json(app.get_auth("/api/bridges/configured", &token).await, 200).await;
+    let dashboard = expect_json(app.get_auth("/api/bridges/dashboard", &token).await, 200).await;
+    assert_eq!(
+        platform(&dashboard, "whatsapp")["logins"][0]["stateEvent"],
+        "CONNECTED"
+    );
+    expect_json(app.get_auth("/api/bridges/chat-counts", &token).await, 200).await;
+
+    for (method, path) in [
+        (Method::GET, "/api/bridges/whatsapp"),
+        (Method::DELETE, "/api/bridges/whatsapp"),
+        (Method::GET, "/api/bridges/whatsapp/flows"),
+        (Method::GET, "/api/bridges/whatsapp/status"),
+        (Method::POST, "/api/bridges/whatsapp/login/start"),
+        (Method::POST, "/api/bridges/whatsapp/login/step"),
+        (Method::POST, "/api/bridges/whatsapp/login/wait"),
+        (Method::POST, "/api/bridges/whatsapp/logout"),
+        (Method::POST, "/api/bridges/whatsapp/connect"),
+        (Method::POST, "/api/bridges/whatsapp/disconnect"),
+    ] {
+        let body = (method == Method::POST).then(|| json!({"flowId": "qr"}));
+        let resp = app.send(method.clone(), path, Some(&token), body).await;
+        expect_error(resp, 403, "forbidden_for_api_token").await;
+    }
+    assert_eq!(
+        wa.login_ids(&mxid(&user)),
+        ["666"],
+        "nothing was logged out"
+    );
+}
