@@ -263,7 +263,7 @@ async fn save(state: &AppState, user_id: String, m: Loaded, score: Score) -> App
                 return Ok(false);
             }
             if let Some(room) = rooms::find(&tx, &user_id, &m.room_id)? {
-                let importance = importance::unread_room_importance(&tx, &room)?;
+                let importance = importance::unread_room_importance(&tx, &room, unix_now() as i64)?;
                 rooms::set_importance(&tx, &user_id, &m.room_id, importance, unix_now() as i64)?;
             }
             tx.commit()?;

@@ -21,6 +21,8 @@
 //! `failed` with `failureReason`, `scheduled.updated` is published and the user's devices
 //! get a push.
 //!
+//! Every [`aging::EVERY`] it also re-ages the importance of rooms with unread messages.
+//!
 //! Also started here: the push hook for important incoming messages
 //! ([`crate::services::devices::spawn_message_hook`]).
 
@@ -30,6 +32,7 @@ use crate::services::reminders;
 use crate::services::scheduled::now_ms;
 use crate::state::AppState;
 
+pub mod aging;
 pub mod jobs;
 
 /// Longest sleep between two looks at the tables.
@@ -54,9 +57,16 @@ pub fn spawn(state: &AppState) -> tokio::task::JoinHandle<()> {
 pub async fn run(state: AppState) {
     tracing::info!("scheduler started");
     let mut failures: u32 = 0;
+    let mut next_aging = tokio::time::Instant::now();
     loop {
         if state.shutdown.is_triggered() {
             break;
+        }
+        if tokio::time::Instant::now() >= next_aging {
+            next_aging += aging::EVERY;
+            if let Err(e) = aging::run(&state).await {
+                tracing::warn!(error = %e, "re-aging room importance failed");
+            }
         }
         let wait = match round(&state).await {
             Ok(true) => Duration::ZERO,

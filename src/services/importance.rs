@@ -21,8 +21,11 @@
 //! messages, and at least [`DIRECT_BASELINE`] for direct chats, so a quiet direct chat
 //! still ranks above a quiet group.
 //!
-//! Not covered: the age of unread messages (scores do not grow as messages wait; sorting by
-//! importance and then recency covers most of it).
+//! Unread age: a room whose oldest unread message has waited more than [`AGE_FROM_SECS`]
+//! (1 h) gains up to [`AGE_MAX_BONUS`] (0.2), growing linearly until [`AGE_FULL_SECS`]
+//! (24 h), capped at 1.0. It is applied whenever a room's importance is computed (ingest,
+//! AI rescoring) and every [`crate::scheduler::aging::EVERY`] by the scheduler for rooms
+//! with unread messages, so a message left waiting rises in the importance order.
 //!
 //! AI scoring (DESIGN §4): when `[ai]` is configured, [`crate::ai`] refines these values
 //! after the fact. Ingest always stores the heuristic score first (in the ingest
@@ -169,35 +172,62 @@ pub fn score(reader: &Reader, m: &MessageFacts<'_>) -> Score {
     }
 }
 
-/// A room's importance: the highest unread score, at least [`DIRECT_BASELINE`] for
-/// direct chats.
-pub fn room_importance(is_direct: bool, max_unread: Option<f64>) -> f64 {
-    let baseline = if is_direct { DIRECT_BASELINE } else { 0.0 };
-    round_score(max_unread.unwrap_or(0.0).max(baseline))
+/// Unread messages start to age after waiting this long …
+pub const AGE_FROM_SECS: i64 = 3_600;
+/// … and reach the full bonus after this long.
+pub const AGE_FULL_SECS: i64 = 24 * 3_600;
+/// The most an old unread message adds to its room's importance.
+pub const AGE_MAX_BONUS: f64 = 0.2;
+
+/// What waiting unread messages add: 0 up to [`AGE_FROM_SECS`], then linear up to
+/// [`AGE_MAX_BONUS`] at [`AGE_FULL_SECS`].
+pub fn unread_age_bonus(waiting_secs: i64) -> f64 {
+    let span = (AGE_FULL_SECS - AGE_FROM_SECS) as f64;
+    let aged = ((waiting_secs - AGE_FROM_SECS) as f64 / span).clamp(0.0, 1.0);
+    AGE_MAX_BONUS * aged
 }
 
-/// [`room_importance`] of a stored room: the highest score among its unread messages
-/// (after the read marker when that is a stored message, else the newest
-/// `unread_count`), read in the caller's connection or transaction.
-pub fn unread_room_importance(conn: &Connection, row: &RoomRow) -> rusqlite::Result<f64> {
-    let max_unread = if row.unread_count <= 0 {
+/// What a room's importance is computed from.
+#[derive(Debug, Clone, Copy, Default, PartialEq)]
+pub struct Unread {
+    /// Highest score among the unread messages.
+    pub max_importance: f64,
+    /// How long the oldest unread message has waited, in seconds.
+    pub waiting_secs: i64,
+}
+
+/// A room's importance: the highest unread score plus [`unread_age_bonus`], at least
+/// [`DIRECT_BASELINE`] for direct chats, at most 1.
+pub fn room_importance(is_direct: bool, unread: Option<Unread>) -> f64 {
+    let baseline = if is_direct { DIRECT_BASELINE } else { 0.0 };
+    let score = match unread {
+        Some(u) => u.max_importance + unread_age_bonus(u.waiting_secs),
+        None => 0.0,
+    };
+    round_score(score.max(baseline).min(1.0))
+}
+
+/// [`room_importance`] of a stored room at `now` (Unix seconds): its unread messages are
+/// the others' messages after the read marker when that is a stored message, else the
+/// newest `unread_count`; read in the caller's connection or transaction.
+pub fn unread_room_importance(conn: &Connection, row: &RoomRow, now: i64) -> rusqlite::Result<f64> {
+    let unread = if row.unread_count <= 0 {
         None
     } else {
         let read_ts = match &row.last_read_event_id {
             Some(id) => messages::ts_of_event(conn, &row.user_id, id)?,
             None => None,
         };
-        match read_ts {
-            Some(ts) => messages::max_importance_after(conn, &row.user_id, &row.room_id, ts)?,
-            None => messages::max_importance_of_latest(
-                conn,
-                &row.user_id,
-                &row.room_id,
-                row.unread_count,
-            )?,
-        }
+        let found = match read_ts {
+            Some(ts) => messages::unread_after(conn, &row.user_id, &row.room_id, ts)?,
+            None => messages::unread_of_latest(conn, &row.user_id, &row.room_id, row.unread_count)?,
+        };
+        found.map(|(max_importance, oldest_ts_ms)| Unread {
+            max_importance,
+            waiting_secs: now - oldest_ts_ms / 1000,
+        })
     };
-    Ok(room_importance(row.is_direct, max_unread))
+    Ok(room_importance(row.is_direct, unread))
 }
 
 /// Whether `body` (or `m.mentions.user_ids`) mentions the reader, as [`score`] decides it.
@@ -359,9 +389,43 @@ mod tests {
 
     #[test]
     fn room_importance_is_the_max_unread_or_the_direct_baseline() {
+        let fresh = |max_importance| {
+            Some(Unread {
+                max_importance,
+                waiting_secs: 60,
+            })
+        };
         assert_eq!(room_importance(false, None), 0.0);
         assert_eq!(room_importance(true, None), DIRECT_BASELINE);
-        assert_eq!(room_importance(true, Some(0.9)), 0.9);
-        assert_eq!(room_importance(true, Some(0.1)), DIRECT_BASELINE);
+        assert_eq!(room_importance(true, fresh(0.9)), 0.9);
+        assert_eq!(room_importance(true, fresh(0.1)), DIRECT_BASELINE);
+    }
+
+    #[test]
+    fn unread_messages_gain_up_to_0_2_as_they_wait_from_1_to_24_hours() {
+        let waited = |secs| {
+            room_importance(
+                false,
+                Some(Unread {
+                    max_importance: 0.5,
+                    waiting_secs: secs,
+                }),
+            )
+        };
+        assert_eq!(waited(0), 0.5);
+        assert_eq!(waited(AGE_FROM_SECS), 0.5);
+        assert_eq!(
+            waited(AGE_FROM_SECS + (AGE_FULL_SECS - AGE_FROM_SECS) / 2),
+            0.6
+        );
+        assert_eq!(waited(AGE_FULL_SECS), 0.7);
+        assert_eq!(waited(30 * AGE_FULL_SECS), 0.7, "no more after a day");
+        let urgent_and_old = Some(Unread {
+            max_importance: 0.95,
+            waiting_secs: AGE_FULL_SECS,
+        });
+        assert_eq!(room_importance(true, urgent_and_old), 1.0, "capped");
+        // A quiet direct chat keeps its baseline; nothing unread means nothing ages.
+        assert_eq!(room_importance(true, None), DIRECT_BASELINE);
     }
 }

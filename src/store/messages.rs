@@ -319,32 +319,41 @@ pub fn ts_of_event(
         .optional()
 }
 
-/// Highest importance among others' unredacted messages of a room newer than `after_ts`.
-pub fn max_importance_after(
+/// Highest importance and oldest timestamp (ms) among others' unredacted messages of a
+/// room newer than `after_ts`; `None` when there are none.
+pub fn unread_after(
     conn: &Connection,
     user_id: &str,
     room_id: &str,
     after_ts: i64,
-) -> rusqlite::Result<Option<f64>> {
+) -> rusqlite::Result<Option<(f64, i64)>> {
     conn.prepare_cached(
-        "SELECT MAX(importance) FROM messages WHERE user_id = ?1 AND room_id = ?2 AND ts > ?3 \
-         AND is_mine = 0 AND redacted = 0",
+        "SELECT MAX(importance), MIN(ts) FROM messages WHERE user_id = ?1 AND room_id = ?2 \
+         AND ts > ?3 AND is_mine = 0 AND redacted = 0",
     )?
-    .query_row(params![user_id, room_id, after_ts], |r| r.get(0))
+    .query_row(params![user_id, room_id, after_ts], max_and_oldest)
 }
 
-/// Highest importance among the `last` newest of others' unredacted messages of a room.
-pub fn max_importance_of_latest(
+/// Highest importance and oldest timestamp (ms) among the `last` newest of others'
+/// unredacted messages of a room; `None` when there are none.
+pub fn unread_of_latest(
     conn: &Connection,
     user_id: &str,
     room_id: &str,
     last: i64,
-) -> rusqlite::Result<Option<f64>> {
+) -> rusqlite::Result<Option<(f64, i64)>> {
     conn.prepare_cached(
-        "SELECT MAX(importance) FROM (SELECT importance FROM messages WHERE user_id = ?1 \
-         AND room_id = ?2 AND is_mine = 0 AND redacted = 0 ORDER BY ts DESC LIMIT ?3)",
+        "SELECT MAX(importance), MIN(ts) FROM (SELECT importance, ts FROM messages \
+         WHERE user_id = ?1 AND room_id = ?2 AND is_mine = 0 AND redacted = 0 \
+         ORDER BY ts DESC LIMIT ?3)",
     )?
-    .query_row(params![user_id, room_id, last], |r| r.get(0))
+    .query_row(params![user_id, room_id, last], max_and_oldest)
+}
+
+fn max_and_oldest(r: &rusqlite::Row<'_>) -> rusqlite::Result<Option<(f64, i64)>> {
+    let max: Option<f64> = r.get(0)?;
+    let oldest: Option<i64> = r.get(1)?;
+    Ok(max.zip(oldest))
 }
 
 // ---- AI scoring (`crate::ai`) ----

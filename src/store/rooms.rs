@@ -527,3 +527,12 @@ pub fn set_importance(
         .execute(params![user_id, room_id, importance, now])?;
     Ok(n > 0)
 }
+
+/// Every room (of every user) with unread messages, for re-aging their importance.
+pub fn with_unread(conn: &Connection) -> rusqlite::Result<Vec<RoomRow>> {
+    let mut stmt = conn.prepare_cached(&format!(
+        "SELECT {COLUMNS} FROM rooms WHERE unread_count > 0 AND membership = 'join'"
+    ))?;
+    let rows = stmt.query_map([], from_row)?;
+    rows.collect()
+}

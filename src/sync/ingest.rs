@@ -179,7 +179,7 @@ fn ingest_joined(
         view.row.highlight_count = n;
     }
     view.finish(ctx, dek, Some(&room.summary));
-    view.row.importance = importance::unread_room_importance(tx, &view.row)?;
+    view.row.importance = importance::unread_room_importance(tx, &view.row, ctx.now)?;
     save_if_changed(tx, ctx, &mut view, touched, out)
 }
 
