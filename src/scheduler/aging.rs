@@ -36,10 +36,7 @@ pub fn reage(conn: &mut rusqlite::Connection, now: i64) -> AppResult<Vec<(String
 /// [`reage`] on the store, announcing the changed rooms.
 pub async fn run(state: &AppState) -> AppResult<usize> {
     let now = unix_now() as i64;
-    let changed = state
-        .store
-        .run(move |c| reage(c, now))
-        .await?;
+    let changed = state.store.run(move |c| reage(c, now)).await?;
     for (user_id, room_id) in &changed {
         state
             .events
