@@ -202,7 +202,8 @@ async fn limit_body<E: Endpoint>(
             poem::http::HeaderValue::from_static("application/json"),
         );
     }
-    if !empty && has_string_fields(&req) {
+    let strict = if empty { None } else { strict_route(&req) };
+    if let Some((state, template)) = strict {
         // Read here (bounded) so the string fields can be checked before the typed body
         // parser sees them; see `strict_json`.
         let mut bytes = Vec::new();
@@ -218,19 +219,12 @@ async fn limit_body<E: Endpoint>(
             }
             .into());
         }
-        if let (Ok(body), Some(state)) = (
-            serde_json::from_slice::<serde_json::Value>(&bytes),
-            req.data::<AppState>(),
-        ) {
-            if let Some(template) = state
+        // A body that is not JSON is left to the typed parser's own 400.
+        if let Ok(body) = serde_json::from_slice::<serde_json::Value>(&bytes) {
+            state
                 .routes
-                .resolve(req.method().as_str(), req.uri().path())
-            {
-                state
-                    .routes
-                    .string_fields
-                    .check(req.method().as_str(), template, &body)?;
-            }
+                .string_fields
+                .check(req.method().as_str(), &template, &body)?;
         }
         req.set_body(bytes);
     } else if declared.is_none() {
@@ -243,14 +237,15 @@ async fn limit_body<E: Endpoint>(
     ep.call(req).await.map(IntoResponse::into_response)
 }
 
-/// Whether the request's operation has string fields in its JSON body.
-fn has_string_fields(req: &poem::Request) -> bool {
-    let Some(state) = req.data::<AppState>() else {
-        return false;
-    };
+/// The state and route template of a request whose operation has string fields in its
+/// JSON body (resolved once, used for the check after the body is read).
+fn strict_route(req: &poem::Request) -> Option<(AppState, String)> {
+    let state = req.data::<AppState>()?;
     let method = req.method().as_str();
+    let template = state.routes.resolve(method, req.uri().path())?;
     state
         .routes
-        .resolve(method, req.uri().path())
-        .is_some_and(|template| state.routes.string_fields.covers(method, template))
+        .string_fields
+        .covers(method, template)
+        .then(|| (state.clone(), template.to_owned()))
 }
