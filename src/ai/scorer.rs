@@ -17,7 +17,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, OnceLock};
 
 use rusqlite::TransactionBehavior;
-use serde_json::{json, Value};
+use serde_json::json;
 use tokio::sync::{mpsc, Semaphore};
 use tokio::task::JoinSet;
 
@@ -222,7 +222,7 @@ async fn load(state: &AppState, job: &Job) -> AppResult<Option<Loaded>> {
             if content.body.trim().is_empty() {
                 return Ok(None);
             }
-            let mentioned = mentioned_ids(&content.content);
+            let mentioned = importance::mentioned_ids(&content.content);
             Ok::<_, AppError>(Some(Loaded {
                 mentions_reader: importance::is_mentioned(&reader, &content.body, &mentioned),
                 message_id: row.id,
@@ -234,14 +234,6 @@ async fn load(state: &AppState, job: &Job) -> AppResult<Option<Loaded>> {
             }))
         })
         .await
-}
-
-/// `m.mentions.user_ids` of an event content.
-fn mentioned_ids(content: &Value) -> Vec<&str> {
-    content["m.mentions"]["user_ids"]
-        .as_array()
-        .map(|ids| ids.iter().filter_map(Value::as_str).collect())
-        .unwrap_or_default()
 }
 
 /// Stores the AI's score and the room's recomputed importance in one transaction;

@@ -12,7 +12,6 @@ use super::views::{time, MessageResponse};
 use super::ApiTags;
 use crate::error::AppError;
 use crate::services::linked::{self, GroupChange, GroupView, NewGroup};
-use crate::services::rooms::Patch;
 use crate::state::AppState;
 
 /// A room of a linked group.
@@ -145,14 +144,6 @@ pub struct LinkedGroupRoomRemoved {
     pub group_deleted: bool,
 }
 
-fn patch(value: MaybeUndefined<String>) -> Patch {
-    match value {
-        MaybeUndefined::Undefined => None,
-        MaybeUndefined::Null => Some(None),
-        MaybeUndefined::Value(v) => Some(Some(v)),
-    }
-}
-
 pub struct LinkedApi;
 
 #[OpenApi(prefix_path = "/api/rooms", tag = "ApiTags::Linked")]
@@ -237,9 +228,9 @@ impl LinkedApi {
     ) -> Result<Json<MessageResponse>, AppError> {
         let body = body.0;
         let change = GroupChange {
-            name: patch(body.name),
-            encrypted_name: patch(body.encrypted_name),
-            nonce: patch(body.nonce),
+            name: body.name.into(),
+            encrypted_name: body.encrypted_name.into(),
+            nonce: body.nonce.into(),
         };
         linked::update(&state, auth.user_id(), &group_id.0, change).await?;
         Ok(Json(MessageResponse::new("linked group updated")))

@@ -203,14 +203,6 @@ pub struct RoomLinkedGroupResult {
     pub linked_group: Option<LinkedGroup>,
 }
 
-fn patch(value: MaybeUndefined<String>) -> rooms::Patch {
-    match value {
-        MaybeUndefined::Undefined => None,
-        MaybeUndefined::Null => Some(None),
-        MaybeUndefined::Value(v) => Some(Some(v)),
-    }
-}
-
 pub struct RoomsApi;
 
 #[OpenApi(prefix_path = "/api/rooms", tag = "ApiTags::Rooms")]
@@ -321,9 +313,9 @@ impl RoomsApi {
     ) -> Result<Json<MessageResponse>, AppError> {
         let body = body.0;
         let fields = ClientFields {
-            encrypted_name: patch(body.encrypted_name),
-            encrypted_avatar: patch(body.encrypted_avatar),
-            nonce: patch(body.nonce),
+            encrypted_name: body.encrypted_name.into(),
+            encrypted_avatar: body.encrypted_avatar.into(),
+            nonce: body.nonce.into(),
         };
         rooms::update(&state, &auth.0, &room_id.0, fields).await?;
         Ok(Json(MessageResponse::new("room updated")))

@@ -230,6 +230,14 @@ pub fn unread_room_importance(conn: &Connection, row: &RoomRow, now: i64) -> rus
     Ok(room_importance(row.is_direct, unread))
 }
 
+/// `m.mentions.user_ids` of an event content (empty when absent).
+pub fn mentioned_ids(content: &serde_json::Value) -> Vec<&str> {
+    content["m.mentions"]["user_ids"]
+        .as_array()
+        .map(|ids| ids.iter().filter_map(serde_json::Value::as_str).collect())
+        .unwrap_or_default()
+}
+
 /// Whether `body` (or `m.mentions.user_ids`) mentions the reader, as [`score`] decides it.
 pub fn is_mentioned(reader: &Reader, body: &str, mentioned_ids: &[&str]) -> bool {
     is_mention(reader, &body.to_lowercase(), mentioned_ids)

@@ -13,7 +13,9 @@ use std::collections::{HashMap, HashSet};
 
 use rusqlite::TransactionBehavior;
 
-use super::rooms::{validate_base64, validate_room_id, Patch, MAX_ENCRYPTED_NAME, MAX_NONCE};
+use super::rooms::{
+    validate_base64, validate_patch, validate_room_id, Patch, MAX_ENCRYPTED_NAME, MAX_NONCE,
+};
 use super::users;
 use crate::crypto::{Aad, DataKey};
 use crate::error::{AppError, AppResult};
@@ -45,9 +47,7 @@ fn name_aad(group_id: &str) -> Aad<'_> {
 
 /// Normalizes a path group id (lower-case hyphenated UUID); 400 when it is not a UUID.
 pub fn parse_group_id(id: &str) -> AppResult<String> {
-    uuid::Uuid::parse_str(id.trim())
-        .map(|u| u.hyphenated().to_string())
-        .map_err(|_| AppError::invalid("groupId", "must be a UUID"))
+    super::scheduled::parse_id("groupId", id)
 }
 
 /// Trimmed, at most [`MAX_NAME`] characters, no control characters; empty means no name.
@@ -96,13 +96,6 @@ pub fn validate_room_ids(ids: &[String], min: usize) -> AppResult<Vec<String>> {
         out.push(id);
     }
     Ok(out)
-}
-
-fn validate_patch(field: &str, patch: Patch, max: usize) -> AppResult<Patch> {
-    Ok(match patch {
-        Some(Some(v)) => Some(Some(validate_base64(field, &v, max)?)),
-        other => other,
-    })
 }
 
 fn dek_of(state: &AppState, conn: &Connection, user_id: &str) -> AppResult<DataKey> {

@@ -16,6 +16,7 @@
 use chrono::{DateTime, Utc};
 use serde_json::{json, Value};
 
+use crate::bridges::Platform;
 use crate::crypto::{open_envelope, Envelope};
 use crate::error::{AppError, AppResult};
 use crate::events::kind;
@@ -24,8 +25,6 @@ use crate::store::scheduled_messages::{self as store, ListFilter, ScheduledRow, 
 
 /// Largest accepted plaintext, bytes.
 pub const MAX_BODY_BYTES: usize = 65_536;
-/// Platforms `targetPlatform` may name.
-pub const PLATFORMS: [&str; 3] = ["whatsapp", "telegram", "discord"];
 /// Statuses the list filter accepts.
 pub const STATUSES: [&str; 4] = ["pending", "sent", "cancelled", "failed"];
 
@@ -103,11 +102,16 @@ fn validate_platform(value: Option<&str>) -> AppResult<Option<String>> {
     match value.map(|v| v.trim().to_ascii_lowercase()) {
         None => Ok(None),
         Some(p) if p.is_empty() => Ok(None),
-        Some(p) if PLATFORMS.contains(&p.as_str()) => Ok(Some(p)),
-        Some(_) => Err(AppError::invalid(
-            "targetPlatform",
-            "must be one of whatsapp, telegram, discord",
-        )),
+        Some(p) => match Platform::parse(&p) {
+            Some(platform) => Ok(Some(platform.id().to_owned())),
+            None => Err(AppError::invalid(
+                "targetPlatform",
+                format!(
+                    "must be one of {}",
+                    Platform::ALL.map(Platform::id).join(", ")
+                ),
+            )),
+        },
     }
 }
 

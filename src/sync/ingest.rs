@@ -235,10 +235,7 @@ fn score(
     msgtype: &str,
     is_mine: bool,
 ) -> Score {
-    let mentioned: Vec<&str> = content["m.mentions"]["user_ids"]
-        .as_array()
-        .map(|ids| ids.iter().filter_map(Value::as_str).collect())
-        .unwrap_or_default();
+    let mentioned = importance::mentioned_ids(content);
     importance::score(
         ctx.reader,
         &MessageFacts {

@@ -383,8 +383,9 @@ fn bot_platform(ctx: &IngestContext<'_>, user: &str) -> Option<&'static str> {
 /// Maps a bridge `protocol.id` to a platform (`discordgo` is Discord's).
 pub fn platform_of(protocol_id: &str) -> Option<&'static str> {
     let id = protocol_id.to_ascii_lowercase();
-    ["whatsapp", "telegram", "discord"]
+    crate::bridges::Platform::ALL
         .into_iter()
+        .map(crate::bridges::Platform::id)
         .find(|p| id.contains(p))
 }
 

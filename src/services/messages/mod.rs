@@ -471,9 +471,7 @@ pub async fn delete_matching(
 /// `DELETE /api/messages/{messageId}`: 400 for a non-UUID id, 404 unless it is one of the
 /// caller's messages. Returns the (normalised) id.
 pub async fn delete_one(state: &AppState, user_id: &str, message_id: &str) -> AppResult<String> {
-    let id = uuid::Uuid::parse_str(message_id.trim())
-        .map_err(|_| AppError::invalid("messageId", "must be a UUID"))?
-        .to_string();
+    let id = crate::services::scheduled::parse_id("messageId", message_id)?;
     let uid = user_id.to_owned();
     let mid = id.clone();
     let room = state

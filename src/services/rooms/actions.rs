@@ -35,7 +35,8 @@ pub fn validate_base64(field: &str, value: &str, max: usize) -> AppResult<String
     Ok(v.to_owned())
 }
 
-fn validate_patch(field: &str, patch: Patch, max: usize) -> AppResult<Patch> {
+/// A patch of base64 field: a new value is validated, "leave" and "clear" pass.
+pub fn validate_patch(field: &str, patch: Patch, max: usize) -> AppResult<Patch> {
     Ok(match patch {
         Some(Some(v)) => Some(Some(validate_base64(field, &v, max)?)),
         other => other,
