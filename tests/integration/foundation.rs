@@ -317,7 +317,10 @@ async fn numbers_or_booleans_for_string_fields_are_400_naming_the_field() {
     )
     .await;
     assert!(
-        body["message"].as_str().unwrap().contains("email"),
+        body["message"]
+            .as_str()
+            .unwrap()
+            .contains("email: must be a string"),
         "{body}"
     );
 
@@ -328,19 +331,19 @@ async fn numbers_or_booleans_for_string_fields_are_400_naming_the_field() {
             reqwest::Method::PATCH,
             "/api/auth/profile",
             serde_json::json!({"displayName": 42}),
-            "displayName",
+            "displayName: must be a string",
         ),
         (
             reqwest::Method::POST,
             "/api/messages/send-multi",
             serde_json::json!({"roomIds": ["!a:localhost", true], "body": "hi"}),
-            "roomIds",
+            "roomIds: must be an array of strings",
         ),
         (
             reqwest::Method::POST,
             "/api/developer/tokens",
             serde_json::json!({"name": false}),
-            "name",
+            "name: must be a string",
         ),
     ] {
         let body = expect_error(

@@ -578,6 +578,8 @@ async fn a_due_message_arrives_in_the_synapse_room_exactly_once() {
     expect_json(resp, 200).await;
     tokio::time::sleep(Duration::from_secs(3)).await;
     assert!(room_messages_with(&mx, &room, "never").await.is_empty());
+    // Seconds later, still exactly one event per sent message (no second send).
+    assert_eq!(room_messages_with(&mx, &room, &text).await.len(), 1);
 }
 
 #[tokio::test]
