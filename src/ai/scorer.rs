@@ -2,11 +2,11 @@
 //! with the AI service, off the sync path.
 //!
 //! Sync workers hand over each committed batch with [`Scorer::submit`], which never
-//! waits: jobs go into one bounded queue, and when it is full (the AI service is slower
+//! waits: others' unredacted messages (`NewMessage::scorable`) go into one bounded queue, and when it is full (the AI service is slower
 //! than the traffic) the rest of the batch keeps its heuristic scores and a warning is
 //! logged. One task, started with the first batch, takes jobs [`CONCURRENCY`] at a time.
-//! For each message it reads the row (skipping the user's own, redacted or empty
-//! messages, and users whose keys were deleted), opens the content with the user's data
+//! For each message it reads the row again (skipping messages that became redacted or are
+//! empty, and users whose keys were deleted), opens the content with the user's data
 //! key, asks the AI service, and in one transaction stores the answer (unless the sealed
 //! content changed meanwhile) and recomputes the room's importance; the room is then
 //! announced with `room.updated`. A failed request leaves the heuristic values: the first
@@ -86,7 +86,7 @@ impl Scorer {
     /// Queues the new messages of a committed and published sync batch for rescoring;
     /// never waits. Starts the background task on first use (from within the runtime).
     pub fn submit(&self, state: &AppState, user_id: &str, reader: &Reader, new: &[NewMessage]) {
-        if new.is_empty() {
+        if !new.iter().any(|m| m.scorable) {
             return;
         }
         let queue = self.queue.get_or_init(|| {
@@ -96,7 +96,7 @@ impl Scorer {
         });
         let reader = Arc::new(reader.clone());
         let mut dropped = 0usize;
-        for m in new {
+        for m in new.iter().filter(|m| m.scorable) {
             let job = Job {
                 user_id: user_id.to_owned(),
                 reader: reader.clone(),

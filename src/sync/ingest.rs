@@ -51,6 +51,8 @@ pub struct NewMessage {
     pub room_id: String,
     pub event_id: String,
     pub message_id: String,
+    /// Someone else's message with content: worth scoring again (by the AI service).
+    pub scorable: bool,
 }
 
 #[derive(Debug, Default)]
@@ -266,13 +268,7 @@ fn insert_message(
     let is_mine = sender == ctx.reader.matrix_user_id;
     let msgtype = ev.content["msgtype"].as_str().unwrap_or(DEFAULT_MSGTYPE);
     let (content, s) = if redacted {
-        (
-            MessageContent {
-                body: String::new(),
-                content: json!({}),
-            },
-            unscored(),
-        )
+        redacted_content()
     } else {
         let body = ev.content["body"].as_str().unwrap_or_default().to_owned();
         let s = score(ctx, view.row.is_direct, &ev.content, msgtype, is_mine);
@@ -327,16 +323,41 @@ fn insert_message(
         room_id: row.room_id,
         event_id: row.event_id,
         message_id: row.id,
+        scorable: !is_mine && !redacted,
     });
     Ok(true)
 }
 
-fn unscored() -> Score {
-    Score {
-        importance: 0.0,
-        category: "general",
-        is_question: false,
-    }
+/// What a redacted message keeps: no text, no content, no score.
+fn redacted_content() -> (MessageContent, Score) {
+    (
+        MessageContent {
+            body: String::new(),
+            content: json!({}),
+        },
+        Score {
+            importance: 0.0,
+            category: "general",
+            is_question: false,
+        },
+    )
+}
+
+/// Re-seals `orig` with `content` and its new score (an edit or a redaction).
+fn rewrite(
+    tx: &Transaction<'_>,
+    dek: &DataKey,
+    orig: &mut MessageRow,
+    content: &MessageContent,
+    s: Score,
+    out: &mut IngestOutcome,
+) -> rusqlite::Result<bool> {
+    orig.content_enc = seal_message(dek, &orig.id, content);
+    (orig.importance, orig.is_question) = (s.importance, s.is_question);
+    orig.category = s.category.to_owned();
+    messages::update_content(tx, orig)?;
+    out.updated_messages += 1;
+    Ok(true)
 }
 
 /// An edit rewrites the original (same sender, same room, not redacted) with
@@ -375,13 +396,8 @@ fn apply_edit(
         body: new_content["body"].as_str().unwrap_or_default().to_owned(),
         content: new_content.clone(),
     };
-    orig.content_enc = seal_message(dek, &orig.id, &content);
     orig.edited = true;
-    (orig.importance, orig.is_question) = (s.importance, s.is_question);
-    orig.category = s.category.to_owned();
-    messages::update_content(tx, &orig)?;
-    out.updated_messages += 1;
-    Ok(true)
+    rewrite(tx, dek, &mut orig, &content, s, out)
 }
 
 /// A redaction empties the original: body "", content {}, `redacted`.
@@ -403,18 +419,9 @@ fn apply_redaction(
     if orig.redacted || orig.room_id != view.row.room_id {
         return Ok(false);
     }
-    let empty = MessageContent {
-        body: String::new(),
-        content: json!({}),
-    };
-    orig.content_enc = seal_message(dek, &orig.id, &empty);
     orig.redacted = true;
-    let s = unscored();
-    (orig.importance, orig.is_question) = (s.importance, s.is_question);
-    orig.category = s.category.to_owned();
-    messages::update_content(tx, &orig)?;
-    out.updated_messages += 1;
-    Ok(true)
+    let (empty, s) = redacted_content();
+    rewrite(tx, dek, &mut orig, &empty, s, out)
 }
 
 /// The later of `m.fully_read` and the user's own read receipts (by message time when
