@@ -6,28 +6,6 @@ use serde_json::{json, Value};
 
 use crate::common::*;
 
-/// Adds `email` to the group of `session` by code, as a client would; returns the account.
-async fn add_account(app: &TestApp, session: &Session, email: &str) -> Value {
-    let before = mail::messages_to(email).len();
-    let resp = app
-        .post_json(
-            "/api/accounts/add/code",
-            Some(&session.access_token),
-            json!({"email": email}),
-        )
-        .await;
-    expect_json(resp, 200).await;
-    let code = mail::wait_for_code(email, before).await;
-    let resp = app
-        .post_json(
-            "/api/accounts/add/verify",
-            Some(&session.access_token),
-            json!({"email": email, "code": code}),
-        )
-        .await;
-    expect_json(resp, 200).await["account"].clone()
-}
-
 async fn list(app: &TestApp, token: &str) -> Value {
     expect_json(app.get_auth("/api/accounts", token).await, 200).await
 }

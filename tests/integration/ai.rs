@@ -177,19 +177,7 @@ async fn heuristic_scores_stay_when_the_ai_service_fails() {
     assert_eq!(importance, Some(HEURISTIC_GROUP));
 
     // Both messages are listed; one warning for the run of failures, no 5xx anywhere.
-    let token = expect_json(
-        app.post_json(
-            "/api/developer/tokens",
-            Some(&me.access_token),
-            json!({"name": "ai test"}),
-        )
-        .await,
-        201,
-    )
-    .await["token"]
-        .as_str()
-        .unwrap()
-        .to_owned();
+    let token = personal_token(&app, &me).await;
     let page = expect_json(
         app.get_auth(
             &format!(

@@ -43,24 +43,8 @@ async fn a_new_user_signs_up_and_uses_every_identity_feature() {
 
     // Add and switch to a second account.
     let second = unique_email("journey.second");
-    let resp = app
-        .post_json(
-            "/api/accounts/add/code",
-            Some(&me.access_token),
-            json!({"email": second}),
-        )
-        .await;
-    expect_json(resp, 200).await;
-    let code = mail::wait_for_code(&second, 0).await;
-    let resp = app
-        .post_json(
-            "/api/accounts/add/verify",
-            Some(&me.access_token),
-            json!({"email": second, "code": code}),
-        )
-        .await;
-    let added = expect_json(resp, 200).await;
-    let second_id = added["account"]["id"].as_str().unwrap().to_owned();
+    let added = add_account(&app, &me, &second).await;
+    let second_id = added["id"].as_str().unwrap().to_owned();
     let resp = app
         .post_json(
             &format!("/api/accounts/{second_id}/switch"),

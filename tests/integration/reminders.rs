@@ -11,20 +11,6 @@ use crate::common::*;
 use crate::devices::standin::ApnsStandIn;
 use crate::devices::{device_token, register};
 
-async fn personal_token(app: &TestApp, session: &Session) -> String {
-    let resp = app
-        .post_json(
-            "/api/developer/tokens",
-            Some(&session.access_token),
-            json!({"name": "reminder script"}),
-        )
-        .await;
-    expect_json(resp, 201).await["token"]
-        .as_str()
-        .unwrap()
-        .to_owned()
-}
-
 fn in_secs(secs: i64) -> String {
     (chrono::Utc::now() + chrono::Duration::seconds(secs)).to_rfc3339()
 }

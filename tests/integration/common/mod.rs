@@ -59,6 +59,43 @@ where
     (tx, task)
 }
 
+/// Adds `email` to the group of `session` by code, as a client would; returns the account.
+pub async fn add_account(app: &TestApp, session: &Session, email: &str) -> serde_json::Value {
+    let before = mail::messages_to(email).len();
+    let resp = app
+        .post_json(
+            "/api/accounts/add/code",
+            Some(&session.access_token),
+            serde_json::json!({"email": email}),
+        )
+        .await;
+    expect_json(resp, 200).await;
+    let code = mail::wait_for_code(email, before).await;
+    let resp = app
+        .post_json(
+            "/api/accounts/add/verify",
+            Some(&session.access_token),
+            serde_json::json!({"email": email, "code": code}),
+        )
+        .await;
+    expect_json(resp, 200).await["account"].clone()
+}
+
+/// A new personal API token (`csk_…`) of `session`'s user.
+pub async fn personal_token(app: &TestApp, session: &Session) -> String {
+    let resp = app
+        .post_json(
+            "/api/developer/tokens",
+            Some(&session.access_token),
+            serde_json::json!({"name": "test script"}),
+        )
+        .await;
+    expect_json(resp, 201).await["token"]
+        .as_str()
+        .expect("token")
+        .to_owned()
+}
+
 pub fn free_port() -> u16 {
     let listener = TcpListener::bind("127.0.0.1:0").expect("bind an ephemeral port");
     listener.local_addr().expect("local addr").port()

@@ -162,29 +162,13 @@ async fn readable_history_walks_each_conversation_with_an_opaque_cursor() {
 
     // A second account of the same group: its Matrix ID counts as outgoing.
     let second = unique_email("msg.readable.second");
-    let resp = app
-        .post_json(
-            "/api/accounts/add/code",
-            Some(&me.access_token),
-            json!({"email": second}),
-        )
-        .await;
-    expect_json(resp, 200).await;
-    let code = mail::wait_for_code(&second, 0).await;
-    let resp = app
-        .post_json(
-            "/api/accounts/add/verify",
-            Some(&me.access_token),
-            json!({"email": second, "code": code}),
-        )
-        .await;
-    let added = expect_json(resp, 200).await;
+    let added = add_account(&app, &me, &second).await;
     let seed = Seeder::open(&app);
     let linked: String = seed
         .conn
         .query_row(
             "SELECT matrix_user_id FROM users WHERE id = ?1",
-            [added["account"]["id"].as_str().unwrap()],
+            [added["id"].as_str().unwrap()],
             |r| r.get(0),
         )
         .expect("the added account has a Matrix ID");

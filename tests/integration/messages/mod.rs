@@ -46,20 +46,6 @@ fn enc(segment: &str) -> String {
     switchboard::matrix::encode(segment)
 }
 
-async fn personal_token(app: &TestApp, s: &Session) -> String {
-    let resp = app
-        .post_json(
-            "/api/developer/tokens",
-            Some(&s.access_token),
-            json!({"name": "messages test"}),
-        )
-        .await;
-    expect_json(resp, 201).await["token"]
-        .as_str()
-        .unwrap()
-        .to_owned()
-}
-
 /// Registers a fresh X25519 key for the user; returns its secret.
 async fn register_key(app: &TestApp, s: &Session) -> StaticSecret {
     let mut bytes = [0u8; 32];
