@@ -5,11 +5,13 @@
 //! cannot drift apart. Unknown keys and bad values are startup errors that name the key.
 
 use std::fmt;
-use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
+
+mod server;
+pub use server::{ServerConfig, TrustedProxies};
 
 /// Environment prefix; `__` separates nesting levels (`SWITCHBOARD__RATE_LIMIT__REQUESTS=100`).
 pub const ENV_PREFIX: &str = "SWITCHBOARD__";
@@ -50,27 +52,6 @@ pub struct Config {
     pub rate_limit: RateLimitConfig,
     pub subscriptions: SubscriptionsConfig,
     pub log: LogConfig,
-}
-
-#[derive(Debug, Clone, Deserialize, Serialize)]
-#[serde(deny_unknown_fields, default)]
-pub struct ServerConfig {
-    pub listen: SocketAddr,
-    /// Public URL of this service, used in messages to users; defaults to `http://{listen}`.
-    pub base_url: Option<String>,
-    pub tls_cert: Option<PathBuf>,
-    pub tls_key: Option<PathBuf>,
-}
-
-impl Default for ServerConfig {
-    fn default() -> Self {
-        Self {
-            listen: SocketAddr::from(([127, 0, 0, 1], 8080)),
-            base_url: None,
-            tls_cert: None,
-            tls_key: None,
-        }
-    }
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, Serialize)]
@@ -137,6 +118,8 @@ pub struct AuthConfig {
     pub code_ttl: HumanDuration,
     /// E-mail addresses that become administrators when they sign in.
     pub admin_emails: Vec<String>,
+    /// Wrong sign-in codes one address accepts per 24 h before 429 `too_many_attempts`.
+    pub max_code_failures: u32,
 }
 
 impl Default for AuthConfig {
@@ -146,6 +129,7 @@ impl Default for AuthConfig {
             refresh_token_ttl: HumanDuration::from_secs(30 * 86_400),
             code_ttl: HumanDuration::from_secs(10 * 60),
             admin_emails: Vec::new(),
+            max_code_failures: 20,
         }
     }
 }
@@ -424,6 +408,7 @@ impl Config {
                 "tls_cert and tls_key must be set together",
             ));
         }
+        self.server.validate()?;
         for (key, d) in [
             ("auth.access_token_ttl", self.auth.access_token_ttl),
             ("auth.refresh_token_ttl", self.auth.refresh_token_ttl),
@@ -433,6 +418,12 @@ impl Config {
             if d.0.is_zero() {
                 return Err(ConfigError::key(key, "must be longer than zero"));
             }
+        }
+        if self.auth.max_code_failures == 0 {
+            return Err(ConfigError::key(
+                "auth.max_code_failures",
+                "must be at least 1",
+            ));
         }
         if self.rate_limit.requests == 0 {
             return Err(ConfigError::key(

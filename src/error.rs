@@ -23,6 +23,20 @@ pub enum AppError {
         message: String,
         retry_after_secs: u64,
     },
+    /// 429 with a specific code (e.g. `too_many_attempts`) and `Retry-After`.
+    #[error("{message}")]
+    Throttled {
+        code: &'static str,
+        message: String,
+        retry_after_secs: u64,
+    },
+    /// 503 `busy` with `Retry-After`: the server is saturated (database pool exhausted,
+    /// too many sign-in hashes queued); the request may be retried as it is.
+    #[error("{message}")]
+    Busy {
+        message: String,
+        retry_after_secs: u64,
+    },
     /// 502: an upstream (homeserver, bridge, AI) answered with an error.
     #[error("{message}")]
     BadGateway { code: &'static str, message: String },
@@ -98,7 +112,9 @@ impl AppError {
             | Self::Conflict { code, .. }
             | Self::BadGateway { code, .. }
             | Self::Unavailable { code, .. } => code,
+            Self::Throttled { code, .. } => code,
             Self::RateLimited { .. } => "rate_limited",
+            Self::Busy { .. } => "busy",
             Self::PayloadTooLarge { .. } => "payload_too_large",
             Self::NotImplemented { .. } => "not_implemented",
             Self::Internal(_) => "internal_error",
@@ -106,14 +122,41 @@ impl AppError {
     }
 }
 
+impl AppError {
+    /// 503 `busy`, retry after a second.
+    pub fn busy(message: impl Into<String>) -> Self {
+        Self::Busy {
+            message: message.into(),
+            retry_after_secs: 1,
+        }
+    }
+}
+
 impl From<StoreError> for AppError {
     fn from(e: StoreError) -> Self {
-        Self::Internal(e.to_string())
+        match e {
+            // No connection came free within the pool's timeout: the server is saturated,
+            // not broken, so the client is told to retry rather than shown a 500.
+            StoreError::Pool(detail) => {
+                tracing::warn!(%detail, "database pool exhausted");
+                Self::busy("the server is busy; retry in a moment")
+            }
+            StoreError::Sqlite(e) => e.into(),
+            other => Self::Internal(other.to_string()),
+        }
     }
 }
 
 impl From<rusqlite::Error> for AppError {
     fn from(e: rusqlite::Error) -> Self {
+        // The write lock was still held by another connection after busy_timeout.
+        if matches!(
+            e.sqlite_error_code(),
+            Some(rusqlite::ErrorCode::DatabaseBusy)
+        ) {
+            tracing::warn!(error = %e, "database busy");
+            return Self::busy("the server is busy; retry in a moment");
+        }
         Self::Internal(format!("database error: {e}"))
     }
 }

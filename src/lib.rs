@@ -10,6 +10,7 @@ pub mod config;
 pub mod crypto;
 pub mod error;
 pub mod events;
+pub mod http_server;
 pub mod matrix;
 pub mod push;
 pub mod ratelimit;
@@ -26,7 +27,6 @@ use poem::listener::{
     Acceptor, AcceptorExt, IntoTlsConfigStream, Listener, RustlsCertificate, RustlsConfig,
     TcpListener,
 };
-use poem::Server;
 
 pub use config::Config;
 pub use state::AppState;
@@ -72,10 +72,12 @@ pub async fn serve(
     };
     sync::spawn(state.clone());
     scheduler::spawn(&state);
+    let limits = http_server::ConnectionLimits {
+        max_connections: state.config.server.max_connections,
+        header_timeout: state.config.server.header_timeout.0,
+    };
     let app = api::app(state);
-    Server::new_with_acceptor(acceptor)
-        .run_with_graceful_shutdown(app, shutdown, Some(SHUTDOWN_GRACE))
-        .await
+    http_server::serve(acceptor, app, limits, shutdown, SHUTDOWN_GRACE).await
 }
 
 /// Reads a PEM file and checks it holds the expected block, so a wrong file is a startup

@@ -30,7 +30,8 @@ impl AppError {
             Self::Forbidden { .. } => StatusCode::FORBIDDEN,
             Self::NotFound { .. } => StatusCode::NOT_FOUND,
             Self::Conflict { .. } => StatusCode::CONFLICT,
-            Self::RateLimited { .. } => StatusCode::TOO_MANY_REQUESTS,
+            Self::RateLimited { .. } | Self::Throttled { .. } => StatusCode::TOO_MANY_REQUESTS,
+            Self::Busy { .. } => StatusCode::SERVICE_UNAVAILABLE,
             Self::BadGateway { .. } => StatusCode::BAD_GATEWAY,
             Self::Unavailable { .. } => StatusCode::SERVICE_UNAVAILABLE,
             Self::PayloadTooLarge { .. } => StatusCode::PAYLOAD_TOO_LARGE,
@@ -53,6 +54,12 @@ impl AppError {
     pub fn to_response(&self) -> Response {
         let mut resp = json_body(self.status(), self.code(), &self.public_message());
         if let Self::RateLimited {
+            retry_after_secs, ..
+        }
+        | Self::Throttled {
+            retry_after_secs, ..
+        }
+        | Self::Busy {
             retry_after_secs, ..
         } = self
         {

@@ -5,9 +5,10 @@
 //! per client IP only for anonymous callers), then counted, then admitted or refused. The
 //! rate-limit headers are set on every response, refusals included.
 
+use std::net::IpAddr;
 use std::sync::Arc;
 
-use poem::http::{header, HeaderValue};
+use poem::http::{header, HeaderValue, Method};
 use poem::{Endpoint, IntoResponse, Request, Response};
 
 use super::error::{ensure_json_error, json_error_response};
@@ -21,15 +22,38 @@ pub async fn gate<E: Endpoint>(ep: Arc<E>, mut req: Request) -> poem::Result<Res
     let Some(state) = req.data::<AppState>().cloned() else {
         return Ok(AppError::internal("application state missing").to_response());
     };
-    let authenticated = match bearer_token(&req) {
-        Some(token) => Some(session::authenticate(&state, &token).await),
+    let ip = client_ip(&state, &req);
+    let ip_key = format!("ip:{ip}");
+    let limits = &state.config.rate_limit;
+    // Public routes ignore credentials: a bearer token sent along must not move the
+    // request off the caller's address budget (nor cost a lookup).
+    let token = (!is_public(req.uri().path()))
+        .then(|| bearer_token(&req))
+        .flatten();
+    let authenticated = match token {
+        Some(token) => {
+            // An address that has spent its budget may still present a token known to
+            // exist; anything else is refused before any lookup is made for it.
+            if token.starts_with(session::PERSONAL_TOKEN_PREFIX)
+                && !session::is_known_personal_token(&state, &token)
+                && state
+                    .limiter
+                    .peek(&ip_key, limits.requests, limits.window.0)
+                    .await
+                    .remaining
+                    == 0
+            {
+                Some(Err(AppError::unauthorized("invalid personal API token")))
+            } else {
+                Some(session::authenticate(&state, &token).await)
+            }
+        }
         None => None,
     };
     let rate_key = match &authenticated {
         Some(Ok(principal)) => principal.rate_key(),
-        _ => format!("ip:{}", client_ip(&req)),
+        _ => ip_key,
     };
-    let limits = &state.config.rate_limit;
     let (quota, within) = match state
         .limiter
         .hit(&rate_key, limits.requests, limits.window.0)
@@ -56,6 +80,7 @@ pub async fn gate<E: Endpoint>(ep: Arc<E>, mut req: Request) -> poem::Result<Res
                 if let Some(p) = principal {
                     req.extensions_mut().insert(p);
                 }
+                req.extensions_mut().insert(ClientAddr(ip));
                 match ep.call(req).await {
                     Ok(r) => ensure_json_error(r.into_response()),
                     Err(e) => json_error_response(e),
@@ -67,6 +92,10 @@ pub async fn gate<E: Endpoint>(ep: Arc<E>, mut req: Request) -> poem::Result<Res
     Ok(resp)
 }
 
+/// The client's address as the gate determined it (see `[server] trusted_proxies`).
+#[derive(Debug, Clone, Copy)]
+pub struct ClientAddr(pub IpAddr);
+
 /// Decides whether the request may reach its handler, and as whom.
 fn admit(
     state: &AppState,
@@ -75,8 +104,7 @@ fn admit(
 ) -> Result<Option<Principal>, AppError> {
     let path = req.uri().path();
     if is_public(path) {
-        // Credentials are irrelevant on public routes; a bad one is not an error there.
-        return Ok(authenticated.and_then(Result::ok));
+        return Ok(None);
     }
     let principal = match authenticated {
         None => {
@@ -90,15 +118,32 @@ fn admit(
         allowlist_version, ..
     } = &principal
     {
-        let method = req.method().as_str();
-        // Unknown paths fall through to the router's 404.
-        if let Some(template) = state.routes.resolve(method, path) {
-            if !personal_token_allows(method, template, *allowlist_version) {
+        // The router answers HEAD with the GET handler, so HEAD is judged as GET.
+        let method = match req.method() {
+            &Method::HEAD => "GET",
+            m => m.as_str(),
+        };
+        match state.routes.resolve(method, path) {
+            Some(template) if !personal_token_allows(method, template, *allowlist_version) => {
                 return Err(AppError::forbidden(
                     "forbidden_for_api_token",
                     format!("{method} {template} is not available to personal API tokens"),
                 ));
             }
+            Some(_) => {}
+            // A known path with a method the document does not list (OPTIONS, TRACE, a
+            // method the router may still serve): default deny.
+            None if state.routes.knows_path(path) => {
+                return Err(AppError::forbidden(
+                    "forbidden_for_api_token",
+                    format!(
+                        "{} {path} is not available to personal API tokens",
+                        req.method()
+                    ),
+                ));
+            }
+            // Unknown paths fall through to the router's 404.
+            None => {}
         }
     }
     Ok(Some(principal))
@@ -111,13 +156,24 @@ fn bearer_token(req: &Request) -> Option<String> {
     (scheme.eq_ignore_ascii_case("bearer") && !token.is_empty()).then(|| token.to_owned())
 }
 
-/// The peer address. Behind a reverse proxy every anonymous caller shares the proxy's
-/// address; authenticated callers are limited per user or token regardless.
-fn client_ip(req: &Request) -> String {
-    match req.remote_addr().as_socket_addr() {
-        Some(addr) => addr.ip().to_string(),
-        None => "unknown".to_owned(),
+/// The client's address: the peer, or, when the peer is one of `[server] trusted_proxies`,
+/// the right-most untrusted `X-Forwarded-For` hop. Without trusted proxies, every caller
+/// behind a reverse proxy shares the proxy's address (and its anonymous budget).
+fn client_ip(state: &AppState, req: &Request) -> IpAddr {
+    let Some(peer) = req.remote_addr().as_socket_addr().map(|a| a.ip()) else {
+        return IpAddr::from([0, 0, 0, 0]);
+    };
+    let proxies = &state.config.server.trusted_proxies;
+    if proxies.is_empty() {
+        return peer;
     }
+    let forwarded: Vec<&str> = req
+        .headers()
+        .get_all("x-forwarded-for")
+        .iter()
+        .filter_map(|v| v.to_str().ok())
+        .collect();
+    proxies.client_addr(peer, &forwarded)
 }
 
 fn set_rate_headers(resp: &mut Response, quota: Quota) {

@@ -157,6 +157,13 @@ impl RouteTable {
             .map(|t| t.path.as_str())
     }
 
+    /// Whether any operation, whatever its method, is routed at `path`.
+    pub fn knows_path(&self, path: &str) -> bool {
+        let methods: std::collections::BTreeSet<&str> =
+            self.templates.iter().map(|t| t.method.as_str()).collect();
+        methods.into_iter().any(|m| self.resolve(m, path).is_some())
+    }
+
     pub fn operations(&self) -> impl Iterator<Item = (&str, &str)> {
         self.templates
             .iter()

@@ -28,6 +28,13 @@ pub struct AuthCache {
     tokens: EpochCache<String, Arc<TokenGrant>>,
     /// Users that exist (checked for every JWT).
     users: EpochCache<String, ()>,
+    /// Hashes that name no token, or a revoked one: neither can become valid again (a
+    /// secret is never reissued, a revocation is final), so refusing them again costs no
+    /// database round trip however often an attacker repeats them.
+    refused: moka::sync::Cache<String, &'static str>,
+    /// Hashes of tokens that exist. The gate lets a caller whose address has spent its
+    /// budget present only these: an unknown token is refused before any lookup.
+    known: moka::sync::Cache<String, ()>,
 }
 
 impl AuthCache {
@@ -35,8 +42,24 @@ impl AuthCache {
         Self {
             tokens: EpochCache::new(epoch, 10_000, AUTH_CACHE_MAX_AGE, None),
             users: EpochCache::new(epoch, 10_000, AUTH_CACHE_MAX_AGE, None),
+            refused: moka::sync::Cache::builder()
+                .max_capacity(100_000)
+                .time_to_live(Duration::from_secs(600))
+                .build(),
+            known: moka::sync::Cache::builder()
+                .max_capacity(100_000)
+                .time_to_idle(Duration::from_secs(3_600))
+                .build(),
         }
     }
+}
+
+/// Whether `token` is a personal token this process has seen exist (no database access).
+pub fn is_known_personal_token(state: &AppState, token: &str) -> bool {
+    state
+        .auth_cache
+        .known
+        .contains_key(&crypto::sha256_hex(token))
 }
 
 /// A personal token that exists and is not revoked, with the time-dependent facts that are
@@ -66,6 +89,9 @@ impl TokenGrant {
     }
 }
 
+const INVALID_TOKEN: &str = "invalid personal API token";
+const REVOKED_TOKEN: &str = "this personal API token has been revoked";
+
 /// Prefix that tells personal API tokens apart from JWT access tokens.
 pub const PERSONAL_TOKEN_PREFIX: &str = "csk_";
 
@@ -93,12 +119,11 @@ impl Principal {
         matches!(self, Self::ApiToken { .. })
     }
 
-    /// Key of this caller's general rate-limit budget.
+    /// Key of this caller's general rate-limit budget: the user's, whichever credential
+    /// (native session or any of the user's personal tokens) is presented, so minting
+    /// more tokens buys no more requests.
     pub fn rate_key(&self) -> String {
-        match self {
-            Self::User { user_id } => format!("user:{user_id}"),
-            Self::ApiToken { token_id, .. } => format!("token:{token_id}"),
-        }
+        format!("user:{}", self.user_id())
     }
 }
 
@@ -183,17 +208,19 @@ async fn authenticate_personal(state: &AppState, token: &str) -> AppResult<Princ
     if let Some(grant) = state.auth_cache.tokens.get(&hash) {
         return grant.admit(now);
     }
+    if let Some(reason) = state.auth_cache.refused.get(&hash) {
+        return Err(AppError::unauthorized(reason));
+    }
     let since = state.auth_cache.tokens.epoch();
     let key = hash.clone();
-    let grant = state
+    let found: Result<TokenGrant, &'static str> = state
         .store
-        .run(move |c| {
-            let row = api_tokens::find_by_hash(c, &key)?
-                .ok_or_else(|| AppError::unauthorized("invalid personal API token"))?;
+        .run(move |c| -> AppResult<_> {
+            let Some(row) = api_tokens::find_by_hash(c, &key)? else {
+                return Ok(Err(INVALID_TOKEN));
+            };
             if row.revoked_at.is_some() {
-                return Err(AppError::unauthorized(
-                    "this personal API token has been revoked",
-                ));
+                return Ok(Err(REVOKED_TOKEN));
             }
             let user = users::find(c, &row.user_id)?
                 .ok_or_else(|| AppError::unauthorized("invalid personal API token"))?;
@@ -201,7 +228,7 @@ async fn authenticate_personal(state: &AppState, token: &str) -> AppResult<Princ
             if row.last_used_at.is_none_or(|at| now - at >= 60) {
                 api_tokens::touch(c, &row.id, now)?;
             }
-            Ok(TokenGrant {
+            Ok(Ok(TokenGrant {
                 principal: Principal::ApiToken {
                     user_id: row.user_id,
                     token_id: row.id,
@@ -210,9 +237,17 @@ async fn authenticate_personal(state: &AppState, token: &str) -> AppResult<Princ
                 expires_at: row.expires_at,
                 subscription_active: user.subscription_active,
                 subscription_until: user.subscription_until,
-            })
+            }))
         })
         .await?;
+    let grant = match found {
+        Ok(grant) => grant,
+        Err(reason) => {
+            state.auth_cache.refused.insert(hash, reason);
+            return Err(AppError::unauthorized(reason));
+        }
+    };
+    state.auth_cache.known.insert(hash.clone(), ());
     let grant = Arc::new(grant);
     state.auth_cache.tokens.insert(hash, since, grant.clone());
     grant.admit(now)

@@ -153,10 +153,21 @@ impl TestApp {
         let data_dir = dir.path().join("data");
         // Port 0: the server binds a free port itself and logs it ([`Self::spawn`] reads it),
         // so no other process can take the port between choosing and binding it.
-        let mut toml = format!(
-            "[server]\nlisten = \"127.0.0.1:0\"\n\n[storage]\ndata_dir = \"{}\"\n\n",
+        // A test may bring its own `[server]` keys in `extra`; `listen` joins them there
+        // (TOML allows a table header once).
+        let listen = "listen = \"127.0.0.1:0\"\n";
+        let mut extra = config.extra.clone();
+        let mut toml = match extra.find("[server]\n") {
+            Some(at) => {
+                extra.insert_str(at + "[server]\n".len(), listen);
+                String::new()
+            }
+            None => format!("[server]\n{listen}\n"),
+        };
+        toml.push_str(&format!(
+            "[storage]\ndata_dir = \"{}\"\n\n",
             data_dir.display()
-        );
+        ));
         match &config.matrix {
             MatrixMode::Real => {
                 let s = synapse();
@@ -173,7 +184,7 @@ impl TestApp {
             }
             MatrixMode::Missing => {}
         }
-        toml.push_str(&config.extra);
+        toml.push_str(&extra);
         std::fs::write(&config_path, toml).expect("write config");
         let mut app = Self {
             base: String::new(),

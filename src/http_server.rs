@@ -1,0 +1,165 @@
+//! The HTTP connection loop: poem's acceptor (TCP, optionally rustls) and poem's endpoint,
+//! served by hyper with the limits a public service needs and poem's own `Server` lacks.
+//!
+//! - **Header timeout** (`server.header_timeout`, 30 s): a request head must arrive
+//!   completely within it, and a keep-alive connection that starts no new request within it
+//!   is closed. Without it a client that sends half a request line keeps its connection
+//!   (and a slot) forever (slowloris).
+//! - **Connection cap** (`server.max_connections`): past it, a new connection is answered
+//!   at once with `503 busy` (the JSON error body, `Retry-After: 1`) and closed, so a flood
+//!   of idle connections cannot grow memory and file descriptors without bound.
+//! - **Graceful shutdown**: on the signal the loop stops accepting, every connection is
+//!   asked to finish its in-flight request, and whatever is left after the grace period is
+//!   dropped.
+
+use std::convert::Infallible;
+use std::sync::Arc;
+use std::time::Duration;
+
+use bytes::Bytes;
+use http_body_util::combinators::BoxBody;
+use hyper_util::rt::{TokioExecutor, TokioIo, TokioTimer};
+use hyper_util::server::conn::auto;
+use poem::listener::{Acceptor, BoxAcceptor};
+use poem::{Endpoint, EndpointExt, IntoEndpoint};
+use tokio::io::AsyncWriteExt;
+use tokio::sync::{watch, Semaphore};
+
+/// Connection limits, from `[server]`.
+#[derive(Debug, Clone, Copy)]
+pub struct ConnectionLimits {
+    pub max_connections: usize,
+    pub header_timeout: Duration,
+}
+
+/// The raw answer to a connection over the cap: there is no request to route yet.
+const BUSY_RESPONSE: &[u8] = b"HTTP/1.1 503 Service Unavailable\r\n\
+content-type: application/json\r\n\
+retry-after: 1\r\n\
+connection: close\r\n\
+content-length: 85\r\n\r\n\
+{\"error\":\"busy\",\"message\":\"too many open connections; retry in a moment, please\"}";
+
+/// Serves `app` on `acceptor` until `shutdown` resolves; connections then get `grace` to
+/// finish what they are doing.
+pub async fn serve<E>(
+    mut acceptor: BoxAcceptor,
+    app: E,
+    limits: ConnectionLimits,
+    shutdown: impl std::future::Future<Output = ()>,
+    grace: Duration,
+) -> std::io::Result<()>
+where
+    E: IntoEndpoint,
+    E::Endpoint: 'static,
+{
+    let endpoint = Arc::new(app.into_endpoint().map_to_response());
+    let slots = Arc::new(Semaphore::new(limits.max_connections));
+    let (stop_tx, stop_rx) = watch::channel(false);
+    tokio::pin!(shutdown);
+    loop {
+        tokio::select! {
+            _ = &mut shutdown => break,
+            accepted = acceptor.accept() => {
+                let Ok((io, local, remote, scheme)) = accepted else {
+                    // A failed handshake or accept error concerns one connection only.
+                    continue;
+                };
+                let Ok(permit) = slots.clone().try_acquire_owned() else {
+                    tracing::warn!(remote_addr = %remote, "connection refused: max_connections reached");
+                    tokio::spawn(refuse_busy(io));
+                    continue;
+                };
+                let endpoint = endpoint.clone();
+                let stop = stop_rx.clone();
+                tokio::spawn(async move {
+                    let service = hyper::service::service_fn(move |req| {
+                        let endpoint = endpoint.clone();
+                        let request =
+                            poem::Request::from((req, local.clone(), remote.clone(), scheme.clone()));
+                        async move {
+                            let response: hyper::Response<BoxBody<Bytes, std::io::Error>> =
+                                endpoint.get_response(request).await.into();
+                            Ok::<_, Infallible>(response)
+                        }
+                    });
+                    serve_connection(io, service, limits.header_timeout, stop).await;
+                    drop(permit);
+                });
+            }
+        }
+    }
+    let _ = stop_tx.send(true);
+    // Every connection returns its slot when it ends: all slots back means all done.
+    let all = u32::try_from(limits.max_connections).unwrap_or(u32::MAX);
+    if tokio::time::timeout(grace, slots.acquire_many(all))
+        .await
+        .is_err()
+    {
+        tracing::warn!("grace period over; dropping the connections still open");
+    }
+    Ok(())
+}
+
+async fn serve_connection<Io, S>(
+    io: Io,
+    service: S,
+    header_timeout: Duration,
+    mut stop: watch::Receiver<bool>,
+) where
+    Io: tokio::io::AsyncRead + tokio::io::AsyncWrite + Send + Unpin + 'static,
+    S: hyper::service::Service<
+            hyper::Request<hyper::body::Incoming>,
+            Response = hyper::Response<BoxBody<Bytes, std::io::Error>>,
+            Error = Infallible,
+        > + Send
+        + 'static,
+    S::Future: Send + 'static,
+{
+    let mut builder = auto::Builder::new(TokioExecutor::new());
+    builder
+        .http1()
+        .timer(TokioTimer::new())
+        .header_read_timeout(header_timeout);
+    builder
+        .http2()
+        .timer(TokioTimer::new())
+        // An HTTP/2 peer that stops answering pings is gone: free its slot.
+        .keep_alive_interval(Some(header_timeout))
+        .keep_alive_timeout(Duration::from_secs(20))
+        .max_concurrent_streams(Some(64));
+    let conn = builder.serve_connection_with_upgrades(TokioIo::new(io), service);
+    tokio::pin!(conn);
+    tokio::select! {
+        _ = conn.as_mut() => return,
+        _ = stop.wait_for(|stopped| *stopped) => {}
+    }
+    conn.as_mut().graceful_shutdown();
+    let _ = conn.await;
+}
+
+async fn refuse_busy<Io>(mut io: Io)
+where
+    Io: tokio::io::AsyncWrite + Unpin,
+{
+    let answer = async {
+        io.write_all(BUSY_RESPONSE).await?;
+        io.shutdown().await
+    };
+    // A peer that does not read its refusal gets no more of our time than this.
+    let _ = tokio::time::timeout(Duration::from_secs(2), answer).await;
+}
+
+#[cfg(test)]
+mod tests {
+    use super::BUSY_RESPONSE;
+
+    #[test]
+    fn the_busy_answer_declares_its_exact_length() {
+        let text = std::str::from_utf8(BUSY_RESPONSE).unwrap();
+        let (head, body) = text.split_once("\r\n\r\n").unwrap();
+        assert!(head.contains(&format!("content-length: {}", body.len())));
+        let parsed: serde_json::Value = serde_json::from_str(body).unwrap();
+        assert_eq!(parsed["error"], "busy");
+    }
+}
