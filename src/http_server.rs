@@ -33,12 +33,15 @@ pub struct ConnectionLimits {
 }
 
 /// The raw answer to a connection over the cap: there is no request to route yet.
-const BUSY_RESPONSE: &[u8] = b"HTTP/1.1 503 Service Unavailable\r\n\
-content-type: application/json\r\n\
-retry-after: 1\r\n\
-connection: close\r\n\
-content-length: 85\r\n\r\n\
-{\"error\":\"busy\",\"message\":\"too many open connections; retry in a moment, please\"}";
+fn busy_response() -> Vec<u8> {
+    let body = r#"{"error":"busy","message":"too many open connections; retry in a moment"}"#;
+    format!(
+        "HTTP/1.1 503 Service Unavailable\r\ncontent-type: application/json\r\nretry-after: 1\r\n\
+         connection: close\r\ncontent-length: {}\r\n\r\n{body}",
+        body.len()
+    )
+    .into_bytes()
+}
 
 /// Serves `app` on `acceptor` until `shutdown` resolves; connections then get `grace` to
 /// finish what they are doing.
@@ -143,7 +146,7 @@ where
     Io: tokio::io::AsyncWrite + Unpin,
 {
     let answer = async {
-        io.write_all(BUSY_RESPONSE).await?;
+        io.write_all(&busy_response()).await?;
         io.shutdown().await
     };
     // A peer that does not read its refusal gets no more of our time than this.
@@ -152,11 +155,12 @@ where
 
 #[cfg(test)]
 mod tests {
-    use super::BUSY_RESPONSE;
+    use super::busy_response;
 
     #[test]
     fn the_busy_answer_declares_its_exact_length() {
-        let text = std::str::from_utf8(BUSY_RESPONSE).unwrap();
+        let bytes = busy_response();
+        let text = std::str::from_utf8(&bytes).unwrap();
         let (head, body) = text.split_once("\r\n\r\n").unwrap();
         assert!(head.contains(&format!("content-length: {}", body.len())));
         let parsed: serde_json::Value = serde_json::from_str(body).unwrap();

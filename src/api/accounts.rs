@@ -146,7 +146,8 @@ impl AccountsApi {
     /// 400 `account_already_added` when it is already an account of this group,
     /// 400 `account_in_other_group` when it is an added account of another group or the
     /// primary of a group with added accounts. At most 3 codes per 10 minutes per address,
-    /// shared with sign-in codes (429 with Retry-After). 500 when the mail could not be sent.
+    /// shared with sign-in codes (429 with Retry-After). 503 `mail_unavailable` when the mail
+    /// could not be sent.
     #[oai(
         path = "/add/code",
         method = "post",
@@ -167,8 +168,8 @@ impl AccountsApi {
     /// Add an account with its code
     ///
     /// Checks the code mailed by `/api/accounts/add/code` (requested from this group; codes
-    /// are single use, expire after 10 minutes, five wrong tries burn them: 400
-    /// `invalid_code`) and adds the address to the group, creating the user and its Matrix
+    /// are single use, expire after 10 minutes, five tries burn them: 400 `invalid_code`;
+    /// 20 wrong codes per address per 24 h, then 429 `too_many_attempts`) and adds the address to the group, creating the user and its Matrix
     /// account when the address is unknown. 400 `account_already_added` /
     /// `account_in_other_group` as for the code. 503 `homeserver_unavailable` when the
     /// Matrix account could not be created; nothing is added and the code stays valid for a

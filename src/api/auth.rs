@@ -103,8 +103,8 @@ impl AuthApi {
     /// Send a sign-in code
     ///
     /// E-mails a 6-digit code (no authentication). At most 3 codes per 10 minutes per
-    /// address (429 with Retry-After). A new code supersedes older ones. 500 when the mail
-    /// could not be sent.
+    /// address (429 with Retry-After). A new code kills every older one, used or not. 503
+    /// `busy` (with Retry-After) when too many codes are being hashed at once.
     #[oai(path = "/code", method = "post", operation_id = "auth_request_code")]
     async fn code(
         &self,
@@ -121,9 +121,12 @@ impl AuthApi {
     ///
     /// Exchanges e-mail and code for tokens (no authentication). Creates the account (and
     /// its Matrix account) for an unknown e-mail; `publicKey` is registered then. Codes are
-    /// single use, expire after `auth.code_ttl` (10 min), and five wrong tries burn them:
-    /// 400 `invalid_code`. 503 `homeserver_unavailable` when the Matrix account could not
-    /// be created; the code stays valid for a retry.
+    /// single use, expire after `auth.code_ttl` (10 min), only the newest code of an address
+    /// counts, and five tries burn one: 400 `invalid_code`. An address accepts at most
+    /// `auth.max_code_failures` (20) wrong codes per 24 h, then 429 `too_many_attempts`
+    /// with Retry-After (a guesser's chance over a year stays below 1%). 503
+    /// `homeserver_unavailable` when the Matrix account could not be created; the code
+    /// stays valid for a retry.
     #[oai(path = "/verify", method = "post", operation_id = "auth_verify_code")]
     async fn verify(
         &self,

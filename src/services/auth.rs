@@ -146,7 +146,12 @@ pub async fn request_code(
             .store
             .run(move |c| Ok::<_, AppError>(login_codes::delete(c, id)?))
             .await;
-        return Err(AppError::internal(e));
+        // The mail server's words (and address) go to the log, not to the caller.
+        tracing::warn!(error = %e, "sign-in code could not be mailed");
+        return Err(AppError::Unavailable {
+            code: "mail_unavailable",
+            message: "the code could not be mailed; try again in a moment".to_owned(),
+        });
     }
     Ok(())
 }
