@@ -1,8 +1,11 @@
 //! The Debian package (`[package.metadata.deb]`, cargo-deb): built from the test binary,
 //! checked with lintian (no errors) and its unit with `systemd-analyze verify`, then
-//! extracted into a temporary root whose binary is started with the packaged config.
+//! extracted into a temporary root. Its maintainer scripts run for real inside a private
+//! mount namespace whose /etc and /var/lib are throw-away copies (so the machine gets no
+//! user and no data), and its binary is started with the packaged config on the data
+//! directory postinst made.
 
-use std::os::unix::fs::PermissionsExt;
+use std::os::unix::fs::{MetadataExt, PermissionsExt};
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
@@ -104,8 +107,130 @@ fn verify_unit(root: &Path, work: &Path) {
     );
 }
 
+/// Throw-away copies of the system directories the maintainer scripts write to.
+struct Sandbox {
+    etc: PathBuf,
+    var_lib: PathBuf,
+    sysusers: PathBuf,
+}
+
+impl Sandbox {
+    fn new(work: &Path, root: &Path) -> Self {
+        let s = Self {
+            etc: work.join("sandbox/etc"),
+            var_lib: work.join("sandbox/var-lib"),
+            sysusers: work.join("sandbox/sysusers.d"),
+        };
+        std::fs::create_dir_all(&s.var_lib).unwrap();
+        run_ok(Command::new("cp").arg("-a").arg("/etc").arg(&s.etc));
+        std::fs::create_dir_all(&s.sysusers).unwrap();
+        std::fs::copy(
+            root.join("usr/lib/sysusers.d/switchboard.conf"),
+            s.sysusers.join("switchboard.conf"),
+        )
+        .unwrap();
+        // As dpkg unpacks it before postinst runs.
+        std::fs::create_dir_all(s.etc.join("switchboard")).unwrap();
+        std::fs::copy(
+            root.join("etc/switchboard/switchboard.toml"),
+            s.etc.join("switchboard/switchboard.toml"),
+        )
+        .unwrap();
+        s
+    }
+
+    /// Runs a maintainer script with the copies mounted over /etc, /var/lib and
+    /// /usr/lib/sysusers.d, visible to it alone.
+    fn run(&self, script: &Path, args: &[&str]) -> String {
+        let mounts = format!(
+            "mount --bind '{}' /etc && mount --bind '{}' /var/lib && \
+             mount --bind '{}' /usr/lib/sysusers.d && exec sh \"$0\" \"$@\"",
+            self.etc.display(),
+            self.var_lib.display(),
+            self.sysusers.display()
+        );
+        let out = Command::new("unshare")
+            .args(["--mount", "--propagation", "private", "sh", "-ec", &mounts])
+            .arg(script)
+            .args(args)
+            .output()
+            .expect("unshare (util-linux) is not installed");
+        let text = format!(
+            "{}{}",
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr)
+        );
+        assert!(
+            out.status.success(),
+            "{} {args:?} in a mount namespace (needs root) failed: {}\n{text}",
+            script.display(),
+            out.status
+        );
+        text
+    }
+
+    /// uid and gid of `name` in the copied /etc/passwd.
+    fn user(&self, name: &str) -> (u32, u32, String) {
+        let passwd = std::fs::read_to_string(self.etc.join("passwd")).unwrap();
+        let line = passwd
+            .lines()
+            .find(|l| l.starts_with(&format!("{name}:")))
+            .unwrap_or_else(|| panic!("no user {name} in the sandbox's /etc/passwd"));
+        let f: Vec<&str> = line.split(':').collect();
+        (
+            f[2].parse().unwrap(),
+            f[3].parse().unwrap(),
+            line.to_owned(),
+        )
+    }
+}
+
+/// postinst creates the system user, /var/lib/switchboard (0700) and a 32-byte master
+/// key (0600), all owned by that user, and keeps the key on a second configure.
+fn check_postinst(sandbox: &Sandbox, control: &Path) -> Vec<u8> {
+    let said = sandbox.run(&control.join("postinst"), &["configure", ""]);
+    assert!(said.contains("not enabled"), "{said}");
+    let (uid, gid, line) = sandbox.user("switchboard");
+    assert!(uid > 0 && uid < 1000, "a system user: {line}");
+    assert!(
+        line.ends_with(":/var/lib/switchboard:/usr/sbin/nologin"),
+        "{line}"
+    );
+    let data = sandbox.var_lib.join("switchboard");
+    let key_path = data.join("master.key");
+    for (path, want) in [(&data, 0o700), (&key_path, 0o600)] {
+        let meta = std::fs::metadata(path)
+            .unwrap_or_else(|e| panic!("postinst did not create {}: {e}", path.display()));
+        assert_eq!(mode(path), want, "{}", path.display());
+        assert_eq!((meta.uid(), meta.gid()), (uid, gid), "{}", path.display());
+    }
+    let key = std::fs::read(&key_path).unwrap();
+    assert_eq!(key.len(), 32);
+    let config = sandbox.etc.join("switchboard/switchboard.toml");
+    assert_eq!(mode(&config), 0o640);
+    assert_eq!(std::fs::metadata(&config).unwrap().gid(), gid);
+
+    sandbox.run(&control.join("postinst"), &["configure", "2.0.0-1"]);
+    assert_eq!(
+        std::fs::read(&key_path).unwrap(),
+        key,
+        "upgrade replaced the key"
+    );
+    key
+}
+
+/// postrm keeps the data on `remove` and deletes it on `purge` only.
+fn check_postrm(sandbox: &Sandbox, control: &Path) {
+    let data = sandbox.var_lib.join("switchboard");
+    sandbox.run(&control.join("postrm"), &["remove"]);
+    assert!(data.join("master.key").is_file(), "remove deleted data");
+    assert!(data.join("switchboard.db").is_file());
+    sandbox.run(&control.join("postrm"), &["purge"]);
+    assert!(!data.exists(), "purge kept {}", data.display());
+}
+
 #[tokio::test]
-async fn the_debian_package_passes_lintian_and_its_binary_serves_health() {
+async fn the_debian_package_passes_lintian_its_scripts_make_user_and_key_and_it_serves_health() {
     let work = tempfile::tempdir().unwrap();
     let deb = build_deb(work.path());
     let report = lintian(&deb);
@@ -133,14 +258,17 @@ async fn the_debian_package_passes_lintian_and_its_binary_serves_health() {
         run_ok(Command::new("sh").arg("-n").arg(control.join(script)));
     }
     verify_unit(&root, work.path());
+    let sandbox = Sandbox::new(work.path(), &root);
+    let key = check_postinst(&sandbox, &control);
 
-    // The packaged binary with the packaged config; data dir and port redirected, the
-    // homeserver from the environment (the config layer above the file).
-    let data = work.path().join("data");
+    // The packaged binary with the packaged config on the data directory postinst made
+    // (redirected into the sandbox), port redirected, the homeserver from the environment
+    // (the config layer above the file).
+    let data = sandbox.var_lib.join("switchboard");
     let log_path = work.path().join("server.log");
     let log = std::fs::File::create(&log_path).unwrap();
     let synapse = synapse();
-    let _server = Running(
+    let server = Running(
         Command::new(root.join("usr/bin/switchboard"))
             .arg("serve")
             .arg("--config")
@@ -181,6 +309,9 @@ async fn the_debian_package_passes_lintian_and_its_binary_serves_health() {
     assert_eq!(body["checks"]["database"]["status"], "ok");
     assert_eq!(body["checks"]["matrix"]["status"], "ok");
     assert_eq!(body["version"], env!("CARGO_PKG_VERSION"));
-    assert_eq!(mode(&data.join("master.key")), 0o600);
+    assert_eq!(std::fs::read(data.join("master.key")).unwrap(), key);
     assert!(!root.join("data").exists(), "wrote into the package tree");
+    drop(server);
+
+    check_postrm(&sandbox, &control);
 }
