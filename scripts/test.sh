@@ -4,9 +4,16 @@
 # 1. Makes sure the Python venv ./.synapse/venv exists with matrix-synapse
 #    (installed by scripts/synapse.sh --install, ~1 min the first time) and the
 #    test helpers openapi-spec-validator and aiosmtpd (pip, only if missing).
+#    Installs the tools of the client and package tests into target/test-tools (each
+#    only when missing or when its pinned version changed): a venv with
+#    openapi-python-client (tests/clients/requirements.txt), openapi-typescript via
+#    `npm ci` (tests/clients/package-lock.json), cargo-deb (cargo install, ~2 min the
+#    first time), and lintian (apt-get, when run as root). A tool that cannot be
+#    installed is reported here, and the test that needs it fails saying so.
 # 2. Exports for the Rust tests:
 #      SWITCHBOARD_TEST_VENV    absolute path of that venv
 #      SWITCHBOARD_TEST_PYTHON  absolute path of its python
+#      SWITCHBOARD_TEST_TOOLS   absolute path of target/test-tools
 #    (the tests start their own Synapse with scripts/synapse.sh, pointing it at
 #    this venv and a throw-away data dir.)
 # 3. Runs: cargo test --all-targets [ARGS] -- --test-threads=4 [TEST_BINARY_ARGS]
@@ -21,8 +28,10 @@
 #   SWITCHBOARD_TEST_VENV=DIR   use another venv (created if missing)
 #   PYTHON=python3              interpreter used to create the venv (>= 3.10)
 #   TEST_THREADS=4              default --test-threads
+#   SWITCHBOARD_TEST_TOOLS=DIR  where the client/package test tools go (target/test-tools)
 #
-# Needs only the Rust toolchain, python3 (with the venv module) and access to PyPI.
+# Needs the Rust toolchain, python3 (with the venv module), node + npm, dpkg, and access to
+# PyPI, npm and crates.io (and Debian's archive for lintian).
 set -euo pipefail
 
 log() { echo "test.sh: $*" >&2; }
@@ -51,6 +60,61 @@ if ((${#missing[@]})); then
 fi
 log "venv ready: $("$PY" -c 'import synapse, sys; print("python %d.%d, synapse %s" % (sys.version_info[0], sys.version_info[1], synapse.__version__))')"
 
+# ---- 1b. tools of the client and package tests ------------------------------
+TOOLS_DIR=${SWITCHBOARD_TEST_TOOLS:-$ROOT/target/test-tools}
+CARGO_DEB_VERSION=3.8.0
+mkdir -p "$TOOLS_DIR"
+TOOLS_DIR=$(cd "$TOOLS_DIR" && pwd)
+warn_tool() { log "WARNING: $* -- the tests that need it will fail"; }
+
+# Python client generator, in its own venv (its pins must not move Synapse's).
+if ! cmp -s "$ROOT/tests/clients/requirements.txt" "$TOOLS_DIR/client-venv/requirements.txt"; then
+  log "installing the Python client generator into $TOOLS_DIR/client-venv ..."
+  rm -rf "$TOOLS_DIR/client-venv"
+  if "${PYTHON:-python3}" -m venv "$TOOLS_DIR/client-venv" >&2 \
+    && "$TOOLS_DIR/client-venv/bin/python" -m pip install -q --disable-pip-version-check \
+      -r "$ROOT/tests/clients/requirements.txt" >&2; then
+    cp "$ROOT/tests/clients/requirements.txt" "$TOOLS_DIR/client-venv/requirements.txt"
+  else
+    warn_tool "could not install tests/clients/requirements.txt"
+  fi
+fi
+
+# TypeScript client generator.
+if ! cmp -s "$ROOT/tests/clients/package-lock.json" "$TOOLS_DIR/node/package-lock.json" \
+  || [[ ! -d $TOOLS_DIR/node/node_modules ]]; then
+  log "installing the TypeScript client generator into $TOOLS_DIR/node (npm ci) ..."
+  rm -rf "$TOOLS_DIR/node"
+  mkdir -p "$TOOLS_DIR/node"
+  cp "$ROOT/tests/clients/package.json" "$ROOT/tests/clients/package-lock.json" "$TOOLS_DIR/node/"
+  if ! command -v npm >/dev/null; then
+    warn_tool "npm is not installed (node 20 + npm are needed)"
+  elif ! (cd "$TOOLS_DIR/node" && npm ci --no-audit --no-fund --loglevel=error >&2); then
+    rm -rf "$TOOLS_DIR/node/node_modules"
+    warn_tool "npm ci of tests/clients/package-lock.json failed"
+  fi
+fi
+
+# cargo-deb builds the package (crates.io has no prebuilt binary: ~75 s on 2 cores).
+if [[ $("$TOOLS_DIR/cargo/bin/cargo-deb" --version 2>/dev/null) != *" $CARGO_DEB_VERSION" ]]; then
+  log "installing cargo-deb $CARGO_DEB_VERSION into $TOOLS_DIR/cargo ..."
+  cargo install --quiet --locked cargo-deb --version "$CARGO_DEB_VERSION" \
+    --root "$TOOLS_DIR/cargo" >&2 || warn_tool "cargo install cargo-deb failed"
+fi
+
+# lintian checks the package (Debian's own tool; needs root to install).
+if ! command -v lintian >/dev/null; then
+  if [[ $(id -u) == 0 ]] && command -v apt-get >/dev/null; then
+    log "installing lintian (apt-get) ..."
+    { apt-get update -qq && DEBIAN_FRONTEND=noninteractive \
+        apt-get install -y -qq --no-install-recommends lintian; } >&2 \
+      || warn_tool "apt-get install lintian failed"
+  else
+    warn_tool "lintian is not installed (as root: apt-get install lintian)"
+  fi
+fi
+
+export SWITCHBOARD_TEST_TOOLS="$TOOLS_DIR"
 export SWITCHBOARD_TEST_VENV="$VENV_DIR"
 export SWITCHBOARD_TEST_PYTHON="$PY"
 # A failing test's panic message matters more than a 30-frame backtrace in a CI log.
@@ -70,6 +134,7 @@ if [[ -n ${CI:-} || ${SWITCHBOARD_TEST_STOP_SYNAPSE:-0} == 1 ]]; then
 fi
 log "SWITCHBOARD_TEST_VENV=$SWITCHBOARD_TEST_VENV"
 log "SWITCHBOARD_TEST_PYTHON=$SWITCHBOARD_TEST_PYTHON"
+log "SWITCHBOARD_TEST_TOOLS=$SWITCHBOARD_TEST_TOOLS"
 
 # ---- 2. cargo test ------------------------------------------------------------
 # Arguments before a "--" go to cargo test, the rest to the test binaries.

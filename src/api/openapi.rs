@@ -4,6 +4,9 @@
 //! 3.0 → 3.1 changes applied: `nullable: true` becomes a `"null"` member of the type (or
 //! an `anyOf` with `{"type": "null"}` for references), boolean `exclusiveMinimum` /
 //! `exclusiveMaximum` become numeric bounds, and schema `example` becomes `examples`.
+//! A described reference, which 3.0 can only write as `allOf: [{$ref}, {description}]`,
+//! becomes a `$ref` with a sibling `description` (allowed in 3.1): client generators
+//! such as openapi-python-client cannot take `allOf` of an enum and drop the schema.
 //! Object properties that are not `required` come from `Option` fields, which serialize
 //! as `null` when absent, so they are made nullable too.
 
@@ -54,6 +57,7 @@ fn convert_object(map: &mut Map<String, Value>) {
     if !looks_like_schema(map) {
         return;
     }
+    inline_described_ref(map);
     if let Some(nullable) = map.remove("nullable") {
         if nullable == json!(true) {
             make_nullable(map);
@@ -78,6 +82,27 @@ fn convert_object(map: &mut Map<String, Value>) {
         map.insert("examples".to_owned(), json!([example]));
     }
     nullable_optional_properties(map);
+}
+
+/// `allOf: [{"$ref": R}, {"description": D}]` → `"$ref": R, "description": D`. Only that
+/// exact shape: any other `allOf` (e.g. a union variant extending an object) is a real
+/// composition and stays.
+fn inline_described_ref(map: &mut Map<String, Value>) {
+    let Some(Value::Array(parts)) = map.get("allOf") else {
+        return;
+    };
+    let [Value::Object(reference), Value::Object(described)] = parts.as_slice() else {
+        return;
+    };
+    let is_ref = reference.len() == 1 && reference.contains_key("$ref");
+    let is_description = described.len() == 1 && described.contains_key("description");
+    if !is_ref || !is_description {
+        return;
+    }
+    let (target, description) = (reference["$ref"].clone(), described["description"].clone());
+    map.remove("allOf");
+    map.insert("$ref".to_owned(), target);
+    map.entry("description").or_insert(description);
 }
 
 /// Optional (`Option`) properties are sent as `null` when empty: say so in the schema.
@@ -186,6 +211,28 @@ mod tests {
         assert_eq!(props["a"]["type"], "string");
         assert_eq!(props["b"]["type"], json!(["string", "null"]));
         assert_eq!(props["c"]["anyOf"][1], json!({"type": "null"}));
+    }
+
+    #[test]
+    fn described_references_become_refs_with_a_description() {
+        let r = "#/components/schemas/E";
+        let doc = json!({"components": {"schemas": {"A": {
+            "type": "object",
+            "required": ["req", "union"],
+            "properties": {
+                "req": {"description": "d", "allOf": [{"$ref": r}, {"description": "d"}]},
+                "opt": {"allOf": [{"$ref": r}, {"description": "o"}], "nullable": true},
+                "union": {"allOf": [{"type": "object"}, {"$ref": r}]}
+            }
+        }}}});
+        let out = to_openapi_31(doc);
+        let props = &out["components"]["schemas"]["A"]["properties"];
+        assert_eq!(props["req"], json!({"$ref": r, "description": "d"}));
+        assert_eq!(
+            props["opt"],
+            json!({"description": "o", "anyOf": [{"$ref": r}, {"type": "null"}]})
+        );
+        assert_eq!(props["union"]["allOf"][1], json!({"$ref": r}));
     }
 
     #[test]

@@ -21,7 +21,7 @@ pub fn repo_root() -> PathBuf {
 }
 
 /// The port in the server's "listening on http://127.0.0.1:PORT" log line.
-fn bound_port(log: &str) -> Option<u16> {
+pub fn bound_port(log: &str) -> Option<u16> {
     let rest = &log[log.find("listening on http://")? + "listening on http://".len()..];
     let addr: String = rest
         .chars()
