@@ -166,3 +166,36 @@ impl From<crate::crypto::CryptoError> for AppError {
         Self::Internal(format!("crypto error: {e}"))
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_saturated_database_is_busy_not_an_internal_error() {
+        let busy = rusqlite::Error::SqliteFailure(
+            rusqlite::ffi::Error::new(rusqlite::ffi::SQLITE_BUSY),
+            Some("database is locked".into()),
+        );
+        let e: AppError = StoreError::Sqlite(busy).into();
+        assert_eq!(e.code(), "busy");
+        assert!(matches!(
+            e,
+            AppError::Busy {
+                retry_after_secs: 1,
+                ..
+            }
+        ));
+        // A pool that gives no connection within its timeout.
+        let pool = r2d2::Pool::builder()
+            .max_size(1)
+            .connection_timeout(std::time::Duration::from_millis(50))
+            .build_unchecked(r2d2_sqlite::SqliteConnectionManager::memory());
+        let _held = pool.get().unwrap();
+        let e: AppError = StoreError::from(pool.get().unwrap_err()).into();
+        assert_eq!(e.code(), "busy");
+        // Anything else stays an internal error (logged, never shown).
+        let other: AppError = StoreError::Join("boom".into()).into();
+        assert_eq!(other.code(), "internal_error");
+    }
+}
