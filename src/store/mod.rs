@@ -63,6 +63,10 @@ const MIGRATIONS: &[(&str, &str)] = &[
         "0005_scheduler",
         include_str!("../../migrations/0005_scheduler.sql"),
     ),
+    (
+        "0006_room_invites",
+        include_str!("../../migrations/0006_room_invites.sql"),
+    ),
 ];
 
 /// Latest schema version this binary knows.
