@@ -12,6 +12,7 @@ mod bridges;
 mod cli;
 mod devices;
 mod foundation;
+mod invites;
 mod journey;
 mod keys;
 mod linked;
