@@ -89,6 +89,7 @@ pub fn ingest(
         for ev in &resp.rooms.invite[room_id].invite_state.events {
             view.apply_state(ctx, ev);
         }
+        view.distrust_invite_state(ctx);
         view.row.membership = "invite".to_owned();
         // A response without the user's member event keeps the inviter already stored.
         if let Some(inviter) = view.inviter() {

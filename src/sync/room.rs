@@ -158,6 +158,20 @@ impl RoomView {
             .is_some_and(|i| ctx.bridges.is_trusted_inviter(i))
     }
 
+    /// After applying an invite's state: that state is stripped state, copies the inviting
+    /// server chose rather than authenticated events, so senders in it prove nothing. Only
+    /// the invite event itself counts: the platform is the trusted inviter's (bot or ghost),
+    /// and bridge flags from the stripped state are dropped. The full state arrives once
+    /// the room is joined.
+    pub fn distrust_invite_state(&mut self, ctx: &IngestContext<'_>) {
+        self.bridge_dm = false;
+        self.platform_hint = self.inviter.as_deref().and_then(|i| {
+            ctx.bridges
+                .bot_platform(i)
+                .or_else(|| ctx.bridges.ghost_platform(i))
+        });
+    }
+
     /// Applies one state event (from `state`, `invite_state`, or the timeline).
     pub fn apply_state(&mut self, ctx: &IngestContext<'_>, ev: &Event) {
         let content = &ev.content;

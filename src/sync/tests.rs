@@ -531,6 +531,8 @@ fn only_invites_from_configured_bots_and_their_ghosts_are_handed_to_the_worker()
     assert_eq!(out.invites, vec!["!bot:test".to_owned()]);
     let out = f.ingest(invited("s2", "!ghost:test", "@whatsapp_4915:test", vec![]));
     assert_eq!(out.invites, vec!["!ghost:test".to_owned()]);
+    assert_eq!(f.room("!bot:test").platform.as_deref(), Some("whatsapp"));
+    assert_eq!(f.room("!ghost:test").platform.as_deref(), Some("whatsapp"));
     for (room, inviter) in [
         ("!stranger:test", "@mallory:test"),
         ("!elsewhere:test", "@whatsapp_4915:evil.test"),
@@ -601,4 +603,21 @@ fn bridge_state_counts_only_from_the_configured_bot_of_its_platform() {
     assert_eq!(room.platform.as_deref(), Some("whatsapp"));
     assert!(room.is_direct);
     assert_eq!(room.recipient_id.as_deref(), Some("@whatsapp_1:test"));
+}
+
+#[test]
+fn an_invites_stripped_state_proves_nothing_about_bridges() {
+    let mut f = Fixture::new();
+    // Stripped state is whatever the inviting server sent: "sent by the bot" is a claim.
+    let forged = vec![
+        bridge_state("@whatsappbot:test", "whatsapp"),
+        json!({"type": "m.room.create", "state_key": "", "sender": "@whatsappbot:test",
+               "content": {"room_version": "10"}}),
+        member("@whatsappbot:test", "join", None),
+    ];
+    f.ingest(invited("s1", ROOM, "@mallory:test", forged));
+    let room = f.room(ROOM);
+    assert_eq!(room.membership, "invite");
+    assert_eq!(room.platform, None);
+    assert!(room.is_direct, "the invite itself says is_direct");
 }
