@@ -10,7 +10,8 @@
 //! - invited rooms: a row with membership `invite` and the inviter. Invites from a
 //!   configured bridge bot or its ghosts are handed to the worker to join (bridges invite
 //!   users to their portal rooms); every other invite stays `invite` until the user
-//!   accepts or declines it through the API.
+//!   accepts or declines it through the API. The platform of an invited room is its
+//!   trusted inviter's: the invite's stripped state is not authenticated.
 //! - left rooms: membership `leave`; rows and messages are kept.
 //! - the global `m.direct` account data: direct flags and recipients.
 //!
