@@ -139,7 +139,11 @@ fn round(store: &Store, user_id: &str, body: &[u8]) -> Round {
         .expect("user");
     let dek = DataKey::generate();
     let reader = Reader::new(ME, Some("Bench"));
-    let bots = vec![("@whatsappbot:localhost".to_owned(), "whatsapp")];
+    let bots = switchboard::bridges::identity::BridgeIdentities::new([(
+        "whatsapp",
+        "@whatsappbot:localhost".to_owned(),
+        "whatsapp_".to_owned(),
+    )]);
     let hints = HashMap::new();
 
     let t = Instant::now();
@@ -187,7 +191,7 @@ fn round(store: &Store, user_id: &str, body: &[u8]) -> Round {
     let ctx = IngestContext {
         user_id,
         reader: &reader,
-        bridge_bots: &bots,
+        bridges: &bots,
         hints: &hints,
         now: 1_700_000_000,
     };

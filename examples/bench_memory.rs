@@ -127,7 +127,7 @@ fn main() {
                         let ctx = IngestContext {
                             user_id: &uid,
                             reader: &reader,
-                            bridge_bots: &[],
+                            bridges: &Default::default(),
                             hints: &hints,
                             now: 1_700_000_000,
                         };

@@ -197,7 +197,13 @@ pub struct BridgesConfig {
 pub struct BridgeConfig {
     pub provisioning_url: Option<String>,
     pub shared_secret: Option<Secret>,
+    /// The bridge bot's Matrix ID: its invites are joined automatically and only its
+    /// `m.bridge` state is believed.
     pub bot_user_id: Option<String>,
+    /// Localpart prefix of the bridge's ghost users on the bot's server (default
+    /// `<platform>_`, mautrix's default username template); their invites are joined
+    /// automatically too.
+    pub ghost_prefix: Option<String>,
 }
 
 #[derive(Debug, Clone, Deserialize, Serialize)]
@@ -452,6 +458,18 @@ impl Config {
         for (name, bridge) in self.bridges.iter() {
             if let Some(url) = &bridge.provisioning_url {
                 check_http_url(&format!("bridges.{name}.provisioning_url"), url)?;
+            }
+            if let Some(bot) = &bridge.bot_user_id {
+                if crate::bridges::identity::server_of(bot).is_none() {
+                    return Err(ConfigError::key(
+                        &format!("bridges.{name}.bot_user_id"),
+                        format!("{bot:?} is not a Matrix user ID (@localpart:server)"),
+                    ));
+                }
+            }
+            if let Some(prefix) = &bridge.ghost_prefix {
+                crate::bridges::identity::check_ghost_prefix(prefix)
+                    .map_err(|m| ConfigError::key(&format!("bridges.{name}.ghost_prefix"), m))?;
             }
         }
         if let Some(ai) = &self.ai {

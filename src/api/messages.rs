@@ -488,7 +488,7 @@ impl MessagesApi {
     /// a time. 200 when every room got it, 207 when some did, 500 when none did; the body
     /// has the same shape each time: `results` (per room: `success`, `eventId` or `error`
     /// and `message`), `sent`, `failed`, `total`. Rooms that are not the caller's fail with
-    /// `not_found`. 400 for invalid input.
+    /// `not_found`, invitations not accepted yet with `not_joined`. 400 for invalid input.
     #[oai(
         path = "/api/messages/send-multi",
         method = "post",
@@ -553,8 +553,9 @@ impl MessagesApi {
     /// Sends `content` as an `m.text` message from the caller's Matrix account. Idempotent
     /// per `txnId`: the same caller and `txnId` send once; a repeat returns the first
     /// event with `duplicate: true` (a `txnId` used for another room: 409
-    /// `txn_id_conflict`). 404 when the room is not the caller's; 409
-    /// `recipient_unresolved` while the room is direct and its recipient is unknown (read
+    /// `txn_id_conflict`). 404 when the room is not the caller's; 409 `not_joined` when the
+    /// caller has not joined it (an invitation not accepted yet: accept it in the native
+    /// app); 409 `recipient_unresolved` while the room is direct and its recipient is unknown (read
     /// the room, and verify the conversation in the native app first). 502
     /// `homeserver_error` when the homeserver refuses, 503 `homeserver_unavailable` when it
     /// cannot be reached; retrying with the same `txnId` is safe.

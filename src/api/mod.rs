@@ -20,6 +20,7 @@ pub mod email;
 pub mod error;
 pub mod gate;
 pub mod health;
+pub mod invites;
 pub mod keys;
 pub mod linked;
 pub mod messages;
@@ -87,7 +88,7 @@ type Apis = (
         devices::DevicesApi,
     ),
     messages::MessagesApi,
-    rooms::RoomsApi,
+    (rooms::RoomsApi, invites::InvitesApi),
     linked::LinkedApi,
     sync::SyncApi,
     (bridges::BridgesApi, email::EmailApi),
@@ -108,7 +109,7 @@ fn apis() -> Apis {
             devices::DevicesApi,
         ),
         messages::MessagesApi,
-        rooms::RoomsApi,
+        (rooms::RoomsApi, invites::InvitesApi),
         linked::LinkedApi,
         sync::SyncApi,
         (bridges::BridgesApi, email::EmailApi),

@@ -71,8 +71,15 @@ pub struct RoomObject {
     pub muted: bool,
     pub favorite: bool,
     pub pinned: bool,
-    /// `join` or `invite` (the user is invited and has not joined yet).
+    /// `join`, or `invite`: an invitation the user has not accepted yet (only
+    /// invitations from the configured bridges are joined automatically; accept or
+    /// decline others with `POST /api/rooms/{roomId}/accept` or `…/decline`). No read
+    /// marker is sent to the homeserver for an invitation, and personal tokens cannot
+    /// send to it.
     pub membership: String,
+    /// Matrix ID of who invited the user, while `membership` is `invite` (null when
+    /// joined or unknown).
+    pub invited_by: Option<String>,
 }
 
 impl From<RoomView> for RoomObject {
@@ -108,6 +115,7 @@ impl From<RoomView> for RoomObject {
             favorite: r.favorite,
             pinned: r.pinned,
             membership: r.membership,
+            invited_by: r.invited_by,
         }
     }
 }
@@ -362,7 +370,9 @@ impl RoomsApi {
     /// Sets the unread and highlight counts to 0 and the read marker to the newest stored
     /// message, and sends the same read markers (`m.fully_read` and a public `m.read`
     /// receipt) to the homeserver, so other Matrix clients and the bridges see it read. A
-    /// room without stored messages is marked read here only. When the homeserver cannot
+    /// room without stored messages, or one the user has not joined (membership
+    /// `invite`: nothing is sent to the homeserver, so the inviter learns nothing), is
+    /// marked read here only. When the homeserver cannot
     /// be reached the room is still marked read here (the message says so). Publishes
     /// `room.updated`.
     #[oai(
@@ -385,6 +395,10 @@ impl RoomsApi {
             ReadMarker::NotSent => {
                 "room marked as read here; the homeserver could not be updated, so other \
                  Matrix clients may still show it unread"
+            }
+            ReadMarker::NotJoined => {
+                "room marked as read here; nothing is sent to the homeserver for an \
+                 invitation that was not accepted"
             }
         })))
     }

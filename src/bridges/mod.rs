@@ -16,6 +16,7 @@ use crate::config::{BridgeConfig, BridgesConfig};
 use crate::matrix::encode;
 
 pub mod error;
+pub mod identity;
 pub mod types;
 
 pub use error::{BridgeError, Failure};

@@ -141,3 +141,27 @@ fn secrets_are_not_printed_by_debug() {
     let serialized = toml::to_string(&config).unwrap();
     assert!(!serialized.contains("hunter2"));
 }
+
+#[test]
+fn bridge_ghost_prefixes_parse_and_bad_ones_are_refused_by_key() {
+    let ok = "[bridges.whatsapp]\nbot_user_id = \"@whatsappbot:hs\"\nghost_prefix = \"wa_\"\n";
+    let config = load_with(Some(ok), &[], Overrides::default()).unwrap();
+    let wa = config.bridges.whatsapp.unwrap();
+    assert_eq!(wa.ghost_prefix.as_deref(), Some("wa_"));
+    for bad in [
+        "[bridges.telegram]\nghost_prefix = \"sb_\"\n",
+        "[bridges.telegram]\nghost_prefix = \"\"\n",
+    ] {
+        let err = load_with(Some(bad), &[], Overrides::default()).unwrap_err();
+        assert!(
+            err.to_string().contains("bridges.telegram.ghost_prefix"),
+            "{err}"
+        );
+    }
+    let bad_bot = "[bridges.discord]\nbot_user_id = \"discordbot\"\n";
+    let err = load_with(Some(bad_bot), &[], Overrides::default()).unwrap_err();
+    assert!(
+        err.to_string().contains("bridges.discord.bot_user_id"),
+        "{err}"
+    );
+}

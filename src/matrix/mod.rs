@@ -318,6 +318,22 @@ impl MatrixClient {
         Ok(())
     }
 
+    /// `POST /rooms/{roomId}/leave`: declines an invite (or leaves a joined room).
+    pub async fn leave(&self, token: &str, room_id: &str) -> Result<(), MatrixError> {
+        let resp = self
+            .client_api(
+                reqwest::Method::POST,
+                token,
+                &format!("rooms/{}/leave", encode(room_id)),
+            )
+            .json(&json!({}))
+            .send()
+            .await
+            .map_err(unreachable)?;
+        let _: serde_json::Value = decode(resp).await?;
+        Ok(())
+    }
+
     /// `GET /user/{userId}/account_data/m.direct`: direct-chat map (partner → room ids).
     pub async fn direct_rooms(
         &self,

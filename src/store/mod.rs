@@ -67,6 +67,10 @@ const MIGRATIONS: &[(&str, &str)] = &[
         "0006_code_failures",
         include_str!("../../migrations/0006_code_failures.sql"),
     ),
+    (
+        "0007_room_invites",
+        include_str!("../../migrations/0007_room_invites.sql"),
+    ),
 ];
 
 /// Latest schema version this binary knows.

@@ -27,6 +27,8 @@ pub struct RoomRow {
     pub favorite: bool,
     pub pinned: bool,
     pub membership: String,
+    /// Who invited the user, while `membership` is `invite`.
+    pub invited_by: Option<String>,
     pub created_at: i64,
     pub updated_at: i64,
 }
@@ -34,7 +36,7 @@ pub struct RoomRow {
 pub const COLUMNS: &str = "user_id, room_id, name_enc, avatar_enc, topic_enc, client_name, \
     client_avatar, client_nonce, is_direct, recipient_id, platform, member_count, unread_count, \
     highlight_count, last_read_event_id, last_message_ts, importance, archived, archived_at, \
-    muted, favorite, pinned, membership, created_at, updated_at";
+    muted, favorite, pinned, membership, created_at, updated_at, invited_by";
 
 pub fn from_row(r: &Row<'_>) -> rusqlite::Result<RoomRow> {
     Ok(RoomRow {
@@ -63,6 +65,7 @@ pub fn from_row(r: &Row<'_>) -> rusqlite::Result<RoomRow> {
         membership: r.get(22)?,
         created_at: r.get(23)?,
         updated_at: r.get(24)?,
+        invited_by: r.get(25)?,
     })
 }
 
@@ -78,7 +81,7 @@ pub fn find(conn: &Connection, user_id: &str, room_id: &str) -> rusqlite::Result
 pub fn upsert(conn: &Connection, r: &RoomRow) -> rusqlite::Result<()> {
     conn.prepare_cached(&format!(
         "INSERT OR REPLACE INTO rooms ({COLUMNS}) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, \
-         ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18, ?19, ?20, ?21, ?22, ?23, ?24, ?25)"
+         ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18, ?19, ?20, ?21, ?22, ?23, ?24, ?25, ?26)"
     ))?
     .execute(params![
         r.user_id,
@@ -106,6 +109,7 @@ pub fn upsert(conn: &Connection, r: &RoomRow) -> rusqlite::Result<()> {
         r.membership,
         r.created_at,
         r.updated_at,
+        r.invited_by,
     ])?;
     Ok(())
 }
@@ -455,7 +459,8 @@ pub fn update_synced(conn: &Connection, r: &RoomRow) -> rusqlite::Result<usize> 
         "UPDATE rooms SET name_enc = ?3, avatar_enc = ?4, topic_enc = ?5, is_direct = ?6, \
          recipient_id = ?7, platform = ?8, member_count = ?9, unread_count = ?10, \
          highlight_count = ?11, last_read_event_id = ?12, last_message_ts = ?13, \
-         importance = ?14, membership = ?15, updated_at = ?16 WHERE user_id = ?1 AND room_id = ?2",
+         importance = ?14, membership = ?15, updated_at = ?16, invited_by = ?17 \
+         WHERE user_id = ?1 AND room_id = ?2",
     )?
     .execute(params![
         r.user_id,
@@ -474,6 +479,7 @@ pub fn update_synced(conn: &Connection, r: &RoomRow) -> rusqlite::Result<usize> 
         r.importance,
         r.membership,
         r.updated_at,
+        r.invited_by,
     ])
 }
 
@@ -497,17 +503,34 @@ pub fn mark_direct(
     Ok(n > 0)
 }
 
-/// Room ids of a user with the given membership (`join`, `invite`, `leave`).
-pub fn ids_with_membership(
+/// The rooms a user is invited to, with who invited them (when known).
+pub fn invites(
     conn: &Connection,
     user_id: &str,
-    membership: &str,
-) -> rusqlite::Result<Vec<String>> {
+) -> rusqlite::Result<Vec<(String, Option<String>)>> {
     let mut stmt = conn.prepare_cached(
-        "SELECT room_id FROM rooms WHERE user_id = ?1 AND membership = ?2 ORDER BY room_id",
+        "SELECT room_id, invited_by FROM rooms WHERE user_id = ?1 AND membership = 'invite' \
+         ORDER BY room_id",
     )?;
-    let rows = stmt.query_map([user_id, membership], |r| r.get(0))?;
+    let rows = stmt.query_map([user_id], |r| Ok((r.get(0)?, r.get(1)?)))?;
     rows.collect()
+}
+
+/// Records that the user joined a room (an accepted invitation); returns whether a row
+/// changed.
+pub fn set_joined(
+    conn: &Connection,
+    user_id: &str,
+    room_id: &str,
+    now: i64,
+) -> rusqlite::Result<bool> {
+    let n = conn
+        .prepare_cached(
+            "UPDATE rooms SET membership = 'join', invited_by = NULL, updated_at = ?3 \
+             WHERE user_id = ?1 AND room_id = ?2",
+        )?
+        .execute(params![user_id, room_id, now])?;
+    Ok(n > 0)
 }
 
 /// Sets a room's importance (recomputed after its messages were rescored); returns

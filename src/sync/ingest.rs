@@ -7,8 +7,11 @@
 //!   sealed, scored by [`importance`]); edits (`m.replace`) rewrite the original row
 //!   (`edited`), redactions empty it (`redacted`); unread and highlight counts; the read
 //!   marker from `m.fully_read` and the user's own `m.receipt`; room importance.
-//! - invited rooms: a row with membership `invite` (the worker then joins: bridges invite
-//!   users to their portal rooms, so invites are accepted automatically).
+//! - invited rooms: a row with membership `invite` and the inviter. Invites from a
+//!   configured bridge bot or its ghosts are handed to the worker to join (bridges invite
+//!   users to their portal rooms); every other invite stays `invite` until the user
+//!   accepts or declines it through the API. The platform of an invited room is its
+//!   trusted inviter's: the invite's stripped state is not authenticated.
 //! - left rooms: membership `leave`; rows and messages are kept.
 //! - the global `m.direct` account data: direct flags and recipients.
 //!
@@ -21,6 +24,7 @@ use rusqlite::Transaction;
 use serde_json::{json, Value};
 
 use super::room::{DirectRooms, RoomHint, RoomView};
+use crate::bridges::identity::BridgeIdentities;
 use crate::crypto::DataKey;
 use crate::matrix::types::{Event, Events, JoinedRoom, SyncResponse};
 use crate::services::conversations::{seal_message, MessageContent};
@@ -38,8 +42,8 @@ pub struct IngestContext<'a> {
     pub user_id: &'a str,
     /// The user's Matrix identity, for `is_mine`, mentions and receipts.
     pub reader: &'a Reader,
-    /// Configured bridge bots: (Matrix ID, platform).
-    pub bridge_bots: &'a [(String, &'static str)],
+    /// The configured bridges' bots and ghosts (who is trusted).
+    pub bridges: &'a BridgeIdentities,
     /// Homeserver lookups for rooms whose members changed (see [`RoomHint`]).
     pub hints: &'a HashMap<String, RoomHint>,
     /// Unix seconds.
@@ -62,7 +66,7 @@ pub struct IngestOutcome {
     pub updated_messages: usize,
     /// Rooms whose row, members or messages changed.
     pub changed_rooms: BTreeSet<String>,
-    /// Rooms the user is invited to (to be joined).
+    /// Rooms the user is invited to by a trusted inviter (to be joined).
     pub invites: Vec<String>,
 }
 
@@ -86,11 +90,21 @@ pub fn ingest(
         for ev in &resp.rooms.invite[room_id].invite_state.events {
             view.apply_state(ctx, ev);
         }
+        view.distrust_invite_state(ctx);
         view.row.membership = "invite".to_owned();
+        // A response without the user's member event keeps the inviter already stored.
+        if let Some(inviter) = view.inviter() {
+            view.row.invited_by = Some(inviter.to_owned());
+        }
         view.resolve_direct(ctx, direct);
         view.finish(ctx, dek, None);
         save_if_changed(tx, ctx, &mut view, false, &mut out)?;
-        out.invites.push(room_id.clone());
+        if view.trusted_invite(ctx) {
+            out.invites.push(room_id.clone());
+        } else {
+            tracing::info!(user_id = ctx.user_id, %room_id, inviter = view.row.invited_by.as_deref().unwrap_or("unknown"),
+                "invite from outside the configured bridges; waiting for the user to accept or decline");
+        }
     }
     for room_id in sorted_keys(&resp.rooms.leave) {
         let mut view = RoomView::load(tx, ctx, dek, room_id)?;
@@ -102,6 +116,7 @@ pub fn ingest(
             touched |= timeline_event(tx, ctx, dek, &mut view, ev, &mut out)?;
         }
         view.row.membership = "leave".to_owned();
+        view.row.invited_by = None;
         view.finish(ctx, dek, None);
         save_if_changed(tx, ctx, &mut view, touched, &mut out)?;
     }
@@ -163,6 +178,7 @@ fn ingest_joined(
 ) -> rusqlite::Result<()> {
     let mut view = RoomView::load(tx, ctx, dek, room_id)?;
     view.row.membership = "join".to_owned();
+    view.row.invited_by = None;
     for ev in &room.state.events {
         view.apply_state(ctx, ev);
     }

@@ -135,7 +135,7 @@ impl RoomView {
             stored_members,
             display_names: HashMap::new(),
             bridge_dm: false,
-            bots: ctx.bridge_bots.iter().map(|(bot, _)| bot.clone()).collect(),
+            bots: ctx.bridges.bots().map(str::to_owned).collect(),
             platform_hint: None,
             inviter: None,
             invited_direct: false,
@@ -144,6 +144,32 @@ impl RoomView {
 
     pub fn is_new(&self) -> bool {
         self.existing.is_none()
+    }
+
+    /// Who invited the user (from the user's own `invite` member event).
+    pub fn inviter(&self) -> Option<&str> {
+        self.inviter.as_deref()
+    }
+
+    /// Whether the invitation comes from a configured bridge bot or one of its ghosts
+    /// (and so is joined without asking the user).
+    pub fn trusted_invite(&self, ctx: &IngestContext<'_>) -> bool {
+        self.inviter()
+            .is_some_and(|i| ctx.bridges.is_trusted_inviter(i))
+    }
+
+    /// After applying an invite's state: that state is stripped state, copies the inviting
+    /// server chose rather than authenticated events, so senders in it prove nothing. Only
+    /// the invite event itself counts: the platform is the trusted inviter's (bot or ghost),
+    /// and bridge flags from the stripped state are dropped. The full state arrives once
+    /// the room is joined.
+    pub fn distrust_invite_state(&mut self, ctx: &IngestContext<'_>) {
+        self.bridge_dm = false;
+        self.platform_hint = self.inviter.as_deref().and_then(|i| {
+            ctx.bridges
+                .bot_platform(i)
+                .or_else(|| ctx.bridges.ghost_platform(i))
+        });
     }
 
     /// Applies one state event (from `state`, `invite_state`, or the timeline).
@@ -162,20 +188,33 @@ impl RoomView {
             "m.room.topic" => self.current.topic = text("topic"),
             "m.room.member" => self.apply_member(ctx, ev),
             "m.room.create" => {
-                let creator = content["creator"].as_str().or(ev.sender.as_deref());
-                if let Some(p) = creator.and_then(|c| bot_platform(ctx, c)) {
+                // The sender, not `content.creator`: before room version 11 the content
+                // is not checked against the sender, so a remote server could forge it.
+                if let Some(p) = ev
+                    .sender
+                    .as_deref()
+                    .and_then(|c| ctx.bridges.bot_platform(c))
+                {
                     self.platform_hint = Some(p);
                 }
             }
             "m.bridge" | "uk.half-shot.bridge" => {
-                if let Some(p) = content["protocol"]["id"].as_str().and_then(platform_of) {
-                    self.platform_hint = Some(p);
-                }
-                if let Some(bot) = content["bridgebot"].as_str() {
-                    self.bots.insert(bot.to_owned());
-                }
-                if content["com.beeper.room_type"] == "dm" {
-                    self.bridge_dm = true;
+                // Anyone with enough power in a room can send bridge state: only the
+                // configured bot of the platform it names is believed (see
+                // `bridges::identity`); otherwise the room stays a plain Matrix room.
+                let sender = ev.sender.as_deref().unwrap_or_default();
+                let named = content["protocol"]["id"].as_str().and_then(platform_of);
+                match ctx.bridges.bot_platform(sender) {
+                    Some(p) if named.is_none_or(|n| n == p) => {
+                        self.platform_hint = Some(p);
+                        if content["com.beeper.room_type"] == "dm" {
+                            self.bridge_dm = true;
+                        }
+                    }
+                    _ => tracing::debug!(
+                        room_id = %self.row.room_id, %sender,
+                        "bridge state not sent by the configured bot; ignored"
+                    ),
                 }
             }
             _ => {}
@@ -196,7 +235,7 @@ impl RoomView {
         match content["membership"].as_str().unwrap_or_default() {
             "join" => {
                 self.members.insert(member.to_owned());
-                if let Some(p) = bot_platform(ctx, member) {
+                if let Some(p) = ctx.bridges.bot_platform(member) {
                     self.platform_hint.get_or_insert(p);
                 }
             }
@@ -353,7 +392,7 @@ impl RoomView {
             || (&old.last_read_event_id, old.last_message_ts)
                 != (&r.last_read_event_id, r.last_message_ts)
             || old.importance != r.importance
-            || old.membership != r.membership
+            || (&old.membership, &old.invited_by) != (&r.membership, &r.invited_by)
     }
 
     /// Writes the room and, when they changed, its members.
@@ -370,14 +409,6 @@ impl RoomView {
         }
         Ok(())
     }
-}
-
-/// The platform of a configured bridge bot.
-fn bot_platform(ctx: &IngestContext<'_>, user: &str) -> Option<&'static str> {
-    ctx.bridge_bots
-        .iter()
-        .find(|(bot, _)| bot == user)
-        .map(|(_, p)| *p)
 }
 
 /// Maps a bridge `protocol.id` to a platform (`discordgo` is Discord's).

@@ -4,6 +4,7 @@ use serde_json::{json, Value};
 
 use super::ingest::{ingest, IngestContext, IngestOutcome};
 use super::room::{join_names, DirectRooms, RoomHint};
+use crate::bridges::identity::BridgeIdentities;
 use crate::config::StorageConfig;
 use crate::crypto::DataKey;
 use crate::matrix::SyncResponse;
@@ -21,7 +22,7 @@ struct Fixture {
     store: Store,
     dek: DataKey,
     reader: Reader,
-    bots: Vec<(String, &'static str)>,
+    bridges: BridgeIdentities,
     direct: DirectRooms,
     hints: HashMap<String, RoomHint>,
 }
@@ -40,7 +41,10 @@ impl Fixture {
             store,
             dek: DataKey::generate(),
             reader: Reader::new(ME, Some("Meg")),
-            bots: vec![("@whatsappbot:test".to_owned(), "whatsapp")],
+            bridges: BridgeIdentities::new([
+                ("whatsapp", "@whatsappbot:test".into(), "whatsapp_".into()),
+                ("discord", "@discordbot:test".into(), "discord_".into()),
+            ]),
             direct: DirectRooms::default(),
             hints: HashMap::new(),
         }
@@ -53,7 +57,7 @@ impl Fixture {
         let ctx = IngestContext {
             user_id: "u1",
             reader: &self.reader,
-            bridge_bots: &self.bots,
+            bridges: &self.bridges,
             hints: &self.hints,
             now: 1_700_000_000,
         };
@@ -346,9 +350,11 @@ fn a_two_member_direct_room_has_the_other_member_as_recipient() {
         {"type": "m.room.member", "state_key": BOB, "sender": BOB, "content": {"membership": "join", "displayname": "Bob"}},
     ]}}}}});
     let out = f.ingest(resp);
-    assert_eq!(out.invites, vec![ROOM.to_owned()]);
+    // Bob is no bridge: his invitation waits for the user.
+    assert!(out.invites.is_empty());
     let room = f.room(ROOM);
     assert_eq!(room.membership, "invite");
+    assert_eq!(room.invited_by.as_deref(), Some(BOB));
     assert!(room.is_direct);
     assert_eq!(room.recipient_id.as_deref(), Some(BOB));
     assert_eq!(f.name(ROOM).as_deref(), Some("Bob"));
@@ -360,6 +366,7 @@ fn a_two_member_direct_room_has_the_other_member_as_recipient() {
     ));
     let room = f.room(ROOM);
     assert_eq!(room.membership, "join");
+    assert_eq!(room.invited_by, None);
     assert_eq!(room.recipient_id.as_deref(), Some(BOB));
 }
 
@@ -500,4 +507,117 @@ fn a_display_name_change_renames_an_unnamed_room_but_not_a_named_one() {
         vec![member(BOB, "join", Some("Bobby"))],
     ));
     assert_eq!(f.name(named).as_deref(), Some("Book club"));
+}
+
+fn invited(batch: &str, room: &str, inviter: &str, extra: Vec<Value>) -> Value {
+    let mut events = vec![
+        json!({"type": "m.room.member", "state_key": ME, "sender": inviter,
+        "content": {"membership": "invite", "is_direct": true}}),
+    ];
+    events.extend(extra);
+    json!({"next_batch": batch, "rooms": {"invite": {room: {"invite_state": {"events": events}}}}})
+}
+
+fn bridge_state(sender: &str, protocol: &str) -> Value {
+    json!({"type": "m.bridge", "state_key": format!("test/{protocol}"), "sender": sender,
+        "content": {"bridgebot": "@whatsappbot:test", "protocol": {"id": protocol},
+                    "com.beeper.room_type": "dm"}})
+}
+
+#[test]
+fn only_invites_from_configured_bots_and_their_ghosts_are_handed_to_the_worker() {
+    let mut f = Fixture::new();
+    let out = f.ingest(invited("s1", "!bot:test", "@whatsappbot:test", vec![]));
+    assert_eq!(out.invites, vec!["!bot:test".to_owned()]);
+    let out = f.ingest(invited("s2", "!ghost:test", "@whatsapp_4915:test", vec![]));
+    assert_eq!(out.invites, vec!["!ghost:test".to_owned()]);
+    assert_eq!(f.room("!bot:test").platform.as_deref(), Some("whatsapp"));
+    assert_eq!(f.room("!ghost:test").platform.as_deref(), Some("whatsapp"));
+    for (room, inviter) in [
+        ("!stranger:test", "@mallory:test"),
+        ("!elsewhere:test", "@whatsapp_4915:evil.test"),
+        ("!lookalike:test", "@whatsappbot_:test"),
+    ] {
+        let out = f.ingest(invited("s3", room, inviter, vec![]));
+        assert!(out.invites.is_empty(), "{inviter}");
+        let row = f.room(room);
+        assert_eq!(row.membership, "invite");
+        assert_eq!(row.invited_by.as_deref(), Some(inviter));
+    }
+}
+
+#[test]
+fn bridge_state_counts_only_from_the_configured_bot_of_its_platform() {
+    let mut f = Fixture::new();
+    let mallory = "@mallory:test";
+    // A stranger's room with forged WhatsApp bridge state (and a forged creator).
+    let create = json!({"type": "m.room.create", "state_key": "", "sender": mallory,
+        "content": {"creator": "@whatsappbot:test", "room_version": "10"}});
+    f.ingest(joined(
+        "s1",
+        ROOM,
+        vec![
+            create,
+            bridge_state(mallory, "whatsapp"),
+            member(ME, "join", None),
+            member(mallory, "join", None),
+            member(BOB, "join", None),
+        ],
+        vec![],
+    ));
+    let room = f.room(ROOM);
+    assert_eq!(room.platform, None);
+    assert!(!room.is_direct);
+    assert_eq!(room.recipient_id, None);
+    // Sent later in the timeline: still ignored.
+    f.ingest(joined(
+        "s2",
+        ROOM,
+        vec![],
+        vec![bridge_state(BOB, "whatsapp")],
+    ));
+    assert_eq!(f.room(ROOM).platform, None);
+    // The WhatsApp bot cannot speak for Discord.
+    f.ingest(joined(
+        "s3",
+        "!x:test",
+        vec![
+            bridge_state("@whatsappbot:test", "discord"),
+            member(ME, "join", None),
+        ],
+        vec![],
+    ));
+    assert_eq!(f.room("!x:test").platform, None);
+    // The bot itself, for its own platform: believed.
+    f.ingest(joined(
+        "s4",
+        "!wa:test",
+        vec![
+            bridge_state("@whatsappbot:test", "whatsapp"),
+            member(ME, "join", None),
+            member("@whatsapp_1:test", "join", Some("Wendy")),
+        ],
+        vec![],
+    ));
+    let room = f.room("!wa:test");
+    assert_eq!(room.platform.as_deref(), Some("whatsapp"));
+    assert!(room.is_direct);
+    assert_eq!(room.recipient_id.as_deref(), Some("@whatsapp_1:test"));
+}
+
+#[test]
+fn an_invites_stripped_state_proves_nothing_about_bridges() {
+    let mut f = Fixture::new();
+    // Stripped state is whatever the inviting server sent: "sent by the bot" is a claim.
+    let forged = vec![
+        bridge_state("@whatsappbot:test", "whatsapp"),
+        json!({"type": "m.room.create", "state_key": "", "sender": "@whatsappbot:test",
+               "content": {"room_version": "10"}}),
+        member("@whatsappbot:test", "join", None),
+    ];
+    f.ingest(invited("s1", ROOM, "@mallory:test", forged));
+    let room = f.room(ROOM);
+    assert_eq!(room.membership, "invite");
+    assert_eq!(room.platform, None);
+    assert!(room.is_direct, "the invite itself says is_direct");
 }

@@ -1,5 +1,6 @@
 //! One user's sync loop: long-poll `/sync`, fill timeline gaps, ingest in one
-//! transaction with the new `since`, publish change events, accept invites.
+//! transaction with the new `since`, publish change events, accept the invites of the
+//! configured bridges (bots and their ghosts; see `bridges::identity`).
 //!
 //! Homeserver or database errors never stop the loop: it records `last_error`, backs off
 //! (1 s doubling to 60 s) and tries again from the stored position; the API keeps
@@ -16,6 +17,7 @@ use serde_json::json;
 use super::homeserver::Homeserver;
 use super::ingest::{self, IngestContext, IngestOutcome};
 use super::room::{DirectRooms, RoomHint};
+use crate::bridges::identity::BridgeIdentities;
 use crate::error::{AppError, AppResult};
 use crate::events::kind;
 use crate::matrix::{MatrixClient, MatrixError, SyncResponse};
@@ -163,7 +165,7 @@ struct Session {
     reader: Reader,
     since: Option<String>,
     direct: DirectRooms,
-    bridge_bots: Vec<(String, &'static str)>,
+    bridges: BridgeIdentities,
     pending_joins: HashMap<String, JoinAttempt>,
 }
 
@@ -180,7 +182,7 @@ impl Session {
             .run(move |c| {
                 let user = crate::store::users::find(c, &uid)?;
                 let sync = sync_state::find(c, &uid)?;
-                let invites = rooms::ids_with_membership(c, &uid, "invite")?;
+                let invites = rooms::invites(c, &uid)?;
                 Ok::<_, AppError>((user, sync, invites))
             })
             .await?;
@@ -203,30 +205,27 @@ impl Session {
             None => DirectRooms::default(),
         };
         let now = Instant::now();
+        let bridges = BridgeIdentities::from_config(&state.config.bridges);
+        // Invites stored before a restart: only the trusted ones are joined.
+        let pending_joins = invites
+            .into_iter()
+            .filter(|(_, by)| by.as_deref().is_some_and(|b| bridges.is_trusted_inviter(b)))
+            .map(|(room, _)| {
+                let attempt = JoinAttempt {
+                    failures: 0,
+                    next_at: now,
+                };
+                (room, attempt)
+            })
+            .collect();
         Ok(Some(Self {
             user_id: user.id.clone(),
             reader: Reader::new(&mxid, user.display_name.as_deref()),
             token,
             since,
             direct,
-            bridge_bots: state
-                .config
-                .bridges
-                .iter()
-                .filter_map(|(platform, b)| b.bot_user_id.clone().map(|bot| (bot, platform)))
-                .collect(),
-            pending_joins: invites
-                .into_iter()
-                .map(|r| {
-                    (
-                        r,
-                        JoinAttempt {
-                            failures: 0,
-                            next_at: now,
-                        },
-                    )
-                })
-                .collect(),
+            bridges,
+            pending_joins,
         }))
     }
 
@@ -314,7 +313,7 @@ impl Session {
         let master = state.master.clone();
         let user_id = self.user_id.clone();
         let reader = self.reader.clone();
-        let bots = self.bridge_bots.clone();
+        let bridges = self.bridges.clone();
         let mut direct = self.direct.clone();
         let (outcome, direct) = state
             .store
@@ -326,7 +325,7 @@ impl Session {
                 let ctx = IngestContext {
                     user_id: &user_id,
                     reader: &reader,
-                    bridge_bots: &bots,
+                    bridges: &bridges,
                     hints: &hints,
                     now: unix_now() as i64,
                 };
@@ -339,8 +338,8 @@ impl Session {
         Ok(outcome)
     }
 
-    /// Accepts pending invites (bridges invite users to their portal rooms), retrying
-    /// failures with backoff up to [`MAX_JOIN_ATTEMPTS`] times.
+    /// Accepts pending trusted invites (bridges invite users to their portal rooms),
+    /// retrying failures with backoff up to [`MAX_JOIN_ATTEMPTS`] times.
     async fn join_invites(&mut self, state: &AppState, matrix: &MatrixClient) {
         let now = Instant::now();
         let due: Vec<String> = self
@@ -349,7 +348,28 @@ impl Session {
             .filter(|(_, a)| a.next_at <= now)
             .map(|(r, _)| r.clone())
             .collect();
+        if due.is_empty() {
+            return;
+        }
+        // The user may have declined (or accepted) one meanwhile: join only what is
+        // still an invitation.
+        let uid = self.user_id.clone();
+        let still = match state
+            .store
+            .run(move |c| rooms::invites(c, &uid).map_err(AppError::from))
+            .await
+        {
+            Ok(still) => still,
+            Err(e) => {
+                tracing::warn!(user_id = %self.user_id, error = %e, "cannot read invites; joining later");
+                return;
+            }
+        };
         for room_id in due {
+            if !still.iter().any(|(r, _)| *r == room_id) {
+                self.pending_joins.remove(&room_id);
+                continue;
+            }
             let joined = tokio::select! {
                 r = matrix.join(&self.token, &room_id) => r,
                 _ = state.shutdown.wait() => return,

@@ -14,6 +14,7 @@ mod clients;
 mod devices;
 mod foundation;
 mod hardening;
+mod invites;
 mod journey;
 mod keys;
 mod linked;

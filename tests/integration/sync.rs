@@ -1,4 +1,4 @@
-//! The sync worker against the real Synapse (auto-join, ingest, restart safety, edits and
+//! The sync worker against the real Synapse (ingest, restart safety, edits and
 //! redactions) and the `GET /api/sync` event stream.
 
 use std::time::{Duration, Instant};
@@ -114,7 +114,7 @@ fn is_message_created(e: &SseEvent, event_id: &str) -> bool {
 }
 
 /// A switchboard user and a second Matrix user ("Bob") who invited it to a room it
-/// has joined (the sync worker accepts invites automatically).
+/// has joined (Bob is no bridge, so the user accepts the invitation through the API).
 struct Convo {
     app: TestApp,
     session: Session,
@@ -135,6 +135,7 @@ async fn convo(name: Option<&str>, is_direct: bool) -> Convo {
     let bob = matrix::register("bob").await;
     bob.set_display_name("Bob Example").await;
     let room = bob.create_room(name, &[&me], is_direct).await;
+    accept_invite(&app, &session.access_token, &room).await;
     bob.wait_for_member(&room, &me, WAIT).await;
     Convo {
         app,
@@ -297,7 +298,7 @@ async fn a_message_from_another_user_reaches_the_event_stream_within_two_seconds
 }
 
 #[tokio::test]
-async fn the_worker_joins_invites_and_stores_rooms_and_messages_once() {
+async fn the_worker_stores_accepted_rooms_and_messages_once() {
     let c = convo(None, true).await;
     let mine = MatrixUser::from_token(&c.me, c.session.matrix_access_token.as_deref().unwrap());
     let mut sent = vec![
@@ -346,6 +347,7 @@ async fn the_worker_joins_invites_and_stores_rooms_and_messages_once() {
 
     // A second room with a name; nothing is stored twice.
     let named = c.bob.create_room(Some("Team chat"), &[&c.me], false).await;
+    accept_invite(&c.app, &c.session.access_token, &named).await;
     c.bob.wait_for_member(&named, &c.me, WAIT).await;
     sent.push(c.bob.send_text(&named, "welcome").await);
     wait_for_messages(&c.app, &c.user_id, &named, "message", |r| r.len() == 1).await;

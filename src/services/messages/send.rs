@@ -14,7 +14,6 @@ use crate::matrix::MatrixError;
 use crate::ratelimit::unix_now;
 use crate::services::users;
 use crate::state::AppState;
-use crate::store::messages as stored;
 use crate::store::rooms;
 use crate::store::sent_transactions::{self, SentTransaction};
 use crate::store::users::UserRow;
@@ -82,6 +81,16 @@ pub fn homeserver_error(e: MatrixError) -> AppError {
             message: format!("unexpected answer from the Matrix homeserver: {detail}"),
         },
     }
+}
+
+/// Sending needs the user in the room: an invitation (not from a configured bridge) must
+/// be accepted in the native app first, so a script cannot talk to whoever invited the user.
+fn not_joined() -> AppError {
+    AppError::conflict(
+        "not_joined",
+        "the user has not joined this room (an invitation not accepted yet, or a room left): \
+         accept the invitation in the native app first",
+    )
 }
 
 fn no_homeserver() -> AppError {
@@ -155,6 +164,9 @@ pub async fn send_to_room(
                 }
             }
             let r = rooms::find(&tx, &uid, &room)?.ok_or_else(room_not_found)?;
+            if r.membership != "join" {
+                return Err(not_joined());
+            }
             if r.is_direct && r.recipient_id.is_none() {
                 return Err(AppError::conflict(
                     "recipient_unresolved",
@@ -249,7 +261,7 @@ pub async fn send_multi(
         ));
     }
     let (uid, wanted, st) = (user_id.to_owned(), unique.clone(), state.clone());
-    let (token, known) = state
+    let (token, known, joined) = state
         .store
         .run(move |c| {
             let user = load_user(c, &uid)?;
@@ -257,22 +269,26 @@ pub async fn send_multi(
                 Some(_) => matrix_token(&st, &user),
                 None => Err(no_homeserver()),
             };
-            let mut known = HashSet::new();
+            let (mut known, mut joined) = (HashSet::new(), HashSet::new());
             for room in &wanted {
-                if stored::room_platform(c, &uid, room)?.is_some() {
+                if let Some(r) = rooms::find(c, &uid, room)? {
+                    if r.membership == "join" {
+                        joined.insert(room.clone());
+                    }
                     known.insert(room.clone());
                 }
             }
-            Ok::<_, AppError>((token, known))
+            Ok::<_, AppError>((token, known, joined))
         })
         .await?;
     let content = text_content(msgtype, body);
     let batch = uuid::Uuid::new_v4().simple().to_string();
-    let (token, content, known, batch) = (&token, &content, &known, &batch);
+    let (token, content, known, joined, batch) = (&token, &content, &known, &joined, &batch);
     let items = stream::iter(unique.into_iter().enumerate())
         .map(|(i, room_id)| async move {
             let result = match (token, state.matrix.as_ref()) {
                 _ if !known.contains(&room_id) => Err(room_not_found()),
+                _ if !joined.contains(&room_id) => Err(not_joined()),
                 (Err(e), _) => Err(clone_error(e)),
                 (Ok(_), None) => Err(no_homeserver()),
                 (Ok(token), Some(matrix)) => matrix

@@ -122,20 +122,7 @@ pub async fn delete(
             if rooms::find(&tx, &uid, &rid)?.is_none() {
                 return Err(AppError::not_found("room"));
             }
-            let count = if with_messages {
-                rooms::delete_messages(&tx, &uid, &rid)? as i64
-            } else {
-                0
-            };
-            if let Some(group) = linked_groups::group_of_room(&tx, &uid, &rid)? {
-                linked_groups::remove_room(&tx, &group, &rid)?;
-                if linked_groups::room_count(&tx, &group)? == 0 {
-                    linked_groups::delete(&tx, &uid, &group)?;
-                } else {
-                    linked_groups::touch(&tx, &group, unix_now() as i64)?;
-                }
-            }
-            rooms::delete(&tx, &uid, &rid)?;
+            let count = remove_rows(&tx, &uid, &rid, with_messages)?;
             tx.commit()?;
             Ok::<_, AppError>(count)
         })
@@ -152,6 +139,32 @@ pub async fn delete(
     })
 }
 
+/// Removes the user's rows of a room: the room, its members, its place in a linked group
+/// (an emptied group goes too) and, `with_messages`, its stored messages (how many is
+/// returned).
+pub(super) fn remove_rows(
+    conn: &Connection,
+    user_id: &str,
+    room_id: &str,
+    with_messages: bool,
+) -> rusqlite::Result<i64> {
+    let count = if with_messages {
+        rooms::delete_messages(conn, user_id, room_id)? as i64
+    } else {
+        0
+    };
+    if let Some(group) = linked_groups::group_of_room(conn, user_id, room_id)? {
+        linked_groups::remove_room(conn, &group, room_id)?;
+        if linked_groups::room_count(conn, &group)? == 0 {
+            linked_groups::delete(conn, user_id, &group)?;
+        } else {
+            linked_groups::touch(conn, &group, unix_now() as i64)?;
+        }
+    }
+    rooms::delete(conn, user_id, room_id)?;
+    Ok(count)
+}
+
 /// How marking read went on the homeserver.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum ReadMarker {
@@ -161,11 +174,15 @@ pub enum ReadMarker {
     NoMessages,
     /// The homeserver could not be told (unreachable, refused, or no Matrix account).
     NotSent,
+    /// The user has not joined the room (an invitation): nothing is sent to the
+    /// homeserver, so the inviter learns nothing.
+    NotJoined,
 }
 
 /// `POST /api/rooms/{roomId}/read`: unread and highlight counts to 0, the read marker to
 /// the newest stored message, and the same read markers (`m.fully_read` and a public
-/// `m.read` receipt) on the homeserver.
+/// `m.read` receipt) on the homeserver — only for joined rooms: a receipt in a room the
+/// user was merely invited to would tell its inviter the user is reading.
 pub async fn mark_read(
     state: &AppState,
     principal: &Principal,
@@ -175,18 +192,19 @@ pub async fn mark_read(
     let user = users::load(state, principal.user_id()).await?;
     let uid = user.id.clone();
     let rid = room_id.clone();
-    let latest = state
+    let (joined, latest) = state
         .store
         .run(move |c| {
             let tx = c.transaction_with_behavior(TransactionBehavior::Immediate)?;
-            find_visible(&tx, &uid, &rid)?;
+            let joined = find_visible(&tx, &uid, &rid)?.membership == "join";
             let latest = rooms::latest_event_id(&tx, &uid, &rid)?;
             rooms::mark_read(&tx, &uid, &rid, latest.as_deref(), unix_now() as i64)?;
             tx.commit()?;
-            Ok::<_, AppError>(latest)
+            Ok::<_, AppError>((joined, latest))
         })
         .await?;
     let outcome = match latest {
+        _ if !joined => ReadMarker::NotJoined,
         None => ReadMarker::NoMessages,
         Some(event_id) => match (&state.matrix, users::matrix_token_of(&state.master, &user)?) {
             (Some(matrix), Some(token)) => {

@@ -14,6 +14,9 @@
 //!   incoming message arrives in it (the sync worker clears `archived` then).
 //! - `DELETE` removes the room from the service only (this user's rows); Matrix and the
 //!   bridges are not touched. New activity in the room brings it back.
+//! - Invitations the sync worker does not accept (not from a configured bridge) are
+//!   listed with membership `invite` until the user accepts or declines them
+//!   ([`accept`], [`decline`]); no read marker is sent for them.
 
 use std::collections::HashMap;
 
@@ -500,7 +503,9 @@ pub fn resolve_recipient(
 }
 
 mod actions;
+mod invites;
 pub use actions::*;
+pub use invites::{accept, decline};
 
 #[cfg(test)]
 mod tests {

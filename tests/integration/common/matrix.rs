@@ -127,6 +127,105 @@ impl MatrixUser {
         created["room_id"].as_str().expect("room_id").to_owned()
     }
 
+    /// `POST /createRoom` with `body` as given (e.g. with `initial_state`); returns its id.
+    pub async fn create_room_with(&self, body: Value) -> String {
+        let created = self
+            .call(reqwest::Method::POST, "createRoom", Some(body))
+            .await;
+        created["room_id"].as_str().expect("room_id").to_owned()
+    }
+
+    /// Sets a state event; returns its id.
+    pub async fn send_state(
+        &self,
+        room_id: &str,
+        event_type: &str,
+        state_key: &str,
+        content: Value,
+    ) -> String {
+        let path = format!(
+            "rooms/{}/state/{}/{}",
+            enc(room_id),
+            enc(event_type),
+            enc(state_key)
+        );
+        let sent = self.call(reqwest::Method::PUT, &path, Some(content)).await;
+        sent["event_id"].as_str().expect("event_id").to_owned()
+    }
+
+    /// `user_id`'s membership in `room_id` as this user sees it (`None`: never a member).
+    pub async fn membership_of(&self, room_id: &str, user_id: &str) -> Option<String> {
+        let url = format!(
+            "{}/_matrix/client/v3/rooms/{}/state/m.room.member/{}",
+            self.base,
+            enc(room_id),
+            enc(user_id)
+        );
+        let resp = self
+            .http
+            .get(url)
+            .bearer_auth(&self.access_token)
+            .send()
+            .await
+            .expect("homeserver request");
+        if resp.status() == 404 {
+            return None;
+        }
+        assert!(
+            resp.status().is_success(),
+            "member state: {}",
+            resp.status()
+        );
+        let content: Value = resp.json().await.expect("JSON");
+        content["membership"].as_str().map(str::to_owned)
+    }
+
+    /// Who has a read receipt (`m.read` or `m.read.private`) in `room_id`, as this user's
+    /// initial `/sync` shows them.
+    pub async fn receipt_readers(&self, room_id: &str) -> Vec<String> {
+        let filter = json!({
+            "presence": {"not_types": ["*"]},
+            "account_data": {"not_types": ["*"]},
+            "room": {"rooms": [room_id], "timeline": {"limit": 1}, "state": {"types": []},
+                     "ephemeral": {"types": ["m.receipt"]}},
+        });
+        let url = reqwest::Url::parse_with_params(
+            &format!("{}/_matrix/client/v3/sync", self.base),
+            &[("timeout", "0"), ("filter", filter.to_string().as_str())],
+        )
+        .expect("sync URL");
+        let resp = self
+            .http
+            .get(url)
+            .bearer_auth(&self.access_token)
+            .send()
+            .await
+            .expect("homeserver request");
+        assert!(resp.status().is_success(), "sync: {}", resp.status());
+        let body: Value = resp.json().await.expect("JSON");
+        let mut readers = Vec::new();
+        let events = &body["rooms"]["join"][room_id]["ephemeral"]["events"];
+        for ev in events.as_array().into_iter().flatten() {
+            for receipts in ev["content"]
+                .as_object()
+                .into_iter()
+                .flatten()
+                .map(|(_, r)| r)
+            {
+                for kind in ["m.read", "m.read.private"] {
+                    readers.extend(
+                        receipts[kind]
+                            .as_object()
+                            .into_iter()
+                            .flatten()
+                            .map(|(u, _)| u.clone()),
+                    );
+                }
+            }
+        }
+        readers
+    }
+
     pub async fn invite(&self, room_id: &str, user_id: &str) {
         let path = format!("rooms/{}/invite", enc(room_id));
         self.call(

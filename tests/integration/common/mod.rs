@@ -512,3 +512,33 @@ impl TestApp {
         self.sign_in(&unique_email(prefix), None).await
     }
 }
+
+/// Waits until the sync worker lists `room_id` as an invitation of the user of the native
+/// `access_token`, then accepts it with `POST /api/rooms/{roomId}/accept` (only invites
+/// from the configured bridges are joined automatically); returns the accepted room.
+pub async fn accept_invite(app: &TestApp, access_token: &str, room_id: &str) -> serde_json::Value {
+    let path = format!("/api/rooms/{}", switchboard::matrix::encode(room_id));
+    let deadline = Instant::now() + Duration::from_secs(20);
+    loop {
+        let resp = app.get_auth(&path, access_token).await;
+        if resp.status() == 200 {
+            let room = resp.json::<serde_json::Value>().await.expect("JSON")["room"].clone();
+            assert_eq!(room["membership"], "invite", "{room}");
+            break;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "invitation to {room_id} not listed within 20 s (sync worker)"
+        );
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+    let resp = app
+        .send(
+            reqwest::Method::POST,
+            &format!("{path}/accept"),
+            Some(access_token),
+            None,
+        )
+        .await;
+    expect_json(resp, 200).await["room"].clone()
+}

@@ -24,10 +24,11 @@ async fn the_single_room_read_refreshes_members_and_resolves_the_direct_recipien
     let (bob, bob_token) = matrix_user("bob").await;
     let (carol, carol_token) = matrix_user("carol").await;
 
-    // Bob opens a direct chat with the user, as a bridge does (invite with is_direct);
-    // the sync worker accepts the invite.
+    // Bob opens a direct chat with the user (invite with is_direct); Bob is no bridge, so
+    // the user accepts the invitation.
     let dm = create_room(&bob_token, "", true, &[&me]).await;
     send_text(&bob_token, &dm, "hi").await;
+    accept_invite(&app, &user.access_token, &dm).await;
     wait_for_joined(&app, &t.token, &dm).await;
     let got = expect_json(app.get_auth(&room_path(&dm), &t.token).await, 200).await["room"].clone();
     assert_eq!(got["roomId"], dm.as_str());

@@ -353,7 +353,7 @@ async fn wait_for_room(app: &TestApp, token: &str, room_id: &str) -> Value {
     }
 }
 
-/// Like [`wait_for_room`], until the user has joined (the worker accepts invites).
+/// Like [`wait_for_room`], until the user has joined (an accepted or bridge invitation).
 async fn wait_for_joined(app: &TestApp, token: &str, room_id: &str) -> Value {
     let deadline = Instant::now() + Duration::from_secs(15);
     loop {
