@@ -43,10 +43,7 @@ pub fn purge(conn: &mut rusqlite::Connection, now: i64) -> AppResult<Purged> {
 /// [`purge`] on the store; logs what it removed (operators and tests read that line).
 pub async fn run(state: &AppState) -> AppResult<Purged> {
     let now = unix_now() as i64;
-    let purged = state
-        .store
-        .run(move |c| purge(c, now))
-        .await?;
+    let purged = state.store.run(move |c| purge(c, now)).await?;
     tracing::info!(
         login_codes = purged.login_codes,
         refresh_tokens = purged.refresh_tokens,
