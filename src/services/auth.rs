@@ -230,7 +230,10 @@ pub async fn ensure_matrix_account(state: &AppState, user: UserRow) -> AppResult
             tracing::warn!(error = %e, "matrix account registration failed");
             AppError::Unavailable {
                 code: "homeserver_unavailable",
-                message: format!("the Matrix homeserver could not create the account: {e}"),
+                message: format!(
+                    "the Matrix homeserver could not create the account ({})",
+                    e.public_message()
+                ),
             }
         })?;
     // Sealed inside the transaction that writes it, under the data key read there: the

@@ -359,10 +359,20 @@ pub async fn test(state: &AppState, user_id: &str, token_id: &str) -> AppResult<
             code: "push_rejected",
             message: format!("APNs rejected the notification: {reason} (HTTP {status}){removed}"),
         },
-        other => AppError::Unavailable {
-            code: "push_unavailable",
-            message: other.to_string(),
-        },
+        other => {
+            // The detail is reqwest's text, whose URL holds the APNs host and the device
+            // token: log only.
+            tracing::warn!(error = %other, "push not delivered");
+            AppError::Unavailable {
+                code: "push_unavailable",
+                message: match other {
+                    PushError::Signing(_) => "the APNs provider token cannot be signed; \
+                                              see the server log"
+                        .to_owned(),
+                    _ => "APNs is unreachable".to_owned(),
+                },
+            }
+        }
     })
 }
 

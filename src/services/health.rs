@@ -132,7 +132,11 @@ async fn check_ai(state: &AppState) -> Check {
             "AI service answered HTTP {}",
             resp.status().as_u16()
         )),
-        Err(e) => Err(format!("AI service unreachable: {e}")),
+        Err(e) => {
+            // reqwest's text names the URL (internal host and port): log only.
+            tracing::warn!(error = %e, "health: AI service unreachable");
+            Err("AI service unreachable".to_owned())
+        }
     };
     Check::timed(started, result)
 }
@@ -145,10 +149,9 @@ async fn check_matrix(state: &AppState) -> Check {
         );
     };
     let started = Instant::now();
-    let result = matrix
-        .versions()
-        .await
-        .map(|_| ())
-        .map_err(|e| e.to_string());
+    let result = matrix.versions().await.map(|_| ()).map_err(|e| {
+        tracing::warn!(error = %e, "health: homeserver check failed");
+        e.public_message()
+    });
     Check::timed(started, result)
 }

@@ -551,7 +551,7 @@ async fn status_of(
             let snap = snapshot(state, user, mxid, platform, false).await;
             match &snap.result {
                 Ok(_) => (true, Some(snap.checked_at), None),
-                Err(e) => (false, Some(snap.checked_at), Some(e.to_string())),
+                Err(e) => (false, Some(snap.checked_at), Some(e.public_message())),
             }
         }
     };
