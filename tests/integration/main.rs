@@ -10,6 +10,7 @@ mod attestation;
 mod auth;
 mod bridges;
 mod cli;
+mod data;
 mod devices;
 mod foundation;
 mod journey;
