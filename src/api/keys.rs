@@ -155,8 +155,9 @@ impl KeysApi {
     /// linked-group names and bridge profile details (the rooms, groups and logins stay,
     /// without them). Deleted rows are overwritten with zeros in the database file and the
     /// write-ahead log is checkpointed and truncated right after, so the old ciphertext is
-    /// gone from the live files when this answers (unless a concurrent reader blocked the
-    /// checkpoint; then the next checkpoint removes it). **Backups are not touched:** a
+    /// gone from the live files when this answers (unless a reader blocked the checkpoint
+    /// for 5 s, which is logged; the WAL then holds it until its frames are reused or the
+    /// server stops). **Backups are not touched:** a
     /// backup taken before the deletion (`switchboard backup`, a copy of the data
     /// directory, a filesystem snapshot) still holds all of that content and the old
     /// wrapped key, readable by whoever has that backup and `master.key`; delete such

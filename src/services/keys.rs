@@ -259,8 +259,9 @@ pub async fn delete(state: &AppState, user_id: &str, confirmation: Option<&str>)
             match crate::store::checkpoint_truncate(c) {
                 Ok(true) => {}
                 Ok(false) => tracing::warn!(
-                    "WAL checkpoint after a key deletion was blocked by a reader; \
-                     the next checkpoint removes the old ciphertext from the WAL"
+                    "WAL checkpoint after a key deletion was blocked by a reader for 5 s; \
+                     the WAL may hold the old ciphertext until its frames are reused or \
+                     the server stops"
                 ),
                 Err(e) => tracing::warn!(error = %e, "WAL checkpoint after a key deletion failed"),
             }

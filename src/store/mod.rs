@@ -192,8 +192,8 @@ impl Store {
 
 /// `PRAGMA wal_checkpoint(TRUNCATE)`: copies every committed page into the database file
 /// and empties the WAL, so older versions of pages (e.g. ones that held deleted
-/// ciphertext) no longer exist in the -wal file. Returns false when a reader kept the
-/// checkpoint from completing; the WAL is then emptied by a later checkpoint.
+/// ciphertext) no longer exist in the -wal file. Waits for readers (busy timeout); returns
+/// false when one still kept the checkpoint from completing.
 pub fn checkpoint_truncate(conn: &Connection) -> rusqlite::Result<bool> {
     let busy: i64 = conn.query_row("PRAGMA wal_checkpoint(TRUNCATE)", [], |r| r.get(0))?;
     Ok(busy == 0)
