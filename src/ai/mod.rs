@@ -62,7 +62,15 @@ pub enum AiError {
 impl From<AiError> for AppError {
     fn from(e: AiError) -> Self {
         match e {
-            AiError::Unreachable(_) | AiError::Timeout(_) => AppError::Unavailable {
+            // The transport detail is reqwest's text with the service's URL: log only.
+            AiError::Unreachable(_) => {
+                tracing::warn!(error = %e, "AI service unreachable");
+                AppError::Unavailable {
+                    code: "ai_unavailable",
+                    message: "the AI service is unreachable".to_owned(),
+                }
+            }
+            AiError::Timeout(_) => AppError::Unavailable {
                 code: "ai_unavailable",
                 message: e.to_string(),
             },

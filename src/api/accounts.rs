@@ -195,7 +195,11 @@ impl AccountsApi {
     ///
     /// Opens a session for an account of the caller's group: new access and refresh tokens
     /// and the Matrix access token of that account. 400 `invalid_request` when `id` is not a
-    /// UUID; 404 when it is not an account of the caller's group.
+    /// UUID; 404 when it is not an account of the caller's group. Switching to the account
+    /// already in use answers the same way (the contract requires a refresh token, and the
+    /// server keeps only hashes, so it cannot hand back an existing one). Each account keeps
+    /// at most its 100 newest live refresh tokens: a sign-in or switch beyond that ends the
+    /// oldest session's refresh token (its access token runs out as usual).
     #[oai(
         path = "/:id/switch",
         method = "post",

@@ -12,7 +12,8 @@ use crate::state::AppState;
 #[derive(Debug, Object)]
 #[oai(rename_all = "camelCase")]
 pub struct HealthCheck {
-    /// `ok`, `down`, `disabled` (optional dependency switched off) or `not_configured`.
+    /// `ok`, `down`, `disabled` (optional dependency switched off) or `not_configured`;
+    /// for `mail` also `log_only`.
     pub status: String,
     /// Time the check took in milliseconds; null when nothing was contacted.
     pub latency_ms: Option<u64>,
@@ -29,6 +30,11 @@ pub struct HealthChecks {
     pub ai: HealthCheck,
     /// The Matrix homeserver (`GET /_matrix/client/versions`, 3 s timeout).
     pub matrix: HealthCheck,
+    /// How sign-in codes are delivered: `log_only` when the `log` transport writes them to
+    /// the server log (development; whoever reads the log can sign in as anyone), `ok` with
+    /// SMTP (configured; not contacted by this check). Informational: it never makes
+    /// `/health` 503 by itself.
+    pub mail: HealthCheck,
 }
 
 /// Health result.
@@ -59,7 +65,9 @@ impl HealthApi {
     ///
     /// Checks the database (a real query), the in-process cache (write and read back), the
     /// AI service (`disabled` when `[ai]` is not configured) and the Matrix homeserver, each
-    /// with status and latency. 200 when healthy, 503 with the same body otherwise.
+    /// with status and latency, and reports the mail transport (`mail`: `log_only` or `ok`;
+    /// never a reason for 503). 200 when healthy, 503 with the same body otherwise. An
+    /// `error` names the failing dependency, never its address (details are in the log).
     #[oai(path = "/health", method = "get", operation_id = "get_health")]
     async fn health(&self, state: Data<&AppState>) -> HealthResponse {
         let report = health::check_all(&state).await;
@@ -72,6 +80,7 @@ impl HealthApi {
                 cache: to_api(report.cache),
                 ai: to_api(report.ai),
                 matrix: to_api(report.matrix),
+                mail: to_api(report.mail),
             },
         };
         if healthy {

@@ -148,9 +148,21 @@ impl KeysApi {
     /// per hour per user (429 `rate_limited` with Retry-After; survives restarts). 404
     /// `not_found` when no keys are registered. Deletes the key record and recovery material
     /// and replaces the user's data-encryption key: the account itself (e-mail, Matrix
-    /// account) is re-encrypted and keeps working, but every stored message and other
-    /// content encrypted under the old key becomes permanently unreadable. Until new keys
-    /// are registered, content routes answer 409 `NO_SIGNING_KEY`.
+    /// account, registered push devices) is re-encrypted and keeps working. Everything
+    /// encrypted under the old key is deleted in the same transaction: stored messages,
+    /// reminders and scheduled messages (pending ones are cancelled by the deletion; a send
+    /// already in progress may still complete), and the names, avatars and topics of rooms,
+    /// linked-group names and bridge profile details (the rooms, groups and logins stay,
+    /// without them). Deleted rows are overwritten with zeros in the database file and the
+    /// write-ahead log is checkpointed and truncated right after, so the old ciphertext is
+    /// gone from the live files when this answers (unless a reader blocked the checkpoint
+    /// for 5 s, which is logged; the WAL then holds it until its frames are reused or the
+    /// server stops). **Backups are not touched:** a
+    /// backup taken before the deletion (`switchboard backup`, a copy of the data
+    /// directory, a filesystem snapshot) still holds all of that content and the old
+    /// wrapped key, readable by whoever has that backup and `master.key`; delete such
+    /// backups to complete the deletion. Until new keys are registered, content routes
+    /// answer 409 `NO_SIGNING_KEY`.
     #[oai(path = "/", method = "delete", operation_id = "keys_delete")]
     async fn delete(
         &self,
@@ -164,8 +176,8 @@ impl KeysApi {
         keys::delete(&state, auth.user_id(), confirmation.0.as_deref()).await?;
         Ok(Json(KeyDeletionResult {
             message: "encryption keys deleted".to_owned(),
-            warning: "all messages and content encrypted under your previous keys are permanently unreadable; \
-                      register new keys to continue"
+            warning: "all messages and content encrypted under your previous keys are deleted; \
+                      backups made before now still hold them; register new keys to continue"
                 .to_owned(),
         }))
     }

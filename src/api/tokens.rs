@@ -144,7 +144,10 @@ impl TokensApi {
     /// Routes added to the allowlist later need an opt-in (`PATCH`). Every request with a
     /// token also needs an active paid subscription of its owner: otherwise 403
     /// `subscription_expired`. 400 `invalid_request` for a missing or bad `name` or an
-    /// `expiresInDays` outside 1 to 365.
+    /// `expiresInDays` outside 1 to 365. A user can hold at most 50 live tokens (not
+    /// revoked, not expired): creating another is 409 `too_many_tokens` until one is
+    /// revoked or expires. Revoked and expired tokens stay in the list for 30 days, then
+    /// they are forgotten.
     #[oai(path = "/", method = "post", operation_id = "tokens_create")]
     async fn create(
         &self,
@@ -159,7 +162,8 @@ impl TokensApi {
 
     /// List personal API tokens
     ///
-    /// Every token of the signed-in user, newest first, including revoked and expired ones.
+    /// Every token of the signed-in user, newest first, including revoked and expired ones
+    /// (for 30 days after they were revoked or expired).
     /// Never returns the secret (the server does not have it): `lastFour` tells tokens
     /// apart. Native sessions only (403 `forbidden_for_api_token` for personal tokens).
     #[oai(path = "/", method = "get", operation_id = "tokens_list")]

@@ -54,6 +54,24 @@ pub enum Failure {
 }
 
 impl BridgeError {
+    /// What clients may be told: names the bridge, never its address. Transport and
+    /// decoding detail (which can name the provisioning host) is logged here instead; the
+    /// bridge's own `errcode` and `error` stay.
+    pub fn public_message(&self) -> String {
+        let name = self.platform().name();
+        match self {
+            Self::Unreachable { .. } => {
+                tracing::warn!(error = %self, "bridge unreachable");
+                format!("the {name} bridge is unreachable")
+            }
+            Self::Decode { .. } => {
+                tracing::warn!(error = %self, "unexpected answer from a bridge");
+                format!("unexpected answer from the {name} bridge")
+            }
+            other => other.to_string(),
+        }
+    }
+
     pub fn platform(&self) -> Platform {
         match self {
             Self::NotConfigured { platform }
@@ -101,7 +119,7 @@ impl BridgeError {
             },
             Failure::Unavailable => AppError::Unavailable {
                 code: "bridge_unavailable",
-                message: self.to_string(),
+                message: self.public_message(),
             },
             Failure::Auth => AppError::BadGateway {
                 code: "bridge_auth_failed",
@@ -139,7 +157,7 @@ impl BridgeError {
                     Self::Http { .. } => {
                         format!("the {name} bridge failed: {}", or("no details".into()))
                     }
-                    other => other.to_string(),
+                    other => other.public_message(),
                 },
             },
         }

@@ -28,6 +28,22 @@ pub enum MatrixError {
 }
 
 impl MatrixError {
+    /// What clients may be told: names the homeserver, never its address. The transport
+    /// detail (reqwest's text carries the request URL: internal host, port and path) and
+    /// decoding detail belong in the log; the homeserver's own `errcode` and `error` are
+    /// its answer to the user's request and stay.
+    pub fn public_message(&self) -> String {
+        match self {
+            Self::Unreachable(_) => "the Matrix homeserver is unreachable".to_owned(),
+            Self::Http {
+                status,
+                errcode,
+                message,
+            } => format!("the Matrix homeserver answered {status} {errcode}: {message}"),
+            Self::Decode(_) => "unexpected answer from the Matrix homeserver".to_owned(),
+        }
+    }
+
     pub fn errcode(&self) -> Option<&str> {
         match self {
             Self::Http { errcode, .. } => Some(errcode),
@@ -367,8 +383,21 @@ pub fn encode(segment: &str) -> String {
     out
 }
 
+/// The transport failure with its innermost cause (reqwest's own text stops at "error
+/// sending request for url (…)"). For the log only: it contains the URL.
 pub(crate) fn unreachable(e: reqwest::Error) -> MatrixError {
-    MatrixError::Unreachable(e.to_string())
+    use std::error::Error as _;
+    let mut text = e.to_string();
+    let mut innermost = None;
+    let mut next = e.source();
+    while let Some(cause) = next {
+        innermost = Some(cause);
+        next = cause.source();
+    }
+    if let Some(cause) = innermost {
+        text.push_str(&format!(": {cause}"));
+    }
+    MatrixError::Unreachable(text)
 }
 
 /// The JSON answer of a homeserver call, or its Matrix error (`errcode`, `error`).

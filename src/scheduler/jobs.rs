@@ -159,10 +159,14 @@ pub async fn send_one(state: &AppState, row: &ScheduledRow, token: Result<&str, 
         .await
     {
         Ok(event_id) => Outcome::Sent { room_id, event_id },
-        Err(e) => Outcome::Error {
-            transient: classify(&e),
-            reason: e.to_string(),
-        },
+        Err(e) => {
+            // `failureReason` is shown to the user: no homeserver address in it.
+            tracing::info!(id = %row.id, error = %e, "scheduled send attempt failed");
+            Outcome::Error {
+                transient: classify(&e),
+                reason: e.public_message(),
+            }
+        }
     }
 }
 

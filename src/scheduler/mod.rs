@@ -21,7 +21,9 @@
 //! `failed` with `failureReason`, `scheduled.updated` is published and the user's devices
 //! get a push.
 //!
-//! Every [`aging::EVERY`] it also re-ages the importance of rooms with unread messages.
+//! Every [`aging::EVERY`] it also re-ages the importance of rooms with unread messages,
+//! and every [`purge::EVERY`] (first at start) it deletes expired sign-in codes and dead
+//! tokens ([`purge`]).
 //!
 //! Also started here: the push hook for important incoming messages
 //! ([`crate::services::devices::spawn_message_hook`]).
@@ -34,6 +36,7 @@ use crate::state::AppState;
 
 pub mod aging;
 pub mod jobs;
+pub mod purge;
 
 /// Longest sleep between two looks at the tables.
 pub const MAX_WAIT: Duration = Duration::from_secs(60);
@@ -58,6 +61,7 @@ pub async fn run(state: AppState) {
     tracing::info!("scheduler started");
     let mut failures: u32 = 0;
     let mut next_aging = tokio::time::Instant::now();
+    let mut next_purge = tokio::time::Instant::now();
     loop {
         if state.shutdown.is_triggered() {
             break;
@@ -66,6 +70,12 @@ pub async fn run(state: AppState) {
             next_aging += aging::EVERY;
             if let Err(e) = aging::run(&state).await {
                 tracing::warn!(error = %e, "re-aging room importance failed");
+            }
+        }
+        if tokio::time::Instant::now() >= next_purge {
+            next_purge += purge::EVERY;
+            if let Err(e) = purge::run(&state).await {
+                tracing::warn!(error = %e, "purging expired codes and tokens failed");
             }
         }
         let wait = match round(&state).await {

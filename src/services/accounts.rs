@@ -245,11 +245,13 @@ pub async fn verify_add(
                 let _ = state
                     .store
                     .run(move |c| {
+                        let tx = c.transaction()?;
                         if is_new {
-                            store::users::delete(c, &id)?;
+                            store::users::delete(&tx, &id)?;
                         } else {
-                            detach_row(c, &id)?;
+                            detach_row(&tx, &id)?;
                         }
+                        tx.commit()?;
                         Ok::<_, AppError>(())
                     })
                     .await;
@@ -293,7 +295,8 @@ async fn attach(state: &AppState, user_id: &str, group_id: &str) -> AppResult<Us
         .await
 }
 
-/// Makes `user_id` a stand-alone user again.
+/// Makes `user_id` a stand-alone user again. Call it inside a transaction (it reads the
+/// row and writes every column back).
 fn detach_row(conn: &Connection, user_id: &str) -> AppResult<()> {
     if let Some(mut user) = store::users::find(conn, user_id)? {
         user.primary_user_id = None;

@@ -107,9 +107,12 @@ pub async fn set_subscription(
     state
         .store
         .run(move |c| {
-            let mut user = find_by_id_or_email(c, &master, &who)?;
+            // One transaction: see `set_user_subscription`.
+            let tx = c.transaction()?;
+            let mut user = find_by_id_or_email(&tx, &master, &who)?;
             change.apply(&mut user, unix_now() as i64)?;
-            users::update(c, &user)?;
+            users::update(&tx, &user)?;
+            tx.commit()?;
             Ok(user)
         })
         .await
@@ -126,9 +129,13 @@ pub async fn set_user_subscription(
     state
         .store
         .run(move |c| {
-            let mut user = users::find(c, &uid)?.ok_or_else(|| AppError::not_found("user"))?;
+            // Read and write back in one IMMEDIATE transaction, so a profile change or key
+            // deletion committed meanwhile is not reverted by this full-row write.
+            let tx = c.transaction()?;
+            let mut user = users::find(&tx, &uid)?.ok_or_else(|| AppError::not_found("user"))?;
             change.apply(&mut user, unix_now() as i64)?;
-            users::update(c, &user)?;
+            users::update(&tx, &user)?;
+            tx.commit()?;
             Ok(user)
         })
         .await
@@ -230,10 +237,12 @@ pub async fn promote(state: &AppState, who: String) -> AppResult<UserRow> {
     state
         .store
         .run(move |c| {
-            let mut user = find_by_id_or_email(c, &master, &who)?;
+            let tx = c.transaction()?;
+            let mut user = find_by_id_or_email(&tx, &master, &who)?;
             user.is_admin = true;
             user.updated_at = unix_now() as i64;
-            users::update(c, &user)?;
+            users::update(&tx, &user)?;
+            tx.commit()?;
             Ok(user)
         })
         .await

@@ -303,7 +303,7 @@ pub async fn find_or_create(
 
 /// Registers the user's Matrix account (shared-secret registration; login if it already
 /// exists) when it has none yet, and stores the access token sealed.
-pub async fn ensure_matrix_account(state: &AppState, mut user: UserRow) -> AppResult<UserRow> {
+pub async fn ensure_matrix_account(state: &AppState, user: UserRow) -> AppResult<UserRow> {
     if user.matrix_access_token_enc.is_some() {
         return Ok(user);
     }
@@ -319,21 +319,35 @@ pub async fn ensure_matrix_account(state: &AppState, mut user: UserRow) -> AppRe
             tracing::warn!(error = %e, "matrix account registration failed");
             AppError::Unavailable {
                 code: "homeserver_unavailable",
-                message: format!("the Matrix homeserver could not create the account: {e}"),
+                message: format!(
+                    "the Matrix homeserver could not create the account ({})",
+                    e.public_message()
+                ),
             }
         })?;
-    user.matrix_access_token_enc = Some(users::seal_matrix_token(
-        &state.master,
-        &user,
-        &session.access_token,
-    )?);
-    user.matrix_user_id = Some(session.user_id);
-    user.matrix_device_id = session.device_id;
-    user.updated_at = unix_now() as i64;
-    let row = user.clone();
-    state
+    // Sealed inside the transaction that writes it, under the data key read there: the
+    // registration above took a network round trip, during which the user may have deleted
+    // their keys (a token sealed under the old key would be unreadable for good).
+    let master = state.master.clone();
+    let uid = user.id.clone();
+    let user = state
         .store
-        .run(move |c| Ok::<_, AppError>(store::users::set_matrix_account(c, &row)?))
+        .run(move |c| {
+            let tx = c.transaction()?;
+            let mut row =
+                store::users::find(&tx, &uid)?.ok_or_else(|| AppError::not_found("user"))?;
+            row.matrix_access_token_enc = Some(users::seal_matrix_token(
+                &master,
+                &row,
+                &session.access_token,
+            )?);
+            row.matrix_user_id = Some(session.user_id);
+            row.matrix_device_id = session.device_id;
+            row.updated_at = unix_now() as i64;
+            store::users::set_matrix_account(&tx, &row)?;
+            tx.commit()?;
+            Ok::<_, AppError>(row)
+        })
         .await?;
     // The sync supervisor starts a worker for the new Matrix account.
     state.sync_wakeup.notify_one();

@@ -153,14 +153,18 @@ pub async fn register(state: &AppState, user_id: &str, reg: Registration) -> App
             .map(|p| p.environment())
             .unwrap_or(PushEnvironment::Production),
     };
-    let user = users::load(state, user_id).await?;
-    let dek = users::data_key(&state.master, &user)?;
     let index = token_index(state, &token);
     let uid = user_id.to_owned();
+    let master = state.master.clone();
     state
         .store
         .run(move |c| {
             let tx = c.transaction_with_behavior(rusqlite::TransactionBehavior::Immediate)?;
+            // The data key is read in the transaction that seals with it, so a key deletion
+            // cannot slip in between (the token would be sealed under the deleted key).
+            let user = crate::store::users::find(&tx, &uid)?
+                .ok_or_else(|| AppError::not_found("user"))?;
+            let dek = users::data_key(&master, &user)?;
             let now = now_ms();
             let existing = store::find_by_index(&tx, &index)?;
             let (mut row, is_new) = match existing {
@@ -355,10 +359,20 @@ pub async fn test(state: &AppState, user_id: &str, token_id: &str) -> AppResult<
             code: "push_rejected",
             message: format!("APNs rejected the notification: {reason} (HTTP {status}){removed}"),
         },
-        other => AppError::Unavailable {
-            code: "push_unavailable",
-            message: other.to_string(),
-        },
+        other => {
+            // The detail is reqwest's text, whose URL holds the APNs host and the device
+            // token: log only.
+            tracing::warn!(error = %other, "push not delivered");
+            AppError::Unavailable {
+                code: "push_unavailable",
+                message: match other {
+                    PushError::Signing(_) => "the APNs provider token cannot be signed; \
+                                              see the server log"
+                        .to_owned(),
+                    _ => "APNs is unreachable".to_owned(),
+                },
+            }
+        }
     })
 }
 

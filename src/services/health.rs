@@ -1,4 +1,5 @@
-//! Dependency checks behind `GET /health`: database, cache, AI service, homeserver.
+//! Dependency checks behind `GET /health`: database, cache, AI service, homeserver, and
+//! the mail transport (reported, never a reason for 503).
 
 use std::time::{Duration, Instant};
 
@@ -11,6 +12,8 @@ pub enum CheckStatus {
     Down,
     Disabled,
     NotConfigured,
+    /// Mail only: sign-in codes go to the server log (transport `log`), not to mailboxes.
+    LogOnly,
 }
 
 impl CheckStatus {
@@ -20,6 +23,7 @@ impl CheckStatus {
             Self::Down => "down",
             Self::Disabled => "disabled",
             Self::NotConfigured => "not_configured",
+            Self::LogOnly => "log_only",
         }
     }
 }
@@ -63,11 +67,13 @@ pub struct Report {
     pub cache: Check,
     pub ai: Check,
     pub matrix: Check,
+    pub mail: Check,
 }
 
 impl Report {
     /// Healthy when nothing is down and every required dependency (database, cache,
-    /// homeserver) is configured. The AI service is optional: `disabled` is healthy.
+    /// homeserver) is configured. The AI service is optional: `disabled` is healthy. The
+    /// mail check is informational: `log_only` is a configuration choice, not an outage.
     pub fn healthy(&self) -> bool {
         let checks = [&self.database, &self.cache, &self.ai, &self.matrix];
         !checks.iter().any(|c| c.status == CheckStatus::Down)
@@ -89,6 +95,22 @@ pub async fn check_all(state: &AppState) -> Report {
         cache,
         ai,
         matrix,
+        mail: check_mail(state),
+    }
+}
+
+/// `log_only` with the `log` transport (whatever the listen address: behind a reverse
+/// proxy a loopback server is public too); `ok` with SMTP, which is not contacted here
+/// (a failing SMTP server shows as 500 on `POST /api/auth/code` and in the log).
+fn check_mail(state: &AppState) -> Check {
+    match state.config.mail.transport {
+        crate::config::MailTransport::Log => Check::without(
+            CheckStatus::LogOnly,
+            Some(
+                "sign-in codes are written to the server log, not mailed (mail transport \"log\")",
+            ),
+        ),
+        crate::config::MailTransport::Smtp => Check::without(CheckStatus::Ok, None),
     }
 }
 
@@ -132,7 +154,11 @@ async fn check_ai(state: &AppState) -> Check {
             "AI service answered HTTP {}",
             resp.status().as_u16()
         )),
-        Err(e) => Err(format!("AI service unreachable: {e}")),
+        Err(e) => {
+            // reqwest's text names the URL (internal host and port): log only.
+            tracing::warn!(error = %e, "health: AI service unreachable");
+            Err("AI service unreachable".to_owned())
+        }
     };
     Check::timed(started, result)
 }
@@ -145,10 +171,9 @@ async fn check_matrix(state: &AppState) -> Check {
         );
     };
     let started = Instant::now();
-    let result = matrix
-        .versions()
-        .await
-        .map(|_| ())
-        .map_err(|e| e.to_string());
+    let result = matrix.versions().await.map(|_| ()).map_err(|e| {
+        tracing::warn!(error = %e, "health: homeserver check failed");
+        e.public_message()
+    });
     Check::timed(started, result)
 }

@@ -6,8 +6,11 @@
 //! - Recovery material (`encryptedMasterKey`) is opaque to the server; it is stored sealed
 //!   under the user's data key (DEK) with a fresh random 16-byte salt each time it is stored.
 //! - Deletion crypto-shreds: the key record goes, the user's DEK is replaced by a fresh one
-//!   and only the identity columns (e-mail, Matrix access token) are re-sealed under it, so
-//!   everything else sealed under the old DEK is permanently unreadable.
+//!   and only the identity columns (e-mail, Matrix access token) and push tokens are
+//!   re-sealed under it. Everything else sealed under the old DEK is deleted (or its sealed
+//!   column cleared, see [`crate::store::shred`]) in the same transaction, the freed space
+//!   is zeroed (`secure_delete`), and the WAL is checkpointed and truncated afterwards, so
+//!   the old ciphertext is gone from the live files, not merely unreadable.
 
 use base64::engine::general_purpose::STANDARD;
 use base64::Engine as _;
@@ -201,8 +204,9 @@ pub async fn rotate(
 /// `DELETE /api/keys`: crypto-shredding in one transaction. Checks, in this order: the
 /// confirmation value (400 `confirmation_required`), one deletion per hour (429 with
 /// Retry-After, durable across restarts through `users.last_key_deletion_at`), and that keys
-/// exist (404). Then deletes the key record, replaces the user's DEK, re-seals e-mail and
-/// Matrix access token under the new DEK, and marks the user `keys_shredded`.
+/// exist (404). Then deletes the key record, replaces the user's DEK, re-seals e-mail,
+/// Matrix access token and push tokens under the new DEK, deletes the content sealed under
+/// the old one, and marks the user `keys_shredded`; after the commit the WAL is truncated.
 pub async fn delete(state: &AppState, user_id: &str, confirmation: Option<&str>) -> AppResult<()> {
     if confirmation.map(str::trim) != Some(DELETION_CONFIRMATION) {
         return Err(AppError::bad_request(
@@ -247,7 +251,20 @@ pub async fn delete(state: &AppState, user_id: &str, confirmation: Option<&str>)
             user.updated_at = now;
             user_keys::delete(&tx, &uid)?;
             crate::store::users::update(&tx, &user)?;
+            let shredded = crate::store::shred::content_of(&tx, &uid)?;
             tx.commit()?;
+            tracing::info!(user_id = %uid, ?shredded, "keys deleted; content under the old data key removed");
+            // The deleted pages were zeroed in new WAL frames; older frames (and the file's
+            // copies before the next checkpoint) still hold the ciphertext until this.
+            match crate::store::checkpoint_truncate(c) {
+                Ok(true) => {}
+                Ok(false) => tracing::warn!(
+                    "WAL checkpoint after a key deletion was blocked by a reader for 5 s; \
+                     the WAL may hold the old ciphertext until its frames are reused or \
+                     the server stops"
+                ),
+                Err(e) => tracing::warn!(error = %e, "WAL checkpoint after a key deletion failed"),
+            }
             Ok(())
         })
         .await

@@ -6,7 +6,33 @@ use lettre::message::Mailbox;
 use lettre::transport::smtp::authentication::Credentials;
 use lettre::{AsyncSmtpTransport, AsyncTransport, Message, Tokio1Executor};
 
-use crate::config::{MailConfig, MailTransport, SmtpSecurity};
+use crate::config::{Config, MailConfig, MailTransport, SmtpSecurity};
+
+/// Says at start where sign-in codes go when they are only logged. With a non-loopback
+/// listen address this is a WARN: whoever reads the log can sign in as anyone, which is
+/// fine for a development machine and never for a server others reach. (Behind a reverse
+/// proxy a loopback listen address is reachable too; `/health` reports `mail: log_only`
+/// either way.)
+pub fn announce_transport(config: &Config) {
+    if config.mail.transport != MailTransport::Log {
+        return;
+    }
+    let listen = config.server.listen;
+    if listen.ip().is_loopback() {
+        tracing::info!(
+            %listen,
+            "mail transport \"log\": sign-in codes are written to this log, not mailed \
+             (development only; set [mail] transport = \"smtp\" for real use)"
+        );
+    } else {
+        tracing::warn!(
+            %listen,
+            "INSECURE: mail transport \"log\" on a non-loopback address: sign-in codes are \
+             written to this log instead of being mailed, so anyone who can read the log can \
+             sign in as any user; set [mail] transport = \"smtp\" (this is for development only)"
+        );
+    }
+}
 
 #[derive(Debug, thiserror::Error)]
 pub enum MailError {

@@ -14,7 +14,7 @@ use serde_json::json;
 
 use super::scheduled::{now_ms, parse_id, parse_page, validate_room_id};
 use super::users;
-use crate::crypto::{Aad, DataKey};
+use crate::crypto::{Aad, DataKey, MasterKey};
 use crate::error::{AppError, AppResult};
 use crate::events::kind;
 use crate::push::Notification;
@@ -129,6 +129,19 @@ async fn user_and_key(state: &AppState, user_id: &str) -> AppResult<DataKey> {
     users::data_key(&state.master, &user)
 }
 
+/// The user's data key read in the caller's transaction, for sealing what that transaction
+/// writes (a key read before an `.await` may have been deleted meanwhile).
+fn key_in(
+    conn: &rusqlite::Connection,
+    state_master: &MasterKey,
+    user_id: &str,
+) -> AppResult<DataKey> {
+    let user = crate::store::users::find(conn, user_id)?
+        .ok_or_else(|| AppError::unauthorized("the signed-in user no longer exists"))?;
+    require_readable(&user)?;
+    users::data_key(state_master, &user)
+}
+
 fn apply(dek: &DataKey, row: &mut ReminderRow, input: ReminderInput, now: i64) -> AppResult<()> {
     if let Some(title) = &input.title {
         row.title_enc = dek.seal_str(&validate_title(title)?, &aad("title", &row.id));
@@ -178,7 +191,6 @@ pub async fn create(state: &AppState, user_id: &str, input: ReminderInput) -> Ap
         return Err(AppError::invalid("dueAt", "is required"));
     };
     let due_at = parse_due(due)?;
-    let dek = user_and_key(state, user_id).await?;
     let now = now_ms();
     let mut row = ReminderRow {
         id: uuid::Uuid::new_v4().to_string(),
@@ -187,11 +199,17 @@ pub async fn create(state: &AppState, user_id: &str, input: ReminderInput) -> Ap
         created_at: now,
         ..ReminderRow::default()
     };
-    apply(&dek, &mut row, input, now)?;
-    let stored = row.clone();
-    state
+    let master = state.master.clone();
+    let (row, dek) = state
         .store
-        .run(move |c| Ok::<_, AppError>(store::insert(c, &stored)?))
+        .run(move |c| {
+            let tx = c.transaction()?;
+            let dek = key_in(&tx, &master, &row.user_id)?;
+            apply(&dek, &mut row, input, now)?;
+            store::insert(&tx, &row)?;
+            tx.commit()?;
+            Ok::<_, AppError>((row, dek))
+        })
         .await?;
     state.scheduler_wakeup.notify_one();
     Ok(open(&dek, row))
@@ -204,12 +222,13 @@ pub async fn update(
     input: ReminderInput,
 ) -> AppResult<Reminder> {
     let id = parse_id("id", id)?;
-    let dek = user_and_key(state, user_id).await?;
+    let master = state.master.clone();
     let uid = user_id.to_owned();
     let row = state
         .store
         .run(move |c| {
             let tx = c.transaction_with_behavior(rusqlite::TransactionBehavior::Immediate)?;
+            let dek = key_in(&tx, &master, &uid)?;
             let mut row =
                 store::find(&tx, &uid, &id)?.ok_or_else(|| AppError::not_found("reminder"))?;
             apply(&dek, &mut row, input, now_ms())?;

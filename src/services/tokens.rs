@@ -12,6 +12,11 @@ use crate::store::api_tokens::{self, ApiTokenRow};
 
 /// Longest token name, in characters.
 pub const MAX_NAME_CHARS: usize = 100;
+/// Most live (not revoked, not expired) tokens a user can have; creating one more is 409
+/// `too_many_tokens`.
+pub const MAX_LIVE_TOKENS: i64 = 50;
+/// Revoked and expired tokens stay listed this long, then the scheduler forgets them.
+pub const ENDED_RETENTION_SECS: i64 = 30 * DAY_SECS;
 /// Longest expiry a token can be created with, in days.
 pub const MAX_EXPIRY_DAYS: i64 = 365;
 const DAY_SECS: i64 = 86_400;
@@ -98,7 +103,23 @@ pub async fn create(
     let stored = row.clone();
     state
         .store
-        .run(move |c| api_tokens::insert(c, &stored).map_err(AppError::from))
+        .run(move |c| {
+            // Count and insert in one (IMMEDIATE) transaction, so parallel requests cannot
+            // both pass the count.
+            let tx = c.transaction()?;
+            if api_tokens::count_live(&tx, &stored.user_id, now)? >= MAX_LIVE_TOKENS {
+                return Err(AppError::conflict(
+                    "too_many_tokens",
+                    format!(
+                        "at most {MAX_LIVE_TOKENS} personal API tokens can be active at once; \
+                         revoke one you no longer use (DELETE /api/developer/tokens/{{id}})"
+                    ),
+                ));
+            }
+            api_tokens::insert(&tx, &stored)?;
+            tx.commit()?;
+            Ok(())
+        })
         .await?;
     Ok(CreatedToken { row, token })
 }

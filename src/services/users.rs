@@ -227,9 +227,13 @@ pub async fn update_profile(
     let row = state
         .store
         .run(move |c| {
-            let mut user = users::find(c, &uid)?.ok_or_else(|| AppError::not_found("user"))?;
+            // Read and write back in one IMMEDIATE transaction: the write covers every column,
+            // so a concurrent key deletion or subscription change committed between a bare
+            // read and this write would be reverted.
+            let tx = c.transaction()?;
+            let mut user = users::find(&tx, &uid)?.ok_or_else(|| AppError::not_found("user"))?;
             if let Some(name) = username {
-                if let Some(other) = users::find_by_username(c, &name)? {
+                if let Some(other) = users::find_by_username(&tx, &name)? {
                     if other.id != user.id {
                         return Err(AppError::conflict(
                             "username_taken",
@@ -246,7 +250,7 @@ pub async fn update_profile(
                 user.avatar_url = Some(url);
             }
             user.updated_at = unix_now() as i64;
-            match users::update(c, &user) {
+            match users::update(&tx, &user) {
                 Err(rusqlite::Error::SqliteFailure(e, _))
                     if e.code == rusqlite::ErrorCode::ConstraintViolation =>
                 {
@@ -255,7 +259,11 @@ pub async fn update_profile(
                         "this username is already taken",
                     ))
                 }
-                other => other.map(|_| user).map_err(AppError::from),
+                Err(e) => Err(AppError::from(e)),
+                Ok(_) => {
+                    tx.commit()?;
+                    Ok(user)
+                }
             }
         })
         .await?;
@@ -275,13 +283,15 @@ pub async fn complete_onboarding(
     let row = state
         .store
         .run(move |c| {
-            let mut user = users::find(c, &uid)?.ok_or_else(|| AppError::not_found("user"))?;
+            let tx = c.transaction()?;
+            let mut user = users::find(&tx, &uid)?.ok_or_else(|| AppError::not_found("user"))?;
             if let Some(name) = display_name {
                 user.display_name = Some(name);
             }
             user.onboarding_completed = true;
             user.updated_at = unix_now() as i64;
-            users::update(c, &user)?;
+            users::update(&tx, &user)?;
+            tx.commit()?;
             Ok::<_, AppError>(user)
         })
         .await?;

@@ -109,3 +109,22 @@ pub fn touch(conn: &Connection, id: &str, now: i64) -> rusqlite::Result<usize> {
         params![id, now],
     )
 }
+
+/// Tokens of the user that still work: not revoked and not expired at `now`.
+pub fn count_live(conn: &Connection, user_id: &str, now: i64) -> rusqlite::Result<i64> {
+    conn.query_row(
+        "SELECT COUNT(*) FROM api_tokens WHERE user_id = ?1 AND revoked_at IS NULL \
+         AND (expires_at IS NULL OR expires_at > ?2)",
+        params![user_id, now],
+        |r| r.get(0),
+    )
+}
+
+/// Housekeeping: forgets tokens revoked or expired before `before` (they are listed, with
+/// `revokedAt` / `expiresAt`, until then).
+pub fn purge_ended_before(conn: &Connection, before: i64) -> rusqlite::Result<usize> {
+    conn.execute(
+        "DELETE FROM api_tokens WHERE revoked_at < ?1 OR expires_at < ?1",
+        [before],
+    )
+}

@@ -24,6 +24,7 @@ pub mod reminders;
 pub mod rooms;
 pub mod scheduled_messages;
 pub mod sent_transactions;
+pub mod shred;
 pub mod sync_state;
 pub mod user_keys;
 pub mod users;
@@ -107,8 +108,12 @@ impl Store {
             // SQLITE_BUSY when another connection committed since the first read.
             c.set_transaction_behavior(rusqlite::TransactionBehavior::Immediate);
             epoch::install(c)?;
+            // secure_delete: deleted rows and freed pages are overwritten with zeros, so
+            // ciphertext that `DELETE /api/keys` removes does not linger in free space of
+            // the file (or in the WAL frames written after it).
             c.execute_batch(&format!(
-                "PRAGMA foreign_keys = ON; PRAGMA synchronous = {synchronous}; PRAGMA temp_store = MEMORY;"
+                "PRAGMA foreign_keys = ON; PRAGMA synchronous = {synchronous}; \
+                 PRAGMA temp_store = MEMORY; PRAGMA secure_delete = ON;"
             ))
         });
         let pool = Pool::builder()
@@ -193,6 +198,15 @@ impl Store {
     }
 }
 
+/// `PRAGMA wal_checkpoint(TRUNCATE)`: copies every committed page into the database file
+/// and empties the WAL, so older versions of pages (e.g. ones that held deleted
+/// ciphertext) no longer exist in the -wal file. Waits for readers (busy timeout); returns
+/// false when one still kept the checkpoint from completing.
+pub fn checkpoint_truncate(conn: &Connection) -> rusqlite::Result<bool> {
+    let busy: i64 = conn.query_row("PRAGMA wal_checkpoint(TRUNCATE)", [], |r| r.get(0))?;
+    Ok(busy == 0)
+}
+
 /// Creates the data directory readable by the service user only (0700) if it is missing.
 pub fn create_private_dir(dir: &Path) -> Result<(), StoreError> {
     let err = |source| StoreError::DataDir {
@@ -259,6 +273,13 @@ mod tests {
             .pragma_query_value(None, "foreign_keys", |r| r.get(0))
             .unwrap();
         assert_eq!(fk, 1);
+        let secure: i64 = conn
+            .pragma_query_value(None, "secure_delete", |r| r.get(0))
+            .unwrap();
+        assert_eq!(
+            secure, 1,
+            "deleted content is zeroed on every pooled connection"
+        );
     }
 
     #[test]

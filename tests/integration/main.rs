@@ -11,6 +11,7 @@ mod auth;
 mod bridges;
 mod cli;
 mod clients;
+mod data;
 mod devices;
 mod foundation;
 mod hardening;

@@ -354,13 +354,18 @@ async fn reconcile(
     observed: Vec<Observed>,
     complete: bool,
 ) -> AppResult<()> {
-    let dek = users::data_key(&state.master, user)?;
+    let master = state.master.clone();
     let uid = user.id.clone();
     let now = unix_now() as i64;
     let changes = state
         .store
         .run(move |c| {
             let tx = c.transaction_with_behavior(rusqlite::TransactionBehavior::Immediate)?;
+            // Sealed under the data key as it is in this transaction (`user` was read before
+            // the bridge round trip; the keys may have been deleted since).
+            let current =
+                crate::store::users::find(&tx, &uid)?.ok_or_else(|| AppError::not_found("user"))?;
+            let dek = users::data_key(&master, &current)?;
             let old = bridge_logins::list(&tx, &uid, platform.id())?;
             let mut changes = Vec::new();
             for o in &observed {
@@ -546,7 +551,7 @@ async fn status_of(
             let snap = snapshot(state, user, mxid, platform, false).await;
             match &snap.result {
                 Ok(_) => (true, Some(snap.checked_at), None),
-                Err(e) => (false, Some(snap.checked_at), Some(e.to_string())),
+                Err(e) => (false, Some(snap.checked_at), Some(e.public_message())),
             }
         }
     };

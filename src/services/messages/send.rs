@@ -59,12 +59,16 @@ pub fn validate_txn_id(txn_id: &str) -> AppResult<()> {
     Ok(())
 }
 
-/// A homeserver failure as the API reports it: 503 when unreachable, 502 otherwise.
+/// A homeserver failure as the API reports it: 503 when unreachable, 502 otherwise. The
+/// transport and decoding detail go to the log only (they carry the homeserver's address).
 pub fn homeserver_error(e: MatrixError) -> AppError {
+    if !matches!(e, MatrixError::Http { .. }) {
+        tracing::warn!(error = %e, "homeserver request failed");
+    }
     match e {
-        MatrixError::Unreachable(detail) => AppError::Unavailable {
+        MatrixError::Unreachable(_) => AppError::Unavailable {
             code: "homeserver_unavailable",
-            message: format!("the Matrix homeserver is unreachable: {detail}"),
+            message: e.public_message(),
         },
         MatrixError::Http {
             status,
@@ -76,9 +80,9 @@ pub fn homeserver_error(e: MatrixError) -> AppError {
                 "the Matrix homeserver refused the message ({status} {errcode}): {message}"
             ),
         },
-        MatrixError::Decode(detail) => AppError::BadGateway {
+        MatrixError::Decode(_) => AppError::BadGateway {
             code: "homeserver_error",
-            message: format!("unexpected answer from the Matrix homeserver: {detail}"),
+            message: e.public_message(),
         },
     }
 }
