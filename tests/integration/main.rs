@@ -20,5 +20,6 @@ mod reminders;
 mod rooms;
 mod scheduled;
 mod storage;
+mod streams;
 mod sync;
 mod tokens;
