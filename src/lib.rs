@@ -72,6 +72,7 @@ pub async fn serve(
     };
     sync::spawn(state.clone());
     scheduler::spawn(&state);
+    services::matrix_sessions::spawn(&state);
     let app = api::app(state);
     Server::new_with_acceptor(acceptor)
         .run_with_graceful_shutdown(app, shutdown, Some(SHUTDOWN_GRACE))

@@ -150,7 +150,9 @@ impl KeysApi {
     /// and replaces the user's data-encryption key: the account itself (e-mail, Matrix
     /// account) is re-encrypted and keeps working, but every stored message and other
     /// content encrypted under the old key becomes permanently unreadable. Until new keys
-    /// are registered, content routes answer 409 `NO_SIGNING_KEY`.
+    /// are registered, content routes answer 409 `NO_SIGNING_KEY`. The Matrix access
+    /// tokens handed to apps at sign-in are logged out on the homeserver (sessions stay
+    /// signed in; `GET /api/accounts/active` hands out a new one).
     #[oai(path = "/", method = "delete", operation_id = "keys_delete")]
     async fn delete(
         &self,

@@ -202,7 +202,9 @@ pub async fn rotate(
 /// confirmation value (400 `confirmation_required`), one deletion per hour (429 with
 /// Retry-After, durable across restarts through `users.last_key_deletion_at`), and that keys
 /// exist (404). Then deletes the key record, replaces the user's DEK, re-seals e-mail and
-/// Matrix access token under the new DEK, and marks the user `keys_shredded`.
+/// Matrix access token under the new DEK, marks the user `keys_shredded`, and logs the
+/// app's Matrix devices out (their tokens were sealed under the old DEK; Switchboard's own
+/// sync device stays).
 pub async fn delete(state: &AppState, user_id: &str, confirmation: Option<&str>) -> AppResult<()> {
     if confirmation.map(str::trim) != Some(DELETION_CONFIRMATION) {
         return Err(AppError::bad_request(
@@ -247,10 +249,14 @@ pub async fn delete(state: &AppState, user_id: &str, confirmation: Option<&str>)
             user.updated_at = now;
             user_keys::delete(&tx, &uid)?;
             crate::store::users::update(&tx, &user)?;
+            // The app devices' tokens were sealed under the old key; they are logged out.
+            crate::store::matrix_logouts::queue_user_devices(&tx, &uid, now)?;
             tx.commit()?;
-            Ok(())
+            Ok::<_, AppError>(())
         })
-        .await
+        .await?;
+    super::matrix_sessions::log_out_queued(state, user_id).await;
+    Ok(())
 }
 
 /// What `GET /api/keys/info` reports; times are Unix seconds.

@@ -18,6 +18,7 @@ pub mod devices;
 pub mod epoch;
 pub mod linked_groups;
 pub mod login_codes;
+pub mod matrix_logouts;
 pub mod messages;
 pub mod refresh_tokens;
 pub mod reminders;
@@ -62,6 +63,10 @@ const MIGRATIONS: &[(&str, &str)] = &[
     (
         "0005_scheduler",
         include_str!("../../migrations/0005_scheduler.sql"),
+    ),
+    (
+        "0006_sessions",
+        include_str!("../../migrations/0006_sessions.sql"),
     ),
 ];
 

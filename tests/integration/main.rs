@@ -19,6 +19,7 @@ mod messages;
 mod reminders;
 mod rooms;
 mod scheduled;
+mod sessions;
 mod storage;
 mod streams;
 mod sync;
