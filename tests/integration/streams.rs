@@ -152,6 +152,8 @@ async fn a_user_may_hold_eight_streams_and_the_ninth_is_refused_with_429() {
     }
     for token in [&user.access_token, &script.token] {
         let resp = raw_stream(&http, &app, token).await;
+        // Checked before reading the body: an admitted stream's body never ends.
+        assert_eq!(resp.status(), 429, "a ninth stream was opened");
         let body = expect_error(resp, 429, "too_many_streams").await;
         assert!(body["message"].as_str().unwrap().contains('8'), "{body}");
     }
