@@ -244,7 +244,7 @@ async fn seed(state: &AppState, count: u64) -> (String, String) {
         .await
         .expect("personal token")
         .token;
-    let (jwt, _) = state.jwt.issue(&uid).expect("jwt");
+    let (jwt, _) = state.jwt.issue(&uid, None).expect("jwt");
     (token, jwt)
 }
 

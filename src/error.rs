@@ -37,6 +37,10 @@ pub enum AppError {
         message: String,
         retry_after_secs: u64,
     },
+    /// 429 for a limit on concurrent use rather than on a request rate (no Retry-After:
+    /// capacity comes back when something in use ends).
+    #[error("{message}")]
+    TooMany { code: &'static str, message: String },
     /// 502: an upstream (homeserver, bridge, AI) answered with an error.
     #[error("{message}")]
     BadGateway { code: &'static str, message: String },
@@ -110,6 +114,7 @@ impl AppError {
             | Self::Forbidden { code, .. }
             | Self::NotFound { code, .. }
             | Self::Conflict { code, .. }
+            | Self::TooMany { code, .. }
             | Self::BadGateway { code, .. }
             | Self::Unavailable { code, .. } => code,
             Self::Throttled { code, .. } => code,

@@ -76,6 +76,7 @@ pub async fn serve(
         max_connections: state.config.server.max_connections,
         header_timeout: state.config.server.header_timeout.0,
     };
+    services::matrix_sessions::spawn(&state);
     let app = api::app(state);
     http_server::serve(acceptor, app, limits, shutdown, SHUTDOWN_GRACE).await
 }

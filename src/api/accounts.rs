@@ -83,7 +83,9 @@ pub struct SwitchResult {
     pub access_token: String,
     /// Refresh token of the account switched to.
     pub refresh_token: String,
-    /// Access token of that account's Matrix user; null when no homeserver is configured.
+    /// Access token of a new Matrix device of that account's Matrix user, for this session
+    /// only (logged out again when the session ends); null when no homeserver is
+    /// configured.
     pub matrix_access_token: Option<String>,
     /// Lifetime of the access token in seconds.
     pub expires_in: u64,
@@ -123,15 +125,21 @@ impl AccountsApi {
 
     /// The active account
     ///
-    /// The account of the calling token and its Matrix access token (its Matrix account is
-    /// created first if missing; 503 `homeserver_unavailable` when that fails).
+    /// The account of the calling token and the Matrix access token of the calling
+    /// token's session: the token of the Matrix device opened for that sign-in or switch
+    /// (its Matrix account is created first if missing; 503 `homeserver_unavailable` when
+    /// that fails). After `DELETE /api/keys` logged that device out, the session gets a
+    /// new device here. `matrixAccessToken` is null once the session has ended (logout,
+    /// account removal), for access tokens issued before sessions had their own devices,
+    /// and without a homeserver.
     #[oai(path = "/active", method = "get", operation_id = "accounts_active")]
     async fn active(
         &self,
         state: Data<&AppState>,
         auth: BearerAuth,
     ) -> Result<Json<ActiveAccount>, AppError> {
-        let (account, matrix_access_token) = accounts::active(&state, auth.user_id()).await?;
+        let (account, matrix_access_token) =
+            accounts::active(&state, auth.user_id(), auth.0.session_id()).await?;
         Ok(Json(ActiveAccount {
             account: account.into(),
             matrix_access_token,
@@ -194,12 +202,15 @@ impl AccountsApi {
     /// Switch to an account
     ///
     /// Opens a session for an account of the caller's group: new access and refresh tokens
-    /// and the Matrix access token of that account. 400 `invalid_request` when `id` is not a
-    /// UUID; 404 when it is not an account of the caller's group. Switching to the account
-    /// already in use answers the same way (the contract requires a refresh token, and the
-    /// server keeps only hashes, so it cannot hand back an existing one). Each account keeps
-    /// at most its 100 newest live refresh tokens: a sign-in or switch beyond that ends the
-    /// oldest session's refresh token (its access token runs out as usual).
+    /// and the Matrix access token of a new Matrix device of that account, for this
+    /// session (logged out on the homeserver when the session ends: logout, removal of the
+    /// account, key deletion). 400 `invalid_request` when `id` is not a UUID; 404 when it
+    /// is not an account of the caller's group; 503 `homeserver_unavailable` when the
+    /// homeserver cannot open the device. Switching to the account already in use answers
+    /// the same way (the contract requires a refresh token, and the server keeps only
+    /// hashes, so it cannot hand back an existing one). Each account keeps at most its 100
+    /// newest live refresh tokens: a sign-in or switch beyond that ends the oldest
+    /// session's refresh token (its access token runs out as usual).
     #[oai(
         path = "/:id/switch",
         method = "post",
@@ -253,7 +264,8 @@ impl AccountsApi {
     /// Detaches an added account: it becomes a stand-alone user again. Nothing is deleted:
     /// its data, Matrix account and personal tokens stay and signing in with its e-mail
     /// still works; its refresh tokens are revoked (sessions opened by switching end when
-    /// their access token expires). An account can remove itself. 400
+    /// their access token expires) and the Matrix devices of those sessions are logged out
+    /// on the homeserver (retried later when it is down). An account can remove itself. 400
     /// `cannot_remove_primary` for the group's primary account; 400 `invalid_request` for a
     /// non-UUID `id`; 404 when it is not an account of the caller's group.
     #[oai(path = "/:id", method = "delete", operation_id = "accounts_remove")]

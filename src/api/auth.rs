@@ -36,8 +36,11 @@ pub struct SignInResult {
     pub access_token: String,
     /// Exchange at `/api/auth/refresh` for new access tokens.
     pub refresh_token: String,
-    /// Access token of the user's Matrix account on the homeserver; null when no
-    /// homeserver is configured.
+    /// Access token of a Matrix device opened for this sign-in only (a new device of the
+    /// user's Matrix account per sign-in, never Switchboard's own sync device). It is
+    /// logged out on the homeserver when the session ends: logout, removal of the account
+    /// from its group, key deletion (`DELETE /api/keys`), or expiry of the refresh token.
+    /// Null when no homeserver is configured.
     pub matrix_access_token: Option<String>,
     /// Lifetime of the access token in seconds.
     pub expires_in: u64,
@@ -124,9 +127,9 @@ impl AuthApi {
     /// single use, expire after `auth.code_ttl` (10 min), only the newest code of an address
     /// counts, and five tries burn one: 400 `invalid_code`. An address accepts at most
     /// `auth.max_code_failures` (20) wrong codes per 24 h, then 429 `too_many_attempts`
-    /// with Retry-After (a guesser's chance over a year stays below 1%). 503
-    /// `homeserver_unavailable` when the Matrix account could not be created; the code
-    /// stays valid for a retry.
+    /// with Retry-After (a guesser's chance over a year stays below 1%). Each sign-in gets
+    /// a Matrix device of its own (`matrixAccessToken`). 503 `homeserver_unavailable` when
+    /// the Matrix account or device could not be created; the code stays valid for a retry.
     #[oai(path = "/verify", method = "post", operation_id = "auth_verify_code")]
     async fn verify(
         &self,
@@ -141,7 +144,9 @@ impl AuthApi {
     /// Refresh the access token
     ///
     /// Exchanges a refresh token for a new access token (no authentication); 401 when the
-    /// refresh token is unknown, expired or revoked. The refresh token stays valid.
+    /// refresh token is unknown, expired or revoked. The refresh token stays valid, and so
+    /// does the session's Matrix device (no new `matrixAccessToken`; `GET
+    /// /api/accounts/active` returns the session's).
     #[oai(path = "/refresh", method = "post", operation_id = "auth_refresh")]
     async fn refresh(
         &self,
@@ -157,8 +162,13 @@ impl AuthApi {
 
     /// Sign out everywhere
     ///
-    /// Revokes every refresh token of the user. Access tokens already issued stay valid
-    /// until they expire (`auth.access_token_ttl`).
+    /// Revokes every refresh token of the user and logs the Matrix devices of those
+    /// sessions (each sign-in's `matrixAccessToken`) out on the homeserver; Switchboard's
+    /// own sync device stays, so messages keep arriving. When the homeserver is down the
+    /// logout still succeeds and the devices are logged out as soon as it answers again
+    /// (retried after 30 s, 2 min, 10 min, then hourly). Access tokens already issued stay
+    /// valid until they expire (`auth.access_token_ttl`), but no longer get a Matrix token
+    /// from `GET /api/accounts/active`.
     #[oai(path = "/logout", method = "post", operation_id = "auth_logout")]
     async fn logout(
         &self,

@@ -30,7 +30,9 @@ impl AppError {
             Self::Forbidden { .. } => StatusCode::FORBIDDEN,
             Self::NotFound { .. } => StatusCode::NOT_FOUND,
             Self::Conflict { .. } => StatusCode::CONFLICT,
-            Self::RateLimited { .. } | Self::Throttled { .. } => StatusCode::TOO_MANY_REQUESTS,
+            Self::RateLimited { .. } | Self::Throttled { .. } | Self::TooMany { .. } => {
+                StatusCode::TOO_MANY_REQUESTS
+            }
             Self::Busy { .. } => StatusCode::SERVICE_UNAVAILABLE,
             Self::BadGateway { .. } => StatusCode::BAD_GATEWAY,
             Self::Unavailable { .. } => StatusCode::SERVICE_UNAVAILABLE,

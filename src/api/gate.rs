@@ -149,7 +149,7 @@ fn admit(
     Ok(Some(principal))
 }
 
-fn bearer_token(req: &Request) -> Option<String> {
+pub(crate) fn bearer_token(req: &Request) -> Option<String> {
     let value = req.headers().get(header::AUTHORIZATION)?.to_str().ok()?;
     let (scheme, token) = value.split_once(' ')?;
     let token = token.trim();

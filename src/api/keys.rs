@@ -162,7 +162,9 @@ impl KeysApi {
     /// directory, a filesystem snapshot) still holds all of that content and the old
     /// wrapped key, readable by whoever has that backup and `master.key`; delete such
     /// backups to complete the deletion. Until new keys are registered, content routes
-    /// answer 409 `NO_SIGNING_KEY`.
+    /// answer 409 `NO_SIGNING_KEY`. The Matrix access tokens handed to apps at sign-in are
+    /// logged out on the homeserver (sessions stay signed in; `GET /api/accounts/active`
+    /// hands out a new one).
     #[oai(path = "/", method = "delete", operation_id = "keys_delete")]
     async fn delete(
         &self,

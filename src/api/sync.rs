@@ -1,13 +1,13 @@
 //! `GET /api/sync`: the caller's change notifications as server-sent events.
 
-use std::collections::{HashSet, VecDeque};
+use std::collections::VecDeque;
 use std::sync::Arc;
 use std::time::Duration;
 
 use futures_util::stream::{self, BoxStream, StreamExt};
 use poem::web::sse::{Event, SSE};
 use poem::web::Data;
-use poem::{IntoResponse, Response};
+use poem::{IntoResponse, Request, Response};
 use poem_openapi::param::Header;
 use poem_openapi::registry::{MetaMediaType, MetaResponse, MetaResponses, MetaSchemaRef, Registry};
 use poem_openapi::types::Type;
@@ -15,14 +15,20 @@ use poem_openapi::{ApiResponse, Object, OpenApi, Union};
 use tokio::sync::broadcast::error::RecvError;
 use tokio::sync::broadcast::Receiver;
 
+use super::gate::bearer_token;
 use super::security::BearerAuth;
 use super::ApiTags;
 use crate::error::AppError;
-use crate::events::{ChangeEvent, Shutdown};
+use crate::events::{ChangeEvent, StreamSlot, MAX_STREAMS_PER_USER};
+use crate::services::session;
 use crate::state::AppState;
 
 /// Interval of the keep-alive comment.
 const KEEP_ALIVE: Duration = Duration::from_secs(15);
+
+/// How often an open stream re-checks its credential (revocation, expiry, subscription),
+/// so it ends well within the 5 s of DESIGN §11.
+const RECHECK: Duration = Duration::from_secs(1);
 
 /// `room.updated`: a room's row, members or messages changed; re-read it.
 #[derive(Debug, Object)]
@@ -164,13 +170,20 @@ impl SyncApi {
     ///
     /// Reconnect with `Last-Event-ID` to get the events missed meanwhile (from a window
     /// of recent events); when that is not possible the stream starts with `resync`,
-    /// and the client rescans. A client that falls behind also gets `resync`. A comment
-    /// line (`:`) is sent every 15 s as keep-alive. The stream ends when the server
-    /// shuts down.
+    /// and the client rescans. A client that falls behind also gets `resync`. The window
+    /// holds each user's last 1024 events, whatever other users do. A comment line (`:`)
+    /// is sent every 15 s as keep-alive.
+    ///
+    /// The stream ends when the server shuts down, and within 2 s of its credential
+    /// ending: a personal token revoked or expired, an access token (JWT) expired, the
+    /// user's subscription lapsed (personal tokens). Reconnecting then gets the gate's
+    /// 401 or 403. At most 8 streams per user can be open at once: one more is 429
+    /// `too_many_streams`.
     #[oai(path = "/sync", method = "get", operation_id = "sync_stream")]
     async fn stream(
         &self,
         state: Data<&AppState>,
+        req: &Request,
         auth: BearerAuth,
         /// Id of the last event received, to resume after a reconnect.
         #[oai(name = "Last-Event-ID")]
@@ -182,44 +195,58 @@ impl SyncApi {
                 AppError::invalid("Last-Event-ID", "must be an event id from this stream")
             })?),
         };
-        let stream = open(&state, auth.user_id(), resume);
+        // The gate admitted this token; the stream re-checks it for as long as it runs.
+        let token =
+            bearer_token(req).ok_or_else(|| AppError::unauthorized("authentication required"))?;
+        let stream = open(&state, auth.user_id(), token, resume)?;
         Ok(SyncStream(SSE::new(stream).keep_alive(KEEP_ALIVE)))
     }
 }
 
 /// Where the stream is: events to send first, then live ones.
 struct Feed {
+    state: AppState,
+    /// The credential the stream was opened with, re-checked every [`RECHECK`].
+    token: String,
     user_id: String,
     pending: VecDeque<Event>,
-    replayed: HashSet<u64>,
     rx: Receiver<Arc<ChangeEvent>>,
-    shutdown: Shutdown,
+    recheck: tokio::time::Interval,
+    /// Released when the feed is dropped: the stream ended or the client went away.
+    _slot: StreamSlot,
 }
 
-fn open(state: &AppState, user_id: &str, resume: Option<u64>) -> BoxStream<'static, Event> {
-    // Subscribe before reading the window, so nothing falls between the two.
-    let rx = state.events.subscribe();
-    let mut pending = VecDeque::new();
-    let mut replayed = HashSet::new();
-    if let Some(last) = resume {
-        match state.events.since(user_id, last) {
-            Some(missed) => {
-                for e in missed {
-                    replayed.insert(e.id);
-                    pending.push_back(to_sse(&e));
-                }
-            }
-            None => pending.push_back(resync("Last-Event-ID is too old to resume; rescan")),
-        }
-    }
+fn open(
+    state: &AppState,
+    user_id: &str,
+    token: String,
+    resume: Option<u64>,
+) -> Result<BoxStream<'static, Event>, AppError> {
+    let sub = state
+        .events
+        .open_stream(user_id, resume)
+        .map_err(|_| AppError::TooMany {
+            code: "too_many_streams",
+            message: format!(
+                "at most {MAX_STREAMS_PER_USER} event streams per user can be open at once; close one first"
+            ),
+        })?;
+    let pending = match sub.missed {
+        Some(missed) => missed.iter().map(|e| to_sse(e)).collect(),
+        None => VecDeque::from([resync("Last-Event-ID is too old to resume; rescan")]),
+    };
+    let mut recheck = tokio::time::interval_at(tokio::time::Instant::now() + RECHECK, RECHECK);
+    recheck.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
     let feed = Feed {
+        state: state.clone(),
+        token,
         user_id: user_id.to_owned(),
         pending,
-        replayed,
-        rx,
-        shutdown: state.shutdown.clone(),
+        rx: sub.rx,
+        recheck,
+        _slot: sub.slot,
     };
-    stream::unfold(feed, next).boxed()
+    Ok(stream::unfold(feed, next).boxed())
 }
 
 async fn next(mut feed: Feed) -> Option<(Event, Feed)> {
@@ -227,23 +254,41 @@ async fn next(mut feed: Feed) -> Option<(Event, Feed)> {
         return Some((e, feed));
     }
     loop {
-        if feed.shutdown.is_triggered() {
+        if feed.state.shutdown.is_triggered() {
             return None;
         }
         let received = tokio::select! {
             r = feed.rx.recv() => r,
-            _ = feed.shutdown.wait() => return None,
+            _ = feed.recheck.tick() => {
+                if still_admitted(&feed).await {
+                    continue;
+                }
+                return None;
+            }
+            _ = feed.state.shutdown.wait() => return None,
         };
         match received {
-            Ok(e) if e.user_id == feed.user_id && !feed.replayed.contains(&e.id) => {
-                return Some((to_sse(&e), feed));
-            }
-            Ok(_) => continue,
+            Ok(e) => return Some((to_sse(&e), feed)),
             Err(RecvError::Lagged(n)) => {
                 tracing::debug!(user_id = %feed.user_id, missed = n, "event stream fell behind");
                 return Some((resync("events were missed; rescan"), feed));
             }
             Err(RecvError::Closed) => return None,
+        }
+    }
+}
+
+/// Whether the stream's credential would still be admitted by the gate: not revoked, not
+/// expired, its user still there and (for personal tokens) its subscription active. The
+/// check goes through the authentication cache, which any write through this process
+/// invalidates, so it costs a database read only after something changed.
+async fn still_admitted(feed: &Feed) -> bool {
+    match session::authenticate(&feed.state, &feed.token).await {
+        Ok(p) if p.user_id() == feed.user_id => true,
+        Ok(_) => false,
+        Err(e) => {
+            tracing::debug!(user_id = %feed.user_id, reason = %e, "event stream ended: credential no longer admitted");
+            false
         }
     }
 }

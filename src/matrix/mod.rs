@@ -10,6 +10,7 @@ use serde_json::json;
 
 use crate::config::MatrixConfig;
 
+mod devices;
 pub mod types;
 pub use types::SyncResponse;
 
@@ -158,12 +159,22 @@ impl MatrixClient {
         localpart: &str,
         password: &str,
     ) -> Result<MatrixSession, MatrixError> {
+        self.login_device(localpart, password, "Switchboard").await
+    }
+
+    /// Password login as `user` (localpart or Matrix ID): a new device named `device_name`.
+    pub async fn login_device(
+        &self,
+        user: &str,
+        password: &str,
+        device_name: &str,
+    ) -> Result<MatrixSession, MatrixError> {
         let url = format!("{}/_matrix/client/v3/login", self.base);
         let body = json!({
             "type": "m.login.password",
-            "identifier": {"type": "m.id.user", "user": localpart},
+            "identifier": {"type": "m.id.user", "user": user},
             "password": password,
-            "initial_device_display_name": "Switchboard",
+            "initial_device_display_name": device_name,
         });
         let resp = self
             .api

@@ -93,9 +93,45 @@ mod tests {
         )
         .unwrap();
         // Refresh tokens: live stays; expired and revoked go.
-        refresh_tokens::insert(&conn, "live", "u", now + day, now - 10).unwrap();
-        refresh_tokens::insert(&conn, "expired", "u", now - 1, now - 2 * day).unwrap();
-        refresh_tokens::insert(&conn, "revoked", "u", now + day, now - 5).unwrap();
+        refresh_tokens::insert(
+            &conn,
+            &refresh_tokens::NewSession {
+                token_hash: "live",
+                user_id: "u",
+                session_id: "live",
+                matrix_device_id: None,
+                matrix_access_token_enc: None,
+                expires_at: now + day,
+                now: now - 10,
+            },
+        )
+        .unwrap();
+        refresh_tokens::insert(
+            &conn,
+            &refresh_tokens::NewSession {
+                token_hash: "expired",
+                user_id: "u",
+                session_id: "expired",
+                matrix_device_id: None,
+                matrix_access_token_enc: None,
+                expires_at: now - 1,
+                now: now - 2 * day,
+            },
+        )
+        .unwrap();
+        refresh_tokens::insert(
+            &conn,
+            &refresh_tokens::NewSession {
+                token_hash: "revoked",
+                user_id: "u",
+                session_id: "revoked",
+                matrix_device_id: None,
+                matrix_access_token_enc: None,
+                expires_at: now + day,
+                now: now - 5,
+            },
+        )
+        .unwrap();
         conn.execute(
             "UPDATE refresh_tokens SET revoked_at = ?1 WHERE token_hash = 'revoked'",
             [now - 1],

@@ -15,7 +15,8 @@
 //! - Any account of a group may add, list, switch to, edit and remove accounts of its group.
 //! - Removing an account detaches it: it becomes a stand-alone user again (its data, Matrix
 //!   account and personal tokens stay; signing in with its e-mail still works) and its
-//!   refresh tokens are revoked, so sessions opened by switching to it end. The primary
+//!   refresh tokens are revoked, so sessions opened by switching to it end, and their
+//!   Matrix devices are logged out on the homeserver. The primary
 //!   cannot be removed (400 `cannot_remove_primary`).
 //! - Path ids must be UUIDs (400 `invalid_request` otherwise); an id outside the caller's
 //!   group is 404, whether or not such a user exists.
@@ -25,12 +26,13 @@
 use rusqlite::Connection;
 
 use super::auth::{self, CodePurpose, Session};
+use super::matrix_sessions;
 use super::users::{self, Profile};
 use crate::error::{AppError, AppResult};
 use crate::ratelimit::unix_now;
 use crate::state::AppState;
 use crate::store::users::UserRow;
-use crate::store::{self, login_codes, refresh_tokens};
+use crate::store::{self, login_codes, matrix_logouts, refresh_tokens};
 
 /// One account of a group as its owner sees it.
 #[derive(Debug, Clone)]
@@ -141,12 +143,17 @@ pub async fn list(state: &AppState, caller_id: &str) -> AppResult<AccountList> {
     Ok(AccountList { accounts, active })
 }
 
-/// `GET /api/accounts/active`: the caller's account and its Matrix access token (the Matrix
-/// account is created first when it does not exist yet).
-pub async fn active(state: &AppState, caller_id: &str) -> AppResult<(Account, Option<String>)> {
+/// `GET /api/accounts/active`: the caller's account and the Matrix access token of the
+/// caller's session (the Matrix account is created first when it does not exist yet; see
+/// [`matrix_sessions::session_token`]).
+pub async fn active(
+    state: &AppState,
+    caller_id: &str,
+    session_id: Option<&str>,
+) -> AppResult<(Account, Option<String>)> {
     let user = users::load(state, caller_id).await?;
     let user = auth::ensure_matrix_account(state, user).await?;
-    let token = users::matrix_token_of(&state.master, &user)?;
+    let token = matrix_sessions::session_token(state, &user, session_id).await?;
     Ok((Account::of(state, user, caller_id)?, token))
 }
 
@@ -394,9 +401,11 @@ pub async fn remove(state: &AppState, caller_id: &str, id: &str) -> AppResult<St
             }
             detach_row(&tx, &user.id)?;
             refresh_tokens::revoke_all(&tx, &user.id, now)?;
+            matrix_logouts::queue_user_devices(&tx, &user.id, now)?;
             tx.commit()?;
             Ok::<_, AppError>(user)
         })
         .await?;
+    matrix_sessions::log_out_queued(state, &row.id).await;
     users::email_of(&state.master, &row)
 }

@@ -146,7 +146,7 @@ pub async fn set_user_subscription(
 /// tokens get 403 `forbidden_for_api_token`, other users 403 `admin_required`.
 pub async fn require_admin(state: &AppState, principal: &Principal) -> AppResult<UserRow> {
     let user_id = match principal {
-        Principal::User { user_id } => user_id.clone(),
+        Principal::User { user_id, .. } => user_id.clone(),
         Principal::ApiToken { .. } => {
             return Err(AppError::forbidden(
                 "forbidden_for_api_token",

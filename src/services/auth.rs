@@ -7,13 +7,14 @@
 
 use std::time::Duration;
 
+use super::matrix_sessions;
 use super::users::{self, Profile};
 use crate::crypto;
 use crate::error::{AppError, AppResult};
 use crate::ratelimit::unix_now;
 use crate::state::AppState;
 use crate::store::users::UserRow;
-use crate::store::{self, login_codes, refresh_tokens, user_keys};
+use crate::store::{self, login_codes, matrix_logouts, refresh_tokens, user_keys};
 
 pub const MAX_CODE_ATTEMPTS: i64 = 5;
 pub const CODES_PER_WINDOW: usize = 3;
@@ -311,7 +312,7 @@ pub async fn ensure_matrix_account(state: &AppState, user: UserRow) -> AppResult
         return Ok(user);
     };
     let localpart = format!("sb_{}", user.id.replace('-', ""));
-    let password = hex_encode(&state.master.blind_index("matrix-password", &user.id));
+    let password = super::matrix_sessions::matrix_password(&state.master, &user.id);
     let session = matrix
         .register_or_login(&localpart, &password)
         .await
@@ -354,27 +355,53 @@ pub async fn ensure_matrix_account(state: &AppState, user: UserRow) -> AppResult
     Ok(user)
 }
 
-fn hex_encode(bytes: &[u8]) -> String {
-    bytes.iter().map(|b| format!("{b:02x}")).collect()
-}
-
-/// Issues an access token and a refresh token for `user`.
+/// Opens a session for `user`: a Matrix device of its own (see
+/// [`super::matrix_sessions`]), an access token naming the session and a refresh token.
 pub async fn open_session(
     state: &AppState,
     user: UserRow,
     is_new_user: bool,
 ) -> AppResult<Session> {
-    let (access_token, expires_in) = state.jwt.issue(&user.id)?;
+    let session_id = uuid::Uuid::new_v4().simple().to_string();
+    let device = matrix_sessions::open_device(state, &user).await?;
+    let sealed = match &device {
+        Some(d) => Some(matrix_sessions::seal_token(
+            &state.master,
+            &user,
+            &session_id,
+            &d.access_token,
+        )?),
+        None => None,
+    };
+    let (access_token, expires_in) = state.jwt.issue(&user.id, Some(&session_id))?;
     let refresh_token = crypto::generate_refresh_token();
     let hash = crypto::sha256_hex(&refresh_token);
     let now = unix_now() as i64;
     let expires = now + state.config.auth.refresh_token_ttl.0.as_secs() as i64;
-    let uid = user.id.clone();
-    state
+    let (uid, sid) = (user.id.clone(), session_id.clone());
+    let device_id = device.as_ref().and_then(|d| d.device_id.clone());
+    let stored = state
         .store
-        .run(move |c| Ok::<_, AppError>(refresh_tokens::insert(c, &hash, &uid, expires, now)?))
-        .await?;
-    let matrix_access_token = users::matrix_token_of(&state.master, &user)?;
+        .run(move |c| {
+            let session = refresh_tokens::NewSession {
+                token_hash: &hash,
+                user_id: &uid,
+                session_id: &sid,
+                matrix_device_id: device_id.as_deref(),
+                matrix_access_token_enc: sealed.as_deref(),
+                expires_at: expires,
+                now,
+            };
+            Ok::<_, AppError>(refresh_tokens::insert(c, &session)?)
+        })
+        .await;
+    if let Err(e) = stored {
+        if let Some(d) = &device {
+            matrix_sessions::discard_device(state, &user.id, d).await;
+        }
+        return Err(e);
+    }
+    let matrix_access_token = device.map(|d| d.access_token);
     let profile = users::profile_of(&state.master, user)?;
     Ok(Session {
         access_token,
@@ -390,22 +417,31 @@ pub async fn open_session(
 pub async fn refresh(state: &AppState, refresh_token: &str) -> AppResult<(String, u64)> {
     let hash = crypto::sha256_hex(refresh_token.trim());
     let now = unix_now() as i64;
-    let user_id = state
+    let (user_id, session_id) = state
         .store
-        .run(move |c| Ok::<_, AppError>(refresh_tokens::valid_user(c, &hash, now)?))
+        .run(move |c| Ok::<_, AppError>(refresh_tokens::valid_session(c, &hash, now)?))
         .await?
         .ok_or_else(|| AppError::unauthorized("invalid, expired or revoked refresh token"))?;
-    state.jwt.issue(&user_id)
+    state.jwt.issue(&user_id, session_id.as_deref())
 }
 
-/// `POST /api/auth/logout`: revokes every refresh token of the user.
+/// `POST /api/auth/logout`: revokes every refresh token of the user and logs the Matrix
+/// devices of those sessions out (queued for later when the homeserver does not confirm).
 pub async fn logout(state: &AppState, user_id: &str) -> AppResult<usize> {
     let uid = user_id.to_owned();
     let now = unix_now() as i64;
-    state
+    let revoked = state
         .store
-        .run(move |c| Ok::<_, AppError>(refresh_tokens::revoke_all(c, &uid, now)?))
-        .await
+        .run(move |c| {
+            let tx = c.transaction()?;
+            let n = refresh_tokens::revoke_all(&tx, &uid, now)?;
+            matrix_logouts::queue_user_devices(&tx, &uid, now)?;
+            tx.commit()?;
+            Ok::<_, AppError>(n)
+        })
+        .await?;
+    matrix_sessions::log_out_queued(state, user_id).await;
+    Ok(revoked)
 }
 
 /// Lifetime of codes, for messages.

@@ -206,7 +206,9 @@ pub async fn rotate(
 /// Retry-After, durable across restarts through `users.last_key_deletion_at`), and that keys
 /// exist (404). Then deletes the key record, replaces the user's DEK, re-seals e-mail,
 /// Matrix access token and push tokens under the new DEK, deletes the content sealed under
-/// the old one, and marks the user `keys_shredded`; after the commit the WAL is truncated.
+/// the old one, marks the user `keys_shredded`, and queues the app's Matrix devices for
+/// logout (their tokens were sealed under the old DEK; Switchboard's own sync device
+/// stays); after the commit the WAL is truncated.
 pub async fn delete(state: &AppState, user_id: &str, confirmation: Option<&str>) -> AppResult<()> {
     if confirmation.map(str::trim) != Some(DELETION_CONFIRMATION) {
         return Err(AppError::bad_request(
@@ -251,6 +253,8 @@ pub async fn delete(state: &AppState, user_id: &str, confirmation: Option<&str>)
             user.updated_at = now;
             user_keys::delete(&tx, &uid)?;
             crate::store::users::update(&tx, &user)?;
+            // The app devices' tokens were sealed under the old key; they are logged out.
+            crate::store::matrix_logouts::queue_user_devices(&tx, &uid, now)?;
             let shredded = crate::store::shred::content_of(&tx, &uid)?;
             tx.commit()?;
             tracing::info!(user_id = %uid, ?shredded, "keys deleted; content under the old data key removed");
@@ -265,9 +269,11 @@ pub async fn delete(state: &AppState, user_id: &str, confirmation: Option<&str>)
                 ),
                 Err(e) => tracing::warn!(error = %e, "WAL checkpoint after a key deletion failed"),
             }
-            Ok(())
+            Ok::<_, AppError>(())
         })
-        .await
+        .await?;
+    super::matrix_sessions::log_out_queued(state, user_id).await;
+    Ok(())
 }
 
 /// What `GET /api/keys/info` reports; times are Unix seconds.

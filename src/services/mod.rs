@@ -12,6 +12,7 @@ pub mod importance;
 pub mod keys;
 pub mod linked;
 pub mod mail;
+pub mod matrix_sessions;
 pub mod messages;
 pub mod reminders;
 pub mod rooms;

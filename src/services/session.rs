@@ -98,8 +98,12 @@ pub const PERSONAL_TOKEN_PREFIX: &str = "csk_";
 /// The authenticated caller of a request.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Principal {
-    /// A native-app user holding a JWT access token.
-    User { user_id: String },
+    /// A native-app user holding a JWT access token. `session_id` names the sign-in the
+    /// token was issued for (`None` for tokens issued before sessions were named).
+    User {
+        user_id: String,
+        session_id: Option<String>,
+    },
     /// A script holding a personal API token of `user_id`.
     ApiToken {
         user_id: String,
@@ -111,7 +115,15 @@ pub enum Principal {
 impl Principal {
     pub fn user_id(&self) -> &str {
         match self {
-            Self::User { user_id } | Self::ApiToken { user_id, .. } => user_id,
+            Self::User { user_id, .. } | Self::ApiToken { user_id, .. } => user_id,
+        }
+    }
+
+    /// The session a JWT access token was issued for (`None` for personal tokens).
+    pub fn session_id(&self) -> Option<&str> {
+        match self {
+            Self::User { session_id, .. } => session_id.as_deref(),
+            Self::ApiToken { .. } => None,
         }
     }
 
@@ -133,6 +145,9 @@ struct Claims {
     iat: u64,
     exp: u64,
     typ: String,
+    /// The session (refresh-token row) the token was issued for.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    sid: Option<String>,
 }
 
 /// HS256 keys for access tokens, derived from the master key so they survive restarts.
@@ -151,26 +166,29 @@ impl JwtKeys {
         }
     }
 
-    /// Issues an access token for `user_id`; returns it with its lifetime in seconds.
-    pub fn issue(&self, user_id: &str) -> AppResult<(String, u64)> {
+    /// Issues an access token for `user_id`'s session `session_id`; returns it with its
+    /// lifetime in seconds.
+    pub fn issue(&self, user_id: &str, session_id: Option<&str>) -> AppResult<(String, u64)> {
         let now = unix_now();
         let claims = Claims {
             sub: user_id.to_owned(),
             iat: now,
             exp: now + self.ttl_secs,
             typ: "access".to_owned(),
+            sid: session_id.map(str::to_owned),
         };
         let token = jsonwebtoken::encode(&Header::new(Algorithm::HS256), &claims, &self.encoding)
             .map_err(AppError::internal)?;
         Ok((token, self.ttl_secs))
     }
 
-    fn verify(&self, token: &str) -> Option<String> {
+    /// The user and session of a valid access token.
+    fn verify(&self, token: &str) -> Option<(String, Option<String>)> {
         let mut validation = Validation::new(Algorithm::HS256);
         validation.leeway = 0;
         validation.set_required_spec_claims(&["exp", "sub"]);
         let data = jsonwebtoken::decode::<Claims>(token, &self.decoding, &validation).ok()?;
-        (data.claims.typ == "access").then_some(data.claims.sub)
+        (data.claims.typ == "access").then_some((data.claims.sub, data.claims.sid))
     }
 }
 
@@ -181,7 +199,7 @@ pub async fn authenticate(state: &AppState, token: &str) -> AppResult<Principal>
     if token.starts_with(PERSONAL_TOKEN_PREFIX) {
         return authenticate_personal(state, token).await;
     }
-    let user_id = state
+    let (user_id, session_id) = state
         .jwt
         .verify(token)
         .ok_or_else(|| AppError::unauthorized("invalid or expired access token"))?;
@@ -199,7 +217,10 @@ pub async fn authenticate(state: &AppState, token: &str) -> AppResult<Principal>
         }
         state.auth_cache.users.insert(user_id.clone(), since, ());
     }
-    Ok(Principal::User { user_id })
+    Ok(Principal::User {
+        user_id,
+        session_id,
+    })
 }
 
 async fn authenticate_personal(state: &AppState, token: &str) -> AppResult<Principal> {

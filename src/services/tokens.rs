@@ -32,7 +32,7 @@ pub struct CreatedToken {
 /// routes (they are not on the allowlist); this keeps the rule true if that ever changes.
 pub fn require_native(principal: &Principal) -> AppResult<&str> {
     match principal {
-        Principal::User { user_id } => Ok(user_id),
+        Principal::User { user_id, .. } => Ok(user_id),
         Principal::ApiToken { .. } => Err(AppError::forbidden(
             "forbidden_for_api_token",
             "personal API tokens cannot create, list or revoke tokens",
@@ -334,6 +334,7 @@ mod tests {
         );
         let user = Principal::User {
             user_id: "u".into(),
+            session_id: None,
         };
         assert_eq!(require_native(&user).unwrap(), "u");
     }

@@ -18,6 +18,7 @@ pub mod devices;
 pub mod epoch;
 pub mod linked_groups;
 pub mod login_codes;
+pub mod matrix_logouts;
 pub mod messages;
 pub mod refresh_tokens;
 pub mod reminders;
@@ -71,6 +72,10 @@ const MIGRATIONS: &[(&str, &str)] = &[
     (
         "0007_room_invites",
         include_str!("../../migrations/0007_room_invites.sql"),
+    ),
+    (
+        "0008_sessions",
+        include_str!("../../migrations/0008_sessions.sql"),
     ),
 ];
 

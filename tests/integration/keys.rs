@@ -382,7 +382,10 @@ async fn deleting_keys_needs_confirmation_shreds_the_data_key_and_is_limited_to_
     assert_eq!(me["email"], s.email.to_lowercase());
     let again = app.sign_in(&s.email, None).await;
     assert_eq!(user_id(&again), uid);
-    assert_eq!(again.matrix_access_token, s.matrix_access_token);
+    // The same Matrix account; the new sign-in has a Matrix device of its own.
+    assert_eq!(again.user["matrixUserId"], s.user["matrixUserId"]);
+    assert!(again.matrix_access_token.is_some());
+    assert_ne!(again.matrix_access_token, s.matrix_access_token);
 
     // One deletion per hour, even with no keys to delete and across a restart.
     let resp = delete_keys(&app, &s.access_token, Some(CONFIRM)).await;

@@ -24,6 +24,8 @@ mod package;
 mod reminders;
 mod rooms;
 mod scheduled;
+mod sessions;
 mod storage;
+mod streams;
 mod sync;
 mod tokens;

@@ -692,6 +692,20 @@ async fn a_message_to_a_room_the_user_is_not_in_fails_with_a_reason_and_a_push()
 /// A crash after the homeserver accepted the send but before the outcome was committed
 /// means the message is sent again later; the txnId (the scheduled message id) makes that
 /// second send return the first event. Simulated by sending with that txnId first.
+/// The access token of Switchboard's own Matrix device of `user` (the one the scheduler
+/// sends with; the app's `matrixAccessToken` is another device), opened as the server does.
+fn own_matrix_token(app: &TestApp, user: &Session) -> String {
+    let master = switchboard::crypto::MasterKey::load(&app.data_dir().join("master.key"))
+        .expect("master key");
+    let conn = rusqlite::Connection::open(app.data_dir().join("switchboard.db")).unwrap();
+    let row = switchboard::store::users::find(&conn, user.user["id"].as_str().unwrap())
+        .unwrap()
+        .expect("user row");
+    switchboard::services::users::matrix_token_of(&master, &row)
+        .unwrap()
+        .expect("own Matrix token")
+}
+
 #[tokio::test]
 async fn a_repeated_send_after_a_crash_is_deduplicated_by_the_txn_id() {
     let app = TestApp::start_with_mail().await;
@@ -710,9 +724,10 @@ async fn a_repeated_send_after_a_crash_is_deduplicated_by_the_txn_id() {
         urlencode(&room),
         id
     );
+    // The send the scheduler made before "crashing": same device, same transaction id.
     let first: Value = reqwest::Client::new()
         .put(url)
-        .bearer_auth(&mx)
+        .bearer_auth(own_matrix_token(&app, &user))
         .json(&json!({"msgtype": "m.text", "body": text}))
         .send()
         .await

@@ -11,22 +11,22 @@ use tokio::sync::mpsc;
 use crate::common::matrix::{self, MatrixUser};
 use crate::common::*;
 
-const WAIT: Duration = Duration::from_secs(20);
+pub(crate) const WAIT: Duration = Duration::from_secs(20);
 
 /// One event read from the stream.
 #[derive(Debug, Clone)]
-struct SseEvent {
-    id: Option<String>,
-    event: String,
-    data: Value,
+pub(crate) struct SseEvent {
+    pub id: Option<String>,
+    pub event: String,
+    pub data: Value,
 }
 
 /// An open `GET /api/sync` stream, parsed in a background task.
-struct Sse {
+pub(crate) struct Sse {
     rx: mpsc::UnboundedReceiver<SseEvent>,
 }
 
-async fn open_sse(app: &TestApp, token: &str, last_event_id: Option<&str>) -> Sse {
+pub(crate) async fn open_sse(app: &TestApp, token: &str, last_event_id: Option<&str>) -> Sse {
     // No overall timeout: the stream is endless.
     let client = reqwest::Client::new();
     let mut req = client.get(app.url("/api/sync")).bearer_auth(token);
@@ -76,7 +76,7 @@ fn parse_block(block: &str) -> Option<SseEvent> {
 
 impl Sse {
     /// The next event, or `None` on timeout or when the stream ended.
-    async fn next(&mut self, timeout: Duration) -> Option<SseEvent> {
+    pub async fn next(&mut self, timeout: Duration) -> Option<SseEvent> {
         tokio::time::timeout(timeout, self.rx.recv())
             .await
             .ok()
@@ -84,7 +84,7 @@ impl Sse {
     }
 
     /// Skips events until one matches.
-    async fn wait_for(&mut self, what: &str, pred: impl Fn(&SseEvent) -> bool) -> SseEvent {
+    pub async fn wait_for(&mut self, what: &str, pred: impl Fn(&SseEvent) -> bool) -> SseEvent {
         let deadline = Instant::now() + WAIT;
         loop {
             let left = deadline.saturating_duration_since(Instant::now());
@@ -97,7 +97,7 @@ impl Sse {
     }
 
     /// Whether the stream ends within `timeout`.
-    async fn ends_within(&mut self, timeout: Duration) -> bool {
+    pub async fn ends_within(&mut self, timeout: Duration) -> bool {
         let deadline = Instant::now() + timeout;
         loop {
             match tokio::time::timeout_at(deadline.into(), self.rx.recv()).await {
@@ -109,7 +109,7 @@ impl Sse {
     }
 }
 
-fn is_message_created(e: &SseEvent, event_id: &str) -> bool {
+pub(crate) fn is_message_created(e: &SseEvent, event_id: &str) -> bool {
     e.event == "message.created" && e.data["eventId"] == event_id
 }
 
