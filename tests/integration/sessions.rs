@@ -118,11 +118,13 @@ async fn each_sign_in_has_its_own_matrix_device_and_logout_logs_them_out_while_s
         m2.as_str()
     );
 
-    // A room, joined by the sync worker, and a stream on the still-valid access token.
+    // A room, accepted through the API (bob is no bridge bot), and a stream on the
+    // still-valid access token.
     let bob = matrix::register("bob").await;
     let room = bob
         .create_room(Some("After logout"), &[mxid.as_str().unwrap()], false)
         .await;
+    accept_invite(&app, &access, &room).await;
     bob.wait_for_member(&room, mxid.as_str().unwrap(), WAIT)
         .await;
     let mut sse = open_sse(&app, &access, None).await;

@@ -191,6 +191,8 @@ async fn another_users_traffic_does_not_push_a_users_events_out_of_the_replay_wi
     let room = bob
         .create_room(Some("Shared"), &[&mxid(&alice), &mxid(&mallory)], false)
         .await;
+    accept_invite(&app, &alice.access_token, &room).await;
+    accept_invite(&app, &mallory.access_token, &room).await;
     bob.wait_for_member(&room, &mxid(&alice), WAIT).await;
     bob.wait_for_member(&room, &mxid(&mallory), WAIT).await;
 
