@@ -13,6 +13,7 @@ pub mod keys;
 pub mod linked;
 pub mod mail;
 pub mod messages;
+pub mod pages;
 pub mod reminders;
 pub mod rooms;
 pub mod scheduled;
