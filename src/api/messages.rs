@@ -311,6 +311,17 @@ impl<S> FastJson<S> {
         Ok(Self::from_bytes(body.into()))
     }
 
+    /// The body of a poem-openapi object, written as `Json` would write it (for pages that
+    /// are rendered once and cached).
+    pub fn object_bytes(value: &impl ToJSON) -> Result<Bytes, AppError> {
+        let value = value
+            .to_json()
+            .ok_or_else(|| AppError::internal("response not representable as JSON"))?;
+        serde_json::to_vec(&value)
+            .map(Bytes::from)
+            .map_err(AppError::internal)
+    }
+
     /// A body already written (e.g. a cached page).
     pub fn from_bytes(body: Bytes) -> Self {
         Self {
@@ -456,11 +467,14 @@ impl MessagesApi {
         &self,
         state: Data<&AppState>,
         auth: BearerAuth,
-    ) -> Result<Json<StatsResult>, AppError> {
-        let stats = messages::stats(&state, auth.user_id()).await?;
-        Ok(Json(StatsResult {
-            stats: stats.into(),
-        }))
+    ) -> Result<FastJson<StatsResult>, AppError> {
+        let body = messages::stats_rendered(&state, auth.user_id(), |stats| {
+            FastJson::<StatsResult>::object_bytes(&StatsResult {
+                stats: stats.into(),
+            })
+        })
+        .await?;
+        Ok(FastJson::from_bytes(body))
     }
 
     /// Send to several rooms

@@ -1,5 +1,5 @@
-//! The cache of rendered read pages: history (readable and sealed), room lists and message
-//! statistics, each kept as the exact JSON body that was sent.
+//! The cache of rendered read pages: history (readable and sealed), room lists, single
+//! rooms and message statistics, each kept as the exact JSON body that was sent.
 //!
 //! Apps and scripts read the same pages over and over (the newest messages of a
 //! conversation, the first page of the inbox). A page is rendered once and served from
@@ -61,6 +61,8 @@ pub enum PageView {
         cursor: Option<String>,
         limit: i64,
     },
+    /// `GET /api/rooms/{roomId}`.
+    Room { room_id: String, readable: bool },
     /// `GET /api/messages/stats`.
     Stats,
 }

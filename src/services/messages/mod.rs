@@ -454,6 +454,26 @@ pub async fn delete_one(state: &AppState, user_id: &str, message_id: &str) -> Ap
     Ok(id)
 }
 
+/// `GET /api/messages/stats`, rendered by `render` and served from the page cache until
+/// the next write.
+pub async fn stats_rendered(
+    state: &AppState,
+    user_id: &str,
+    render: impl FnOnce(MessageStats) -> AppResult<Bytes>,
+) -> AppResult<Bytes> {
+    let key = PageKey {
+        user_id: user_id.to_owned(),
+        view: PageView::Stats,
+    };
+    if let Some(body) = state.pages.get(&key) {
+        return Ok(body);
+    }
+    let since = state.pages.epoch();
+    let body = render(stats(state, user_id).await?)?;
+    state.pages.insert(key, since, body.clone());
+    Ok(body)
+}
+
 /// `GET /api/messages/stats`: SQL aggregates over the caller's stored messages.
 pub async fn stats(state: &AppState, user_id: &str) -> AppResult<MessageStats> {
     let uid = user_id.to_owned();
