@@ -19,10 +19,13 @@
 //! never sealed under the same key and nonce. The only thing a repeat tells an observer of
 //! the (TLS-protected) answers is that the page did not change, which the caller knows.
 
+use std::future::Future;
+use std::sync::Arc;
 use std::time::Duration;
 
 use bytes::Bytes;
 
+use crate::error::AppResult;
 use crate::store::epoch::{EpochCache, WriteEpoch};
 
 /// A page is served from memory for at most this long: writes by this process end it at
@@ -69,33 +72,71 @@ pub enum PageView {
 
 /// Rendered pages (JSON bodies) by [`PageKey`]; `None` when turned off
 /// (`storage.history_cache_mb = 0`).
-pub struct PageCache(Option<EpochCache<PageKey, Bytes>>);
+pub struct PageCache {
+    pages: Option<EpochCache<PageKey, Bytes>>,
+    /// One render at a time per key: after a write, the many requests for the same page
+    /// that arrive together wait for the first render instead of each sealing their own
+    /// (with 64 connections and 20 messages a second that is most of the work).
+    rendering: moka::sync::Cache<PageKey, Arc<tokio::sync::Mutex<()>>>,
+}
 
 impl PageCache {
     pub fn new(epoch: &WriteEpoch, megabytes: u32) -> Self {
-        Self((megabytes > 0).then(|| {
-            EpochCache::new(
-                epoch,
-                u64::from(megabytes) * 1024 * 1024,
-                PAGE_CACHE_MAX_AGE,
-                Some(|body: &Bytes| u32::try_from(body.len()).unwrap_or(u32::MAX)),
-            )
-        }))
+        Self {
+            pages: (megabytes > 0).then(|| {
+                EpochCache::new(
+                    epoch,
+                    u64::from(megabytes) * 1024 * 1024,
+                    PAGE_CACHE_MAX_AGE,
+                    Some(|body: &Bytes| u32::try_from(body.len()).unwrap_or(u32::MAX)),
+                )
+            }),
+            rendering: moka::sync::Cache::builder()
+                .max_capacity(10_000)
+                .time_to_idle(Duration::from_secs(10))
+                .build(),
+        }
     }
 
     pub fn get(&self, key: &PageKey) -> Option<Bytes> {
-        self.0.as_ref()?.get(key)
+        self.pages.as_ref()?.get(key)
     }
 
     /// The epoch to take before reading the data of a page.
     pub fn epoch(&self) -> u64 {
-        self.0.as_ref().map_or(0, EpochCache::epoch)
+        self.pages.as_ref().map_or(0, EpochCache::epoch)
     }
 
     /// Files a page rendered from data read after `epoch` was taken.
     pub fn insert(&self, key: PageKey, epoch: u64, body: Bytes) {
-        if let Some(cache) = &self.0 {
+        if let Some(cache) = &self.pages {
             cache.insert(key, epoch, body);
         }
+    }
+
+    /// The cached page, or the one `render` makes (filed when nothing was written
+    /// meanwhile). Concurrent misses of one key render once; errors are not cached.
+    pub async fn get_or_render<F, Fut>(&self, key: PageKey, render: F) -> AppResult<Bytes>
+    where
+        F: FnOnce() -> Fut,
+        Fut: Future<Output = AppResult<Bytes>>,
+    {
+        if self.pages.is_none() {
+            return render().await;
+        }
+        if let Some(body) = self.get(&key) {
+            return Ok(body);
+        }
+        let lock = self
+            .rendering
+            .get_with_by_ref(&key, || Arc::new(tokio::sync::Mutex::new(())));
+        let _turn = lock.lock().await;
+        if let Some(body) = self.get(&key) {
+            return Ok(body);
+        }
+        let since = self.epoch();
+        let body = render().await?;
+        self.insert(key, since, body.clone());
+        Ok(body)
     }
 }

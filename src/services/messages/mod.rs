@@ -198,21 +198,21 @@ pub async fn history(
                 limit,
             },
         };
-        if let Some(body) = state.pages.get(&key) {
-            return Ok(History::Readable(body));
-        }
-        let cursor = q.cursor.as_deref().map(Cursor::decode).transpose()?;
-        let since = state.pages.epoch();
         let body = state
-            .store
-            .run(move |c| {
-                let user = load_user(c, &uid)?;
-                conversations::require_readable(&user)?;
-                let dek = users::data_key(&master, &user)?;
-                readable_page(c, &user, &dek, room_id, cursor, limit)
+            .pages
+            .get_or_render(key, || async move {
+                let cursor = q.cursor.as_deref().map(Cursor::decode).transpose()?;
+                state
+                    .store
+                    .run(move |c| {
+                        let user = load_user(c, &uid)?;
+                        conversations::require_readable(&user)?;
+                        let dek = users::data_key(&master, &user)?;
+                        readable_page(c, &user, &dek, room_id, cursor, limit)
+                    })
+                    .await
             })
             .await?;
-        state.pages.insert(key, since, body.clone());
         return Ok(History::Readable(body));
     }
     if q.cursor.is_some() {
@@ -233,13 +233,8 @@ pub async fn history(
             limit,
         },
     };
-    if let Some(body) = state.pages.get(&key) {
-        return Ok(History::Encrypted(body));
-    }
-    let since = state.pages.epoch();
-    let body = state
-        .store
-        .run(move |c| {
+    let render = || {
+        state.store.run(move |c| {
             let user = load_user(c, &uid)?;
             let key = user_keys::find(c, &uid)?.ok_or_else(conversations::keys_not_registered)?;
             let recipient = validate_public_key(&key.public_key)
@@ -264,8 +259,8 @@ pub async fn history(
             let dek = users::data_key(&master, &user)?;
             sealed::seal_page(&user, &dek, &recipient, rows)
         })
-        .await?;
-    state.pages.insert(key, since, body.clone());
+    };
+    let body = state.pages.get_or_render(key, render).await?;
     Ok(History::Encrypted(body))
 }
 
@@ -465,13 +460,10 @@ pub async fn stats_rendered(
         user_id: user_id.to_owned(),
         view: PageView::Stats,
     };
-    if let Some(body) = state.pages.get(&key) {
-        return Ok(body);
-    }
-    let since = state.pages.epoch();
-    let body = render(stats(state, user_id).await?)?;
-    state.pages.insert(key, since, body.clone());
-    Ok(body)
+    state
+        .pages
+        .get_or_render(key, || async move { render(stats(state, user_id).await?) })
+        .await
 }
 
 /// `GET /api/messages/stats`: SQL aggregates over the caller's stored messages.

@@ -68,13 +68,12 @@ pub async fn list_rendered(
             limit: parse_limit(params.limit)?,
         },
     };
-    if let Some(body) = state.pages.get(&key) {
-        return Ok(body);
-    }
-    let since = state.pages.epoch();
-    let body = render(super::list(state, principal, params).await?)?;
-    state.pages.insert(key, since, body.clone());
-    Ok(body)
+    state
+        .pages
+        .get_or_render(key, || async move {
+            render(super::list(state, principal, params).await?)
+        })
+        .await
 }
 
 /// `GET /api/rooms/{roomId}`, rendered by `render`.
