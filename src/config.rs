@@ -82,8 +82,8 @@ pub struct StorageConfig {
     pub master_key_file: Option<PathBuf>,
     /// `full` by default so that an acknowledged write survives power loss, not only `kill -9`.
     pub synchronous: Synchronous,
-    /// Memory (MiB) for rendered personal-token history pages, served again until the next
-    /// write to the database; 0 turns the cache off.
+    /// Memory (MiB) for rendered read pages (history, room lists, single rooms, statistics),
+    /// served again until the next write to the database; 0 turns the cache off.
     pub history_cache_mb: u32,
 }
 

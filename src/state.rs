@@ -35,8 +35,8 @@ pub struct Inner {
     pub jwt: JwtKeys,
     /// Recently verified credentials (see [`crate::services::session::AuthCache`]).
     pub auth_cache: crate::services::session::AuthCache,
-    /// Rendered personal-token history pages (see [`crate::services::messages::readable`]).
-    pub history_pages: crate::services::messages::readable::PageCache,
+    /// Rendered read pages: history, room lists, statistics (see [`crate::services::pages`]).
+    pub pages: crate::services::pages::PageCache,
     pub mailer: Mailer,
     pub matrix: Option<MatrixClient>,
     /// Provisioning clients of the configured bridges, their status cache and login processes.
@@ -100,10 +100,8 @@ impl AppState {
             None => None,
         };
         let auth_cache = crate::services::session::AuthCache::new(store.epoch());
-        let history_pages = crate::services::messages::readable::PageCache::new(
-            store.epoch(),
-            config.storage.history_cache_mb,
-        );
+        let pages =
+            crate::services::pages::PageCache::new(store.epoch(), config.storage.history_cache_mb);
         let mailer = Mailer::new(&config.mail).map_err(|e| StartupError::Other(e.to_string()))?;
         Ok(Self(Arc::new(Inner {
             mailer,
@@ -113,7 +111,7 @@ impl AppState {
             limiter: RateLimiter::new(),
             jwt,
             auth_cache,
-            history_pages,
+            pages,
             matrix,
             bridges,
             ai_scorer: crate::ai::Scorer::new(config.ai.as_ref(), &http),

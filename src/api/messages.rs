@@ -3,8 +3,6 @@
 
 use std::marker::PhantomData;
 
-use base64::engine::general_purpose::STANDARD;
-use base64::Engine as _;
 use bytes::Bytes;
 use poem::web::Data;
 use poem::IntoResponse;
@@ -18,7 +16,7 @@ use serde::Serialize;
 use super::security::BearerAuth;
 use super::ApiTags;
 use crate::error::AppError;
-use crate::services::messages::{self, HistoryQuery, MultiSendItem, SealedMessage};
+use crate::services::messages::{self, HistoryQuery, MultiSendItem};
 use crate::state::AppState;
 use crate::store::messages::MessageStats;
 
@@ -29,11 +27,20 @@ use crate::store::messages::MessageStats;
 /// (key, `nonce`, no associated data) of the UTF-8 JSON `{"body": <text, empty when
 /// redacted>, "content": <Matrix event content>}`, tag appended. All fields standard
 /// base64 with padding.
-#[derive(Debug, Object, Serialize)]
-#[serde(rename_all = "camelCase")]
+///
+/// Open each envelope on its own with its own `ephemeralPubkey` and `nonce`. The server
+/// uses one ephemeral key for all envelopes of one response (each with its own random
+/// nonce) and may answer an unchanged page again with the identical bytes (the same
+/// ephemeral key, nonces and ciphertexts: a repeat of one encryption, never a new
+/// plaintext under a used key and nonce); clients must not assume either way.
+///
+/// Documents the response; it is written by the messages service.
+#[derive(Debug, Object)]
 #[oai(rename = "EncryptedContent", rename_all = "camelCase")]
+#[allow(dead_code)]
 pub struct EncryptedContent {
-    /// The sender's one-time X25519 public key (32 bytes).
+    /// The X25519 public key of the ephemeral key the content was sealed with (32 bytes);
+    /// shared by the envelopes of one response.
     pub ephemeral_pubkey: String,
     /// 24 bytes.
     pub nonce: String,
@@ -41,9 +48,11 @@ pub struct EncryptedContent {
 }
 
 /// A message for native clients: visible metadata, content sealed to the user's key.
-#[derive(Debug, Object, Serialize)]
-#[serde(rename_all = "camelCase")]
+///
+/// Documents the response; it is written by the messages service.
+#[derive(Debug, Object)]
 #[oai(rename = "EncryptedMessage", rename_all = "camelCase")]
+#[allow(dead_code)]
 pub struct EncryptedMessageView {
     /// Message id (UUID): the id `DELETE /api/messages/{messageId}` takes.
     pub id: String,
@@ -66,30 +75,6 @@ pub struct EncryptedMessageView {
     pub edited: bool,
     pub redacted: bool,
     pub encrypted_content: EncryptedContent,
-}
-
-impl From<SealedMessage> for EncryptedMessageView {
-    fn from(m: SealedMessage) -> Self {
-        let env = m.envelope;
-        Self {
-            id: m.row.id,
-            event_id: m.row.event_id,
-            room_id: m.row.room_id,
-            sender_id: m.row.sender_id,
-            timestamp: m.row.ts,
-            msgtype: m.row.msgtype,
-            platform: m.platform,
-            importance: m.row.importance,
-            is_mine: m.is_mine,
-            edited: m.row.edited,
-            redacted: m.row.redacted,
-            encrypted_content: EncryptedContent {
-                ephemeral_pubkey: STANDARD.encode(env.ephemeral_pubkey),
-                nonce: STANDARD.encode(env.nonce),
-                ciphertext: STANDARD.encode(&env.ciphertext),
-            },
-        }
-    }
 }
 
 #[derive(Debug, Clone, Copy, Enum, Serialize)]
@@ -125,10 +110,10 @@ pub struct ReadableMessageView {
     pub timestamp: i64,
 }
 
-/// Native sessions: a page of encrypted messages.
-#[derive(Debug, Object, Serialize)]
-#[serde(rename_all = "camelCase")]
+/// Native sessions: a page of encrypted messages (written by the messages service).
+#[derive(Debug, Object)]
 #[oai(rename = "EncryptedMessagePage")]
+#[allow(dead_code)]
 pub struct EncryptedHistory {
     /// Newest first.
     pub messages: Vec<EncryptedMessageView>,
@@ -326,6 +311,17 @@ impl<S> FastJson<S> {
         Ok(Self::from_bytes(body.into()))
     }
 
+    /// The body of a poem-openapi object, written as `Json` would write it (for pages that
+    /// are rendered once and cached).
+    pub fn object_bytes(value: &impl ToJSON) -> Result<Bytes, AppError> {
+        let value = value
+            .to_json()
+            .ok_or_else(|| AppError::internal("response not representable as JSON"))?;
+        serde_json::to_vec(&value)
+            .map(Bytes::from)
+            .map_err(AppError::internal)
+    }
+
     /// A body already written (e.g. a cached page).
     pub fn from_bytes(body: Bytes) -> Self {
         Self {
@@ -410,13 +406,9 @@ impl MessagesApi {
             limit: limit.0,
         };
         match messages::history(&state, &auth.0, query).await? {
-            messages::History::Encrypted(list) => {
-                let page = EncryptedHistory {
-                    messages: list.into_iter().map(Into::into).collect(),
-                };
-                FastJson::new(&page, 512 * page.messages.len() + 16)
+            messages::History::Encrypted(body) | messages::History::Readable(body) => {
+                Ok(FastJson::from_bytes(body))
             }
-            messages::History::Readable(body) => Ok(FastJson::from_bytes(body)),
         }
     }
 
@@ -475,11 +467,14 @@ impl MessagesApi {
         &self,
         state: Data<&AppState>,
         auth: BearerAuth,
-    ) -> Result<Json<StatsResult>, AppError> {
-        let stats = messages::stats(&state, auth.user_id()).await?;
-        Ok(Json(StatsResult {
-            stats: stats.into(),
-        }))
+    ) -> Result<FastJson<StatsResult>, AppError> {
+        let body = messages::stats_rendered(&state, auth.user_id(), |stats| {
+            FastJson::<StatsResult>::object_bytes(&StatsResult {
+                stats: stats.into(),
+            })
+        })
+        .await?;
+        Ok(FastJson::from_bytes(body))
     }
 
     /// Send to several rooms

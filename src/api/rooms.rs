@@ -9,6 +9,7 @@ use poem_openapi::types::MaybeUndefined;
 use poem_openapi::{Object, OpenApi};
 
 use super::linked::LinkedGroup;
+use super::messages::FastJson;
 use super::security::BearerAuth;
 use super::views::MessageResponse;
 use super::ApiTags;
@@ -244,18 +245,21 @@ impl RoomsApi {
         archived: Query<Option<String>>,
         /// `nextCursor` of the previous page.
         cursor: Query<Option<String>>,
-    ) -> Result<Json<RoomListResult>, AppError> {
+    ) -> Result<FastJson<RoomListResult>, AppError> {
         let params = ListParams {
             sort_by: sort_by.0,
             limit: limit.0,
             archived: archived.0,
             cursor: cursor.0,
         };
-        let page = rooms::list(&state, &auth.0, params).await?;
-        Ok(Json(RoomListResult {
-            rooms: page.rooms.into_iter().map(Into::into).collect(),
-            next_cursor: page.next_cursor,
-        }))
+        let body = rooms::list_rendered(&state, &auth.0, params, |page| {
+            FastJson::<RoomListResult>::object_bytes(&RoomListResult {
+                rooms: page.rooms.into_iter().map(Into::into).collect(),
+                next_cursor: page.next_cursor,
+            })
+        })
+        .await?;
+        Ok(FastJson::from_bytes(body))
     }
 
     /// Rooms with high-priority unread messages
@@ -285,7 +289,8 @@ impl RoomsApi {
     /// refreshed from the homeserver and stored: the recipient of a direct room is its
     /// partner in the user's `m.direct`, else its one joined member other than the user and
     /// the bridge bots; null for groups or when unknown. When the homeserver cannot be
-    /// reached the stored data is returned. `roomId` is URL-encoded (`%21abc%3Aserver`).
+    /// reached, or when this room was refreshed for the caller within the last 10 s (the
+    /// sync worker keeps members current in between), the stored data is returned. `roomId` is URL-encoded (`%21abc%3Aserver`).
     /// 404 `not_found` when the caller does not have the room. Personal tokens get the
     /// readable shape (409 `NO_SIGNING_KEY` after the keys were deleted); a personal-token
     /// script should call this before sending: a null `recipientId` means the conversation
@@ -298,9 +303,12 @@ impl RoomsApi {
         /// Matrix room ID, URL-encoded.
         #[oai(name = "roomId")]
         room_id: Path<String>,
-    ) -> Result<Json<RoomGetResult>, AppError> {
-        let room = rooms::get(&state, &auth.0, &room_id.0).await?;
-        Ok(Json(RoomGetResult { room: room.into() }))
+    ) -> Result<FastJson<RoomGetResult>, AppError> {
+        let body = rooms::get_rendered(&state, &auth.0, &room_id.0, |room| {
+            FastJson::<RoomGetResult>::object_bytes(&RoomGetResult { room: room.into() })
+        })
+        .await?;
+        Ok(FastJson::from_bytes(body))
     }
 
     /// Set the encrypted name and avatar

@@ -9,9 +9,13 @@
 //! ct     = XChaCha20-Poly1305(key, nonce = 24 random bytes, aad = empty, plaintext)
 //! ```
 //!
-//! A fresh ephemeral key per envelope means the key is used exactly once, so
-//! the random nonce is belt-and-braces. All-zero shared secrets (produced by
-//! low-order points) are rejected, since the resulting key would be public.
+//! [`seal_to`] draws a fresh ephemeral key per envelope. A [`Sealer`] draws one
+//! ephemeral key for several envelopes to the same recipient (one history page:
+//! DESIGN §8 allows it), so the X25519 is paid once; the envelopes then share
+//! the key and differ by their random 24-byte nonces, which XChaCha20 makes safe
+//! to draw at random (collision odds ~2^-96 per pair). All-zero shared secrets
+//! (produced by low-order points) are rejected, since the resulting key would be
+//! public.
 
 use base64::engine::general_purpose::STANDARD;
 use base64::Engine as _;
@@ -82,24 +86,58 @@ fn envelope_key(shared: &SharedSecret) -> Result<[u8; 32], CryptoError> {
     Ok(key)
 }
 
-/// Seal `plaintext` so only the holder of the secret for `recipient_public` can open it.
+/// Seal `plaintext` so only the holder of the secret for `recipient_public` can open it,
+/// with an ephemeral key of its own.
 ///
 /// Fails only if `recipient_public` is a low-order point.
 pub fn seal_to(recipient_public: &[u8; 32], plaintext: &[u8]) -> Result<Envelope, CryptoError> {
-    let ephemeral = EphemeralSecret::random_from_rng(&mut os_rng());
-    let ephemeral_pubkey = PublicKey::from(&ephemeral).to_bytes();
-    let shared = ephemeral.diffie_hellman(&PublicKey::from(*recipient_public));
-    let mut key = envelope_key(&shared)?;
-    let nonce: [u8; 24] = random_array();
-    let ciphertext = aead::cipher(&key)
-        .encrypt(&XNonce::from(nonce), plaintext)
-        .expect("XChaCha20-Poly1305 encryption cannot fail for in-memory inputs");
-    key.fill(0);
-    Ok(Envelope {
-        ephemeral_pubkey,
-        nonce,
-        ciphertext,
-    })
+    Ok(Sealer::to(recipient_public)?.seal(plaintext))
+}
+
+/// One ephemeral key and its derived envelope key, for sealing several plaintexts to one
+/// recipient: one X25519 for all of them, a fresh random nonce for each. Only the derived
+/// key is kept (the ephemeral secret is consumed by the key agreement); it is wiped on drop.
+pub struct Sealer {
+    ephemeral_pubkey: [u8; 32],
+    key: [u8; 32],
+}
+
+impl Sealer {
+    /// A new ephemeral key agreed with `recipient_public`. Fails only if it is a low-order
+    /// point.
+    pub fn to(recipient_public: &[u8; 32]) -> Result<Self, CryptoError> {
+        let ephemeral = EphemeralSecret::random_from_rng(&mut os_rng());
+        let ephemeral_pubkey = PublicKey::from(&ephemeral).to_bytes();
+        let shared = ephemeral.diffie_hellman(&PublicKey::from(*recipient_public));
+        Ok(Self {
+            ephemeral_pubkey,
+            key: envelope_key(&shared)?,
+        })
+    }
+
+    /// The public half of the ephemeral key every envelope of this sealer carries.
+    pub fn ephemeral_pubkey(&self) -> [u8; 32] {
+        self.ephemeral_pubkey
+    }
+
+    /// Seals one plaintext under the shared key with a fresh random nonce.
+    pub fn seal(&self, plaintext: &[u8]) -> Envelope {
+        let nonce: [u8; 24] = random_array();
+        let ciphertext = aead::cipher(&self.key)
+            .encrypt(&XNonce::from(nonce), plaintext)
+            .expect("XChaCha20-Poly1305 encryption cannot fail for in-memory inputs");
+        Envelope {
+            ephemeral_pubkey: self.ephemeral_pubkey,
+            nonce,
+            ciphertext,
+        }
+    }
+}
+
+impl Drop for Sealer {
+    fn drop(&mut self) {
+        self.key.fill(0);
+    }
 }
 
 /// Open an envelope with the recipient's static secret.
@@ -138,6 +176,22 @@ mod tests {
         let parsed = Envelope::from_base64(&e, &n, &c).unwrap();
         assert_eq!(parsed, env);
         assert_eq!(open_envelope(&secret, &parsed).unwrap(), b"hello envelope");
+    }
+
+    #[test]
+    fn one_sealer_shares_the_ephemeral_key_with_distinct_nonces_and_each_opens() {
+        let (secret, public) = recipient();
+        let sealer = Sealer::to(&public).unwrap();
+        let a = sealer.seal(b"first");
+        let b = sealer.seal(b"second");
+        assert_eq!(a.ephemeral_pubkey, b.ephemeral_pubkey);
+        assert_eq!(a.ephemeral_pubkey, sealer.ephemeral_pubkey());
+        assert_ne!(a.nonce, b.nonce);
+        assert_eq!(open_envelope(&secret, &a).unwrap(), b"first");
+        assert_eq!(open_envelope(&secret, &b).unwrap(), b"second");
+        let other = Sealer::to(&public).unwrap();
+        assert_ne!(other.ephemeral_pubkey(), sealer.ephemeral_pubkey());
+        assert!(Sealer::to(&[0u8; 32]).is_err());
     }
 
     #[test]

@@ -28,7 +28,7 @@ mod server_keys;
 mod tokens;
 
 pub use column::{Aad, DataKey};
-pub use envelope::{open_envelope, seal_to, Envelope};
+pub use envelope::{open_envelope, seal_to, Envelope, Sealer};
 pub use error::CryptoError;
 pub use master::{normalize_email, MasterKey};
 pub use server_keys::{attestation_message, verify_signature, ServerKeys};

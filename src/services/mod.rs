@@ -14,6 +14,7 @@ pub mod linked;
 pub mod mail;
 pub mod matrix_sessions;
 pub mod messages;
+pub mod pages;
 pub mod reminders;
 pub mod rooms;
 pub mod scheduled;

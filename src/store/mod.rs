@@ -77,6 +77,10 @@ const MIGRATIONS: &[(&str, &str)] = &[
         "0008_sessions",
         include_str!("../../migrations/0008_sessions.sql"),
     ),
+    (
+        "0009_room_list_order",
+        include_str!("../../migrations/0009_room_list_order.sql"),
+    ),
 ];
 
 /// Latest schema version this binary knows.
@@ -256,6 +260,40 @@ fn create_private_file(path: &Path) -> Result<(), StoreError> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn room_list_pages_are_read_in_index_order_without_sorting_all_rooms() {
+        use crate::store::rooms::{list_page_query, RoomListKey, RoomSort};
+        let dir = tempfile::tempdir().unwrap();
+        let store = Store::open(&StorageConfig {
+            data_dir: dir.path().to_path_buf(),
+            ..StorageConfig::default()
+        })
+        .unwrap();
+        let conn = store.conn().unwrap();
+        let after = RoomListKey {
+            pinned: false,
+            primary: 0.5,
+            recency: 1_000,
+            room_id: "!r:hs".into(),
+        };
+        for sort in [RoomSort::Importance, RoomSort::Recent, RoomSort::Unread] {
+            for archived in [false, true] {
+                for after in [None, Some(&after)] {
+                    let (sql, args) = list_page_query("u", sort, Some(archived), after, 51);
+                    let mut stmt = conn.prepare(&format!("EXPLAIN QUERY PLAN {sql}")).unwrap();
+                    let plan: Vec<String> = stmt
+                        .query_map(rusqlite::params_from_iter(args), |r| r.get(3))
+                        .unwrap()
+                        .collect::<Result<_, _>>()
+                        .unwrap();
+                    let plan = plan.join("; ");
+                    assert!(plan.contains("rooms_page_"), "{sort:?}: {plan}");
+                    assert!(!plan.contains("TEMP B-TREE"), "{sort:?}: {plan}");
+                }
+            }
+        }
+    }
 
     #[test]
     fn migrations_apply_once_and_record_the_schema_version() {

@@ -242,6 +242,8 @@ impl RoomListKey {
 
 /// One page of a user's visible rooms. `archived`: `Some(false)` active only,
 /// `Some(true)` archived only, `None` both. Rows come after `after` in the sort order.
+/// With `archived` given, the rows are read in the order of an index of migration 0007
+/// (the ORDER BY must stay the indexed expressions), so a page does not sort all rooms.
 pub fn list_page(
     conn: &Connection,
     user_id: &str,
@@ -250,6 +252,20 @@ pub fn list_page(
     after: Option<&RoomListKey>,
     limit: i64,
 ) -> rusqlite::Result<Vec<RoomRow>> {
+    let (sql, args) = list_page_query(user_id, sort, archived, after, limit);
+    let mut stmt = conn.prepare_cached(&sql)?;
+    let rows = stmt.query_map(rusqlite::params_from_iter(args), from_row)?;
+    rows.collect()
+}
+
+/// The statement of [`list_page`] and its arguments.
+pub fn list_page_query(
+    user_id: &str,
+    sort: RoomSort,
+    archived: Option<bool>,
+    after: Option<&RoomListKey>,
+    limit: i64,
+) -> (String, Vec<rusqlite::types::Value>) {
     let mut sql = format!("SELECT {COLUMNS} FROM rooms WHERE user_id = ?1 AND {VISIBLE}");
     let mut args: Vec<rusqlite::types::Value> = vec![user_id.to_owned().into()];
     if let Some(a) = archived {
@@ -283,9 +299,7 @@ pub fn list_page(
         " ORDER BY pinned DESC, {primary}{RECENCY_EXPR} DESC, room_id ASC LIMIT ?{}",
         args.len()
     ));
-    let mut stmt = conn.prepare_cached(&sql)?;
-    let rows = stmt.query_map(rusqlite::params_from_iter(args), from_row)?;
-    rows.collect()
+    (sql, args)
 }
 
 /// Visible, non-archived rooms per platform (`NULL` platform counted as `"matrix"`): the

@@ -4,8 +4,10 @@
 //! - History is one index range scan (`messages_room_ts`, order `ts DESC, event_id ASC`)
 //!   per page; only the page is opened, and everything runs in one blocking store job.
 //! - Native callers get each message's content sealed to their registered X25519 key
-//!   ([`crypto::seal_to`], DESIGN §8 Seal) as the JSON `{"body", "content"}`; personal
-//!   tokens get readable text and an opaque cursor.
+//!   (DESIGN §8 Seal, one ephemeral key per page: [`sealed`]) as the JSON
+//!   `{"body", "content"}`; personal tokens get readable text and an opaque cursor.
+//! - Both views are rendered once and served from memory until the next write
+//!   ([`crate::services::pages`]).
 //! - Rows whose content can no longer be opened (sealed under a data key destroyed by
 //!   `DELETE /api/keys`) are left out of pages: that content is gone for good.
 //! - Direction: a message is `outgoing` when its sender is the user's Matrix ID or the
@@ -23,13 +25,14 @@ use base64::Engine as _;
 use bytes::Bytes;
 use rusqlite::Connection;
 use serde::{Deserialize, Serialize};
-use serde_json::{json, Value};
+use serde_json::json;
 
 use super::conversations::{self, MessageContent};
 use super::keys::validate_public_key;
+use super::pages::{PageKey, PageView};
 use super::session::Principal;
 use super::users;
-use crate::crypto::{self, DataKey, Envelope};
+use crate::crypto::DataKey;
 use crate::error::{AppError, AppResult};
 use crate::events::kind;
 use crate::state::AppState;
@@ -40,6 +43,7 @@ use cache::KeyTag;
 
 pub mod cache;
 pub mod readable;
+mod sealed;
 pub mod send;
 
 pub use readable::ReadableMessage;
@@ -65,19 +69,10 @@ pub struct HistoryQuery {
     pub limit: Option<i64>,
 }
 
-/// A native message: visible metadata and the sealed content.
-#[derive(Debug, Clone)]
-pub struct SealedMessage {
-    /// The stored row (its `content_enc` emptied).
-    pub row: MessageRow,
-    pub platform: Option<String>,
-    pub is_mine: bool,
-    pub envelope: Envelope,
-}
-
 #[derive(Debug, Clone)]
 pub enum History {
-    Encrypted(Vec<SealedMessage>),
+    /// A native page, rendered as its JSON body ([`sealed::seal_page`]).
+    Encrypted(Bytes),
     /// A personal-token page, rendered as its JSON body ([`readable::render`]).
     Readable(Bytes),
 }
@@ -195,27 +190,29 @@ pub async fn history(
                 "personal tokens page with `cursor` (from `nextCursor`), not `before`",
             ));
         }
-        let key = readable::PageKey {
+        let key = PageKey {
             user_id: uid.clone(),
-            room_id: room_id.clone(),
-            cursor: q.cursor.clone(),
-            limit,
+            view: PageView::ReadableHistory {
+                room_id: room_id.clone(),
+                cursor: q.cursor.clone(),
+                limit,
+            },
         };
-        if let Some(body) = state.history_pages.get(&key) {
-            return Ok(History::Readable(body));
-        }
-        let cursor = q.cursor.as_deref().map(Cursor::decode).transpose()?;
-        let since = state.history_pages.epoch();
         let body = state
-            .store
-            .run(move |c| {
-                let user = load_user(c, &uid)?;
-                conversations::require_readable(&user)?;
-                let dek = users::data_key(&master, &user)?;
-                readable_page(c, &user, &dek, room_id, cursor, limit)
+            .pages
+            .get_or_render(key, || async move {
+                let cursor = q.cursor.as_deref().map(Cursor::decode).transpose()?;
+                state
+                    .store
+                    .run(move |c| {
+                        let user = load_user(c, &uid)?;
+                        conversations::require_readable(&user)?;
+                        let dek = users::data_key(&master, &user)?;
+                        readable_page(c, &user, &dek, room_id, cursor, limit)
+                    })
+                    .await
             })
             .await?;
-        state.history_pages.insert(key, since, body.clone());
         return Ok(History::Readable(body));
     }
     if q.cursor.is_some() {
@@ -224,13 +221,20 @@ pub async fn history(
             "native sessions page with `before` (a timestamp), not `cursor`",
         ));
     }
-    let start = match parse_before(q.before.as_deref())? {
-        Some(ms) => PageStart::before(ms),
-        None => PageStart::newest(),
+    let before = parse_before(q.before.as_deref())?;
+    let start = before.map_or_else(PageStart::newest, PageStart::before);
+    // The key needs no public key: registering or replacing one is a write, which ends
+    // every page sealed to the old one.
+    let key = PageKey {
+        user_id: uid.clone(),
+        view: PageView::SealedHistory {
+            room_id: room_id.clone(),
+            before,
+            limit,
+        },
     };
-    state
-        .store
-        .run(move |c| {
+    let render = || {
+        state.store.run(move |c| {
             let user = load_user(c, &uid)?;
             let key = user_keys::find(c, &uid)?.ok_or_else(conversations::keys_not_registered)?;
             let recipient = validate_public_key(&key.public_key)
@@ -253,9 +257,11 @@ pub async fn history(
                 None => stored::user_page(c, &uid, &start, limit)?,
             };
             let dek = users::data_key(&master, &user)?;
-            seal_page(&user, &dek, &recipient, rows)
+            sealed::seal_page(&user, &dek, &recipient, rows)
         })
-        .await
+    };
+    let body = state.pages.get_or_render(key, render).await?;
+    Ok(History::Encrypted(body))
 }
 
 /// Opens a stored message (through the cache): `None` when its content is unreadable
@@ -278,50 +284,8 @@ fn open(dek: &DataKey, key: KeyTag, row: &MessageRow) -> Option<Arc<MessageConte
     }
 }
 
-/// The plaintext sealed into a native envelope.
-#[derive(Serialize)]
-struct Plaintext<'a> {
-    body: &'a str,
-    content: &'a Value,
-}
-
 fn is_mine(user: &UserRow, row: &MessageRow) -> bool {
     row.is_mine || user.matrix_user_id.as_deref() == Some(row.sender_id.as_str())
-}
-
-fn seal_page(
-    user: &UserRow,
-    dek: &DataKey,
-    recipient: &[u8; 32],
-    rows: Vec<(MessageRow, Option<String>)>,
-) -> AppResult<History> {
-    let key = KeyTag::of(dek);
-    let mut out = Vec::with_capacity(rows.len());
-    for (mut row, platform) in rows {
-        let Some(content) = open(dek, key, &row) else {
-            continue;
-        };
-        let plaintext = Plaintext {
-            body: if row.redacted { "" } else { &content.body },
-            content: &content.content,
-        };
-        let plaintext = serde_json::to_vec(&plaintext).map_err(AppError::internal)?;
-        let envelope = crypto::seal_to(recipient, &plaintext).map_err(|_| {
-            AppError::conflict(
-                "invalid_public_key",
-                "the registered public key cannot be sealed to (a low-order X25519 point); \
-                 replace it with PUT /api/keys",
-            )
-        })?;
-        row.content_enc = Vec::new();
-        out.push(SealedMessage {
-            is_mine: is_mine(user, &row),
-            row,
-            platform,
-            envelope,
-        });
-    }
-    Ok(History::Encrypted(out))
 }
 
 /// One page of the readable listing. With `room_id`: that room, newest first. Without:
@@ -483,6 +447,23 @@ pub async fn delete_one(state: &AppState, user_id: &str, message_id: &str) -> Ap
         .events
         .publish(user_id, kind::ROOM_UPDATED, json!({ "roomId": room }));
     Ok(id)
+}
+
+/// `GET /api/messages/stats`, rendered by `render` and served from the page cache until
+/// the next write.
+pub async fn stats_rendered(
+    state: &AppState,
+    user_id: &str,
+    render: impl FnOnce(MessageStats) -> AppResult<Bytes>,
+) -> AppResult<Bytes> {
+    let key = PageKey {
+        user_id: user_id.to_owned(),
+        view: PageView::Stats,
+    };
+    state
+        .pages
+        .get_or_render(key, || async move { render(stats(state, user_id).await?) })
+        .await
 }
 
 /// `GET /api/messages/stats`: SQL aggregates over the caller's stored messages.

@@ -1,27 +1,13 @@
-//! The personal-token history page in its wire form, and the cache of rendered pages.
-//!
-//! Scripts poll the same page (the newest of a conversation) over and over. A page is
-//! rendered to JSON once and served from memory until anything is written to the database
-//! (the write epoch, [`crate::store::epoch`]): a new, edited or redacted message, a deleted
-//! room, key deletion or an account change all end every cached page at once, so a cached
-//! page is never older than the data it was rendered from. Only successful pages are
-//! cached; the key holds everything the page depends on besides the stored data (caller,
-//! room, cursor, limit).
+//! The personal-token history page in its wire form. Rendered pages are cached in
+//! [`crate::services::pages`].
 
 use std::sync::Arc;
-use std::time::Duration;
 
 use bytes::Bytes;
 use serde::Serialize;
 
 use crate::error::{AppError, AppResult};
 use crate::services::conversations::MessageContent;
-use crate::store::epoch::{EpochCache, WriteEpoch};
-
-/// A page is served from memory for at most this long: writes by this process end it at
-/// once; this bounds how long a write by another process (e.g. a restore into a running
-/// server) can go unseen.
-const PAGE_CACHE_MAX_AGE: Duration = Duration::from_secs(1);
 
 /// A personal-token message: readable text.
 #[derive(Debug, Clone)]
@@ -44,48 +30,6 @@ impl ReadableMessage {
             ""
         } else {
             &self.content.body
-        }
-    }
-}
-
-/// What a rendered page depends on besides the stored data.
-#[derive(Debug, Clone, PartialEq, Eq, Hash)]
-pub struct PageKey {
-    pub user_id: String,
-    pub room_id: Option<String>,
-    pub cursor: Option<String>,
-    pub limit: i64,
-}
-
-/// Rendered pages (JSON bodies) by [`PageKey`]; `None` when turned off
-/// (`storage.history_cache_mb = 0`).
-pub struct PageCache(Option<EpochCache<PageKey, Bytes>>);
-
-impl PageCache {
-    pub fn new(epoch: &WriteEpoch, megabytes: u32) -> Self {
-        Self((megabytes > 0).then(|| {
-            EpochCache::new(
-                epoch,
-                u64::from(megabytes) * 1024 * 1024,
-                PAGE_CACHE_MAX_AGE,
-                Some(|body: &Bytes| u32::try_from(body.len()).unwrap_or(u32::MAX)),
-            )
-        }))
-    }
-
-    pub fn get(&self, key: &PageKey) -> Option<Bytes> {
-        self.0.as_ref()?.get(key)
-    }
-
-    /// The epoch to take before reading the data of a page.
-    pub fn epoch(&self) -> u64 {
-        self.0.as_ref().map_or(0, EpochCache::epoch)
-    }
-
-    /// Files a page rendered from data read after `epoch` was taken.
-    pub fn insert(&self, key: PageKey, epoch: u64, body: Bytes) {
-        if let Some(cache) = &self.0 {
-            cache.insert(key, epoch, body);
         }
     }
 }

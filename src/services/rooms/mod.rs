@@ -348,7 +348,8 @@ pub async fn visible_room_counts_by_platform(
 }
 
 /// `GET /api/rooms/{roomId}`: the room with its joined members and direct recipient,
-/// refreshed from the homeserver (stored data when it cannot be reached).
+/// refreshed from the homeserver (stored data when it cannot be reached, or when it was
+/// refreshed within [`MEMBER_REFRESH_INTERVAL`]).
 pub async fn get(state: &AppState, principal: &Principal, room_id: &str) -> AppResult<RoomView> {
     let room_id = validate_room_id(room_id)?;
     let caller = caller(state, principal).await?;
@@ -358,7 +359,9 @@ pub async fn get(state: &AppState, principal: &Principal, room_id: &str) -> AppR
         .store
         .run(move |c| find_visible(c, &uid, &rid))
         .await?;
-    refresh_members(state, &caller.user, &row).await;
+    if cached::refresh_due(&caller.user.id, &row.room_id) {
+        refresh_members(state, &caller.user, &row).await;
+    }
     let uid = caller.user.id.clone();
     let (row, members) = state
         .store
@@ -429,6 +432,26 @@ async fn refresh_members(state: &AppState, user: &UserRow, row: &RoomRow) {
     let stored = state
         .store
         .run(move |c| {
+            // Nothing new: no write (a write would end every cached page of the database).
+            let Some(stored) = rooms::find(c, &uid, &rid)? else {
+                return Ok(());
+            };
+            let same_members = match &members {
+                Some(m) => {
+                    let mut sorted = m.clone();
+                    sorted.sort();
+                    sorted.dedup();
+                    sorted == rooms::members(c, &uid, &rid)?
+                }
+                None => true,
+            };
+            if same_members
+                && stored.is_direct == is_direct
+                && stored.recipient_id == recipient
+                && stored.member_count == member_count
+            {
+                return Ok(());
+            }
             let tx = c.transaction_with_behavior(TransactionBehavior::Immediate)?;
             if rooms::find(&tx, &uid, &rid)?.is_none() {
                 return Ok(());
@@ -503,8 +526,10 @@ pub fn resolve_recipient(
 }
 
 mod actions;
+mod cached;
 mod invites;
 pub use actions::*;
+pub use cached::{get_rendered, list_rendered, MEMBER_REFRESH_INTERVAL};
 pub use invites::{accept, decline};
 
 #[cfg(test)]

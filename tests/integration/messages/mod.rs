@@ -24,6 +24,7 @@ use crate::common::*;
 
 mod deletion_and_stats;
 mod history;
+mod sealed_pages;
 mod sending;
 mod sync_worker;
 

@@ -1,0 +1,125 @@
+//! The native history page: each message's content sealed to the caller's registered
+//! X25519 key (DESIGN §8 Seal), written in its wire form (`EncryptedMessagePage` of the API
+//! document).
+//!
+//! One page, one ephemeral key: the X25519 agreement is done once per page
+//! ([`crypto::Sealer`]) and each envelope carries its own random nonce, so the page costs
+//! one scalar multiplication instead of one per message. Clients open each envelope with
+//! the contract's recipe regardless (its `ephemeralPubkey` is in every envelope). Rendered
+//! pages are cached ([`crate::services::pages`], which explains why serving a sealed page
+//! again is safe).
+
+use base64::engine::general_purpose::STANDARD;
+use base64::Engine as _;
+use bytes::Bytes;
+use serde::Serialize;
+use serde_json::Value;
+
+use super::cache::KeyTag;
+use super::{is_mine, open};
+use crate::crypto::{self, DataKey};
+use crate::error::{AppError, AppResult};
+use crate::store::messages::MessageRow;
+use crate::store::users::UserRow;
+
+/// The plaintext sealed into a native envelope.
+#[derive(Serialize)]
+struct Plaintext<'a> {
+    body: &'a str,
+    content: &'a Value,
+}
+
+/// `EncryptedContent` of the API document, as written.
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+struct EnvelopeOut<'a> {
+    ephemeral_pubkey: &'a str,
+    nonce: String,
+    ciphertext: String,
+}
+
+/// `EncryptedMessage` of the API document, as written.
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+struct MessageOut<'a> {
+    id: &'a str,
+    event_id: &'a str,
+    room_id: &'a str,
+    sender_id: &'a str,
+    timestamp: i64,
+    msgtype: &'a str,
+    platform: Option<&'a str>,
+    importance: f64,
+    is_mine: bool,
+    edited: bool,
+    redacted: bool,
+    encrypted_content: EnvelopeOut<'a>,
+}
+
+#[derive(Serialize)]
+struct PageOut<'a> {
+    messages: Vec<MessageOut<'a>>,
+}
+
+/// Opens each row (rows whose content is gone are left out), seals its content to
+/// `recipient` under one ephemeral key and writes the page.
+pub(super) fn seal_page(
+    user: &UserRow,
+    dek: &DataKey,
+    recipient: &[u8; 32],
+    rows: Vec<(MessageRow, Option<String>)>,
+) -> AppResult<Bytes> {
+    let key = KeyTag::of(dek);
+    let opened: Vec<_> = rows
+        .iter()
+        .filter_map(|(row, platform)| Some((row, platform, open(dek, key, row)?)))
+        .collect();
+    let sealer = if opened.is_empty() {
+        None
+    } else {
+        Some(crypto::Sealer::to(recipient).map_err(|_| {
+            AppError::conflict(
+                "invalid_public_key",
+                "the registered public key cannot be sealed to (a low-order X25519 point); \
+                 replace it with PUT /api/keys",
+            )
+        })?)
+    };
+    let ephemeral = sealer
+        .as_ref()
+        .map(|s| STANDARD.encode(s.ephemeral_pubkey()))
+        .unwrap_or_default();
+    let mut plaintext = Vec::with_capacity(512);
+    let mut messages = Vec::with_capacity(opened.len());
+    for (row, platform, content) in opened {
+        plaintext.clear();
+        let sealed = Plaintext {
+            body: if row.redacted { "" } else { &content.body },
+            content: &content.content,
+        };
+        serde_json::to_writer(&mut plaintext, &sealed).map_err(AppError::internal)?;
+        let Some(sealer) = &sealer else { break };
+        let envelope = sealer.seal(&plaintext);
+        messages.push(MessageOut {
+            id: &row.id,
+            event_id: &row.event_id,
+            room_id: &row.room_id,
+            sender_id: &row.sender_id,
+            timestamp: row.ts,
+            msgtype: &row.msgtype,
+            platform: platform.as_deref(),
+            importance: row.importance,
+            is_mine: is_mine(user, row),
+            edited: row.edited,
+            redacted: row.redacted,
+            encrypted_content: EnvelopeOut {
+                ephemeral_pubkey: &ephemeral,
+                nonce: STANDARD.encode(envelope.nonce),
+                ciphertext: STANDARD.encode(&envelope.ciphertext),
+            },
+        });
+    }
+    let mut body = Vec::with_capacity(640 * messages.len() + 16);
+    serde_json::to_writer(&mut body, &PageOut { messages }).map_err(AppError::internal)?;
+    Ok(Bytes::from(body))
+}
