@@ -46,6 +46,12 @@ pub(super) fn refresh_due(user_id: &str, room_id: &str) -> bool {
     entry.is_fresh()
 }
 
+/// Makes the next read of the room ask the homeserver again (its membership just changed
+/// through this service, e.g. an accepted invitation).
+pub(super) fn forget_refresh(user_id: &str, room_id: &str) {
+    refreshed().invalidate(&(user_id.to_owned(), room_id.to_owned()));
+}
+
 fn refreshed_recently(user_id: &str, room_id: &str) -> bool {
     refreshed().contains_key(&(user_id.to_owned(), room_id.to_owned()))
 }

@@ -87,6 +87,9 @@ pub async fn accept(state: &AppState, principal: &Principal, room_id: &str) -> A
         kind::ROOM_UPDATED,
         json!({"roomId": room_id}),
     );
+    // Reading the invitation may have refreshed its members moments ago: the joined
+    // room's members come from the homeserver now, not from the throttled copy.
+    super::cached::forget_refresh(principal.user_id(), &room_id);
     get(state, principal, &room_id).await
 }
 
