@@ -45,6 +45,8 @@ use switchboard::store::rooms::{self, RoomRow};
 use switchboard::store::{user_keys, users as user_store};
 use switchboard::{api, AppState, Config};
 
+#[path = "bench_support/many_users.rs"]
+mod many_users;
 #[path = "bench_support/synapse.rs"]
 mod synapse;
 
@@ -76,6 +78,20 @@ struct Row {
 }
 
 fn main() {
+    let args: Vec<String> = std::env::args().collect();
+    let users = match args.iter().position(|a| a == "--users") {
+        Some(i) => args
+            .get(i + 1)
+            .and_then(|v| v.parse().ok())
+            .expect("--users N"),
+        None => env_or("BENCH_USERS", 0),
+    };
+    if users > 0 {
+        let hs = synapse::Homeserver::from_env()
+            .expect("the many-users mode needs a Synapse: run scripts/bench.sh --users N");
+        let rooms = env_or("BENCH_USER_ROOMS", 50);
+        return many_users::main(hs, users, rooms, env_or("BENCH_IDLE_SECS", 30));
+    }
     let secs = env_or("BENCH_SECS", 10);
     let conns = env_or("BENCH_CONNS", 64) as usize;
     let count = env_or("BENCH_MESSAGES", 2_000);
