@@ -19,8 +19,11 @@
 //! `BENCH_ROOMS` (200), `BENCH_SERVER_THREADS` (2), `BENCH_CLIENT_THREADS` (2),
 //! `BENCH_LIMIT` (50), `BENCH_ONLY` (a substring of the row names: run those rows only).
 //!
-//! Not measured here: Synapse's own `/messages` page and the many-users idle figure (they
-//! need the real Synapse; see README's benchmark section).
+//! With `BENCH_MATRIX_URL` and `BENCH_MATRIX_SHARED_SECRET` (set by `scripts/bench.sh`, which
+//! starts a throw-away Synapse), it also registers a Matrix user there, fills a room with the
+//! same number of messages through Synapse and measures Synapse's own
+//! `GET /_matrix/client/v3/rooms/{roomId}/messages?dir=b&limit=50` with the same load generator.
+//! `BENCH_USERS=N` (or `--users N`) runs the many-users mode instead: see `bench_support/many_users.rs`.
 
 use std::net::SocketAddr;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
@@ -41,6 +44,11 @@ use switchboard::store::messages::{insert_if_new, MessageRow};
 use switchboard::store::rooms::{self, RoomRow};
 use switchboard::store::{user_keys, users as user_store};
 use switchboard::{api, AppState, Config};
+
+#[path = "bench_support/many_users.rs"]
+mod many_users;
+#[path = "bench_support/synapse.rs"]
+mod synapse;
 
 const ROOM_ID: &str = "!bench:localhost";
 const OWN_ID: &str = "@bench:localhost";
@@ -70,6 +78,20 @@ struct Row {
 }
 
 fn main() {
+    let args: Vec<String> = std::env::args().collect();
+    let users = match args.iter().position(|a| a == "--users") {
+        Some(i) => args
+            .get(i + 1)
+            .and_then(|v| v.parse().ok())
+            .expect("--users N"),
+        None => env_or("BENCH_USERS", 0),
+    };
+    if users > 0 {
+        let hs = synapse::Homeserver::from_env()
+            .expect("the many-users mode needs a Synapse: run scripts/bench.sh --users N");
+        let rooms = env_or("BENCH_USER_ROOMS", 50);
+        return many_users::main(hs, users, rooms, env_or("BENCH_IDLE_SECS", 30));
+    }
     let secs = env_or("BENCH_SECS", 10);
     let conns = env_or("BENCH_CONNS", 64) as usize;
     let count = env_or("BENCH_MESSAGES", 2_000);
@@ -186,6 +208,27 @@ fn main() {
     let arrived = Arc::new(AtomicU64::new(0));
     server_rt.spawn(arrive(state, uid, arriving.clone(), arrived.clone()));
 
+    let hs = synapse::Homeserver::from_env();
+    let synapse_page = hs.as_ref().map(|hs| {
+        client_rt.block_on(async {
+            let began = Instant::now();
+            let who = hs
+                .register(
+                    &format!("bench_{}", &uuid::Uuid::new_v4().simple().to_string()[..8]),
+                    "bench-password",
+                )
+                .await;
+            let room = hs.create_room(&who, "Bench room").await;
+            hs.fill(&who, &room, count, 8).await;
+            println!(
+                "filled {room} on Synapse ({}) with {count} messages in {:.1} s",
+                hs.base,
+                began.elapsed().as_secs_f64()
+            );
+            (hs.messages_url(&room, limit), who.token)
+        })
+    });
+
     client_rt.block_on(async {
         let client = reqwest::Client::builder()
             .pool_max_idle_per_host(conns)
@@ -229,6 +272,16 @@ fn main() {
             let n = arrived.load(Ordering::SeqCst) - before;
             measured.push((r, o, n));
         }
+        let synapse_run = match &synapse_page {
+            Some((url, t)) if only.is_empty() || "synapse".contains(&only.to_lowercase()) => {
+                let chunk = client.get(url).bearer_auth(t).send().await.expect("synapse page");
+                let body: serde_json::Value = chunk.json().await.expect("json");
+                assert_eq!(body["chunk"].as_array().map(Vec::len), Some(limit as usize), "{body}");
+                run(&client, url, Some(t), conns, warm).await;
+                Some(run(&client, url, Some(t), conns, duration).await)
+            }
+            _ => None,
+        };
         println!(
             "{conns} connections, {secs} s per route, history limit {limit}, {room_count} rooms"
         );
@@ -264,13 +317,34 @@ fn main() {
                 verdict(ok),
             );
         }
+        match &synapse_run {
+            Some(o) => println!(
+                "{:<40} {:>8.0} {:>9.2} {:>9.3}  (reference; errors {})",
+                "Synapse's own /messages page",
+                o.rate(),
+                ms(o.percentile(0.99)),
+                o.rate() / att.rate(),
+                o.errors
+            ),
+            None => println!(
+                "Synapse's own /messages page: not measured (no BENCH_MATRIX_URL; run scripts/bench.sh)"
+            ),
+        }
         println!("details (CPU per request, errors):");
         att.print("trivial /api/attestation");
         for (r, o, _) in &measured {
             o.print(r.name);
         }
+        if let Some(o) = &synapse_run {
+            o.print("Synapse's own /messages page");
+        }
         println!("all ratio targets: {}", verdict(all));
-        println!("RSS after the runs: {:.1} MiB", rss_mib());
+        // Server and load generator share this process: the server's own RSS (target
+        // <= 64 MiB) is not measured separately here.
+        println!(
+            "RSS after the runs: {:.1} MiB (server and load generator together; server alone not measured)",
+            rss_mib()
+        );
     });
 }
 

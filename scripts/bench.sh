@@ -1,0 +1,38 @@
+#!/usr/bin/env bash
+# The read-route benchmark of issue 13, Synapse included:  scripts/bench.sh [--users N]
+#
+# 1. Starts a throw-away Synapse with scripts/synapse.sh (venv ./.synapse/venv or
+#    $SWITCHBOARD_TEST_VENV; data dir target/bench-synapse, wiped first; a free port).
+# 2. Builds and runs `cargo run --release --example bench_messages` with BENCH_MATRIX_URL and
+#    BENCH_MATRIX_SHARED_SECRET pointing at it: every read route of the release build against
+#    /api/attestation, and Synapse's own /messages page (a room filled with BENCH_MESSAGES
+#    messages through Synapse) with the same load generator.
+#    With --users N (or BENCH_USERS=N): the many-users mode instead (N users with
+#    BENCH_USER_ROOMS rooms each, synced by a real `switchboard serve` process).
+# 3. Stops the Synapse (also on failure or Ctrl-C).
+#
+# Other knobs are the example's (BENCH_SECS, BENCH_CONNS, BENCH_ONLY, ...; see its header).
+set -euo pipefail
+ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+cd "$ROOT"
+while (($#)); do
+  case $1 in
+    --users) export BENCH_USERS=${2:?--users N}; shift 2 ;;
+    *) echo "bench.sh: unknown argument $1 (try: --users N)" >&2; exit 2 ;;
+  esac
+done
+VENV=${SWITCHBOARD_TEST_VENV:-$ROOT/.synapse/venv}
+DATA=$ROOT/target/bench-synapse
+PORT=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
+if [[ -f $DATA/synapse.pid ]]; then bash scripts/synapse.sh --stop "$DATA" >&2 || true; fi
+rm -rf "$DATA"
+cargo build --release --example bench_messages --bin switchboard >&2
+env_out=$(bash scripts/synapse.sh "$VENV" "$DATA" "$PORT")
+trap 'bash "$ROOT/scripts/synapse.sh" --stop "$DATA" >&2 || true' EXIT
+BENCH_MATRIX_URL=$(sed -n 's/^MATRIX_BASE_URL=//p' <<<"$env_out")
+BENCH_MATRIX_SHARED_SECRET=$(sed -n 's/^MATRIX_SHARED_SECRET=//p' <<<"$env_out")
+BENCH_MATRIX_SERVER_NAME=$(sed -n 's/^MATRIX_SERVER_NAME=//p' <<<"$env_out")
+export BENCH_MATRIX_URL BENCH_MATRIX_SHARED_SECRET BENCH_MATRIX_SERVER_NAME
+export BENCH_SYNAPSE_PID=$(cat "$DATA/synapse.pid")
+export BENCH_SWITCHBOARD_BIN=$ROOT/target/release/switchboard
+"$ROOT/target/release/examples/bench_messages"
