@@ -3,19 +3,12 @@
 
 use serde_json::json;
 
-use super::{decode, unreachable, MatrixClient, MatrixError};
+use super::{unreachable, MatrixClient, MatrixError};
 
 impl MatrixClient {
     /// `POST /logout`: ends the session (device and token) of `token`.
     pub async fn logout(&self, token: &str) -> Result<(), MatrixError> {
-        let resp = self
-            .client_api(reqwest::Method::POST, token, "logout")
-            .json(&json!({}))
-            .send()
-            .await
-            .map_err(unreachable)?;
-        let _: serde_json::Value = decode(resp).await?;
-        Ok(())
+        self.post_empty(token, "logout").await
     }
 
     /// `POST /delete_devices`: logs `devices` of `user_id` out (their access tokens die),

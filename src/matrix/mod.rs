@@ -331,28 +331,20 @@ impl MatrixClient {
 
     /// `POST /join/{roomIdOrAlias}`: accepts an invite.
     pub async fn join(&self, token: &str, room_id: &str) -> Result<(), MatrixError> {
-        let resp = self
-            .client_api(
-                reqwest::Method::POST,
-                token,
-                &format!("join/{}", encode(room_id)),
-            )
-            .json(&json!({}))
-            .send()
+        self.post_empty(token, &format!("join/{}", encode(room_id)))
             .await
-            .map_err(unreachable)?;
-        let _: serde_json::Value = decode(resp).await?;
-        Ok(())
     }
 
     /// `POST /rooms/{roomId}/leave`: declines an invite (or leaves a joined room).
     pub async fn leave(&self, token: &str, room_id: &str) -> Result<(), MatrixError> {
+        self.post_empty(token, &format!("rooms/{}/leave", encode(room_id)))
+            .await
+    }
+
+    /// A client-API `POST` with an empty JSON body whose answer only has to be a success.
+    pub(crate) async fn post_empty(&self, token: &str, path: &str) -> Result<(), MatrixError> {
         let resp = self
-            .client_api(
-                reqwest::Method::POST,
-                token,
-                &format!("rooms/{}/leave", encode(room_id)),
-            )
+            .client_api(reqwest::Method::POST, token, path)
             .json(&json!({}))
             .send()
             .await

@@ -51,19 +51,13 @@ pub async fn run(state: &AppState) -> AppResult<usize> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::config::StorageConfig;
     use crate::store::messages::{insert_if_new, MessageRow};
     use crate::store::rooms::RoomRow;
     use crate::store::Store;
 
     #[test]
     fn a_room_whose_unread_message_waited_a_day_gains_the_full_bonus() {
-        let dir = tempfile::tempdir().unwrap();
-        let store = Store::open(&StorageConfig {
-            data_dir: dir.path().to_path_buf(),
-            ..StorageConfig::default()
-        })
-        .unwrap();
+        let (_dir, store) = Store::open_temp();
         let mut conn = store.conn().unwrap();
         let now = 2_000_000_000;
         // Rooms and messages only: no user row needed for this.

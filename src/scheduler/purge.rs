@@ -56,17 +56,11 @@ pub async fn run(state: &AppState) -> AppResult<Purged> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::config::StorageConfig;
     use crate::store::Store;
 
     #[test]
     fn only_rows_that_can_never_be_used_again_are_purged() {
-        let dir = tempfile::tempdir().unwrap();
-        let store = Store::open(&StorageConfig {
-            data_dir: dir.path().to_path_buf(),
-            ..StorageConfig::default()
-        })
-        .unwrap();
+        let (_dir, store) = Store::open_temp();
         let mut conn = store.conn().unwrap();
         conn.pragma_update(None, "foreign_keys", "OFF").unwrap();
         let now = 2_000_000_000;

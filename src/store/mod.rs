@@ -194,6 +194,18 @@ impl Store {
         }
     }
 
+    /// A store in a fresh temporary directory (kept while the returned guard lives).
+    #[cfg(test)]
+    pub fn open_temp() -> (tempfile::TempDir, Self) {
+        let dir = tempfile::tempdir().expect("temp dir");
+        let store = Self::open(&StorageConfig {
+            data_dir: dir.path().to_path_buf(),
+            ..StorageConfig::default()
+        })
+        .expect("open store");
+        (dir, store)
+    }
+
     /// A connection for synchronous callers (CLI commands, tests).
     pub fn conn(&self) -> Result<Conn, StoreError> {
         Ok(self.pool.get()?)
@@ -264,12 +276,7 @@ mod tests {
     #[test]
     fn room_list_pages_are_read_in_index_order_without_sorting_all_rooms() {
         use crate::store::rooms::{list_page_query, RoomListKey, RoomSort};
-        let dir = tempfile::tempdir().unwrap();
-        let store = Store::open(&StorageConfig {
-            data_dir: dir.path().to_path_buf(),
-            ..StorageConfig::default()
-        })
-        .unwrap();
+        let (_dir, store) = Store::open_temp();
         let conn = store.conn().unwrap();
         let after = RoomListKey {
             pinned: false,
@@ -327,12 +334,7 @@ mod tests {
 
     #[test]
     fn a_transaction_that_reads_then_writes_survives_a_concurrent_writer() {
-        let dir = tempfile::tempdir().unwrap();
-        let store = Store::open(&StorageConfig {
-            data_dir: dir.path().to_path_buf(),
-            ..StorageConfig::default()
-        })
-        .unwrap();
+        let (_dir, store) = Store::open_temp();
         store
             .conn()
             .unwrap()

@@ -138,17 +138,11 @@ pub fn purge_dead(conn: &Connection, now: i64) -> rusqlite::Result<usize> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::config::StorageConfig;
     use crate::store::Store;
 
     #[test]
     fn a_user_keeps_at_most_the_newest_live_tokens() {
-        let dir = tempfile::tempdir().unwrap();
-        let store = Store::open(&StorageConfig {
-            data_dir: dir.path().to_path_buf(),
-            ..StorageConfig::default()
-        })
-        .unwrap();
+        let (_dir, store) = Store::open_temp();
         let conn = store.conn().unwrap();
         conn.pragma_update(None, "foreign_keys", "OFF").unwrap();
         let now = 1_000;

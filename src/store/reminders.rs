@@ -142,17 +142,11 @@ pub fn next_due(conn: &Connection) -> rusqlite::Result<Option<i64>> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::config::StorageConfig;
     use crate::store::Store;
 
     #[test]
     fn due_reminders_are_claimed_once_and_completed_ones_never() {
-        let dir = tempfile::tempdir().unwrap();
-        let store = Store::open(&StorageConfig {
-            data_dir: dir.path().to_path_buf(),
-            ..StorageConfig::default()
-        })
-        .unwrap();
+        let (_dir, store) = Store::open_temp();
         let c = store.conn().unwrap();
         c.execute_batch(
             "INSERT INTO users (id, email_index, email_enc, dek_wrapped, created_at, updated_at) \

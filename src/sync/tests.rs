@@ -5,7 +5,6 @@ use serde_json::{json, Value};
 use super::ingest::{ingest, IngestContext, IngestOutcome};
 use super::room::{join_names, DirectRooms, RoomHint};
 use crate::bridges::identity::BridgeIdentities;
-use crate::config::StorageConfig;
 use crate::crypto::DataKey;
 use crate::matrix::SyncResponse;
 use crate::services::conversations::{open_message, open_room_field, MessageContent, RoomField};
@@ -29,12 +28,7 @@ struct Fixture {
 
 impl Fixture {
     fn new() -> Self {
-        let dir = tempfile::tempdir().unwrap();
-        let store = Store::open(&StorageConfig {
-            data_dir: dir.path().to_path_buf(),
-            ..StorageConfig::default()
-        })
-        .unwrap();
+        let (dir, store) = Store::open_temp();
         crate::store::users::insert(&store.conn().unwrap(), &user_row("u1")).unwrap();
         Self {
             _dir: dir,
