@@ -34,14 +34,16 @@ pub async fn gate<E: Endpoint>(ep: Arc<E>, mut req: Request) -> poem::Result<Res
         Some(token) => {
             // An address that has spent its budget may still present a token known to
             // exist; anything else is refused before any lookup is made for it.
+            // (The budget is looked at first: hashing the token for the check is only
+            // needed once it is spent.)
             if token.starts_with(session::PERSONAL_TOKEN_PREFIX)
-                && !session::is_known_personal_token(&state, &token)
                 && state
                     .limiter
                     .peek(&ip_key, limits.requests, limits.window.0)
                     .await
                     .remaining
                     == 0
+                && !session::is_known_personal_token(&state, &token)
             {
                 Some(Err(AppError::unauthorized("invalid personal API token")))
             } else {
