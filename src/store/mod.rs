@@ -81,6 +81,10 @@ const MIGRATIONS: &[(&str, &str)] = &[
         "0009_room_list_order",
         include_str!("../../migrations/0009_room_list_order.sql"),
     ),
+    (
+        "0010_encrypted_rooms",
+        include_str!("../../migrations/0010_encrypted_rooms.sql"),
+    ),
 ];
 
 /// Latest schema version this binary knows.
