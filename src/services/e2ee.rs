@@ -10,10 +10,10 @@ use serde_json::Value;
 use super::matrix_sessions::matrix_password;
 use super::messages::send::homeserver_error;
 use super::users;
+use crate::clients::matrix::e2ee::{self, E2eeError, Identity, Opened, UserCrypto};
+use crate::clients::matrix::{MatrixClient, MatrixError};
+use crate::clock::unix_now;
 use crate::error::{AppError, AppResult};
-use crate::matrix::e2ee::{self, E2eeError, Identity, Opened, UserCrypto};
-use crate::matrix::{MatrixClient, MatrixError};
-use crate::ratelimit::unix_now;
 use crate::state::AppState;
 use crate::store::users::UserRow;
 

@@ -113,7 +113,7 @@ async fn setup() -> Setup {
 }
 
 fn enc(s: &str) -> String {
-    switchboard::matrix::encode(s)
+    switchboard::clients::matrix::encode(s)
 }
 
 /// Polls the readable history (personal token) until a message with `text` appears.

@@ -13,7 +13,7 @@ use ruma::events::MessageLikeEventContent;
 use serde_json::{json, Value};
 
 use super::{E2eeError, UserCrypto};
-use crate::matrix::{encode, MatrixClient, MatrixError};
+use crate::clients::matrix::{encode, MatrixClient, MatrixError};
 
 /// How long the homeserver may wait for remote servers on key queries and claims.
 const REMOTE_TIMEOUT: Duration = Duration::from_secs(10);

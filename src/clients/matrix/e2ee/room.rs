@@ -16,7 +16,7 @@ use ruma::{OwnedRoomId, OwnedUserId, RoomId, UInt};
 use serde_json::{json, Value};
 
 use super::{E2eeError, UserCrypto};
-use crate::matrix::{encode, MatrixClient, MatrixError};
+use crate::clients::matrix::{encode, MatrixClient, MatrixError};
 
 /// The end-to-end encryption part of one `/sync` response, as received.
 #[derive(Debug, Default)]

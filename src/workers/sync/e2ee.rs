@@ -13,13 +13,13 @@ use serde_json::{json, Value};
 
 use super::ingest::{self, IngestContext, IngestOutcome, UNDECRYPTABLE};
 use super::room::RoomView;
-use crate::bridges::identity::BridgeIdentities;
+use crate::clients::matrix::e2ee::{SyncCrypto, UserCrypto};
+use crate::clients::matrix::types::{Event, SyncResponse};
+use crate::clients::provisioning::identity::BridgeIdentities;
+use crate::clock::unix_now;
 use crate::crypto::DataKey;
 use crate::error::{AppError, AppResult};
 use crate::events::kind;
-use crate::matrix::e2ee::{SyncCrypto, UserCrypto};
-use crate::matrix::types::{Event, SyncResponse};
-use crate::ratelimit::unix_now;
 use crate::services::conversations::{open_message, MessageContent};
 use crate::services::importance::Reader;
 use crate::services::users;
