@@ -8,7 +8,8 @@ asyncio loop. Commands (all answer {"ok": true, ...} or {"ok": false, "error": .
   send         {room, text}                            -> event_id (room keys shared first)
   send_late    {room, text}                            -> event_id; its room key is NOT sent
   share_late   {room}                                  -> sends the held-back room key
-  wait_text    {room, text, timeout}                   -> sender of a decrypted m.text
+  wait_text    {room, text, timeout}                   -> sender of an m.text, and whether
+                                                          it arrived encrypted (decrypted)
 """
 import asyncio
 import json
@@ -42,7 +43,9 @@ class Driver:
             raise RuntimeError(f"login failed: {resp}")
 
         def on_text(room, event):
-            self.texts.append((room.room_id, event.sender, event.body))
+            # `decrypted` is set only for events that arrived as m.room.encrypted.
+            self.texts.append((room.room_id, event.sender, event.body,
+                               bool(getattr(event, "decrypted", False))))
 
         self.client.add_event_callback(on_text, RoomMessageText)
         await self.client.keys_upload()
@@ -116,11 +119,11 @@ class Driver:
     async def wait_text(self, room, text, timeout):
         deadline = time.monotonic() + timeout
         while True:
-            for r, sender, body in self.texts:
+            for r, sender, body, decrypted in self.texts:
                 if r == room and body == text:
-                    return {"sender": sender}
+                    return {"sender": sender, "decrypted": decrypted}
             if time.monotonic() > deadline:
-                seen = [b for r, _, b in self.texts if r == room]
+                seen = [b for r, _, b, _ in self.texts if r == room]
                 raise RuntimeError(f"{text!r} not decrypted within {timeout}s; saw {seen}")
             await self.sync(timeout=500)
 

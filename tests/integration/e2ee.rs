@@ -67,8 +67,11 @@ impl Nio {
         a["event_id"].as_str().unwrap().to_owned()
     }
 
-    fn wait_text(&mut self, room: &str, text: &str) -> String {
+    /// Waits until nio has `text` in `room`; asserts it arrived encrypted and returns
+    /// its sender.
+    fn wait_encrypted_text(&mut self, room: &str, text: &str) -> String {
         let a = self.call(json!({"op": "wait_text", "room": room, "text": text, "timeout": 30}));
+        assert_eq!(a["decrypted"], true, "{text:?} was not sent encrypted: {a}");
         a["sender"].as_str().unwrap().to_owned()
     }
 }
@@ -226,7 +229,14 @@ async fn an_encrypted_dm_is_decrypted_into_both_history_views_and_after_kill_9()
         )
         .await;
     assert!(resp.status().is_success(), "{:?}", resp.text().await);
-    assert_eq!(s.nio.wait_text(&s.room, reply), s.me);
+    assert_eq!(s.nio.wait_encrypted_text(&s.room, reply), s.me);
+
+    // A scheduled message into the encrypted room: nio decrypts it too.
+    let key = crate::scheduled::server_key(&s.app).await;
+    let text = "a scheduled message, encrypted";
+    let body = crate::scheduled::body(&key, &s.room, text, &crate::scheduled::at(1.0));
+    crate::scheduled::schedule(&s.app, &s.session.access_token, body).await;
+    assert_eq!(s.nio.wait_encrypted_text(&s.room, text), s.me);
 }
 
 #[tokio::test]
