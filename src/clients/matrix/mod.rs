@@ -342,42 +342,6 @@ impl MatrixClient {
             .await
     }
 
-    /// A client-API call with a JSON body (none for `GET`): the status and body of a
-    /// success, the Matrix error otherwise. For callers that parse answers themselves.
-    pub(crate) async fn call_json(
-        &self,
-        method: reqwest::Method,
-        token: &str,
-        path: &str,
-        body: &serde_json::Value,
-    ) -> Result<(u16, Vec<u8>), MatrixError> {
-        let mut req = self.client_api(method.clone(), token, path);
-        if method != reqwest::Method::GET {
-            req = req.json(body);
-        }
-        let resp = req.send().await.map_err(unreachable)?;
-        let status = resp.status();
-        let bytes = resp.bytes().await.map_err(unreachable)?;
-        if !status.is_success() {
-            return Err(http_error(status.as_u16(), &bytes));
-        }
-        Ok((status.as_u16(), bytes.to_vec()))
-    }
-
-    /// A client-API `GET` answered with JSON.
-    pub(crate) async fn get_json(
-        &self,
-        token: &str,
-        path: &str,
-    ) -> Result<serde_json::Value, MatrixError> {
-        let resp = self
-            .client_api(reqwest::Method::GET, token, path)
-            .send()
-            .await
-            .map_err(unreachable)?;
-        decode(resp).await
-    }
-
     /// A client-API `POST` with an empty JSON body whose answer only has to be a success.
     pub(crate) async fn post_empty(&self, token: &str, path: &str) -> Result<(), MatrixError> {
         let resp = self
@@ -453,7 +417,7 @@ pub(crate) async fn decode<T: serde::de::DeserializeOwned>(
 }
 
 /// A non-success answer as its Matrix error (`errcode`, `error`).
-fn http_error(status: u16, bytes: &[u8]) -> MatrixError {
+pub(crate) fn http_error(status: u16, bytes: &[u8]) -> MatrixError {
     let parsed: serde_json::Value = serde_json::from_slice(bytes).unwrap_or_default();
     MatrixError::Http {
         status,

@@ -13,10 +13,49 @@ use ruma::events::MessageLikeEventContent;
 use serde_json::{json, Value};
 
 use super::{E2eeError, UserCrypto};
-use crate::clients::matrix::{encode, MatrixClient, MatrixError};
+use crate::clients::matrix::{decode, encode, http_error, unreachable, MatrixClient, MatrixError};
 
 /// How long the homeserver may wait for remote servers on key queries and claims.
 const REMOTE_TIMEOUT: Duration = Duration::from_secs(10);
+
+/// The raw calls the machine's requests need (next to the typed ones in `matrix/mod.rs`).
+impl MatrixClient {
+    /// A client-API call with a JSON body (none for `GET`): the status and body of a
+    /// success, the Matrix error otherwise. For callers that parse answers themselves.
+    pub(super) async fn call_json(
+        &self,
+        method: reqwest::Method,
+        token: &str,
+        path: &str,
+        body: &serde_json::Value,
+    ) -> Result<(u16, Vec<u8>), MatrixError> {
+        let mut req = self.client_api(method.clone(), token, path);
+        if method != reqwest::Method::GET {
+            req = req.json(body);
+        }
+        let resp = req.send().await.map_err(unreachable)?;
+        let status = resp.status();
+        let bytes = resp.bytes().await.map_err(unreachable)?;
+        if !status.is_success() {
+            return Err(http_error(status.as_u16(), &bytes));
+        }
+        Ok((status.as_u16(), bytes.to_vec()))
+    }
+
+    /// A client-API `GET` answered with JSON.
+    pub(super) async fn get_json(
+        &self,
+        token: &str,
+        path: &str,
+    ) -> Result<serde_json::Value, MatrixError> {
+        let resp = self
+            .client_api(reqwest::Method::GET, token, path)
+            .send()
+            .await
+            .map_err(unreachable)?;
+        decode(resp).await
+    }
+}
 
 /// Sends `body` to `/_matrix/client/v3/{path}` and parses the answer as ruma's `R`.
 pub(super) async fn call<R: IncomingResponse>(
