@@ -8,6 +8,7 @@ asyncio loop. Commands (all answer {"ok": true, ...} or {"ok": false, "error": .
   send         {room, text}                            -> event_id (room keys shared first)
   send_late    {room, text}                            -> event_id; its room key is NOT sent
   share_late   {room}                                  -> sends the held-back room key
+  wait_device  {room, user_id, device_id, timeout}     -> nio knows the device; new room key
   wait_text    {room, text, timeout}                   -> sender of an m.text, and whether
                                                           it arrived encrypted (decrypted)
 """
@@ -115,6 +116,19 @@ class Driver:
             await self.client.keys_query()
         resp = await self.client.share_group_session(room, ignore_unverified_devices=True)
         return {"shared": str(type(resp).__name__)}
+
+    async def wait_device(self, room, user_id, device_id, timeout):
+        """Until nio knows `device_id` of `user_id`; then starts a new room key for `room`
+        (shared with the devices known now)."""
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            await self.sync(timeout=500)
+            await self.client.keys_query() if self.client.should_query_keys else None
+            known = [d.id for d in self.client.device_store.active_user_devices(user_id)]
+            if device_id in known:
+                self.client.invalidate_outbound_session(room)
+                return {}
+        raise RuntimeError(f"device {device_id} of {user_id} not seen within {timeout}s")
 
     async def wait_text(self, room, text, timeout):
         deadline = time.monotonic() + timeout

@@ -353,6 +353,12 @@ async fn key_deletion_destroys_the_crypto_store_and_another_user_sees_nothing() 
         );
         tokio::time::sleep(Duration::from_millis(200)).await;
     }
+    // nio learns the new device (and starts a new room key, shared with it).
+    let new_device = device(&s.app).unwrap();
+    let (room, me) = (s.room.clone(), s.me.clone());
+    s.nio
+        .call(json!({"op": "wait_device", "room": room, "user_id": me,
+                      "device_id": new_device, "timeout": 30}));
     // New messages decrypt again on the new device (readable again with new keys).
     crate::messages::register_key(&s.app, &s.session).await;
     let again = "after the key deletion";

@@ -84,6 +84,19 @@ impl UserCrypto {
         &self.device_id
     }
 
+    /// A machine outside any registry (benchmarks and tests); in the service, machines come
+    /// from [`E2ee::open`] only.
+    pub fn standalone(machine: OlmMachine, user_id: &str) -> Arc<Self> {
+        Arc::new(Self {
+            device_id: machine.device_id().to_string(),
+            machine,
+            user_id: user_id.to_owned(),
+            token: RwLock::new(String::new()),
+            requests_lock: Mutex::new(()),
+            share_lock: Mutex::new(()),
+        })
+    }
+
     pub fn token(&self) -> String {
         self.token.read().map(|t| t.clone()).unwrap_or_default()
     }
