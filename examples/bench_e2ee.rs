@@ -91,7 +91,7 @@ fn bodies(messages: usize, rooms: usize) -> (Vec<u8>, Vec<u8>, Vec<ExportedRoomK
         keys.push(ExportedRoomKey {
             algorithm: EventEncryptionAlgorithm::MegolmV1AesSha2,
             room_id: OwnedRoomId::try_from(room_id.as_str()).unwrap(),
-            sender_key: sender_key,
+            sender_key,
             session_id: session.session_id(),
             session_key: inbound.export_at(0).expect("export"),
             sender_claimed_keys: claimed,
