@@ -109,6 +109,15 @@ impl DataKey {
 
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn derived_subkeys_depend_on_the_key_and_the_label() {
+        let (a, b) = (DataKey::from_bytes([1; 32]), DataKey::from_bytes([2; 32]));
+        assert_eq!(a.derive("x"), a.derive("x"));
+        assert_ne!(a.derive("x"), a.derive("y"));
+        assert_ne!(a.derive("x"), b.derive("x"));
+        assert_ne!(a.derive("x"), *a.as_bytes());
+    }
+
     use super::*;
 
     const AAD: Aad<'static> = Aad {

@@ -496,6 +496,7 @@ mod tests {
         for t in [
             "m.room.message",
             "m.room.redaction",
+            "m.room.encrypted",
             "m.room.member",
             "m.bridge",
         ] {
