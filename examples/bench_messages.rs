@@ -151,7 +151,7 @@ fn main() {
     assert!(stored >= count, "log {}", srv.log.display());
 
     let base = format!("http://127.0.0.1:{}", setup.port);
-    let room = switchboard::matrix::encode(&room_id);
+    let room = switchboard::clients::matrix::encode(&room_id);
     let history = format!("/api/messages?roomId={room}&limit={limit}");
     let rows = rows(&history, &room);
     let only = std::env::var("BENCH_ONLY").unwrap_or_default();

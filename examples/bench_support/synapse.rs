@@ -132,7 +132,7 @@ impl Homeserver {
     pub async fn send_text(&self, who: &Account, room: &str, txn: &str, body: &str) {
         let path = format!(
             "/_matrix/client/v3/rooms/{}/send/m.room.message/{txn}",
-            switchboard::matrix::encode(room)
+            switchboard::clients::matrix::encode(room)
         );
         let body = json!({"msgtype": "m.text", "body": body});
         self.call(reqwest::Method::PUT, &path, Some(&who.token), Some(body))
@@ -144,7 +144,7 @@ impl Homeserver {
         format!(
             "{}/_matrix/client/v3/rooms/{}/messages?dir=b&limit={limit}",
             self.base,
-            switchboard::matrix::encode(room)
+            switchboard::clients::matrix::encode(room)
         )
     }
 }
