@@ -10,6 +10,7 @@ use std::time::Duration;
 
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
 
+pub mod matrix_ids;
 mod server;
 pub use server::{ServerConfig, TrustedProxies};
 
@@ -460,7 +461,7 @@ impl Config {
                 check_http_url(&format!("bridges.{name}.provisioning_url"), url)?;
             }
             if let Some(bot) = &bridge.bot_user_id {
-                if crate::clients::provisioning::identity::server_of(bot).is_none() {
+                if matrix_ids::server_of(bot).is_none() {
                     return Err(ConfigError::key(
                         &format!("bridges.{name}.bot_user_id"),
                         format!("{bot:?} is not a Matrix user ID (@localpart:server)"),
@@ -468,7 +469,7 @@ impl Config {
                 }
             }
             if let Some(prefix) = &bridge.ghost_prefix {
-                crate::clients::provisioning::identity::check_ghost_prefix(prefix)
+                matrix_ids::check_ghost_prefix(prefix)
                     .map_err(|m| ConfigError::key(&format!("bridges.{name}.ghost_prefix"), m))?;
             }
         }

@@ -126,6 +126,16 @@ pub struct Score {
     pub is_question: bool,
 }
 
+impl From<crate::clients::ai::Verdict> for Score {
+    fn from(v: crate::clients::ai::Verdict) -> Self {
+        Self {
+            importance: v.importance,
+            category: v.category,
+            is_question: v.is_question,
+        }
+    }
+}
+
 /// Scores one message.
 pub fn score(reader: &Reader, m: &MessageFacts<'_>) -> Score {
     let lower = m.body.to_lowercase();

@@ -19,4 +19,5 @@ pub mod rooms;
 pub mod scheduled;
 pub mod session;
 pub mod tokens;
+pub mod upstream;
 pub mod users;

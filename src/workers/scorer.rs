@@ -157,11 +157,12 @@ async fn rescore(state: &AppState, shared: &Shared, job: Job) {
         msgtype: &loaded.msgtype,
         is_direct: loaded.is_direct,
         mentions_reader: loaded.mentions_reader,
+        categories: importance::CATEGORIES,
     };
     let score = match shared.client.score(&request).await {
-        Ok(score) => {
+        Ok(verdict) => {
             shared.succeeded();
-            score
+            Score::from(verdict)
         }
         Err(error) => return shared.failed(&error),
     };

@@ -62,7 +62,7 @@ pub async fn start_login(
     let step = client
         .login_start(&mxid, flow_id, relogin)
         .await
-        .map_err(|e| e.into_app("login_not_found"))?;
+        .map_err(|e| bridge_error(e, "login_not_found"))?;
     if step.login_id.is_empty() {
         return Err(AppError::BadGateway {
             code: "bridge_error",
@@ -229,7 +229,7 @@ pub async fn submit_step(
             if e.failure() == Failure::Expired {
                 process.mark_expired(&mut process.lock());
             }
-            Err(e.into_app("login_process_not_found"))
+            Err(bridge_error(e, "login_process_not_found"))
         }
     }
 }
@@ -306,7 +306,7 @@ pub async fn wait_step(
     }
     if s.polling.is_none() {
         if let Some(e) = s.poll_error.clone() {
-            return Err(e.into_app("login_process_not_found"));
+            return Err(bridge_error(e, "login_process_not_found"));
         }
     }
     let step = s.step.clone();

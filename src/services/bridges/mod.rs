@@ -30,6 +30,7 @@ use crate::config::BridgesConfig;
 use crate::crypto::{Aad, DataKey};
 use crate::error::{AppError, AppResult};
 use crate::events;
+use crate::services::upstream::bridge_error;
 use crate::services::users;
 use crate::state::AppState;
 use crate::store::bridge_logins::{self, BridgeLoginRow};
@@ -226,7 +227,7 @@ impl Process {
             return Some(Ok(LoginProgress::Complete(c.clone())));
         }
         if let Some(e) = &s.failure {
-            return Some(Err(e.clone().into_app("login_process_not_found")));
+            return Some(Err(bridge_error(e.clone(), "login_process_not_found")));
         }
         if s.expired || unix_now() as i64 >= self.expires_at {
             self.mark_expired(s);
@@ -638,11 +639,11 @@ pub async fn logout(
             let known = stored_logins(state, &user, platform).await?;
             if let Some(id) = login_id {
                 if !known.iter().any(|l| l.id == id) {
-                    return Err(e.into_app("login_not_found"));
+                    return Err(bridge_error(e, "login_not_found"));
                 }
             }
         }
-        Err(e) => return Err(e.into_app("login_not_found")),
+        Err(e) => return Err(bridge_error(e, "login_not_found")),
     }
     let mut removed = forget_logins(state, user_id, platform, login_id).await?;
     if let Some(id) = login_id {

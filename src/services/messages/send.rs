@@ -9,9 +9,9 @@ use rusqlite::TransactionBehavior;
 use serde_json::{json, Value};
 
 use super::{load_user, parse_room_id, room_not_found};
-use crate::clients::matrix::MatrixError;
 use crate::clock::unix_now;
 use crate::error::{AppError, AppResult};
+use crate::services::upstream::homeserver_error;
 use crate::services::users;
 use crate::state::AppState;
 use crate::store::rooms;
@@ -57,34 +57,6 @@ pub fn validate_txn_id(txn_id: &str) -> AppResult<()> {
         ));
     }
     Ok(())
-}
-
-/// A homeserver failure as the API reports it: 503 when unreachable, 502 otherwise. The
-/// transport and decoding detail go to the log only (they carry the homeserver's address).
-pub fn homeserver_error(e: MatrixError) -> AppError {
-    if !matches!(e, MatrixError::Http { .. }) {
-        tracing::warn!(error = %e, "homeserver request failed");
-    }
-    match e {
-        MatrixError::Unreachable(_) => AppError::Unavailable {
-            code: "homeserver_unavailable",
-            message: e.public_message(),
-        },
-        MatrixError::Http {
-            status,
-            errcode,
-            message,
-        } => AppError::BadGateway {
-            code: "homeserver_error",
-            message: format!(
-                "the Matrix homeserver refused the message ({status} {errcode}): {message}"
-            ),
-        },
-        MatrixError::Decode(_) => AppError::BadGateway {
-            code: "homeserver_error",
-            message: e.public_message(),
-        },
-    }
 }
 
 /// Sending needs the user in the room: an invitation (not from a configured bridge) must

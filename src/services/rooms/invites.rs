@@ -3,38 +3,14 @@
 //! membership `invite` until the user accepts (Matrix join) or declines (Matrix leave) them.
 
 use super::*;
-use crate::clients::matrix::{MatrixClient, MatrixError};
+use crate::clients::matrix::MatrixClient;
+use crate::services::upstream::homeserver_room_error;
 
 fn not_invited() -> AppError {
     AppError::conflict(
         "not_invited",
         "this room is not an invitation: the user has already joined it",
     )
-}
-
-/// A homeserver failure: 503 when it cannot be reached, 502 when it refuses or answers
-/// nonsense.
-fn homeserver_failure(action: &str, e: MatrixError) -> AppError {
-    match e {
-        MatrixError::Unreachable(detail) => AppError::Unavailable {
-            code: "homeserver_unavailable",
-            message: format!("the Matrix homeserver is unreachable: {detail}"),
-        },
-        MatrixError::Http {
-            status,
-            errcode,
-            message,
-        } => AppError::BadGateway {
-            code: "homeserver_error",
-            message: format!(
-                "the Matrix homeserver refused to {action} the room ({status} {errcode}): {message}"
-            ),
-        },
-        MatrixError::Decode(detail) => AppError::BadGateway {
-            code: "homeserver_error",
-            message: format!("unexpected answer from the Matrix homeserver: {detail}"),
-        },
-    }
 }
 
 /// The invited room (404 when the user does not have it, 409 `not_invited` when joined)
@@ -75,7 +51,7 @@ pub async fn accept(state: &AppState, principal: &Principal, room_id: &str) -> A
     matrix
         .join(&token, &room_id)
         .await
-        .map_err(|e| homeserver_failure("join", e))?;
+        .map_err(|e| homeserver_room_error("join", e))?;
     tracing::info!(user_id = %principal.user_id(), %room_id, "invitation accepted");
     let (uid, rid) = (principal.user_id().to_owned(), room_id.clone());
     state
@@ -100,7 +76,7 @@ pub async fn decline(state: &AppState, principal: &Principal, room_id: &str) -> 
     matrix
         .leave(&token, &room_id)
         .await
-        .map_err(|e| homeserver_failure("leave", e))?;
+        .map_err(|e| homeserver_room_error("leave", e))?;
     tracing::info!(user_id = %principal.user_id(), %room_id, "invitation declined");
     let (uid, rid) = (principal.user_id().to_owned(), room_id.clone());
     state
