@@ -10,7 +10,7 @@ use poem_openapi::{Object, OpenApi};
 use super::security::BearerAuth;
 use super::views::MessageResponse;
 use super::ApiTags;
-use crate::error::AppError;
+use crate::error::{AppError, ErrorCode};
 use crate::services::devices::{self, Device, Registration};
 use crate::services::scheduled::to_time;
 use crate::state::AppState;
@@ -106,7 +106,7 @@ pub struct PushStatusView {
 fn native_only(auth: &BearerAuth) -> Result<(), AppError> {
     if auth.0.is_api_token() {
         return Err(AppError::forbidden(
-            "forbidden_for_api_token",
+            ErrorCode::ForbiddenForApiToken,
             "push registration is not available to personal API tokens",
         ));
     }

@@ -13,7 +13,7 @@ use poem::{Endpoint, IntoResponse, Request, Response};
 
 use super::error::{ensure_json_error, json_error_response};
 use super::routes::{is_public, personal_token_allows};
-use crate::error::AppError;
+use crate::error::{AppError, ErrorCode};
 use crate::ratelimit::Quota;
 use crate::services::session::{self, Principal};
 use crate::state::AppState;
@@ -65,14 +65,15 @@ pub async fn gate<E: Endpoint>(ep: Arc<E>, mut req: Request) -> poem::Result<Res
         Err(q) => (q, false),
     };
     let mut resp = if !within {
-        AppError::RateLimited {
+        AppError::TooManyRequests {
+            code: ErrorCode::RateLimited,
             message: format!(
                 "rate limit of {} requests per {} exceeded; retry after {} s",
                 quota.limit,
                 humantime::format_duration(limits.window.0),
                 quota.retry_after()
             ),
-            retry_after_secs: quota.retry_after(),
+            retry_after_secs: Some(quota.retry_after()),
         }
         .to_response()
     } else {
@@ -127,7 +128,7 @@ fn admit(
         match super::routes::route_table().resolve(method, path) {
             Some(template) if !personal_token_allows(method, template, *allowlist_version) => {
                 return Err(AppError::forbidden(
-                    "forbidden_for_api_token",
+                    ErrorCode::ForbiddenForApiToken,
                     format!("{method} {template} is not available to personal API tokens"),
                 ));
             }
@@ -136,7 +137,7 @@ fn admit(
             // method the router may still serve): default deny.
             None if super::routes::route_table().knows_path(path) => {
                 return Err(AppError::forbidden(
-                    "forbidden_for_api_token",
+                    ErrorCode::ForbiddenForApiToken,
                     format!(
                         "{} {path} is not available to personal API tokens",
                         req.method()

@@ -1,5 +1,6 @@
 //! HTTP API: one module per tag, assembled here into one OpenAPI service.
 
+use crate::error::ErrorCode;
 use std::sync::OnceLock;
 
 use poem::endpoint::make_sync;
@@ -163,7 +164,7 @@ pub fn app(state: AppState) -> impl Endpoint {
         .with(CatchPanic::new().with_handler(|_| {
             error::json_body(
                 StatusCode::INTERNAL_SERVER_ERROR,
-                "internal_error",
+                ErrorCode::InternalError,
                 "an internal error occurred; the server log has the details",
             )
         }))

@@ -9,7 +9,7 @@ use poem_openapi::{ApiResponse, Object, OpenApi};
 
 use super::security::BearerAuth;
 use super::ApiTags;
-use crate::error::AppError;
+use crate::error::{AppError, ErrorCode};
 use crate::services::scheduled::{self, to_time, ListQuery, NewScheduled, ScheduledChange};
 use crate::state::AppState;
 use crate::store::scheduled_messages::{ScheduledRow, Stats};
@@ -177,7 +177,7 @@ pub enum Created {
 fn native_only(auth: &BearerAuth) -> Result<(), AppError> {
     if auth.0.is_api_token() {
         return Err(AppError::forbidden(
-            "forbidden_for_api_token",
+            ErrorCode::ForbiddenForApiToken,
             "scheduled messages are not available to personal API tokens",
         ));
     }

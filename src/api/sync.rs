@@ -18,7 +18,7 @@ use tokio::sync::broadcast::Receiver;
 use super::gate::bearer_token;
 use super::security::BearerAuth;
 use super::ApiTags;
-use crate::error::AppError;
+use crate::error::{AppError, ErrorCode};
 use crate::events::{ChangeEvent, StreamSlot, MAX_STREAMS_PER_USER};
 use crate::services::session;
 use crate::state::AppState;
@@ -225,8 +225,9 @@ fn open(
     let sub = state
         .events
         .open_stream(user_id, resume)
-        .map_err(|_| AppError::TooMany {
-            code: "too_many_streams",
+        .map_err(|_| AppError::TooManyRequests {
+            retry_after_secs: None,
+            code: ErrorCode::TooManyStreams,
             message: format!(
                 "at most {MAX_STREAMS_PER_USER} event streams per user can be open at once; close one first"
             ),

@@ -22,7 +22,7 @@ use super::users;
 use crate::clients::push::{Notification, PushError};
 use crate::config::PushEnvironment;
 use crate::crypto::{Aad, DataKey};
-use crate::error::{AppError, AppResult};
+use crate::error::{AppError, AppResult, ErrorCode};
 use crate::events::kind;
 use crate::state::AppState;
 use crate::store::devices::{self as store, DeviceRow};
@@ -176,7 +176,7 @@ pub async fn register(state: &AppState, user_id: &str, reg: Registration) -> App
                     }
                     if store::count_for_user(&tx, &uid)? >= MAX_DEVICES_PER_USER {
                         return Err(AppError::bad_request(
-                            "too_many_devices",
+                            ErrorCode::TooManyDevices,
                             format!(
                                 "at most {MAX_DEVICES_PER_USER} devices can be registered; remove one first"
                             ),
@@ -270,7 +270,8 @@ pub async fn list(state: &AppState, user_id: &str) -> AppResult<Vec<Device>> {
 
 fn not_configured() -> AppError {
     AppError::Unavailable {
-        code: "push_not_configured",
+        retry_after_secs: None,
+        code: ErrorCode::PushNotConfigured,
         message: "push notifications are not configured on this server (no [push] section)".into(),
     }
 }
@@ -337,7 +338,7 @@ pub async fn test(state: &AppState, user_id: &str, token_id: &str) -> AppResult<
     let dek = users::data_key(&state.master, &user).ok();
     let Some(token) = open_token(dek.as_ref(), &row) else {
         return Err(AppError::conflict(
-            "device_token_unreadable",
+            ErrorCode::DeviceTokenUnreadable,
             "this device's token was sealed under a deleted key; register the device again",
         ));
     };
@@ -356,7 +357,7 @@ pub async fn test(state: &AppState, user_id: &str, token_id: &str) -> AppResult<
     };
     Err(match e {
         PushError::Rejected { status, reason } => AppError::BadGateway {
-            code: "push_rejected",
+            code: ErrorCode::PushRejected,
             message: format!("APNs rejected the notification: {reason} (HTTP {status}){removed}"),
         },
         other => {
@@ -364,7 +365,8 @@ pub async fn test(state: &AppState, user_id: &str, token_id: &str) -> AppResult<
             // token: log only.
             tracing::warn!(error = %other, "push not delivered");
             AppError::Unavailable {
-                code: "push_unavailable",
+                retry_after_secs: None,
+                code: ErrorCode::PushUnavailable,
                 message: match other {
                     PushError::Signing(_) => "the APNs provider token cannot be signed; \
                                               see the server log"

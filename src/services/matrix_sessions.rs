@@ -15,7 +15,7 @@ use std::time::Duration;
 use crate::clients::matrix::{MatrixClient, MatrixSession};
 use crate::clock::unix_now;
 use crate::crypto::{Aad, MasterKey};
-use crate::error::{AppError, AppResult};
+use crate::error::{AppError, AppResult, ErrorCode};
 use crate::state::AppState;
 use crate::store::users::UserRow;
 use crate::store::{matrix_logouts, refresh_tokens};
@@ -56,7 +56,8 @@ pub fn seal_token(
 fn homeserver_unavailable(e: impl std::fmt::Display) -> AppError {
     tracing::warn!(error = %e, "matrix login for an app session failed");
     AppError::Unavailable {
-        code: "homeserver_unavailable",
+        retry_after_secs: None,
+        code: ErrorCode::HomeserverUnavailable,
         message: format!("the Matrix homeserver could not open a session: {e}"),
     }
 }
@@ -223,7 +224,8 @@ async fn log_out_user(
         })
         .await?;
     outcome.map_err(|e| AppError::Unavailable {
-        code: "homeserver_unavailable",
+        retry_after_secs: None,
+        code: ErrorCode::HomeserverUnavailable,
         message: e,
     })
 }

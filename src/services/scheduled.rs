@@ -18,7 +18,7 @@ use serde_json::{json, Value};
 
 use crate::clients::provisioning::Platform;
 use crate::crypto::{open_envelope, Envelope};
-use crate::error::{AppError, AppResult};
+use crate::error::{AppError, AppResult, ErrorCode};
 use crate::events::kind;
 use crate::state::AppState;
 use crate::store::scheduled_messages::{self as store, ListFilter, ScheduledRow, Stats, PENDING};
@@ -82,7 +82,7 @@ pub fn validate_room_id(field: &str, room_id: &str) -> AppResult<String> {
 }
 
 fn invalid_time(message: impl Into<String>) -> AppError {
-    AppError::bad_request("invalid_schedule_time", message)
+    AppError::bad_request(ErrorCode::InvalidScheduleTime, message)
 }
 
 /// `scheduledFor`: an RFC 3339 date-time strictly in the future.
@@ -117,7 +117,7 @@ fn validate_platform(value: Option<&str>) -> AppResult<Option<String>> {
 
 fn invalid_encryption(why: impl std::fmt::Display) -> AppError {
     AppError::bad_request(
-        "invalid_encryption",
+        ErrorCode::InvalidEncryption,
         format!(
             "encryptedBody: cannot be opened with the server key ({why}); seal it to \
              serverPublicKey of GET /api/attestation"
@@ -295,7 +295,7 @@ pub async fn get(state: &AppState, user_id: &str, id: &str) -> AppResult<Schedul
 fn not_pending(row: &ScheduledRow, now: i64) -> Option<AppError> {
     if row.status != PENDING {
         return Some(AppError::bad_request(
-            "not_pending",
+            ErrorCode::NotPending,
             format!(
                 "the scheduled message is {}; only pending messages can be changed",
                 row.status
@@ -304,7 +304,7 @@ fn not_pending(row: &ScheduledRow, now: i64) -> Option<AppError> {
     }
     if row.is_leased(now) {
         return Some(AppError::bad_request(
-            "not_pending",
+            ErrorCode::NotPending,
             "the scheduled message is being sent right now and can no longer be changed",
         ));
     }

@@ -6,7 +6,7 @@
 use crate::clients::ai::AiError;
 use crate::clients::matrix::MatrixError;
 use crate::clients::provisioning::{BridgeError, Failure};
-use crate::error::AppError;
+use crate::error::{AppError, ErrorCode};
 
 impl From<AiError> for AppError {
     fn from(e: AiError) -> Self {
@@ -15,16 +15,18 @@ impl From<AiError> for AppError {
             AiError::Unreachable(_) => {
                 tracing::warn!(error = %e, "AI service unreachable");
                 AppError::Unavailable {
-                    code: "ai_unavailable",
+                    retry_after_secs: None,
+                    code: ErrorCode::AiUnavailable,
                     message: "the AI service is unreachable".to_owned(),
                 }
             }
             AiError::Timeout(_) => AppError::Unavailable {
-                code: "ai_unavailable",
+                retry_after_secs: None,
+                code: ErrorCode::AiUnavailable,
                 message: e.to_string(),
             },
             AiError::Http { .. } | AiError::Malformed(_) => AppError::BadGateway {
-                code: "ai_error",
+                code: ErrorCode::AiError,
                 message: e.to_string(),
             },
         }
@@ -33,13 +35,13 @@ impl From<AiError> for AppError {
 
 impl From<BridgeError> for AppError {
     fn from(e: BridgeError) -> Self {
-        bridge_error(e, "not_found")
+        bridge_error(e, ErrorCode::NotFound)
     }
 }
 
 /// A bridge failure as the API reports it; `not_found_code` names what was not found
 /// (`login_not_found`, `login_process_not_found`).
-pub fn bridge_error(e: BridgeError, not_found_code: &'static str) -> AppError {
+pub fn bridge_error(e: BridgeError, not_found_code: ErrorCode) -> AppError {
     let name = e.platform().name();
     let message = match &e {
         BridgeError::Http { message, .. } => message.clone(),
@@ -54,7 +56,8 @@ pub fn bridge_error(e: BridgeError, not_found_code: &'static str) -> AppError {
     };
     match e.failure() {
         Failure::NotConfigured => AppError::Unavailable {
-            code: "bridge_not_configured",
+            retry_after_secs: None,
+            code: ErrorCode::BridgeNotConfigured,
             message: format!(
                 "the {name} bridge is not configured on this server \
                  ([bridges.{}] provisioning_url)",
@@ -62,11 +65,12 @@ pub fn bridge_error(e: BridgeError, not_found_code: &'static str) -> AppError {
             ),
         },
         Failure::Unavailable => AppError::Unavailable {
-            code: "bridge_unavailable",
+            retry_after_secs: None,
+            code: ErrorCode::BridgeUnavailable,
             message: e.public_message(),
         },
         Failure::Auth => AppError::BadGateway {
-            code: "bridge_auth_failed",
+            code: ErrorCode::BridgeAuthFailed,
             message: format!(
                 "the {name} bridge refused the request ({}); check the shared secret \
                  and the bridge's login permissions",
@@ -78,25 +82,25 @@ pub fn bridge_error(e: BridgeError, not_found_code: &'static str) -> AppError {
             message: or(format!("not found at the {name} bridge")),
         },
         Failure::Rejected => AppError::BadRequest {
-            code: "bridge_rejected",
+            code: ErrorCode::BridgeRejected,
             message: or(format!("the {name} bridge rejected the request")),
         },
         Failure::Expired => AppError::BadRequest {
-            code: "login_expired",
+            code: ErrorCode::LoginExpired,
             message: or("the login process timed out; start a new login".into()),
         },
         Failure::Ended => AppError::BadRequest {
-            code: "login_ended",
+            code: ErrorCode::LoginEnded,
             message: or("the login process has ended; start a new login".into()),
         },
         Failure::TooManyLogins => AppError::Conflict {
-            code: "too_many_logins",
+            code: ErrorCode::TooManyLogins,
             message: or(format!(
                 "the {name} bridge allows no more logins; pass loginId to re-authenticate"
             )),
         },
         Failure::Upstream => AppError::BadGateway {
-            code: "bridge_error",
+            code: ErrorCode::BridgeError,
             message: match &e {
                 BridgeError::Http { .. } => {
                     format!("the {name} bridge failed: {}", or("no details".into()))
@@ -115,7 +119,8 @@ pub fn homeserver_error(e: MatrixError) -> AppError {
     }
     match e {
         MatrixError::Unreachable(_) => AppError::Unavailable {
-            code: "homeserver_unavailable",
+            retry_after_secs: None,
+            code: ErrorCode::HomeserverUnavailable,
             message: e.public_message(),
         },
         MatrixError::Http {
@@ -123,13 +128,13 @@ pub fn homeserver_error(e: MatrixError) -> AppError {
             errcode,
             message,
         } => AppError::BadGateway {
-            code: "homeserver_error",
+            code: ErrorCode::HomeserverError,
             message: format!(
                 "the Matrix homeserver refused the message ({status} {errcode}): {message}"
             ),
         },
         MatrixError::Decode(_) => AppError::BadGateway {
-            code: "homeserver_error",
+            code: ErrorCode::HomeserverError,
             message: e.public_message(),
         },
     }
@@ -139,7 +144,8 @@ pub fn homeserver_error(e: MatrixError) -> AppError {
 pub fn homeserver_room_error(action: &str, e: MatrixError) -> AppError {
     match e {
         MatrixError::Unreachable(detail) => AppError::Unavailable {
-            code: "homeserver_unavailable",
+            retry_after_secs: None,
+            code: ErrorCode::HomeserverUnavailable,
             message: format!("the Matrix homeserver is unreachable: {detail}"),
         },
         MatrixError::Http {
@@ -147,13 +153,13 @@ pub fn homeserver_room_error(action: &str, e: MatrixError) -> AppError {
             errcode,
             message,
         } => AppError::BadGateway {
-            code: "homeserver_error",
+            code: ErrorCode::HomeserverError,
             message: format!(
                 "the Matrix homeserver refused to {action} the room ({status} {errcode}): {message}"
             ),
         },
         MatrixError::Decode(detail) => AppError::BadGateway {
-            code: "homeserver_error",
+            code: ErrorCode::HomeserverError,
             message: format!("unexpected answer from the Matrix homeserver: {detail}"),
         },
     }
@@ -175,17 +181,20 @@ mod tests {
 
     #[test]
     fn api_errors_carry_the_bridges_message_and_clear_codes() {
-        let e = bridge_error(http(400, "FI.MAU.TELEGRAM.PHONE_CODE_INVALID"), "x");
+        let e = bridge_error(
+            http(400, "FI.MAU.TELEGRAM.PHONE_CODE_INVALID"),
+            ErrorCode::LoginNotFound,
+        );
         assert_eq!(
             (e.code(), e.to_string().as_str()),
             ("bridge_rejected", "msg")
         );
         assert_eq!(
-            bridge_error(http(500, "M_UNKNOWN"), "x").code(),
+            bridge_error(http(500, "M_UNKNOWN"), ErrorCode::LoginNotFound).code(),
             "bridge_error"
         );
         assert_eq!(
-            bridge_error(http(404, "M_NOT_FOUND"), "login_not_found").code(),
+            bridge_error(http(404, "M_NOT_FOUND"), ErrorCode::LoginNotFound).code(),
             "login_not_found"
         );
         let down = BridgeError::Unreachable {

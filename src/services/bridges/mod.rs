@@ -28,7 +28,7 @@ use crate::clients::provisioning::{
 use crate::clock::unix_now;
 use crate::config::BridgesConfig;
 use crate::crypto::{Aad, DataKey};
-use crate::error::{AppError, AppResult};
+use crate::error::{AppError, AppResult, ErrorCode};
 use crate::events;
 use crate::services::upstream::bridge_error;
 use crate::services::users;
@@ -227,7 +227,10 @@ impl Process {
             return Some(Ok(LoginProgress::Complete(c.clone())));
         }
         if let Some(e) = &s.failure {
-            return Some(Err(bridge_error(e.clone(), "login_process_not_found")));
+            return Some(Err(bridge_error(
+                e.clone(),
+                ErrorCode::LoginProcessNotFound,
+            )));
         }
         if s.expired || unix_now() as i64 >= self.expires_at {
             self.mark_expired(s);
@@ -244,7 +247,7 @@ impl Process {
 pub fn parse_platform(value: &str) -> AppResult<Platform> {
     Platform::parse(value).ok_or_else(|| {
         AppError::bad_request(
-            "invalid_platform",
+            ErrorCode::InvalidPlatform,
             format!("platform: {value:?} is not one of whatsapp, telegram, discord"),
         )
     })
@@ -259,7 +262,8 @@ async fn acting_user(state: &AppState, user_id: &str) -> AppResult<(UserRow, Str
     match user.matrix_user_id.clone() {
         Some(mxid) => Ok((user, mxid)),
         None => Err(AppError::Unavailable {
-            code: "matrix_account_missing",
+            retry_after_secs: None,
+            code: ErrorCode::MatrixAccountMissing,
             message: "the account has no Matrix user (no homeserver is configured), so no \
                       bridge can act for it"
                 .into(),
@@ -639,11 +643,11 @@ pub async fn logout(
             let known = stored_logins(state, &user, platform).await?;
             if let Some(id) = login_id {
                 if !known.iter().any(|l| l.id == id) {
-                    return Err(bridge_error(e, "login_not_found"));
+                    return Err(bridge_error(e, ErrorCode::LoginNotFound));
                 }
             }
         }
-        Err(e) => return Err(bridge_error(e, "login_not_found")),
+        Err(e) => return Err(bridge_error(e, ErrorCode::LoginNotFound)),
     }
     let mut removed = forget_logins(state, user_id, platform, login_id).await?;
     if let Some(id) = login_id {

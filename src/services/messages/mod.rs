@@ -33,7 +33,7 @@ use super::pages::{PageKey, PageView};
 use super::session::Principal;
 use super::users;
 use crate::crypto::DataKey;
-use crate::error::{AppError, AppResult};
+use crate::error::{AppError, AppResult, ErrorCode};
 use crate::events::kind;
 use crate::state::AppState;
 use crate::store::messages::{self as stored, MessageRow, MessageStats, PageStart};
@@ -401,7 +401,7 @@ pub async fn delete_matching(
 ) -> AppResult<Deleted> {
     if confirmation.map(str::trim) != Some(DELETE_CONFIRMATION) {
         return Err(AppError::bad_request(
-            "confirmation_required",
+            ErrorCode::ConfirmationRequired,
             format!("send the header X-Confirm-Delete: {DELETE_CONFIRMATION} to delete messages"),
         ));
     }

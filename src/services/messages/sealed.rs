@@ -18,7 +18,7 @@ use serde_json::Value;
 use super::cache::KeyTag;
 use super::{is_mine, open};
 use crate::crypto::{self, DataKey};
-use crate::error::{AppError, AppResult};
+use crate::error::{AppError, AppResult, ErrorCode};
 use crate::store::messages::MessageRow;
 use crate::store::users::UserRow;
 
@@ -79,7 +79,7 @@ pub(super) fn seal_page(
     } else {
         Some(crypto::Sealer::to(recipient).map_err(|_| {
             AppError::conflict(
-                "invalid_public_key",
+                ErrorCode::InvalidPublicKey,
                 "the registered public key cannot be sealed to (a low-order X25519 point); \
                  replace it with PUT /api/keys",
             )

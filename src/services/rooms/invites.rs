@@ -4,11 +4,12 @@
 
 use super::*;
 use crate::clients::matrix::MatrixClient;
+use crate::error::ErrorCode;
 use crate::services::upstream::homeserver_room_error;
 
 fn not_invited() -> AppError {
     AppError::conflict(
-        "not_invited",
+        ErrorCode::NotInvited,
         "this room is not an invitation: the user has already joined it",
     )
 }
@@ -31,12 +32,13 @@ async fn invitation(
         return Err(not_invited());
     }
     let matrix = state.matrix.clone().ok_or_else(|| AppError::Unavailable {
-        code: "homeserver_unavailable",
+        retry_after_secs: None,
+        code: ErrorCode::HomeserverUnavailable,
         message: "no Matrix homeserver is configured on this server".into(),
     })?;
     let token = users::matrix_token_of(&state.master, &user)?.ok_or_else(|| {
         AppError::conflict(
-            "matrix_account_missing",
+            ErrorCode::MatrixAccountMissing,
             "this account has no Matrix session yet; sign in again in the native app",
         )
     })?;

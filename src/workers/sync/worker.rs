@@ -20,7 +20,7 @@ use super::room::{DirectRooms, RoomHint};
 use crate::clients::matrix::{MatrixClient, MatrixError, SyncResponse};
 use crate::clients::provisioning::identity::BridgeIdentities;
 use crate::clock::unix_now;
-use crate::error::{AppError, AppResult};
+use crate::error::{AppError, AppResult, ErrorCode};
 use crate::events::kind;
 use crate::services::importance::Reader;
 use crate::services::users;
@@ -399,7 +399,8 @@ impl Session {
 
 fn upstream(e: MatrixError) -> AppError {
     AppError::Unavailable {
-        code: "homeserver_unavailable",
+        retry_after_secs: None,
+        code: ErrorCode::HomeserverUnavailable,
         message: e.to_string(),
     }
 }
