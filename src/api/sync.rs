@@ -19,7 +19,7 @@ use super::gate::bearer_token;
 use super::security::BearerAuth;
 use super::ApiTags;
 use crate::error::{AppError, ErrorCode};
-use crate::events::{ChangeEvent, StreamSlot, MAX_STREAMS_PER_USER};
+use crate::events::{ChangeEvent, Published, StreamSlot, MAX_STREAMS_PER_USER};
 use crate::services::session;
 use crate::state::AppState;
 
@@ -210,7 +210,7 @@ struct Feed {
     token: String,
     user_id: String,
     pending: VecDeque<Event>,
-    rx: Receiver<Arc<ChangeEvent>>,
+    rx: Receiver<Arc<Published>>,
     recheck: tokio::time::Interval,
     /// Released when the feed is dropped: the stream ended or the client went away.
     _slot: StreamSlot,
@@ -294,25 +294,50 @@ async fn still_admitted(feed: &Feed) -> bool {
     }
 }
 
-fn to_sse(e: &ChangeEvent) -> Event {
+/// The one place a change becomes JSON: `{"type": kind, ...payload}`.
+fn payload(change: &ChangeEvent) -> serde_json::Value {
+    use serde_json::json;
+    match change {
+        ChangeEvent::RoomUpdated { room_id } => json!({"roomId": room_id}),
+        ChangeEvent::RoomDeleted {
+            room_id,
+            messages_deleted,
+        } => json!({"roomId": room_id, "messagesDeleted": messages_deleted}),
+        ChangeEvent::MessageCreated {
+            room_id,
+            event_id,
+            message_id,
+        } => json!({"roomId": room_id, "eventId": event_id, "messageId": message_id}),
+        ChangeEvent::BridgeState {
+            platform,
+            login_id,
+            state_event,
+            error,
+        } => json!({
+            "platform": platform,
+            "loginId": login_id,
+            "stateEvent": state_event,
+            "error": error,
+        }),
+        ChangeEvent::ScheduledUpdated {
+            id,
+            room_id,
+            status,
+        } => json!({"id": id, "roomId": room_id, "status": status}),
+        ChangeEvent::ReminderDue { id, due_at } => json!({"id": id, "dueAt": due_at}),
+    }
+}
+
+fn to_sse(e: &Published) -> Event {
+    let kind = e.change.kind();
     let mut data = serde_json::Map::new();
-    data.insert("type".to_owned(), e.kind.into());
-    match &e.data {
-        serde_json::Value::Object(map) => {
-            data.extend(
-                map.iter()
-                    .filter(|(k, _)| *k != "type")
-                    .map(|(k, v)| (k.clone(), v.clone())),
-            );
-        }
-        serde_json::Value::Null => {}
-        other => {
-            data.insert("value".to_owned(), other.clone());
-        }
+    data.insert("type".to_owned(), kind.into());
+    if let serde_json::Value::Object(map) = payload(&e.change) {
+        data.extend(map);
     }
     Event::message(serde_json::Value::Object(data).to_string())
         .id(e.id.to_string())
-        .event_type(e.kind)
+        .event_type(kind)
 }
 
 fn resync(reason: &str) -> Event {

@@ -15,15 +15,13 @@
 //! Pushes are sent for: due reminders, scheduled messages that failed, and incoming
 //! messages of importance ≥ [`IMPORTANT_MESSAGE_THRESHOLD`] (see [`spawn_message_hook`]).
 
-use serde_json::Value;
-
 use super::scheduled::{now_ms, parse_id};
 use super::users;
 use crate::clients::push::{Notification, PushError};
 use crate::config::PushEnvironment;
 use crate::crypto::{Aad, DataKey};
 use crate::error::{AppError, AppResult, ErrorCode};
-use crate::events::kind;
+use crate::events::ChangeEvent;
 use crate::state::AppState;
 use crate::store::devices::{self as store, DeviceRow};
 
@@ -444,8 +442,8 @@ pub async fn notify_user(state: &AppState, user_id: &str, notification: Notifica
 }
 
 /// Starts the important-message hook: listens to `message.created` events and pushes
-/// "New important message" when the stored message (looked up by `data.messageId` or
-/// `data.eventId`) has importance ≥ [`IMPORTANT_MESSAGE_THRESHOLD`], was not sent by the
+/// "New important message" when the stored message (looked up by its `messageId` or
+/// `eventId`) has importance ≥ [`IMPORTANT_MESSAGE_THRESHOLD`], was not sent by the
 /// user, its room is not muted and it is recent ([`PUSH_MAX_MESSAGE_AGE_MS`]). The push carries no message text, only `roomId` and
 /// `eventId` for the app to open. Ends on shutdown.
 pub fn spawn_message_hook(state: &AppState) -> Option<tokio::task::JoinHandle<()>> {
@@ -466,22 +464,15 @@ pub fn spawn_message_hook(state: &AppState) -> Option<tokio::task::JoinHandle<()
                 }
                 Err(tokio::sync::broadcast::error::RecvError::Closed) => return,
             };
-            if event.kind != kind::MESSAGE_CREATED {
+            let ChangeEvent::MessageCreated {
+                message_id,
+                event_id,
+                ..
+            } = &event.change
+            else {
                 continue;
-            }
-            let message_id = event
-                .data
-                .get("messageId")
-                .and_then(Value::as_str)
-                .map(str::to_owned);
-            let event_id = event
-                .data
-                .get("eventId")
-                .and_then(Value::as_str)
-                .map(str::to_owned);
-            if message_id.is_none() && event_id.is_none() {
-                continue;
-            }
+            };
+            let (message_id, event_id) = (Some(message_id.clone()), Some(event_id.clone()));
             let state = state.clone();
             tokio::spawn(async move {
                 let uid = event.user_id.clone();

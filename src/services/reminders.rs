@@ -10,14 +10,12 @@
 //! the client re-reads the reminder) and a push to the user's devices. Changing `dueAt`
 //! re-arms the announcement.
 
-use serde_json::json;
-
 use super::scheduled::{now_ms, parse_id, parse_page, validate_room_id};
 use super::users;
 use crate::clients::push::Notification;
 use crate::crypto::{Aad, DataKey, MasterKey};
 use crate::error::{AppError, AppResult};
-use crate::events::kind;
+use crate::events::ChangeEvent;
 use crate::services::conversations::require_readable;
 use crate::state::AppState;
 use crate::store::reminders::{self as store, ReminderRow};
@@ -305,8 +303,10 @@ pub async fn announce_due(state: &AppState) -> AppResult<usize> {
     for row in due {
         state.events.publish(
             &row.user_id,
-            kind::REMINDER_DUE,
-            json!({"id": row.id, "dueAt": super::scheduled::to_time(row.due_at).to_rfc3339()}),
+            ChangeEvent::ReminderDue {
+                id: row.id.clone(),
+                due_at: super::scheduled::to_time(row.due_at).to_rfc3339(),
+            },
         );
         if state.push.is_none() {
             continue;

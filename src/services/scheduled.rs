@@ -19,7 +19,7 @@ use serde_json::{json, Value};
 use crate::clients::provisioning::Platform;
 use crate::crypto::{open_envelope, Envelope};
 use crate::error::{AppError, AppResult, ErrorCode};
-use crate::events::kind;
+use crate::events::ChangeEvent;
 use crate::state::AppState;
 use crate::store::scheduled_messages::{self as store, ListFilter, ScheduledRow, Stats, PENDING};
 
@@ -191,8 +191,11 @@ pub struct NewScheduled {
 pub fn publish(state: &AppState, user_id: &str, id: &str, room_id: &str, status: &str) {
     state.events.publish(
         user_id,
-        kind::SCHEDULED_UPDATED,
-        json!({"id": id, "roomId": room_id, "status": status}),
+        ChangeEvent::ScheduledUpdated {
+            id: id.to_owned(),
+            room_id: room_id.to_owned(),
+            status: status.to_owned(),
+        },
     );
 }
 

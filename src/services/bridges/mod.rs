@@ -19,7 +19,7 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use moka::future::Cache;
-use serde_json::{json, Value};
+use serde_json::Value;
 use tokio::sync::watch;
 
 use crate::clients::provisioning::{
@@ -29,7 +29,7 @@ use crate::clock::unix_now;
 use crate::config::BridgesConfig;
 use crate::crypto::{Aad, DataKey};
 use crate::error::{AppError, AppResult, ErrorCode};
-use crate::events;
+use crate::events::ChangeEvent;
 use crate::services::upstream::bridge_error;
 use crate::services::users;
 use crate::state::AppState;
@@ -444,13 +444,12 @@ async fn reconcile(
 fn publish_state(state: &AppState, user_id: &str, platform: Platform, change: StateChange) {
     state.events.publish(
         user_id,
-        events::kind::BRIDGE_STATE,
-        json!({
-            "platform": platform.id(),
-            "loginId": change.login_id,
-            "stateEvent": change.state_event,
-            "error": change.error,
-        }),
+        ChangeEvent::BridgeState {
+            platform: platform.id(),
+            login_id: change.login_id,
+            state_event: change.state_event,
+            error: change.error,
+        },
     );
 }
 

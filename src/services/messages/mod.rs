@@ -25,7 +25,6 @@ use base64::Engine as _;
 use bytes::Bytes;
 use rusqlite::Connection;
 use serde::{Deserialize, Serialize};
-use serde_json::json;
 
 use super::conversations::{self, MessageContent};
 use super::keys::validate_public_key;
@@ -34,7 +33,7 @@ use super::session::Principal;
 use super::users;
 use crate::crypto::DataKey;
 use crate::error::{AppError, AppResult, ErrorCode};
-use crate::events::kind;
+use crate::events::ChangeEvent;
 use crate::state::AppState;
 use crate::store::messages::{self as stored, MessageRow, MessageStats, PageStart};
 use crate::store::user_keys;
@@ -422,9 +421,12 @@ pub async fn delete_matching(
         .await?;
     let count = rooms.len();
     for room in rooms.into_iter().collect::<BTreeSet<_>>() {
-        state
-            .events
-            .publish(user_id, kind::ROOM_UPDATED, json!({ "roomId": room }));
+        state.events.publish(
+            user_id,
+            ChangeEvent::RoomUpdated {
+                room_id: room.to_owned(),
+            },
+        );
     }
     Ok(Deleted {
         count,
@@ -444,9 +446,12 @@ pub async fn delete_one(state: &AppState, user_id: &str, message_id: &str) -> Ap
         .run(move |c| Ok::<_, AppError>(stored::delete_one(c, &uid, &mid)?))
         .await?
         .ok_or_else(|| AppError::not_found("message"))?;
-    state
-        .events
-        .publish(user_id, kind::ROOM_UPDATED, json!({ "roomId": room }));
+    state.events.publish(
+        user_id,
+        ChangeEvent::RoomUpdated {
+            room_id: room.to_owned(),
+        },
+    );
     Ok(id)
 }
 

@@ -5,6 +5,7 @@
 use super::*;
 use crate::clients::matrix::MatrixClient;
 use crate::error::ErrorCode;
+use crate::events::ChangeEvent;
 use crate::services::upstream::homeserver_room_error;
 
 fn not_invited() -> AppError {
@@ -62,8 +63,9 @@ pub async fn accept(state: &AppState, principal: &Principal, room_id: &str) -> A
         .await?;
     state.events.publish(
         principal.user_id(),
-        kind::ROOM_UPDATED,
-        json!({"roomId": room_id}),
+        ChangeEvent::RoomUpdated {
+            room_id: room_id.to_owned(),
+        },
     );
     // Reading the invitation may have refreshed its members moments ago: the joined
     // room's members come from the homeserver now, not from the throttled copy.
@@ -95,8 +97,10 @@ pub async fn decline(state: &AppState, principal: &Principal, room_id: &str) -> 
         .await?;
     state.events.publish(
         principal.user_id(),
-        kind::ROOM_DELETED,
-        json!({"roomId": room_id, "messagesDeleted": false}),
+        ChangeEvent::RoomDeleted {
+            room_id: room_id.to_owned(),
+            messages_deleted: false,
+        },
     );
     Ok(room_id)
 }

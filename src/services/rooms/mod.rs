@@ -24,13 +24,12 @@ use base64::engine::general_purpose::{STANDARD, URL_SAFE_NO_PAD};
 use base64::Engine as _;
 use rusqlite::TransactionBehavior;
 use serde::{Deserialize, Serialize};
-use serde_json::json;
 
 use super::conversations::{open_room_field, require_readable, wants_readable, RoomField};
 use super::users;
 use crate::clock::unix_now;
 use crate::error::{AppError, AppResult};
-use crate::events::kind;
+use crate::events::ChangeEvent;
 use crate::services::session::Principal;
 use crate::state::AppState;
 use crate::store::linked_groups;

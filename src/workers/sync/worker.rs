@@ -21,7 +21,7 @@ use crate::clients::matrix::{MatrixClient, MatrixError, SyncResponse};
 use crate::clients::provisioning::identity::BridgeIdentities;
 use crate::clock::unix_now;
 use crate::error::{AppError, AppResult, ErrorCode};
-use crate::events::kind;
+use crate::events::ChangeEvent;
 use crate::services::importance::Reader;
 use crate::services::users;
 use crate::state::AppState;
@@ -412,15 +412,21 @@ fn publish(state: &AppState, user_id: &str, outcome: &IngestOutcome) {
         for m in &outcome.new_messages {
             state.events.publish(
                 user_id,
-                kind::MESSAGE_CREATED,
-                json!({"roomId": m.room_id, "eventId": m.event_id, "messageId": m.message_id}),
+                ChangeEvent::MessageCreated {
+                    room_id: m.room_id.clone(),
+                    event_id: m.event_id.clone(),
+                    message_id: m.message_id.clone(),
+                },
             );
         }
     }
     for room_id in &outcome.changed_rooms {
-        state
-            .events
-            .publish(user_id, kind::ROOM_UPDATED, json!({"roomId": room_id}));
+        state.events.publish(
+            user_id,
+            ChangeEvent::RoomUpdated {
+                room_id: room_id.to_owned(),
+            },
+        );
     }
 }
 
