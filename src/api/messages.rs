@@ -13,7 +13,7 @@ use poem_openapi::types::{ToJSON, Type};
 use poem_openapi::{ApiResponse, Enum, Object, OpenApi, Union};
 use serde::Serialize;
 
-use super::security::BearerAuth;
+use super::security::{NativeAuth, TokenAuth};
 use super::ApiTags;
 use crate::error::AppError;
 use crate::services::messages::{self, HistoryQuery, MultiSendItem};
@@ -388,7 +388,7 @@ impl MessagesApi {
     async fn list(
         &self,
         state: Data<&AppState>,
-        auth: BearerAuth,
+        auth: TokenAuth,
         /// Matrix room id.
         #[oai(name = "roomId")]
         room_id: Query<Option<String>>,
@@ -426,7 +426,7 @@ impl MessagesApi {
     async fn delete(
         &self,
         state: Data<&AppState>,
-        auth: BearerAuth,
+        auth: NativeAuth,
         /// Matrix room id.
         #[oai(name = "roomId")]
         room_id: Query<Option<String>>,
@@ -466,7 +466,7 @@ impl MessagesApi {
     async fn stats(
         &self,
         state: Data<&AppState>,
-        auth: BearerAuth,
+        auth: NativeAuth,
     ) -> Result<FastJson<StatsResult>, AppError> {
         let body = messages::stats_rendered(&state, auth.user_id(), |stats| {
             FastJson::<StatsResult>::object_bytes(&StatsResult {
@@ -492,7 +492,7 @@ impl MessagesApi {
     async fn send_multi(
         &self,
         state: Data<&AppState>,
-        auth: BearerAuth,
+        auth: NativeAuth,
         body: Json<MultiSendRequest>,
     ) -> Result<MultiSendResponse, AppError> {
         let items = messages::send_multi(
@@ -531,7 +531,7 @@ impl MessagesApi {
     async fn delete_one(
         &self,
         state: Data<&AppState>,
-        auth: BearerAuth,
+        auth: NativeAuth,
         /// Message id (UUID), the `id` of an encrypted message.
         #[oai(name = "messageId")]
         message_id: Path<String>,
@@ -562,7 +562,7 @@ impl MessagesApi {
     async fn send(
         &self,
         state: Data<&AppState>,
-        auth: BearerAuth,
+        auth: TokenAuth,
         /// Matrix room id (URL-encoded).
         #[oai(name = "roomId")]
         room_id: Path<String>,

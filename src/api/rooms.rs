@@ -10,7 +10,7 @@ use poem_openapi::{Object, OpenApi};
 
 use super::linked::LinkedGroup;
 use super::messages::FastJson;
-use super::security::BearerAuth;
+use super::security::{NativeAuth, TokenAuth};
 use super::views::MessageResponse;
 use super::ApiTags;
 use crate::error::AppError;
@@ -235,7 +235,7 @@ impl RoomsApi {
     async fn list(
         &self,
         state: Data<&AppState>,
-        auth: BearerAuth,
+        auth: TokenAuth,
         /// `importance`, `recent` or `unread` (personal tokens: `recent` or `unread`).
         #[oai(name = "sortBy")]
         sort_by: Query<Option<String>>,
@@ -275,7 +275,7 @@ impl RoomsApi {
     async fn priority(
         &self,
         state: Data<&AppState>,
-        auth: BearerAuth,
+        auth: NativeAuth,
     ) -> Result<Json<RoomPriorityResult>, AppError> {
         let rooms = rooms::priority(&state, &auth.0).await?;
         Ok(Json(RoomPriorityResult {
@@ -299,7 +299,7 @@ impl RoomsApi {
     async fn get(
         &self,
         state: Data<&AppState>,
-        auth: BearerAuth,
+        auth: TokenAuth,
         /// Matrix room ID, URL-encoded.
         #[oai(name = "roomId")]
         room_id: Path<String>,
@@ -321,7 +321,7 @@ impl RoomsApi {
     async fn update(
         &self,
         state: Data<&AppState>,
-        auth: BearerAuth,
+        auth: NativeAuth,
         /// Matrix room ID, URL-encoded.
         #[oai(name = "roomId")]
         room_id: Path<String>,
@@ -349,7 +349,7 @@ impl RoomsApi {
     async fn delete(
         &self,
         state: Data<&AppState>,
-        auth: BearerAuth,
+        auth: NativeAuth,
         /// Matrix room ID, URL-encoded.
         #[oai(name = "roomId")]
         room_id: Path<String>,
@@ -391,7 +391,7 @@ impl RoomsApi {
     async fn read(
         &self,
         state: Data<&AppState>,
-        auth: BearerAuth,
+        auth: TokenAuth,
         /// Matrix room ID, URL-encoded.
         #[oai(name = "roomId")]
         room_id: Path<String>,
@@ -424,7 +424,7 @@ impl RoomsApi {
     async fn archive(
         &self,
         state: Data<&AppState>,
-        auth: BearerAuth,
+        auth: TokenAuth,
         /// Matrix room ID, URL-encoded.
         #[oai(name = "roomId")]
         room_id: Path<String>,
@@ -450,7 +450,7 @@ impl RoomsApi {
     async fn unarchive(
         &self,
         state: Data<&AppState>,
-        auth: BearerAuth,
+        auth: TokenAuth,
         /// Matrix room ID, URL-encoded.
         #[oai(name = "roomId")]
         room_id: Path<String>,
@@ -472,7 +472,7 @@ impl RoomsApi {
     async fn mute(
         &self,
         state: Data<&AppState>,
-        auth: BearerAuth,
+        auth: TokenAuth,
         /// Matrix room ID, URL-encoded.
         #[oai(name = "roomId")]
         room_id: Path<String>,
@@ -489,7 +489,7 @@ impl RoomsApi {
     async fn unmute(
         &self,
         state: Data<&AppState>,
-        auth: BearerAuth,
+        auth: TokenAuth,
         /// Matrix room ID, URL-encoded.
         #[oai(name = "roomId")]
         room_id: Path<String>,
@@ -506,7 +506,7 @@ impl RoomsApi {
     async fn favorite(
         &self,
         state: Data<&AppState>,
-        auth: BearerAuth,
+        auth: TokenAuth,
         /// Matrix room ID, URL-encoded.
         #[oai(name = "roomId")]
         room_id: Path<String>,
@@ -523,7 +523,7 @@ impl RoomsApi {
     async fn unfavorite(
         &self,
         state: Data<&AppState>,
-        auth: BearerAuth,
+        auth: TokenAuth,
         /// Matrix room ID, URL-encoded.
         #[oai(name = "roomId")]
         room_id: Path<String>,
@@ -538,7 +538,7 @@ impl RoomsApi {
     async fn pin(
         &self,
         state: Data<&AppState>,
-        auth: BearerAuth,
+        auth: TokenAuth,
         /// Matrix room ID, URL-encoded.
         #[oai(name = "roomId")]
         room_id: Path<String>,
@@ -551,7 +551,7 @@ impl RoomsApi {
     async fn unpin(
         &self,
         state: Data<&AppState>,
-        auth: BearerAuth,
+        auth: TokenAuth,
         /// Matrix room ID, URL-encoded.
         #[oai(name = "roomId")]
         room_id: Path<String>,
@@ -571,7 +571,7 @@ impl RoomsApi {
     async fn linked_group(
         &self,
         state: Data<&AppState>,
-        auth: BearerAuth,
+        auth: NativeAuth,
         /// Matrix room ID, URL-encoded.
         #[oai(name = "roomId")]
         room_id: Path<String>,
@@ -585,7 +585,7 @@ impl RoomsApi {
 
 async fn muted(
     state: &AppState,
-    auth: &BearerAuth,
+    auth: &TokenAuth,
     room_id: &str,
     value: bool,
 ) -> Result<Json<RoomMuteResult>, AppError> {
@@ -599,7 +599,7 @@ async fn muted(
 
 async fn favorite(
     state: &AppState,
-    auth: &BearerAuth,
+    auth: &TokenAuth,
     room_id: &str,
     value: bool,
 ) -> Result<Json<RoomFavoriteResult>, AppError> {
@@ -618,7 +618,7 @@ async fn favorite(
 
 async fn pinned(
     state: &AppState,
-    auth: &BearerAuth,
+    auth: &TokenAuth,
     room_id: &str,
     value: bool,
 ) -> Result<Json<RoomPinResult>, AppError> {

@@ -16,7 +16,7 @@ use tokio::sync::broadcast::error::RecvError;
 use tokio::sync::broadcast::Receiver;
 
 use super::gate::bearer_token;
-use super::security::BearerAuth;
+use super::security::TokenAuth;
 use super::ApiTags;
 use crate::error::{AppError, ErrorCode};
 use crate::events::{ChangeEvent, Published, StreamSlot, MAX_STREAMS_PER_USER};
@@ -184,7 +184,7 @@ impl SyncApi {
         &self,
         state: Data<&AppState>,
         req: &Request,
-        auth: BearerAuth,
+        auth: TokenAuth,
         /// Id of the last event received, to resume after a reconnect.
         #[oai(name = "Last-Event-ID")]
         last_event_id: Header<Option<String>>,

@@ -2,6 +2,7 @@
 
 pub mod accounts;
 pub mod admin;
+pub mod allowlist;
 pub mod attestation;
 pub mod auth;
 pub mod bridges;

@@ -9,10 +9,7 @@ use crate::services::session::Principal;
 use crate::state::AppState;
 use crate::store::api_tokens::{self, ApiTokenRow};
 
-/// Current version of the personal-token allowlist (the table in `api::routes`). Bump it
-/// when adding entries, and give the new entries `since: <new version>`: tokens created
-/// earlier must opt in to reach them.
-pub const ALLOWLIST_VERSION: u32 = 1;
+pub use super::allowlist::ALLOWLIST_VERSION;
 
 /// Longest token name, in characters.
 pub const MAX_NAME_CHARS: usize = 100;
