@@ -27,7 +27,7 @@ use crate::state::AppState;
 const KEEP_ALIVE: Duration = Duration::from_secs(15);
 
 /// How often an open stream re-checks its credential (revocation, expiry, subscription),
-/// so it ends well within the 5 s of DESIGN §11.
+/// so it ends well within 5 s of a revocation (README, "Security model").
 const RECHECK: Duration = Duration::from_secs(1);
 
 /// `room.updated`: a room's row, members or messages changed; re-read it.

@@ -77,7 +77,7 @@ pub fn open_message(dek: &DataKey, message_id: &str, sealed: &[u8]) -> AppResult
 }
 
 /// Readable routes (room names, message text) are refused after the user deleted their
-/// keys, until new keys are registered (DESIGN §8): 409 `NO_SIGNING_KEY`.
+/// keys, until new keys are registered: 409 `NO_SIGNING_KEY` (README, "Data, keys and backups").
 pub fn require_readable(user: &UserRow) -> AppResult<()> {
     if user.keys_shredded {
         return Err(AppError::Conflict {

@@ -27,7 +27,7 @@
 //! AI rescoring) and every [`crate::workers::scheduler::aging::EVERY`] by the scheduler for rooms
 //! with unread messages, so a message left waiting rises in the importance order.
 //!
-//! AI scoring (DESIGN §4): when `[ai]` is configured, [`crate::clients::ai`] refines these values
+//! AI scoring: when `[ai]` is configured, [`crate::clients::ai`] refines these values
 //! after the fact. Ingest always stores the heuristic score first (in the ingest
 //! transaction, so a message is never unscored); once the sync batch is committed and
 //! published, the new incoming messages (not the user's own, not redacted) go to one

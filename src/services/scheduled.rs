@@ -8,7 +8,7 @@
 //! `pending` but cannot be changed or cancelled (400 `not_pending`, "being sent").
 //!
 //! Body: the client seals the message to the server's X25519 key (`GET /api/attestation`
-//! `serverPublicKey`) with the DESIGN §8 Seal; the envelope is checked to open at create
+//! `serverPublicKey`) with the envelope of `crypto::envelope`; the envelope is checked to open at create
 //! and update time and stored as given. The plaintext is UTF-8: either the text of an
 //! `m.text` message, or a JSON object with string `msgtype` and `body`, sent as the event
 //! content as is (formatted messages, notices).

@@ -1,8 +1,8 @@
 //! The AI service (`[ai]`): an OpenAI-compatible chat-completions client that scores one
 //! incoming message, and the background [`Scorer`] that applies its answers.
 //!
-//! DESIGN §4 lets the AI service decide importance, category and question detection when
-//! it is configured. Ingest cannot wait for it (the sync transaction stays fast and the
+//! When it is configured, the AI service decides importance, category and question
+//! detection. Ingest cannot wait for it (the sync transaction stays fast and the
 //! service may be slow or down), so every message is first stored with the heuristic of
 //! `services::importance`, and the scorer refines it afterwards; see that module for the
 //! whole flow. The caller names the categories a verdict may carry.

@@ -4,7 +4,7 @@
 //! - History is one index range scan (`messages_room_ts`, order `ts DESC, event_id ASC`)
 //!   per page; only the page is opened, and everything runs in one blocking store job.
 //! - Native callers get each message's content sealed to their registered X25519 key
-//!   (DESIGN §8 Seal, one ephemeral key per page: [`sealed`]) as the JSON
+//!   (the `crypto::envelope` seal, one ephemeral key per page: [`sealed`]) as the JSON
 //!   `{"body", "content"}`; personal tokens get readable text and an opaque cursor.
 //! - Both views are rendered once and served from memory until the next write
 //!   ([`crate::services::pages`]).

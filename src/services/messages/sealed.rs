@@ -1,5 +1,5 @@
 //! The native history page: each message's content sealed to the caller's registered
-//! X25519 key (DESIGN §8 Seal), written in its wire form (`EncryptedMessagePage` of the API
+//! X25519 key (the envelope of `crypto::envelope`), written in its wire form (`EncryptedMessagePage` of the API
 //! document).
 //!
 //! One page, one ephemeral key: the X25519 agreement is done once per page
