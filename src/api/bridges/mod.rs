@@ -473,35 +473,3 @@ impl BridgesApi {
         ))
     }
 }
-
-fn started(update: LoginUpdate) -> LoginStarted {
-    let timeout = update.timeout.into();
-    let step = match update.progress {
-        LoginProgress::Step(step) => step.into(),
-        LoginProgress::Complete(c) => LoginStepObject {
-            step_id: String::new(),
-            step_type: LoginStep::COMPLETE.to_owned(),
-            instructions: String::new(),
-            display_and_wait: None,
-            user_input: None,
-            cookies: None,
-            complete: Some(StepComplete {
-                user_login_id: c.login_id,
-            }),
-        },
-        LoginProgress::Expired => LoginStepObject {
-            step_id: String::new(),
-            step_type: "expired".to_owned(),
-            instructions: "the login process expired".to_owned(),
-            display_and_wait: None,
-            user_input: None,
-            cookies: None,
-            complete: None,
-        },
-    };
-    LoginStarted {
-        login_process_id: update.process_id,
-        step,
-        timeout,
-    }
-}
