@@ -210,9 +210,7 @@ pub async fn verify_add(
     let release = |state: &AppState| {
         let store = state.store.clone();
         async move {
-            let _ = store
-                .run(move |c| Ok::<_, AppError>(login_codes::release(c, code_id)?))
-                .await;
+            let _ = store.query(move |c| login_codes::release(c, code_id)).await;
         }
     };
 

@@ -154,10 +154,7 @@ pub async fn require_admin(state: &AppState, principal: &Principal) -> AppResult
             ))
         }
     };
-    let user = state
-        .store
-        .run(move |c| Ok::<_, AppError>(users::find(c, &user_id)?))
-        .await?;
+    let user = state.store.query(move |c| users::find(c, &user_id)).await?;
     match user {
         Some(u) if u.is_admin => Ok(u),
         _ => Err(AppError::forbidden(

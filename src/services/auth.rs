@@ -143,10 +143,7 @@ pub async fn request_code(
         .await
     {
         // Not sent, so it must not count against the address or be usable.
-        let _ = state
-            .store
-            .run(move |c| Ok::<_, AppError>(login_codes::delete(c, id)?))
-            .await;
+        let _ = state.store.query(move |c| login_codes::delete(c, id)).await;
         // The mail server's words (and address) go to the log, not to the caller.
         tracing::warn!(error = %e, "sign-in code could not be mailed");
         return Err(AppError::Unavailable {
@@ -267,7 +264,7 @@ pub async fn sign_in(
         // The user did nothing wrong: let the same code work for a retry.
         let _ = state
             .store
-            .run(move |c| Ok::<_, AppError>(login_codes::release(c, code_id)?))
+            .query(move |c| login_codes::release(c, code_id))
             .await;
     }
     result
@@ -427,7 +424,7 @@ pub async fn refresh(state: &AppState, refresh_token: &str) -> AppResult<(String
     let now = unix_now() as i64;
     let (user_id, session_id) = state
         .store
-        .run(move |c| Ok::<_, AppError>(refresh_tokens::valid_session(c, &hash, now)?))
+        .query(move |c| refresh_tokens::valid_session(c, &hash, now))
         .await?
         .ok_or_else(|| AppError::unauthorized("invalid, expired or revoked refresh token"))?;
     state.jwt.issue(&user_id, session_id.as_deref())

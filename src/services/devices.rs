@@ -236,7 +236,7 @@ pub async fn delete(state: &AppState, user_id: &str, token_id: &str) -> AppResul
     let uid = user_id.to_owned();
     let n = state
         .store
-        .run(move |c| Ok::<_, AppError>(store::delete(c, &uid, &id)?))
+        .query(move |c| store::delete(c, &uid, &id))
         .await?;
     if n == 0 {
         return Err(AppError::not_found("device"));
@@ -252,10 +252,7 @@ pub async fn list(state: &AppState, user_id: &str) -> AppResult<Vec<Device>> {
     let user = users::load(state, user_id).await?;
     let dek = users::data_key(&state.master, &user).ok();
     let uid = user_id.to_owned();
-    let rows = state
-        .store
-        .run(move |c| Ok::<_, AppError>(store::list(c, &uid)?))
-        .await?;
+    let rows = state.store.query(move |c| store::list(c, &uid)).await?;
     Ok(rows
         .into_iter()
         .map(|row| {

@@ -289,10 +289,7 @@ pub struct KeyInfo {
 
 pub async fn info(state: &AppState, user_id: &str) -> AppResult<KeyInfo> {
     let uid = user_id.to_owned();
-    let row = state
-        .store
-        .run(move |c| Ok::<_, AppError>(user_keys::find(c, &uid)?))
-        .await?;
+    let row = state.store.query(move |c| user_keys::find(c, &uid)).await?;
     Ok(match row {
         Some(k) => KeyInfo {
             has_keys: true,
@@ -320,7 +317,7 @@ pub async fn public_key_of(state: &AppState, target: &str) -> AppResult<(String,
     }
     let row = state
         .store
-        .run(move |c| Ok::<_, AppError>(user_keys::find_by_user_or_matrix_id(c, &who)?))
+        .query(move |c| user_keys::find_by_user_or_matrix_id(c, &who))
         .await?
         .ok_or_else(|| AppError::not_found("user key"))?;
     Ok((row.public_key, row.key_version))

@@ -94,7 +94,7 @@ pub async fn discard_device(state: &AppState, user_id: &str, device: &MatrixSess
         let now = unix_now() as i64;
         let _ = state
             .store
-            .run(move |c| Ok::<_, AppError>(matrix_logouts::queue(c, &uid, &device_id, now)?))
+            .query(move |c| matrix_logouts::queue(c, &uid, &device_id, now))
             .await;
     }
 }
@@ -115,7 +115,7 @@ pub async fn session_token(
     let now = unix_now() as i64;
     let found = state
         .store
-        .run(move |c| Ok::<_, AppError>(refresh_tokens::live_session_device(c, &uid, &key, now)?))
+        .query(move |c| refresh_tokens::live_session_device(c, &uid, &key, now))
         .await?;
     let Some(found) = found else { return Ok(None) };
     if let Some(sealed) = &found.access_token_enc {

@@ -247,7 +247,7 @@ pub async fn delete(state: &AppState, user_id: &str, id: &str) -> AppResult<Stri
     let rid = id.clone();
     let n = state
         .store
-        .run(move |c| Ok::<_, AppError>(store::delete(c, &uid, &rid)?))
+        .query(move |c| store::delete(c, &uid, &rid))
         .await?;
     if n == 0 {
         return Err(AppError::not_found("reminder"));
@@ -280,7 +280,7 @@ pub async fn list(
     let uid = user_id.to_owned();
     let (rows, total) = state
         .store
-        .run(move |c| Ok::<_, AppError>(store::list(c, &uid, completed, limit, offset)?))
+        .query(move |c| store::list(c, &uid, completed, limit, offset))
         .await?;
     Ok(ReminderPage {
         items: rows.into_iter().map(|r| open(&dek, r)).collect(),
@@ -297,7 +297,7 @@ pub async fn announce_due(state: &AppState) -> AppResult<usize> {
     let now = now_ms();
     let due = state
         .store
-        .run(move |c| Ok::<_, AppError>(store::claim_due(c, now, ANNOUNCE_BATCH as i64)?))
+        .query(move |c| store::claim_due(c, now, ANNOUNCE_BATCH as i64))
         .await?;
     let count = due.len();
     for row in due {

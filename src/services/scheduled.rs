@@ -228,7 +228,7 @@ pub async fn create(state: &AppState, user_id: &str, new: NewScheduled) -> AppRe
     let stored = row.clone();
     state
         .store
-        .run(move |c| Ok::<_, AppError>(store::insert(c, &stored)?))
+        .query(move |c| store::insert(c, &stored))
         .await?;
     publish(state, user_id, &row.id, &row.room_id, PENDING);
     state.scheduler_wakeup.notify_one();
@@ -274,7 +274,7 @@ pub async fn list(state: &AppState, user_id: &str, q: ListQuery) -> AppResult<Pa
     let uid = user_id.to_owned();
     let (items, total) = state
         .store
-        .run(move |c| Ok::<_, AppError>(store::list(c, &uid, &filter)?))
+        .query(move |c| store::list(c, &uid, &filter))
         .await?;
     Ok(Page {
         items,
@@ -431,10 +431,7 @@ pub async fn cancel(state: &AppState, user_id: &str, id: &str) -> AppResult<Stri
 
 pub async fn stats(state: &AppState, user_id: &str) -> AppResult<Stats> {
     let uid = user_id.to_owned();
-    state
-        .store
-        .run(move |c| Ok::<_, AppError>(store::stats(c, &uid)?))
-        .await
+    Ok(state.store.query(move |c| store::stats(c, &uid)).await?)
 }
 
 #[cfg(test)]

@@ -65,7 +65,7 @@ pub(super) async fn stored_logins(
     let uid = user.id.clone();
     let rows = state
         .store
-        .run(move |c| Ok::<_, AppError>(bridge_logins::list(c, &uid, platform.id())?))
+        .query(move |c| bridge_logins::list(c, &uid, platform.id()))
         .await?;
     let dek = users::data_key(&state.master, user).ok();
     Ok(rows.iter().map(|r| open_row(dek.as_ref(), r)).collect())

@@ -59,7 +59,7 @@ pub async fn accept(state: &AppState, principal: &Principal, room_id: &str) -> A
     let (uid, rid) = (principal.user_id().to_owned(), room_id.clone());
     state
         .store
-        .run(move |c| Ok::<_, AppError>(rooms::set_joined(c, &uid, &rid, unix_now() as i64)?))
+        .query(move |c| rooms::set_joined(c, &uid, &rid, unix_now() as i64))
         .await?;
     state.events.publish(
         principal.user_id(),

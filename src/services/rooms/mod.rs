@@ -230,7 +230,7 @@ pub async fn priority(state: &AppState, principal: &Principal) -> AppResult<Vec<
     let uid = caller.user.id.clone();
     let rows = state
         .store
-        .run(move |c| Ok::<_, AppError>(rooms::priority(c, &uid, PRIORITY_THRESHOLD)?))
+        .query(move |c| rooms::priority(c, &uid, PRIORITY_THRESHOLD))
         .await?;
     Ok(rows.into_iter().map(|r| view(&caller, r, None)).collect())
 }
@@ -245,7 +245,7 @@ pub async fn visible_room_counts_by_platform(
     let uid = user_id.to_owned();
     let counts = state
         .store
-        .run(move |c| Ok::<_, AppError>(rooms::count_by_platform(c, &uid)?))
+        .query(move |c| rooms::count_by_platform(c, &uid))
         .await?;
     Ok(counts.into_iter().collect())
 }
