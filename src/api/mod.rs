@@ -19,6 +19,7 @@ pub mod bridges;
 pub mod devices;
 pub mod email;
 pub mod error;
+pub mod fast_json;
 pub mod gate;
 pub mod health;
 pub mod invites;

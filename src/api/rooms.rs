@@ -8,8 +8,8 @@ use poem_openapi::payload::Json;
 use poem_openapi::types::MaybeUndefined;
 use poem_openapi::{Object, OpenApi};
 
+use super::fast_json::FastJson;
 use super::linked::LinkedGroup;
-use super::messages::FastJson;
 use super::security::{NativeAuth, TokenAuth};
 use super::views::MessageResponse;
 use super::ApiTags;
