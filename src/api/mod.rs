@@ -7,7 +7,7 @@ use poem::endpoint::make_sync;
 use poem::http::StatusCode;
 use poem::middleware::{CatchPanic, Tracing};
 use poem::{get, Endpoint, EndpointExt, Response, Route};
-use poem_openapi::{OpenApiService, Tags};
+use poem_openapi::{OpenApi, OpenApiService, Tags};
 
 use crate::state::AppState;
 
@@ -76,27 +76,7 @@ pub enum ApiTags {
     Email,
 }
 
-type Apis = (
-    health::HealthApi,
-    attestation::AttestationApi,
-    auth::AuthApi,
-    keys::KeysApi,
-    accounts::AccountsApi,
-    tokens::TokensApi,
-    admin::AdminApi,
-    (
-        scheduled::ScheduledApi,
-        reminders::RemindersApi,
-        devices::DevicesApi,
-    ),
-    messages::MessagesApi,
-    (rooms::RoomsApi, invites::InvitesApi),
-    linked::LinkedApi,
-    sync::SyncApi,
-    (bridges::BridgesApi, email::EmailApi),
-);
-
-fn apis() -> Apis {
+fn apis() -> impl OpenApi {
     (
         health::HealthApi,
         attestation::AttestationApi,
@@ -118,7 +98,7 @@ fn apis() -> Apis {
     )
 }
 
-fn service() -> OpenApiService<Apis, ()> {
+fn service() -> OpenApiService<impl OpenApi, ()> {
     OpenApiService::new(apis(), "Switchboard", openapi::API_VERSION).description(
         "Unified messaging backend: one inbox over WhatsApp, Telegram and Discord \
              conversations held on a Matrix homeserver. Every route except /health, \

@@ -168,16 +168,8 @@ pub fn homeserver_room_error(action: &str, e: MatrixError) -> AppError {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::clients::provisioning::error::http;
     use crate::clients::provisioning::Platform;
-
-    fn http(status: u16, errcode: &str) -> BridgeError {
-        BridgeError::Http {
-            platform: Platform::Whatsapp,
-            status,
-            errcode: errcode.into(),
-            message: "msg".into(),
-        }
-    }
 
     #[test]
     fn api_errors_carry_the_bridges_message_and_clear_codes() {

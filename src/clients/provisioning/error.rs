@@ -120,18 +120,20 @@ fn classify(status: u16, errcode: &str) -> Failure {
     }
 }
 
+/// A WhatsApp bridge error answer with the message `msg`, for tests here and in services.
+#[cfg(test)]
+pub fn http(status: u16, errcode: &str) -> BridgeError {
+    BridgeError::Http {
+        platform: Platform::Whatsapp,
+        status,
+        errcode: errcode.into(),
+        message: "msg".into(),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    fn http(status: u16, errcode: &str) -> BridgeError {
-        BridgeError::Http {
-            platform: Platform::Whatsapp,
-            status,
-            errcode: errcode.into(),
-            message: "msg".into(),
-        }
-    }
 
     #[test]
     fn errors_are_classified_by_errcode_before_status() {
