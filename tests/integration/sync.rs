@@ -404,7 +404,11 @@ async fn a_kill_9_restart_resumes_without_losing_or_duplicating_messages() {
             .count();
         assert_eq!(n, 1, "{event_id} stored {n} times");
     }
-    assert_eq!(rows_after.len(), sent.len());
+    assert_eq!(
+        rows_after.len(),
+        sent.len() + 1,
+        "the sent messages and the marker"
+    );
     let since: Option<String> = db(&c.app)
         .query_row(
             "SELECT since FROM sync_state WHERE user_id = ?1",
