@@ -2,6 +2,7 @@
 
 use serde_json::json;
 
+use crate::common::auth_api::wrong_code;
 use crate::common::*;
 
 #[tokio::test]
@@ -46,93 +47,33 @@ async fn sign_up_by_mailed_code_gives_tokens_and_a_working_matrix_account() {
 async fn a_code_works_once_and_wrong_codes_are_400() {
     let app = TestApp::start_with_mail().await;
     let email = unique_email("once");
-    expect_json(
-        app.post_json("/api/auth/code", None, json!({"email": email}))
-            .await,
-        200,
-    )
-    .await;
-    let code = mail::wait_for_code(&email, 0).await;
-    let wrong = if code == "000000" { "111111" } else { "000000" };
-    let resp = app
-        .post_json(
-            "/api/auth/verify",
-            None,
-            json!({"email": email, "code": wrong}),
-        )
-        .await;
-    expect_error(resp, 400, "invalid_code").await;
-    let ok = app
-        .post_json(
-            "/api/auth/verify",
-            None,
-            json!({"email": email, "code": code}),
-        )
-        .await;
-    let body = expect_json(ok, 200).await;
+    let auth = app.auth();
+    let code = auth.mailed_code(&email, 0).await;
+    auth.verify_refused(&email, wrong_code(&code)).await;
+    let body = expect_json(auth.verify(&email, &code).await, 200).await;
     assert_eq!(body["isNewUser"], true);
-    let reuse = app
-        .post_json(
-            "/api/auth/verify",
-            None,
-            json!({"email": email, "code": code}),
-        )
-        .await;
-    expect_error(reuse, 400, "invalid_code").await;
+    auth.verify_refused(&email, &code).await;
 }
 
 #[tokio::test]
 async fn five_wrong_tries_burn_the_code() {
     let app = TestApp::start_with_mail().await;
     let email = unique_email("burn");
-    expect_json(
-        app.post_json("/api/auth/code", None, json!({"email": email}))
-            .await,
-        200,
-    )
-    .await;
-    let code = mail::wait_for_code(&email, 0).await;
-    let wrong = if code == "000000" { "111111" } else { "000000" };
+    let auth = app.auth();
+    let code = auth.mailed_code(&email, 0).await;
     for _ in 0..5 {
-        let resp = app
-            .post_json(
-                "/api/auth/verify",
-                None,
-                json!({"email": email, "code": wrong}),
-            )
-            .await;
-        expect_error(resp, 400, "invalid_code").await;
+        auth.verify_refused(&email, wrong_code(&code)).await;
     }
-    let resp = app
-        .post_json(
-            "/api/auth/verify",
-            None,
-            json!({"email": email, "code": code}),
-        )
-        .await;
-    expect_error(resp, 400, "invalid_code").await;
+    auth.verify_refused(&email, &code).await;
 }
 
 #[tokio::test]
 async fn an_expired_code_is_refused() {
     let app = TestApp::start_with_mail_and("[auth]\ncode_ttl = \"1s\"\n".into()).await;
     let email = unique_email("expired");
-    expect_json(
-        app.post_json("/api/auth/code", None, json!({"email": email}))
-            .await,
-        200,
-    )
-    .await;
-    let code = mail::wait_for_code(&email, 0).await;
+    let code = app.auth().mailed_code(&email, 0).await;
     tokio::time::sleep(std::time::Duration::from_millis(2100)).await;
-    let resp = app
-        .post_json(
-            "/api/auth/verify",
-            None,
-            json!({"email": email, "code": code}),
-        )
-        .await;
-    expect_error(resp, 400, "invalid_code").await;
+    app.auth().verify_refused(&email, &code).await;
 }
 
 #[tokio::test]
