@@ -11,6 +11,8 @@ pub mod crypto;
 pub mod error;
 pub mod events;
 pub mod http_server;
+#[cfg(test)]
+mod layering;
 pub mod ratelimit;
 pub mod services;
 pub mod state;

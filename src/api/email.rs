@@ -6,7 +6,7 @@ use poem_openapi::param::Path;
 use poem_openapi::payload::Json;
 use poem_openapi::OpenApi;
 
-use super::security::BearerAuth;
+use super::security::TokenAuth;
 use super::views::MessageResponse;
 use super::ApiTags;
 use crate::error::AppError;
@@ -25,7 +25,7 @@ impl EmailApi {
     ///
     /// Not implemented yet: 501 `not_implemented`.
     #[oai(path = "/threads", method = "get", operation_id = "email_list_threads")]
-    async fn list_threads(&self, _auth: BearerAuth) -> Result<Json<MessageResponse>, AppError> {
+    async fn list_threads(&self, _auth: TokenAuth) -> Result<Json<MessageResponse>, AppError> {
         Err(not_built())
     }
 
@@ -39,7 +39,7 @@ impl EmailApi {
     )]
     async fn update_thread(
         &self,
-        _auth: BearerAuth,
+        _auth: TokenAuth,
         #[oai(name = "id")] _id: Path<String>,
     ) -> Result<Json<MessageResponse>, AppError> {
         Err(not_built())
@@ -55,7 +55,7 @@ impl EmailApi {
     )]
     async fn get_message(
         &self,
-        _auth: BearerAuth,
+        _auth: TokenAuth,
         #[oai(name = "id")] _id: Path<String>,
     ) -> Result<Json<MessageResponse>, AppError> {
         Err(not_built())
@@ -65,7 +65,7 @@ impl EmailApi {
     ///
     /// Not implemented yet: 501 `not_implemented`.
     #[oai(path = "/compose", method = "post", operation_id = "email_compose")]
-    async fn compose(&self, _auth: BearerAuth) -> Result<Json<MessageResponse>, AppError> {
+    async fn compose(&self, _auth: TokenAuth) -> Result<Json<MessageResponse>, AppError> {
         Err(not_built())
     }
 
@@ -73,7 +73,7 @@ impl EmailApi {
     ///
     /// Not implemented yet: 501 `not_implemented`.
     #[oai(path = "/labels", method = "get", operation_id = "email_list_labels")]
-    async fn list_labels(&self, _auth: BearerAuth) -> Result<Json<MessageResponse>, AppError> {
+    async fn list_labels(&self, _auth: TokenAuth) -> Result<Json<MessageResponse>, AppError> {
         Err(not_built())
     }
 
@@ -81,7 +81,7 @@ impl EmailApi {
     ///
     /// Not implemented yet: 501 `not_implemented`.
     #[oai(path = "/labels", method = "post", operation_id = "email_create_label")]
-    async fn create_label(&self, _auth: BearerAuth) -> Result<Json<MessageResponse>, AppError> {
+    async fn create_label(&self, _auth: TokenAuth) -> Result<Json<MessageResponse>, AppError> {
         Err(not_built())
     }
 
@@ -93,7 +93,7 @@ impl EmailApi {
         method = "get",
         operation_id = "email_list_signatures"
     )]
-    async fn list_signatures(&self, _auth: BearerAuth) -> Result<Json<MessageResponse>, AppError> {
+    async fn list_signatures(&self, _auth: TokenAuth) -> Result<Json<MessageResponse>, AppError> {
         Err(not_built())
     }
 
@@ -105,7 +105,7 @@ impl EmailApi {
         method = "post",
         operation_id = "email_create_signature"
     )]
-    async fn create_signature(&self, _auth: BearerAuth) -> Result<Json<MessageResponse>, AppError> {
+    async fn create_signature(&self, _auth: TokenAuth) -> Result<Json<MessageResponse>, AppError> {
         Err(not_built())
     }
 }

@@ -1,12 +1,13 @@
 //! HTTP API: one module per tag, assembled here into one OpenAPI service.
 
+use crate::error::ErrorCode;
 use std::sync::OnceLock;
 
 use poem::endpoint::make_sync;
 use poem::http::StatusCode;
 use poem::middleware::{CatchPanic, Tracing};
 use poem::{get, Endpoint, EndpointExt, Response, Route};
-use poem_openapi::{OpenApiService, Tags};
+use poem_openapi::{OpenApi, OpenApiService, Tags};
 
 use crate::state::AppState;
 
@@ -18,6 +19,7 @@ pub mod bridges;
 pub mod devices;
 pub mod email;
 pub mod error;
+pub mod fast_json;
 pub mod gate;
 pub mod health;
 pub mod invites;
@@ -74,27 +76,7 @@ pub enum ApiTags {
     Email,
 }
 
-type Apis = (
-    health::HealthApi,
-    attestation::AttestationApi,
-    auth::AuthApi,
-    keys::KeysApi,
-    accounts::AccountsApi,
-    tokens::TokensApi,
-    admin::AdminApi,
-    (
-        scheduled::ScheduledApi,
-        reminders::RemindersApi,
-        devices::DevicesApi,
-    ),
-    messages::MessagesApi,
-    (rooms::RoomsApi, invites::InvitesApi),
-    linked::LinkedApi,
-    sync::SyncApi,
-    (bridges::BridgesApi, email::EmailApi),
-);
-
-fn apis() -> Apis {
+fn apis() -> impl OpenApi {
     (
         health::HealthApi,
         attestation::AttestationApi,
@@ -116,7 +98,7 @@ fn apis() -> Apis {
     )
 }
 
-fn service() -> OpenApiService<Apis, ()> {
+fn service() -> OpenApiService<impl OpenApi, ()> {
     OpenApiService::new(apis(), "Switchboard", openapi::API_VERSION).description(
         "Unified messaging backend: one inbox over WhatsApp, Telegram and Discord \
              conversations held on a Matrix homeserver. Every route except /health, \
@@ -163,7 +145,7 @@ pub fn app(state: AppState) -> impl Endpoint {
         .with(CatchPanic::new().with_handler(|_| {
             error::json_body(
                 StatusCode::INTERNAL_SERVER_ERROR,
-                "internal_error",
+                ErrorCode::InternalError,
                 "an internal error occurred; the server log has the details",
             )
         }))

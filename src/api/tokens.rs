@@ -7,7 +7,7 @@ use poem_openapi::payload::Json;
 use poem_openapi::{ApiResponse, Object, OpenApi};
 
 use super::routes::ALLOWLIST_VERSION;
-use super::security::BearerAuth;
+use super::security::NativeAuth;
 use super::views::{opt_time, time};
 use super::ApiTags;
 use crate::error::AppError;
@@ -152,7 +152,7 @@ impl TokensApi {
     async fn create(
         &self,
         state: Data<&AppState>,
-        auth: BearerAuth,
+        auth: NativeAuth,
         body: Json<CreateTokenRequest>,
     ) -> Result<CreateTokenResponse, AppError> {
         let user_id = tokens::require_native(&auth.0)?;
@@ -170,7 +170,7 @@ impl TokensApi {
     async fn list(
         &self,
         state: Data<&AppState>,
-        auth: BearerAuth,
+        auth: NativeAuth,
     ) -> Result<Json<TokenList>, AppError> {
         let user_id = tokens::require_native(&auth.0)?;
         let rows = tokens::list(&state, user_id).await?;
@@ -189,7 +189,7 @@ impl TokensApi {
     async fn revoke(
         &self,
         state: Data<&AppState>,
-        auth: BearerAuth,
+        auth: NativeAuth,
         /// Token id (UUID).
         id: Path<String>,
     ) -> Result<Json<RevokeResult>, AppError> {
@@ -213,7 +213,7 @@ impl TokensApi {
     async fn opt_in(
         &self,
         state: Data<&AppState>,
-        auth: BearerAuth,
+        auth: NativeAuth,
         /// Token id (UUID).
         id: Path<String>,
         body: Json<OptInRequest>,

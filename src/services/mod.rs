@@ -2,6 +2,7 @@
 
 pub mod accounts;
 pub mod admin;
+pub mod allowlist;
 pub mod attestation;
 pub mod auth;
 pub mod bridges;
@@ -20,4 +21,5 @@ pub mod rooms;
 pub mod scheduled;
 pub mod session;
 pub mod tokens;
+pub mod upstream;
 pub mod users;

@@ -198,6 +198,19 @@ impl Store {
         }
     }
 
+    /// [`Store::run`] for a job whose only errors are the store's own (SQLite or
+    /// [`StoreError`]): `store.query(move |c| rooms::find(c, &u, &r))` instead of wrapping
+    /// the call in `Ok::<_, AppError>(…?)`.
+    pub async fn query<T, E, F>(&self, job: F) -> Result<T, StoreError>
+    where
+        T: Send + 'static,
+        E: Send + 'static,
+        StoreError: From<E>,
+        F: FnOnce(&mut Conn) -> Result<T, E> + Send + 'static,
+    {
+        self.run(move |c| job(c).map_err(StoreError::from)).await
+    }
+
     /// A store in a fresh temporary directory (kept while the returned guard lives).
     #[cfg(test)]
     pub fn open_temp() -> (tempfile::TempDir, Self) {

@@ -389,10 +389,14 @@ async fn a_kill_9_restart_resumes_without_losing_or_duplicating_messages() {
         has_all(r, &sent)
     })
     .await;
-    // Let a further poll happen, then check nothing was added twice.
-    tokio::time::sleep(Duration::from_millis(500)).await;
-    let rows_after = stored_messages(&c.app, &c.user_id, &c.room);
-    assert_eq!(rows.len(), rows_after.len());
+    // Positive marker: one more message is stored, so further polls have happened; then
+    // nothing was added twice.
+    let marker = c.bob.send_text(&c.room, "marker").await;
+    let rows_after = wait_for_messages(&c.app, &c.user_id, &c.room, "the marker", |r| {
+        has_all(r, std::slice::from_ref(&marker))
+    })
+    .await;
+    assert_eq!(rows.len() + 1, rows_after.len());
     for event_id in &sent {
         let n = rows_after
             .iter()
@@ -400,7 +404,11 @@ async fn a_kill_9_restart_resumes_without_losing_or_duplicating_messages() {
             .count();
         assert_eq!(n, 1, "{event_id} stored {n} times");
     }
-    assert_eq!(rows_after.len(), sent.len());
+    assert_eq!(
+        rows_after.len(),
+        sent.len() + 1,
+        "the sent messages and the marker"
+    );
     let since: Option<String> = db(&c.app)
         .query_row(
             "SELECT since FROM sync_state WHERE user_id = ?1",

@@ -398,3 +398,36 @@ pub enum DisconnectResponse {
     #[oai(status = 200)]
     Ok(Json<MessageResponse>, #[oai(header = "Deprecation")] String),
 }
+
+/// The answer to a login start or step: the bridge's next step, or how it ended.
+pub(super) fn started(update: LoginUpdate) -> LoginStarted {
+    let timeout = update.timeout.into();
+    let step = match update.progress {
+        LoginProgress::Step(step) => step.into(),
+        LoginProgress::Complete(c) => LoginStepObject {
+            step_id: String::new(),
+            step_type: LoginStep::COMPLETE.to_owned(),
+            instructions: String::new(),
+            display_and_wait: None,
+            user_input: None,
+            cookies: None,
+            complete: Some(StepComplete {
+                user_login_id: c.login_id,
+            }),
+        },
+        LoginProgress::Expired => LoginStepObject {
+            step_id: String::new(),
+            step_type: "expired".to_owned(),
+            instructions: "the login process expired".to_owned(),
+            display_and_wait: None,
+            user_input: None,
+            cookies: None,
+            complete: None,
+        },
+    };
+    LoginStarted {
+        login_process_id: update.process_id,
+        step,
+        timeout,
+    }
+}

@@ -4,7 +4,7 @@
 //! - History is one index range scan (`messages_room_ts`, order `ts DESC, event_id ASC`)
 //!   per page; only the page is opened, and everything runs in one blocking store job.
 //! - Native callers get each message's content sealed to their registered X25519 key
-//!   (DESIGN §8 Seal, one ephemeral key per page: [`sealed`]) as the JSON
+//!   (the `crypto::envelope` seal, one ephemeral key per page: [`sealed`]) as the JSON
 //!   `{"body", "content"}`; personal tokens get readable text and an opaque cursor.
 //! - Both views are rendered once and served from memory until the next write
 //!   ([`crate::services::pages`]).
@@ -25,7 +25,6 @@ use base64::Engine as _;
 use bytes::Bytes;
 use rusqlite::Connection;
 use serde::{Deserialize, Serialize};
-use serde_json::json;
 
 use super::conversations::{self, MessageContent};
 use super::keys::validate_public_key;
@@ -33,8 +32,8 @@ use super::pages::{PageKey, PageView};
 use super::session::Principal;
 use super::users;
 use crate::crypto::DataKey;
-use crate::error::{AppError, AppResult};
-use crate::events::kind;
+use crate::error::{AppError, AppResult, ErrorCode};
+use crate::events::ChangeEvent;
 use crate::state::AppState;
 use crate::store::messages::{self as stored, MessageRow, MessageStats, PageStart};
 use crate::store::user_keys;
@@ -48,7 +47,8 @@ pub mod send;
 
 pub use readable::ReadableMessage;
 
-pub use send::{homeserver_error, send_multi, send_to_room, MultiSendItem, Sent};
+pub use crate::services::upstream::homeserver_error;
+pub use send::{send_multi, send_to_room, MultiSendItem, Sent};
 
 /// Page size when `limit` is absent; `limit` must be 1 to [`MAX_LIMIT`].
 pub const DEFAULT_LIMIT: i64 = 50;
@@ -400,7 +400,7 @@ pub async fn delete_matching(
 ) -> AppResult<Deleted> {
     if confirmation.map(str::trim) != Some(DELETE_CONFIRMATION) {
         return Err(AppError::bad_request(
-            "confirmation_required",
+            ErrorCode::ConfirmationRequired,
             format!("send the header X-Confirm-Delete: {DELETE_CONFIRMATION} to delete messages"),
         ));
     }
@@ -421,9 +421,12 @@ pub async fn delete_matching(
         .await?;
     let count = rooms.len();
     for room in rooms.into_iter().collect::<BTreeSet<_>>() {
-        state
-            .events
-            .publish(user_id, kind::ROOM_UPDATED, json!({ "roomId": room }));
+        state.events.publish(
+            user_id,
+            ChangeEvent::RoomUpdated {
+                room_id: room.to_owned(),
+            },
+        );
     }
     Ok(Deleted {
         count,
@@ -443,9 +446,12 @@ pub async fn delete_one(state: &AppState, user_id: &str, message_id: &str) -> Ap
         .run(move |c| Ok::<_, AppError>(stored::delete_one(c, &uid, &mid)?))
         .await?
         .ok_or_else(|| AppError::not_found("message"))?;
-    state
-        .events
-        .publish(user_id, kind::ROOM_UPDATED, json!({ "roomId": room }));
+    state.events.publish(
+        user_id,
+        ChangeEvent::RoomUpdated {
+            room_id: room.to_owned(),
+        },
+    );
     Ok(id)
 }
 
@@ -476,61 +482,4 @@ pub async fn stats(state: &AppState, user_id: &str) -> AppResult<MessageStats> {
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn limits_outside_1_to_100_are_refused_not_clamped() {
-        assert_eq!(parse_limit(None).unwrap(), 50);
-        assert_eq!(parse_limit(Some(1)).unwrap(), 1);
-        assert_eq!(parse_limit(Some(100)).unwrap(), 100);
-        for bad in [0, -1, 101] {
-            assert_eq!(
-                parse_limit(Some(bad)).unwrap_err().code(),
-                "invalid_request"
-            );
-        }
-    }
-
-    #[test]
-    fn before_accepts_milliseconds_and_rfc3339() {
-        assert_eq!(parse_before(None).unwrap(), None);
-        assert_eq!(
-            parse_before(Some("1700000000123")).unwrap(),
-            Some(1_700_000_000_123)
-        );
-        assert_eq!(
-            parse_before(Some("2023-11-14T22:13:20.123Z")).unwrap(),
-            Some(1_700_000_000_123)
-        );
-        for bad in ["", "yesterday", "-5", "2023-13-01T00:00:00Z"] {
-            assert!(parse_before(Some(bad)).is_err(), "{bad}");
-        }
-    }
-
-    #[test]
-    fn cursors_round_trip_and_garbage_is_refused() {
-        let c = Cursor {
-            v: 1,
-            one: false,
-            r: "!room:example.org".into(),
-            t: Some(42),
-            e: Some("$ev".into()),
-        };
-        let encoded = c.encode();
-        assert!(!encoded.contains(':') && !encoded.contains('+') && !encoded.contains('/'));
-        assert_eq!(Cursor::decode(&encoded).unwrap(), c);
-        assert_eq!(
-            Cursor::decode(&encoded).unwrap().start(),
-            PageStart::after(42, "$ev")
-        );
-        let half = Cursor {
-            t: None,
-            ..c.clone()
-        }
-        .encode();
-        for bad in ["", "1700000000000", "%%%", &half, &"A".repeat(5000)] {
-            assert!(Cursor::decode(bad).is_err(), "{bad}");
-        }
-    }
-}
+mod tests;

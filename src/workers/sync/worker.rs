@@ -22,8 +22,8 @@ use crate::clients::matrix::e2ee::UserCrypto;
 use crate::clients::matrix::{MatrixClient, MatrixError, SyncResponse};
 use crate::clients::provisioning::identity::BridgeIdentities;
 use crate::clock::unix_now;
-use crate::error::{AppError, AppResult};
-use crate::events::kind;
+use crate::error::{AppError, AppResult, ErrorCode};
+use crate::events::ChangeEvent;
 use crate::services::importance::Reader;
 use crate::services::users;
 use crate::state::AppState;
@@ -247,8 +247,9 @@ impl Session {
     async fn step(&mut self, state: &AppState, matrix: &MatrixClient) -> AppResult<()> {
         if !state.e2ee.is_current(&self.crypto).await {
             return Err(AppError::Unavailable {
-                code: "crypto_store_replaced",
+                code: ErrorCode::CryptoStoreReplaced,
                 message: "the crypto store was destroyed; reloading the sync session".into(),
+                retry_after_secs: None,
             });
         }
         // Device and one-time keys go up before the first sync and whenever they run low.
@@ -449,7 +450,8 @@ impl Session {
 
 fn upstream(e: MatrixError) -> AppError {
     AppError::Unavailable {
-        code: "homeserver_unavailable",
+        retry_after_secs: None,
+        code: ErrorCode::HomeserverUnavailable,
         message: e.to_string(),
     }
 }
@@ -461,15 +463,21 @@ fn publish(state: &AppState, user_id: &str, outcome: &IngestOutcome) {
         for m in &outcome.new_messages {
             state.events.publish(
                 user_id,
-                kind::MESSAGE_CREATED,
-                json!({"roomId": m.room_id, "eventId": m.event_id, "messageId": m.message_id}),
+                ChangeEvent::MessageCreated {
+                    room_id: m.room_id.clone(),
+                    event_id: m.event_id.clone(),
+                    message_id: m.message_id.clone(),
+                },
             );
         }
     }
     for room_id in &outcome.changed_rooms {
-        state
-            .events
-            .publish(user_id, kind::ROOM_UPDATED, json!({"roomId": room_id}));
+        state.events.publish(
+            user_id,
+            ChangeEvent::RoomUpdated {
+                room_id: room_id.to_owned(),
+            },
+        );
     }
 }
 
