@@ -8,6 +8,7 @@ pub mod bridges;
 pub mod conversations;
 pub mod devices;
 pub mod health;
+pub mod history;
 pub mod importance;
 pub mod keys;
 pub mod linked;

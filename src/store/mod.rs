@@ -16,6 +16,7 @@ pub mod api_tokens;
 pub mod bridge_logins;
 pub mod devices;
 pub mod epoch;
+pub mod history;
 pub mod linked_groups;
 pub mod login_codes;
 pub mod matrix_logouts;
@@ -80,6 +81,11 @@ const MIGRATIONS: &[(&str, &str)] = &[
     (
         "0009_room_list_order",
         include_str!("../../migrations/0009_room_list_order.sql"),
+    ),
+    // 0010 is taken by the e-mail branch; renumbered on merge if needed.
+    (
+        "0011_history",
+        include_str!("../../migrations/0011_history.sql"),
     ),
 ];
 

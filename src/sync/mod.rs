@@ -16,6 +16,7 @@ use crate::error::AppError;
 use crate::state::AppState;
 use crate::store::sync_state;
 
+pub mod history;
 pub mod homeserver;
 pub mod ingest;
 pub mod room;
@@ -23,6 +24,8 @@ mod worker;
 
 #[cfg(test)]
 mod tests;
+
+pub use history::HistoryIngest;
 
 /// How often the supervisor rescans without being woken.
 const RESCAN: Duration = Duration::from_secs(60);

@@ -615,3 +615,6 @@ fn an_invites_stripped_state_proves_nothing_about_bridges() {
     assert_eq!(room.platform, None);
     assert!(room.is_direct, "the invite itself says is_direct");
 }
+
+#[path = "tests_history.rs"]
+mod history;

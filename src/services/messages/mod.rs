@@ -28,6 +28,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::json;
 
 use super::conversations::{self, MessageContent};
+use super::history::{self, Rendered};
 use super::keys::validate_public_key;
 use super::pages::{PageKey, PageView};
 use super::session::Principal;
@@ -202,15 +203,18 @@ pub async fn history(
             .pages
             .get_or_render(key, || async move {
                 let cursor = q.cursor.as_deref().map(Cursor::decode).transpose()?;
-                state
-                    .store
-                    .run(move |c| {
+                let user_id = uid.clone();
+                history::render_filling(state, &user_id, |may_fill| {
+                    let (uid, master) = (uid.clone(), master.clone());
+                    let (room_id, cursor) = (room_id.clone(), cursor.clone());
+                    state.store.run(move |c| {
                         let user = load_user(c, &uid)?;
                         conversations::require_readable(&user)?;
                         let dek = users::data_key(&master, &user)?;
-                        readable_page(c, &user, &dek, room_id, cursor, limit)
+                        readable_page(c, &user, &dek, room_id, cursor, limit, may_fill)
                     })
-                    .await
+                })
+                .await
             })
             .await?;
         return Ok(History::Readable(body));
@@ -233,7 +237,9 @@ pub async fn history(
             limit,
         },
     };
-    let render = || {
+    let render = |may_fill: bool| {
+        let (uid, master) = (uid.clone(), master.clone());
+        let (room_id, start) = (room_id.clone(), start.clone());
         state.store.run(move |c| {
             let user = load_user(c, &uid)?;
             let key = user_keys::find(c, &uid)?.ok_or_else(conversations::keys_not_registered)?;
@@ -243,8 +249,18 @@ pub async fn history(
                 Some(room_id) => {
                     let platform =
                         stored::room_platform(c, &uid, &room_id)?.ok_or_else(room_not_found)?;
-                    stored::room_page(c, &uid, &room_id, &start, limit)?
-                        .into_iter()
+                    let rows = stored::room_page(c, &uid, &room_id, &start, limit)?;
+                    if may_fill {
+                        let span = history::PageSpan {
+                            start: &start,
+                            last: rows.last().map(|r| (r.ts, r.event_id.as_str())),
+                            full: rows.len() as i64 == limit,
+                        };
+                        if let Some(gap) = history::gap_crossed(c, &uid, &room_id, &span)? {
+                            return Ok(Rendered::Gap(gap));
+                        }
+                    }
+                    rows.into_iter()
                         .map(|m| {
                             let m = MessageRow {
                                 room_id: room_id.clone(),
@@ -257,10 +273,14 @@ pub async fn history(
                 None => stored::user_page(c, &uid, &start, limit)?,
             };
             let dek = users::data_key(&master, &user)?;
-            sealed::seal_page(&user, &dek, &recipient, rows)
+            sealed::seal_page(&user, &dek, &recipient, rows).map(Rendered::Page)
         })
     };
-    let body = state.pages.get_or_render(key, render).await?;
+    let user_id = principal.user_id().to_owned();
+    let body = state
+        .pages
+        .get_or_render(key, || history::render_filling(state, &user_id, render))
+        .await?;
     Ok(History::Encrypted(body))
 }
 
@@ -297,7 +317,8 @@ fn readable_page(
     room_id: Option<String>,
     cursor: Option<Cursor>,
     limit: i64,
-) -> AppResult<Bytes> {
+    may_fill: bool,
+) -> AppResult<Rendered> {
     let uid = user.id.as_str();
     let one = room_id.is_some();
     if cursor
@@ -333,6 +354,16 @@ fn readable_page(
         },
     };
     let mut rows = stored::room_page(c, uid, &room, &start, limit + 1)?;
+    if may_fill {
+        let span = history::PageSpan {
+            start: &start,
+            last: rows.last().map(|r| (r.ts, r.event_id.as_str())),
+            full: rows.len() as i64 > limit,
+        };
+        if let Some(gap) = history::gap_crossed(c, uid, &room, &span)? {
+            return Ok(Rendered::Gap(gap));
+        }
+    }
     let more = rows.len() as i64 > limit;
     rows.truncate(limit as usize);
     let next = match rows.last() {
@@ -374,10 +405,11 @@ fn readable_page(
         })
         .collect();
     readable::render(Some(&room), &messages, next.map(|c| c.encode()).as_deref())
+        .map(Rendered::Page)
 }
 
-fn empty_page() -> AppResult<Bytes> {
-    readable::render(None, &[], None)
+fn empty_page() -> AppResult<Rendered> {
+    readable::render(None, &[], None).map(Rendered::Page)
 }
 
 /// What `DELETE /api/messages` removed, and the normalised criteria.
