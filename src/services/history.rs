@@ -22,11 +22,11 @@ use bytes::Bytes;
 use rusqlite::{Connection, Transaction, TransactionBehavior};
 
 use super::users;
+use crate::clients::matrix::types::Event;
+use crate::clients::matrix::MatrixError;
+use crate::clock::unix_now;
 use crate::crypto::DataKey;
 use crate::error::{AppError, AppResult};
-use crate::matrix::types::Event;
-use crate::matrix::MatrixError;
-use crate::ratelimit::unix_now;
 use crate::state::AppState;
 use crate::store::history::{self as stored, Gap};
 use crate::store::messages::PageStart;

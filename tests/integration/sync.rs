@@ -602,7 +602,10 @@ async fn a_gap_after_downtime_is_filled_when_paging_back() {
 
     // Paging back from the newest message fills the gap.
     let mut read: Vec<(String, String)> = Vec::new();
-    let mut query = format!("?roomId={}&limit=40", switchboard::matrix::encode(&c.room));
+    let mut query = format!(
+        "?roomId={}&limit=40",
+        switchboard::clients::matrix::encode(&c.room)
+    );
     loop {
         let resp = c
             .app
@@ -617,7 +620,7 @@ async fn a_gap_after_downtime_is_filled_when_paging_back() {
             Some(cur) => {
                 query = format!(
                     "?roomId={}&limit=40&cursor={cur}",
-                    switchboard::matrix::encode(&c.room)
+                    switchboard::clients::matrix::encode(&c.room)
                 )
             }
             None => break,

@@ -3,11 +3,11 @@
 use serde_json::{json, Value};
 
 use super::{member, text, Fixture, BOB, ME, ROOM};
-use crate::matrix::types::Event;
+use crate::clients::matrix::types::Event;
 use crate::services::history::{gap_crossed, PageSpan};
 use crate::store::history::{self, Gap};
 use crate::store::messages::PageStart;
-use crate::sync::ingest::{ingest_history, IngestContext};
+use crate::workers::sync::ingest::{ingest_history, IngestContext};
 
 fn timeline(batch: &str, events: Vec<Value>, limited: bool, prev: Option<&str>) -> Value {
     json!({"next_batch": batch, "rooms": {"join": {ROOM: {

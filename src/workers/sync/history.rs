@@ -14,10 +14,10 @@ use std::collections::HashMap;
 use rusqlite::Transaction;
 
 use super::ingest::{self, IngestContext};
-use crate::bridges::identity::BridgeIdentities;
+use crate::clients::matrix::types::{Event, Timeline};
+use crate::clients::provisioning::identity::BridgeIdentities;
 use crate::config::BridgesConfig;
 use crate::crypto::DataKey;
-use crate::matrix::types::{Event, Timeline};
 use crate::services::history::TimelineSink;
 use crate::services::importance::Reader;
 use crate::store::history::{self, NewGap};

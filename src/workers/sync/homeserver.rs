@@ -8,8 +8,8 @@ use serde::Deserialize;
 use serde_json::Value;
 
 use super::room::RoomHint;
-use crate::matrix::types::SyncResponse;
-use crate::matrix::{decode, encode, unreachable, MatrixError};
+use crate::clients::matrix::types::SyncResponse;
+use crate::clients::matrix::{decode, encode, unreachable, MatrixError};
 
 /// At most this many rooms are looked up per sync response.
 const MAX_HINTS: usize = 20;
