@@ -100,26 +100,43 @@ pub fn gap_crossed(
     Ok(None)
 }
 
-/// Renders a page with `render(may_fill)`; while it reports a gap, fills the gap and
-/// renders again. `render(false)` must return a page (of what is stored).
+/// Whether a render may stop at a gap to have it filled.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Fill {
+    /// Report a gap the page reaches ([`Rendered::Gap`]).
+    Allowed,
+    /// Render what is stored: this request fetched all it may; the gap is still there
+    /// (a page can say there is more to read).
+    Exhausted,
+    /// Render what is stored: the homeserver cannot be asked now.
+    Stalled,
+}
+
+/// Renders a page with `render(fill)`; while it reports a gap, fills the gap and renders
+/// again. `render` must return a page unless `fill` is [`Fill::Allowed`].
 pub async fn render_filling<F, Fut>(
     state: &AppState,
     user_id: &str,
     mut render: F,
 ) -> AppResult<Bytes>
 where
-    F: FnMut(bool) -> Fut,
+    F: FnMut(Fill) -> Fut,
     Fut: Future<Output = AppResult<Rendered>>,
 {
     let mut fetches = 0;
-    let mut stalled = false;
+    let mut fill = Fill::Allowed;
     loop {
-        match render(!stalled && fetches < MAX_FETCHES_PER_PAGE).await? {
+        match render(fill).await? {
             Rendered::Page(body) => return Ok(body),
-            Rendered::Gap(gap) => {
+            Rendered::Gap(gap) if fill == Fill::Allowed => {
                 fetches += 1;
-                stalled = !fill(state, user_id, gap).await;
+                if !self::fill(state, user_id, gap).await {
+                    fill = Fill::Stalled;
+                } else if fetches == MAX_FETCHES_PER_PAGE {
+                    fill = Fill::Exhausted;
+                }
             }
+            Rendered::Gap(_) => return Err(AppError::internal("page renderer ignored Fill")),
         }
     }
 }

@@ -28,7 +28,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::json;
 
 use super::conversations::{self, MessageContent};
-use super::history::{self, Rendered};
+use super::history::{self, Fill, Rendered};
 use super::keys::validate_public_key;
 use super::pages::{PageKey, PageView};
 use super::session::Principal;
@@ -204,14 +204,14 @@ pub async fn history(
             .get_or_render(key, || async move {
                 let cursor = q.cursor.as_deref().map(Cursor::decode).transpose()?;
                 let user_id = uid.clone();
-                history::render_filling(state, &user_id, |may_fill| {
+                history::render_filling(state, &user_id, |fill| {
                     let (uid, master) = (uid.clone(), master.clone());
                     let (room_id, cursor) = (room_id.clone(), cursor.clone());
                     state.store.run(move |c| {
                         let user = load_user(c, &uid)?;
                         conversations::require_readable(&user)?;
                         let dek = users::data_key(&master, &user)?;
-                        readable_page(c, &user, &dek, room_id, cursor, limit, may_fill)
+                        readable_page(c, &user, &dek, room_id, cursor, limit, fill)
                     })
                 })
                 .await
@@ -237,7 +237,7 @@ pub async fn history(
             limit,
         },
     };
-    let render = |may_fill: bool| {
+    let render = |fill: Fill| {
         let (uid, master) = (uid.clone(), master.clone());
         let (room_id, start) = (room_id.clone(), start.clone());
         state.store.run(move |c| {
@@ -250,7 +250,7 @@ pub async fn history(
                     let platform =
                         stored::room_platform(c, &uid, &room_id)?.ok_or_else(room_not_found)?;
                     let rows = stored::room_page(c, &uid, &room_id, &start, limit)?;
-                    if may_fill {
+                    if fill == Fill::Allowed {
                         let span = history::PageSpan {
                             start: &start,
                             last: rows.last().map(|r| (r.ts, r.event_id.as_str())),
@@ -317,7 +317,7 @@ fn readable_page(
     room_id: Option<String>,
     cursor: Option<Cursor>,
     limit: i64,
-    may_fill: bool,
+    fill: Fill,
 ) -> AppResult<Rendered> {
     let uid = user.id.as_str();
     let one = room_id.is_some();
@@ -354,17 +354,21 @@ fn readable_page(
         },
     };
     let mut rows = stored::room_page(c, uid, &room, &start, limit + 1)?;
-    if may_fill {
-        let span = history::PageSpan {
-            start: &start,
-            last: rows.last().map(|r| (r.ts, r.event_id.as_str())),
-            full: rows.len() as i64 > limit,
-        };
-        if let Some(gap) = history::gap_crossed(c, uid, &room, &span)? {
-            return Ok(Rendered::Gap(gap));
-        }
-    }
-    let more = rows.len() as i64 > limit;
+    let span = history::PageSpan {
+        start: &start,
+        last: rows.last().map(|r| (r.ts, r.event_id.as_str())),
+        full: rows.len() as i64 > limit,
+    };
+    // A gap still ahead after this request's fetches: the next page goes on from here.
+    let gap_ahead = match fill {
+        Fill::Allowed => match history::gap_crossed(c, uid, &room, &span)? {
+            Some(gap) => return Ok(Rendered::Gap(gap)),
+            None => false,
+        },
+        Fill::Exhausted => history::gap_crossed(c, uid, &room, &span)?.is_some(),
+        Fill::Stalled => false,
+    };
+    let more = rows.len() as i64 > limit || gap_ahead;
     rows.truncate(limit as usize);
     let next = match rows.last() {
         Some(last) if more => Some(Cursor {
@@ -374,6 +378,17 @@ fn readable_page(
             t: Some(last.ts),
             e: Some(last.event_id.clone()),
         }),
+        None if gap_ahead => {
+            // Nothing stored yet past the start: the same position again.
+            let here = (start != PageStart::newest()).then(|| (start.ts, start.event_id.clone()));
+            Some(Cursor {
+                v: 1,
+                one,
+                r: room.clone(),
+                t: here.as_ref().map(|h| h.0),
+                e: here.map(|h| h.1),
+            })
+        }
         _ if one => None,
         _ => stored::room_from(c, uid, &room, false)?.map(|next| Cursor {
             v: 1,

@@ -229,6 +229,53 @@ async fn concurrent_pagers_of_one_room_trigger_one_fetch_and_strangers_none() {
     assert_eq!(read_all_readable(&app, &token, &room).await, expected(260));
 }
 
+/// More room state than one request fetches (5 pages of 100 events) between the newest
+/// and the only message: the readable page comes back empty but with a cursor, and
+/// following it reaches the message.
+#[tokio::test]
+async fn a_long_stretch_without_messages_does_not_end_the_readable_history() {
+    let app = TestApp::start_with_mail().await;
+    let session = app.sign_up("backfill.state").await;
+    let token = personal_token(&app, &session).await;
+    let bob = mx::register("bfstate").await;
+    let room = bob.create_room(Some("Chatty state"), &[], false).await;
+    bob.send_text(&room, "the only message").await;
+    for i in 0..650 {
+        bob.send_state(
+            &room,
+            "m.room.topic",
+            "",
+            serde_json::json!({"topic": format!("t{i}")}),
+        )
+        .await;
+    }
+    bob.invite(
+        &room,
+        &session.user["matrixUserId"].as_str().unwrap().to_owned(),
+    )
+    .await;
+    let me = me_on_matrix(&session);
+    me.join(&room).await;
+    // Positive marker: the join is ingested (listed as joined, not as the invitation).
+    let path = format!("/api/rooms/{}", enc(&room));
+    let deadline = Instant::now() + Duration::from_secs(30);
+    loop {
+        let resp = app.get_auth(&path, &session.access_token).await;
+        if resp.status() == 200
+            && resp.json::<Value>().await.unwrap()["room"]["membership"] == "join"
+        {
+            break;
+        }
+        assert!(Instant::now() < deadline, "join not synced:\n{}", app.log());
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+    assert_eq!(
+        read_all_readable(&app, &token, &room).await,
+        ["the only message"]
+    );
+    assert!(fetches(&app, &room) > 5, "{}", app.log());
+}
+
 #[tokio::test]
 async fn with_the_homeserver_down_paging_answers_what_is_stored() {
     let mut app = TestApp::start_with_mail().await;
