@@ -249,12 +249,8 @@ async fn a_long_stretch_without_messages_does_not_end_the_readable_history() {
         )
         .await;
     }
-    bob.invite(
-        &room,
-        &session.user["matrixUserId"].as_str().unwrap().to_owned(),
-    )
-    .await;
     let me = me_on_matrix(&session);
+    bob.invite(&room, &me.user_id).await;
     me.join(&room).await;
     // Positive marker: the join is ingested (listed as joined, not as the invitation).
     let path = format!("/api/rooms/{}", enc(&room));
