@@ -163,3 +163,18 @@ pub fn start_reached(conn: &Connection, user_id: &str, room_id: &str) -> rusqlit
         .optional()?
         .unwrap_or(false))
 }
+
+/// Drops the gaps of the user (of one room) whose whole missing stretch is older than
+/// `before_ms` (all with `None`): used when those messages are deleted.
+pub fn drop_gaps(
+    conn: &Connection,
+    user_id: &str,
+    room_id: Option<&str>,
+    before_ms: Option<i64>,
+) -> rusqlite::Result<usize> {
+    conn.prepare_cached(
+        "DELETE FROM history_gaps WHERE user_id = ?1 AND (?2 IS NULL OR room_id = ?2) \
+         AND (?3 IS NULL OR before_ts < ?3)",
+    )?
+    .execute(params![user_id, room_id, before_ms])
+}

@@ -458,12 +458,13 @@ pub async fn delete_matching(
     let rooms: Vec<String> = state
         .store
         .run(move |c| {
-            Ok::<_, AppError>(stored::delete_matching(
-                c,
-                &uid,
-                room.as_deref(),
-                before_ms,
-            )?)
+            let tx = c.transaction()?;
+            let deleted = stored::delete_matching(&tx, &uid, room.as_deref(), before_ms)?;
+            // What was still to fetch before them is dropped too: paging back must not
+            // bring back history the user chose to delete.
+            crate::store::history::drop_gaps(&tx, &uid, room.as_deref(), before_ms)?;
+            tx.commit()?;
+            Ok::<_, AppError>(deleted)
         })
         .await?;
     let count = rooms.len();

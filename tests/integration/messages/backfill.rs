@@ -272,6 +272,35 @@ async fn a_long_stretch_without_messages_does_not_end_the_readable_history() {
     assert!(fetches(&app, &room) > 5, "{}", app.log());
 }
 
+/// Deleting a room's stored messages also drops what was left to fetch: paging does not
+/// bring the history back from the homeserver.
+#[tokio::test]
+async fn deleted_history_is_not_fetched_again() {
+    let app = TestApp::start_with_mail().await;
+    let session = app.sign_up("backfill.delete").await;
+    let token = personal_token(&app, &session).await;
+    let bob = mx::register("bfdel").await;
+    let (room, _) = room_with_history(&bob, &me_on_matrix(&session), 150).await;
+    wait_for_newest(&app, &token, &room, "m149").await;
+    let resp = super::delete_messages(
+        &app,
+        &session.access_token,
+        &format!("?roomId={}", enc(&room)),
+        Some(super::CONFIRM),
+    )
+    .await;
+    expect_json(resp, 200).await;
+    let page = history(&app, &token, &format!("?roomId={}&limit=100", enc(&room))).await;
+    assert_eq!(page["messages"], serde_json::json!([]), "{page}");
+    assert!(page.get("nextCursor").is_none_or(Value::is_null), "{page}");
+    assert_eq!(fetches(&app, &room), 0, "{}", app.log());
+    // A new message is stored and read as usual.
+    bob.send_text(&room, "after").await;
+    wait_for_newest(&app, &token, &room, "after").await;
+    assert_eq!(read_all_readable(&app, &token, &room).await, ["after"]);
+    assert_eq!(fetches(&app, &room), 0, "{}", app.log());
+}
+
 #[tokio::test]
 async fn with_the_homeserver_down_paging_answers_what_is_stored() {
     let mut app = TestApp::start_with_mail().await;
