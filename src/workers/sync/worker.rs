@@ -1,6 +1,7 @@
 //! One user's sync loop: long-poll `/sync`, ingest in one transaction with the new
-//! `since` (recording timeline gaps, filled when paged into), publish change events, accept the invites of the
-//! configured bridges (bots and their ghosts; see `bridges::identity`).
+//! `since` (recording timeline gaps, filled when paged into), publish change events,
+//! accept the invites of the configured bridges (bots and their ghosts; see
+//! `bridges::identity`).
 //!
 //! Homeserver or database errors never stop the loop: it records `last_error`, backs off
 //! (1 s doubling to 60 s) and tries again from the stored position; the API keeps
