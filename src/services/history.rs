@@ -4,6 +4,8 @@
 //! through the sync's own ingest path ([`TimelineSink`]) and the page is read again; the
 //! next page continues from there, back to the room's creation.
 //!
+//! - Encrypted events are decrypted with the user's crypto machine first, as the sync does
+//!   (those whose room key is missing are stored undecryptable and decrypted later).
 //! - One fetch per room at a time: concurrent pagers of a room wait for the fetch under
 //!   way and then read what it stored (a per-room async lock; the gap is read again
 //!   under it, so the second pager finds it moved and fetches nothing).
@@ -19,9 +21,11 @@ use std::sync::{Arc, OnceLock};
 use std::time::{Duration, Instant};
 
 use bytes::Bytes;
+use futures_util::future::BoxFuture;
 use rusqlite::{Connection, Transaction, TransactionBehavior};
 
 use super::users;
+use crate::clients::matrix::e2ee::UserCrypto;
 use crate::clients::matrix::types::Event;
 use crate::clients::matrix::MatrixError;
 use crate::clock::unix_now;
@@ -44,6 +48,14 @@ const RETRY_AFTER: Duration = Duration::from_secs(10);
 pub trait TimelineSink: Send + Sync {
     /// The `/messages` filter: the event types the sync timeline asks for.
     fn filter(&self) -> &str;
+    /// Decrypts the `m.room.encrypted` events of `room_id` in place, as the sync does
+    /// before ingest; those without a key stay encrypted (stored undecryptable).
+    fn decrypt<'a>(
+        &'a self,
+        crypto: &'a UserCrypto,
+        room_id: &'a str,
+        events: &'a mut [Event],
+    ) -> BoxFuture<'a, usize>;
     /// Stores `events` (oldest first) of a stored room; returns the messages added.
     fn ingest(
         &self,
@@ -229,6 +241,18 @@ async fn fetch_and_store(state: &AppState, user_id: &str, gap: &Gap) -> AppResul
             })
         }
     };
+    let mut page = page;
+    if page.chunk.iter().any(|e| e.kind == "m.room.encrypted") {
+        match super::e2ee::machine_for(state, &user).await {
+            Ok(Some(crypto)) => {
+                sink.decrypt(&crypto, &gap.room_id, &mut page.chunk).await;
+            }
+            Ok(None) => {}
+            // Stored undecryptable then, and decrypted when the machine works again.
+            Err(e) => tracing::warn!(%user_id, room_id = %gap.room_id, error = %e,
+                "cannot open the crypto store for back-filled history"),
+        }
+    }
     let fetched = page.chunk.len();
     let room_id = gap.room_id.clone();
     let master = state.master.clone();

@@ -82,7 +82,10 @@ const MIGRATIONS: &[(&str, &str)] = &[
         "0009_room_list_order",
         include_str!("../../migrations/0009_room_list_order.sql"),
     ),
-    // 0010 is taken by the e-mail branch; renumbered on merge if needed.
+    (
+        "0010_encrypted_rooms",
+        include_str!("../../migrations/0010_encrypted_rooms.sql"),
+    ),
     (
         "0011_history",
         include_str!("../../migrations/0011_history.sql"),

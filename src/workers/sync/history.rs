@@ -11,9 +11,11 @@
 
 use std::collections::HashMap;
 
+use futures_util::future::BoxFuture;
 use rusqlite::Transaction;
 
 use super::ingest::{self, IngestContext};
+use crate::clients::matrix::e2ee::UserCrypto;
 use crate::clients::matrix::types::{Event, Timeline};
 use crate::clients::provisioning::identity::BridgeIdentities;
 use crate::config::BridgesConfig;
@@ -39,6 +41,15 @@ impl HistoryIngest {
 impl TimelineSink for HistoryIngest {
     fn filter(&self) -> &str {
         super::worker::history_filter()
+    }
+
+    fn decrypt<'a>(
+        &'a self,
+        crypto: &'a UserCrypto,
+        room_id: &'a str,
+        events: &'a mut [Event],
+    ) -> BoxFuture<'a, usize> {
+        Box::pin(super::e2ee::decrypt_events(crypto, room_id, events))
     }
 
     fn ingest(
