@@ -10,6 +10,7 @@ pub mod conversations;
 pub mod devices;
 pub mod e2ee;
 pub mod health;
+pub mod history;
 pub mod importance;
 pub mod keys;
 pub mod linked;

@@ -16,6 +16,7 @@ pub mod api_tokens;
 pub mod bridge_logins;
 pub mod devices;
 pub mod epoch;
+pub mod history;
 pub mod linked_groups;
 pub mod login_codes;
 pub mod matrix_logouts;
@@ -84,6 +85,10 @@ const MIGRATIONS: &[(&str, &str)] = &[
     (
         "0010_encrypted_rooms",
         include_str!("../../migrations/0010_encrypted_rooms.sql"),
+    ),
+    (
+        "0011_history",
+        include_str!("../../migrations/0011_history.sql"),
     ),
 ];
 

@@ -123,9 +123,10 @@ impl BridgesApi {
 
     /// Conversation counts per platform
     ///
-    /// Per platform, the number of visible non-archived conversations: the same filter as
-    /// the default room list, so the counts match what `GET /api/rooms` shows. Allowed for
-    /// personal API tokens.
+    /// Per platform, the number of visible non-archived conversations (joined or invited):
+    /// the same filter as the default room list, so the counts match what `GET /api/rooms`
+    /// shows. Plain Matrix rooms (no bridge) are counted under `matrix`, and `total` is
+    /// every conversation of the list. Allowed for personal API tokens.
     #[oai(
         path = "/chat-counts",
         method = "get",
@@ -138,12 +139,12 @@ impl BridgesApi {
     ) -> Result<Json<ChatCounts>, AppError> {
         let counts = service::chat_counts(&state, auth.user_id()).await?;
         Ok(Json(ChatCounts {
-            total: counts.iter().map(|(_, n)| n).sum(),
+            total: counts.iter().map(|(_, _, n)| n).sum(),
             counts: counts
                 .into_iter()
-                .map(|(p, count)| ChatCount {
-                    platform: p.id().to_owned(),
-                    name: p.name().to_owned(),
+                .map(|(platform, name, count)| ChatCount {
+                    platform: platform.to_owned(),
+                    name: name.to_owned(),
                     count,
                 })
                 .collect(),

@@ -115,11 +115,11 @@ pub struct ConfiguredPlatforms {
 #[derive(Debug, Object)]
 #[oai(rename = "BridgeChatCount")]
 pub struct ChatCount {
-    /// `whatsapp`, `telegram` or `discord`.
+    /// `whatsapp`, `telegram` or `discord`; `matrix` for plain Matrix rooms (no bridge).
     pub platform: String,
     pub name: String,
-    /// Visible non-archived conversations bridged from the platform (the filter of the
-    /// room list).
+    /// Visible non-archived conversations (joined or invited) of the platform: the filter
+    /// of the room list.
     pub count: i64,
 }
 
@@ -127,7 +127,7 @@ pub struct ChatCount {
 #[oai(rename = "BridgeChatCounts")]
 pub struct ChatCounts {
     pub counts: Vec<ChatCount>,
-    /// Sum of `counts`.
+    /// Sum of `counts`: every conversation the default room list shows.
     pub total: i64,
 }
 

@@ -111,12 +111,24 @@ pub async fn live_status(
     Ok(status)
 }
 
+/// Id and name of the entry that counts plain Matrix rooms (no bridge) in chat counts.
+pub const PLAIN_MATRIX: (&str, &str) = ("matrix", "Matrix");
+
 /// Visible non-archived conversations per platform, counted by the room list's own
-/// filter ([`crate::services::rooms::visible_room_counts_by_platform`]).
-pub async fn chat_counts(state: &AppState, user_id: &str) -> AppResult<Vec<(Platform, i64)>> {
-    let counts = crate::services::rooms::visible_room_counts_by_platform(state, user_id).await?;
-    Ok(Platform::ALL
+/// filter ([`crate::services::rooms::visible_room_counts_by_platform`]): every bridge
+/// platform, then plain Matrix rooms ([`PLAIN_MATRIX`]), so that the counts add up to
+/// what the room list shows. Returns (platform id, name, count).
+pub async fn chat_counts(
+    state: &AppState,
+    user_id: &str,
+) -> AppResult<Vec<(&'static str, &'static str, i64)>> {
+    let mut counts =
+        crate::services::rooms::visible_room_counts_by_platform(state, user_id).await?;
+    let mut out: Vec<_> = Platform::ALL
         .into_iter()
-        .map(|p| (p, counts.get(p.id()).copied().unwrap_or(0)))
-        .collect())
+        .map(|p| (p.id(), p.name(), counts.remove(p.id()).unwrap_or(0)))
+        .collect();
+    // Everything else is a conversation without a (configured) bridge.
+    out.push((PLAIN_MATRIX.0, PLAIN_MATRIX.1, counts.values().sum()));
+    Ok(out)
 }

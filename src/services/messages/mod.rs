@@ -27,6 +27,7 @@ use rusqlite::Connection;
 use serde::{Deserialize, Serialize};
 
 use super::conversations::{self, MessageContent};
+use super::history::{self, Fill, Rendered};
 use super::keys::validate_public_key;
 use super::pages::{PageKey, PageView};
 use super::session::Principal;
@@ -202,15 +203,18 @@ pub async fn history(
             .pages
             .get_or_render(key, || async move {
                 let cursor = q.cursor.as_deref().map(Cursor::decode).transpose()?;
-                state
-                    .store
-                    .run(move |c| {
+                let user_id = uid.clone();
+                history::render_filling(state, &user_id, |fill| {
+                    let (uid, master) = (uid.clone(), master.clone());
+                    let (room_id, cursor) = (room_id.clone(), cursor.clone());
+                    state.store.run(move |c| {
                         let user = load_user(c, &uid)?;
                         conversations::require_readable(&user)?;
                         let dek = users::data_key(&master, &user)?;
-                        readable_page(c, &user, &dek, room_id, cursor, limit)
+                        readable_page(c, &user, &dek, room_id, cursor, limit, fill)
                     })
-                    .await
+                })
+                .await
             })
             .await?;
         return Ok(History::Readable(body));
@@ -233,7 +237,9 @@ pub async fn history(
             limit,
         },
     };
-    let render = || {
+    let render = |fill: Fill| {
+        let (uid, master) = (uid.clone(), master.clone());
+        let (room_id, start) = (room_id.clone(), start.clone());
         state.store.run(move |c| {
             let user = load_user(c, &uid)?;
             let key = user_keys::find(c, &uid)?.ok_or_else(conversations::keys_not_registered)?;
@@ -243,8 +249,18 @@ pub async fn history(
                 Some(room_id) => {
                     let platform =
                         stored::room_platform(c, &uid, &room_id)?.ok_or_else(room_not_found)?;
-                    stored::room_page(c, &uid, &room_id, &start, limit)?
-                        .into_iter()
+                    let rows = stored::room_page(c, &uid, &room_id, &start, limit)?;
+                    if fill == Fill::Allowed {
+                        let span = history::PageSpan {
+                            start: &start,
+                            last: rows.last().map(|r| (r.ts, r.event_id.as_str())),
+                            full: rows.len() as i64 == limit,
+                        };
+                        if let Some(gap) = history::gap_crossed(c, &uid, &room_id, &span)? {
+                            return Ok(Rendered::Gap(gap));
+                        }
+                    }
+                    rows.into_iter()
                         .map(|m| {
                             let m = MessageRow {
                                 room_id: room_id.clone(),
@@ -257,10 +273,14 @@ pub async fn history(
                 None => stored::user_page(c, &uid, &start, limit)?,
             };
             let dek = users::data_key(&master, &user)?;
-            sealed::seal_page(&user, &dek, &recipient, rows)
+            sealed::seal_page(&user, &dek, &recipient, rows).map(Rendered::Page)
         })
     };
-    let body = state.pages.get_or_render(key, render).await?;
+    let user_id = principal.user_id().to_owned();
+    let body = state
+        .pages
+        .get_or_render(key, || history::render_filling(state, &user_id, render))
+        .await?;
     Ok(History::Encrypted(body))
 }
 
@@ -297,7 +317,8 @@ fn readable_page(
     room_id: Option<String>,
     cursor: Option<Cursor>,
     limit: i64,
-) -> AppResult<Bytes> {
+    fill: Fill,
+) -> AppResult<Rendered> {
     let uid = user.id.as_str();
     let one = room_id.is_some();
     if cursor
@@ -333,7 +354,21 @@ fn readable_page(
         },
     };
     let mut rows = stored::room_page(c, uid, &room, &start, limit + 1)?;
-    let more = rows.len() as i64 > limit;
+    let span = history::PageSpan {
+        start: &start,
+        last: rows.last().map(|r| (r.ts, r.event_id.as_str())),
+        full: rows.len() as i64 > limit,
+    };
+    // A gap still ahead after this request's fetches: the next page goes on from here.
+    let gap_ahead = match fill {
+        Fill::Allowed => match history::gap_crossed(c, uid, &room, &span)? {
+            Some(gap) => return Ok(Rendered::Gap(gap)),
+            None => false,
+        },
+        Fill::Exhausted => history::gap_crossed(c, uid, &room, &span)?.is_some(),
+        Fill::Stalled => false,
+    };
+    let more = rows.len() as i64 > limit || gap_ahead;
     rows.truncate(limit as usize);
     let next = match rows.last() {
         Some(last) if more => Some(Cursor {
@@ -343,6 +378,17 @@ fn readable_page(
             t: Some(last.ts),
             e: Some(last.event_id.clone()),
         }),
+        None if gap_ahead => {
+            // Nothing stored yet past the start: the same position again.
+            let here = (start != PageStart::newest()).then(|| (start.ts, start.event_id.clone()));
+            Some(Cursor {
+                v: 1,
+                one,
+                r: room.clone(),
+                t: here.as_ref().map(|h| h.0),
+                e: here.map(|h| h.1),
+            })
+        }
         _ if one => None,
         _ => stored::room_from(c, uid, &room, false)?.map(|next| Cursor {
             v: 1,
@@ -374,10 +420,11 @@ fn readable_page(
         })
         .collect();
     readable::render(Some(&room), &messages, next.map(|c| c.encode()).as_deref())
+        .map(Rendered::Page)
 }
 
-fn empty_page() -> AppResult<Bytes> {
-    readable::render(None, &[], None)
+fn empty_page() -> AppResult<Rendered> {
+    readable::render(None, &[], None).map(Rendered::Page)
 }
 
 /// What `DELETE /api/messages` removed, and the normalised criteria.
@@ -411,12 +458,13 @@ pub async fn delete_matching(
     let rooms: Vec<String> = state
         .store
         .run(move |c| {
-            Ok::<_, AppError>(stored::delete_matching(
-                c,
-                &uid,
-                room.as_deref(),
-                before_ms,
-            )?)
+            let tx = c.transaction()?;
+            let deleted = stored::delete_matching(&tx, &uid, room.as_deref(), before_ms)?;
+            // What was still to fetch before them is dropped too: paging back must not
+            // bring back history the user chose to delete.
+            crate::store::history::drop_gaps(&tx, &uid, room.as_deref(), before_ms)?;
+            tx.commit()?;
+            Ok::<_, AppError>(deleted)
         })
         .await?;
     let count = rooms.len();

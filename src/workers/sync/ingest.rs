@@ -16,6 +16,9 @@
 //! - the global `m.direct` account data: direct flags and recipients.
 //!
 //! Messages are unique per (user, event id), so a response ingested twice adds nothing.
+//! Each joined timeline also records what is missing before it ([`history`]): the room's
+//! older history on its first appearance, the gap of a `limited` timeline later on.
+//! [`ingest_history`] stores what paging back fetches, through the same event path.
 //! Encrypted events arrive here decrypted (see [`super::e2ee`]); one still encrypted (its
 //! room key has not arrived) is stored as an undecryptable row ([`UNDECRYPTABLE`]) and
 //! rewritten when the key comes.
@@ -23,8 +26,10 @@
 use std::collections::{BTreeSet, HashMap};
 
 use rusqlite::Transaction;
+use serde::Deserialize as _;
 use serde_json::{json, Value};
 
+use super::history;
 use super::room::{DirectRooms, RoomHint, RoomView};
 use crate::clients::matrix::types::{Event, Events, JoinedRoom, SyncResponse};
 use crate::clients::provisioning::identity::BridgeIdentities;
@@ -82,9 +87,19 @@ pub fn ingest(
 ) -> rusqlite::Result<IngestOutcome> {
     let mut out = IngestOutcome::default();
     let direct_changed = apply_account_data(direct, &resp.account_data);
+    // The position before this response: where a limited timeline's gap ends.
+    let since = sync_state::find(tx, ctx.user_id)?.and_then(|s| s.since);
     for room_id in sorted_keys(&resp.rooms.join) {
         let room = &resp.rooms.join[room_id];
-        ingest_joined(tx, ctx, dek, direct, room_id, room, &mut out)?;
+        let stored_until = ingest_joined(tx, ctx, dek, direct, room_id, room, &mut out)?;
+        history::note_timeline(
+            tx,
+            ctx,
+            room_id,
+            &room.timeline,
+            since.as_deref(),
+            stored_until,
+        )?;
     }
     for room_id in sorted_keys(&resp.rooms.invite) {
         let mut view = RoomView::load(tx, ctx, dek, room_id)?;
@@ -176,8 +191,9 @@ fn ingest_joined(
     room_id: &str,
     room: &JoinedRoom,
     out: &mut IngestOutcome,
-) -> rusqlite::Result<()> {
+) -> rusqlite::Result<Option<i64>> {
     let mut view = RoomView::load(tx, ctx, dek, room_id)?;
+    let stored_until = view.row.last_message_ts;
     view.row.membership = "join".to_owned();
     view.row.invited_by = None;
     for ev in &room.state.events {
@@ -199,7 +215,8 @@ fn ingest_joined(
     }
     view.finish(ctx, dek, Some(&room.summary));
     view.row.importance = importance::unread_room_importance(tx, &view.row, ctx.now)?;
-    save_if_changed(tx, ctx, &mut view, touched, out)
+    save_if_changed(tx, ctx, &mut view, touched, out)?;
+    Ok(stored_until)
 }
 
 fn save_if_changed(
@@ -214,6 +231,38 @@ fn save_if_changed(
         out.changed_rooms.insert(view.row.room_id.clone());
     }
     Ok(())
+}
+
+/// Stores events paged back from the homeserver (`/rooms/{id}/messages`, given oldest
+/// first) for one stored room, through the same per-event path as a sync. Only what is
+/// not room state: old state events describe the room as it was, not as it is. An edit
+/// that happened later comes bundled with the original (`unsigned.m.relations`), whose
+/// own event was paged earlier (before its original was stored), so it is applied here.
+pub fn ingest_history(
+    tx: &Transaction<'_>,
+    ctx: &IngestContext<'_>,
+    dek: &DataKey,
+    room_id: &str,
+    events: &[Event],
+) -> rusqlite::Result<IngestOutcome> {
+    let mut out = IngestOutcome::default();
+    let mut view = RoomView::load(tx, ctx, dek, room_id)?;
+    if view.is_new() {
+        return Ok(out); // removed meanwhile
+    }
+    let mut touched = false;
+    for ev in events.iter().filter(|e| e.state_key.is_none()) {
+        touched |= timeline_event(tx, ctx, dek, &mut view, ev, &mut out)?;
+        let bundled = ev.unsigned.as_ref().map(|u| &u["m.relations"]["m.replace"]);
+        if let Some(edit) = bundled.and_then(|e| Event::deserialize(e).ok()) {
+            touched |= timeline_event(tx, ctx, dek, &mut view, &edit, &mut out)?;
+        }
+    }
+    if touched {
+        view.row.importance = importance::unread_room_importance(tx, &view.row, ctx.now)?;
+    }
+    save_if_changed(tx, ctx, &mut view, touched, &mut out)?;
+    Ok(out)
 }
 
 /// Applies one timeline event; returns whether a message was added or changed.

@@ -500,3 +500,6 @@ fn an_encrypted_event_without_its_key_is_stored_undecryptable_and_the_room_marke
     );
     assert!(f.room(ROOM).encrypted);
 }
+
+#[path = "tests_history.rs"]
+mod history;

@@ -1,6 +1,7 @@
-//! One user's sync loop: long-poll `/sync`, fill timeline gaps, ingest in one
-//! transaction with the new `since`, publish change events, accept the invites of the
-//! configured bridges (bots and their ghosts; see `bridges::identity`).
+//! One user's sync loop: long-poll `/sync`, ingest in one transaction with the new
+//! `since` (recording timeline gaps, filled when paged into), publish change events,
+//! accept the invites of the configured bridges (bots and their ghosts; see
+//! `bridges::identity`).
 //!
 //! Homeserver or database errors never stop the loop: it records `last_error`, backs off
 //! (1 s doubling to 60 s) and tries again from the stored position; the API keeps
@@ -31,9 +32,9 @@ use crate::store::{rooms, sync_state};
 
 /// How long one `/sync` long-poll waits for news.
 const POLL_MS: u64 = 30_000;
-/// Timeline events per room on the first sync (older history is not imported).
+/// Timeline events per room on the first sync (older history is fetched when paged into).
 const INITIAL_TIMELINE_LIMIT: u32 = 50;
-/// Timeline events per room on later syncs; longer gaps are paged in.
+/// Timeline events per room on later syncs; longer gaps are recorded and paged in.
 const TIMELINE_LIMIT: u32 = 100;
 const BACKOFF_START: Duration = Duration::from_secs(1);
 const BACKOFF_MAX: Duration = Duration::from_secs(60);
@@ -81,8 +82,8 @@ fn sync_filter(initial: bool) -> &'static str {
     &filters[usize::from(!initial)]
 }
 
-/// The `/messages` filter used to page through gaps.
-fn gap_filter() -> &'static str {
+/// The `/messages` filter for paging back through a room's history: the timeline's types.
+pub(crate) fn history_filter() -> &'static str {
     static FILTER: OnceLock<String> = OnceLock::new();
     FILTER.get_or_init(|| json!({"types": timeline_types()}).to_string())
 }
@@ -243,7 +244,7 @@ impl Session {
         Ok(Some(session))
     }
 
-    /// One poll: sync, fill gaps, ingest, publish, join invites.
+    /// One poll: sync, ingest, publish, join invites.
     async fn step(&mut self, state: &AppState, matrix: &MatrixClient) -> AppResult<()> {
         if !state.e2ee.is_current(&self.crypto).await {
             return Err(AppError::Unavailable {
@@ -270,32 +271,14 @@ impl Session {
             token: &self.token,
         };
         let mut hints = HashMap::new();
-        if let Some(since) = self.since.clone() {
-            let extras = async {
-                let gap = match hs.fill_gaps(&mut resp, &since, gap_filter()).await {
-                    Ok(n) => n,
-                    // Refused for good (not a passing outage): go on without the gap
-                    // rather than retrying the same response forever.
-                    Err(MatrixError::Http {
-                        status: 400 | 403 | 404,
-                        ref message,
-                        ..
-                    }) => {
-                        tracing::warn!(user_id = %self.user_id, %message, "cannot page through a timeline gap; older messages skipped");
-                        0
-                    }
-                    Err(e) => return Err(e),
-                };
-                Ok::<_, MatrixError>((gap, hs.room_hints(&resp).await))
-            };
-            let (gap, found) = tokio::select! {
-                r = extras => r.map_err(upstream)?,
+        if self.since.is_some() {
+            // A limited timeline's gap is recorded by ingest and fetched when someone
+            // pages back into it (`services::history`), not here: a long downtime does
+            // not hold up the news, and nothing is skipped however long the gap is.
+            hints = tokio::select! {
+                found = hs.room_hints(&resp) => found,
                 _ = state.shutdown.wait() => return Ok(()),
             };
-            if gap > 0 {
-                tracing::info!(user_id = %self.user_id, events = gap, "filled timeline gaps");
-            }
-            hints = found;
         }
         for room in resp.rooms.join.keys() {
             self.pending_joins.remove(room);
