@@ -50,6 +50,7 @@ pub struct Config {
     pub ai: Option<AiConfig>,
     pub push: Option<PushConfig>,
     pub rate_limit: RateLimitConfig,
+    pub email: EmailConfig,
     pub subscriptions: SubscriptionsConfig,
     pub log: LogConfig,
 }
@@ -253,6 +254,26 @@ impl Default for RateLimitConfig {
     }
 }
 
+/// The users' own mailboxes (IMAP/SMTP, DESIGN §9).
+#[derive(Debug, Clone, Deserialize, Serialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct EmailConfig {
+    /// How often mailboxes other than INBOX are polled (INBOX is watched with IDLE, and
+    /// re-checked at this interval too).
+    pub poll_interval: HumanDuration,
+    /// The first sync of a mailbox fetches at most this many of its newest messages.
+    pub first_sync_limit: u32,
+}
+
+impl Default for EmailConfig {
+    fn default() -> Self {
+        Self {
+            poll_interval: HumanDuration::from_secs(60),
+            first_sync_limit: 500,
+        }
+    }
+}
+
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, Serialize)]
 #[serde(rename_all = "lowercase")]
 pub enum DefaultSubscription {
@@ -420,6 +441,7 @@ impl Config {
             ("auth.refresh_token_ttl", self.auth.refresh_token_ttl),
             ("auth.code_ttl", self.auth.code_ttl),
             ("rate_limit.window", self.rate_limit.window),
+            ("email.poll_interval", self.email.poll_interval),
         ] {
             if d.0.is_zero() {
                 return Err(ConfigError::key(key, "must be longer than zero"));

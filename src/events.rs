@@ -22,6 +22,8 @@ pub mod kind {
     pub const BRIDGE_STATE: &str = "bridge.state";
     pub const SCHEDULED_UPDATED: &str = "scheduled.updated";
     pub const REMINDER_DUE: &str = "reminder.due";
+    /// A cached e-mail thread changed: `{accountId, threadId}`.
+    pub const EMAIL_UPDATED: &str = "email.updated";
 }
 
 /// How many of a user's recent events are kept for `Last-Event-ID` resumption.

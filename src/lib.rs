@@ -5,6 +5,7 @@
 pub mod ai;
 pub mod api;
 pub mod bridges;
+pub mod clients;
 pub mod commands;
 pub mod config;
 pub mod crypto;
@@ -19,6 +20,7 @@ pub mod services;
 pub mod state;
 pub mod store;
 pub mod sync;
+pub mod workers;
 
 use std::future::Future;
 use std::time::Duration;
@@ -72,6 +74,7 @@ pub async fn serve(
     };
     sync::spawn(state.clone());
     scheduler::spawn(&state);
+    workers::mailbox::spawn(&state);
     let limits = http_server::ConnectionLimits {
         max_connections: state.config.server.max_connections,
         header_timeout: state.config.server.header_timeout.0,

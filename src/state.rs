@@ -58,6 +58,8 @@ pub struct Inner {
     pub scheduler_wakeup: tokio::sync::Notify,
     /// APNs client; `None` without a `[push]` section.
     pub push: Option<crate::push::PushClient>,
+    /// The users' own mailboxes: sync wake-ups, locks, progress.
+    pub email: crate::services::email::Runtime,
 }
 
 #[derive(Clone)]
@@ -123,6 +125,7 @@ impl AppState {
             sync_wakeup: tokio::sync::Notify::new(),
             scheduler_wakeup: tokio::sync::Notify::new(),
             push,
+            email: Default::default(),
             config,
         })))
     }

@@ -15,6 +15,7 @@ use crate::config::StorageConfig;
 pub mod api_tokens;
 pub mod bridge_logins;
 pub mod devices;
+pub mod email;
 pub mod epoch;
 pub mod linked_groups;
 pub mod login_codes;
@@ -81,6 +82,7 @@ const MIGRATIONS: &[(&str, &str)] = &[
         "0009_room_list_order",
         include_str!("../../migrations/0009_room_list_order.sql"),
     ),
+    ("0010_email", include_str!("../../migrations/0010_email.sql")),
 ];
 
 /// Latest schema version this binary knows.

@@ -1,0 +1,3 @@
+//! Outbound protocols only (no HTTP status semantics).
+
+pub mod mail;

@@ -1,0 +1,3 @@
+//! Background workers.
+
+pub mod mailbox;
