@@ -90,6 +90,13 @@ pub fn all_account_ids(conn: &Connection) -> rusqlite::Result<Vec<String>> {
         .collect()
 }
 
+/// Drops every mailbox account (with its cached mail) and signature of a user.
+pub fn drop_user_mail(conn: &Connection, user_id: &str) -> rusqlite::Result<usize> {
+    let n = conn.execute("DELETE FROM email_accounts WHERE user_id = ?1", [user_id])?;
+    conn.execute("DELETE FROM email_signatures WHERE user_id = ?1", [user_id])?;
+    Ok(n)
+}
+
 pub fn delete_account(conn: &Connection, user_id: &str, id: &str) -> rusqlite::Result<usize> {
     conn.prepare_cached("DELETE FROM email_accounts WHERE id = ?1 AND user_id = ?2")?
         .execute([id, user_id])
