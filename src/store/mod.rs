@@ -82,7 +82,10 @@ const MIGRATIONS: &[(&str, &str)] = &[
         "0009_room_list_order",
         include_str!("../../migrations/0009_room_list_order.sql"),
     ),
-    ("0010_email", include_str!("../../migrations/0010_email.sql")),
+    (
+        "0010_email",
+        include_str!("../../migrations/0010_email.sql"),
+    ),
 ];
 
 /// Latest schema version this binary knows.

@@ -14,9 +14,13 @@ address starts with "reject" are refused with 550, like a real server would.
 import itertools
 import os
 import sys
+import warnings
 
 from aiosmtpd.controller import Controller
 from aiosmtpd.smtp import AuthResult
+
+# aiosmtpd deprecates a field it sets itself after AUTH; nothing to act on here.
+warnings.filterwarnings("ignore", message="Session.login_data")
 
 counter = itertools.count()
 
@@ -43,7 +47,8 @@ class Sink:
 
 def authenticate(server, session, envelope, mechanism, auth_data):
     password = getattr(auth_data, "password", b"") or b""
-    return AuthResult(success=password != b"wrong-smtp-password")
+    # handled=False: aiosmtpd answers 235 or 535 itself.
+    return AuthResult(success=password != b"wrong-smtp-password", handled=False)
 
 
 def main():

@@ -59,7 +59,11 @@ impl EmailApi {
     ///
     /// Native sessions only. `status`: `ok`, `auth_failed`, `unreachable` or `syncing`
     /// (with `progress` while a mailbox is fetched).
-    #[oai(path = "/accounts", method = "get", operation_id = "email_list_accounts")]
+    #[oai(
+        path = "/accounts",
+        method = "get",
+        operation_id = "email_list_accounts"
+    )]
     async fn list_accounts(
         &self,
         state: Data<&AppState>,
@@ -79,7 +83,11 @@ impl EmailApi {
     /// `mail_server_unreachable` when one cannot be reached, 400 `invalid_request` naming
     /// the field otherwise. Passwords are stored sealed under the user's data key. Sync
     /// starts at once (`status: syncing`).
-    #[oai(path = "/accounts", method = "post", operation_id = "email_connect_account")]
+    #[oai(
+        path = "/accounts",
+        method = "post",
+        operation_id = "email_connect_account"
+    )]
     async fn connect_account(
         &self,
         state: Data<&AppState>,
@@ -101,7 +109,11 @@ impl EmailApi {
     ///
     /// Native sessions only. Drops the account, its credentials and all its cached mail
     /// (nothing changes on the mail server). 404 when it is not the caller's.
-    #[oai(path = "/accounts/:id", method = "delete", operation_id = "email_delete_account")]
+    #[oai(
+        path = "/accounts/:id",
+        method = "delete",
+        operation_id = "email_delete_account"
+    )]
     async fn delete_account(
         &self,
         state: Data<&AppState>,
@@ -150,7 +162,11 @@ impl EmailApi {
     /// Get a thread
     ///
     /// 404 when it is not the caller's. Personal tokens allowed.
-    #[oai(path = "/threads/:id", method = "get", operation_id = "email_get_thread")]
+    #[oai(
+        path = "/threads/:id",
+        method = "get",
+        operation_id = "email_get_thread"
+    )]
     async fn get_thread(
         &self,
         state: Data<&AppState>,
@@ -158,7 +174,9 @@ impl EmailApi {
         /// Thread id.
         id: Path<String>,
     ) -> Result<Json<ThreadView>, AppError> {
-        Ok(Json(threads::get(&state, auth.user_id(), &id).await?.into()))
+        Ok(Json(
+            threads::get(&state, auth.user_id(), &id).await?.into(),
+        ))
     }
 
     /// Read, star, archive, trash, delete or label a thread
@@ -171,7 +189,11 @@ impl EmailApi {
     /// them out of it (user labels only). The answer is the new thread (without messages
     /// after `delete`). 404 for an unknown thread or label; 502 `mail_action_failed` with
     /// the server's words when it refuses; 503 `mail_unreachable`. Personal tokens allowed.
-    #[oai(path = "/threads/:id", method = "put", operation_id = "email_update_thread")]
+    #[oai(
+        path = "/threads/:id",
+        method = "put",
+        operation_id = "email_update_thread"
+    )]
     async fn update_thread(
         &self,
         state: Data<&AppState>,
@@ -189,7 +211,11 @@ impl EmailApi {
     ///
     /// From the cache: headers, text and HTML bodies, attachment list. 404 when it is not
     /// the caller's. Personal tokens allowed.
-    #[oai(path = "/messages/:id", method = "get", operation_id = "email_get_message")]
+    #[oai(
+        path = "/messages/:id",
+        method = "get",
+        operation_id = "email_get_message"
+    )]
     async fn get_message(
         &self,
         state: Data<&AppState>,
@@ -197,7 +223,9 @@ impl EmailApi {
         /// Message id.
         id: Path<String>,
     ) -> Result<Json<MessageView>, AppError> {
-        Ok(Json(threads::message(&state, auth.user_id(), &id).await?.into()))
+        Ok(Json(
+            threads::message(&state, auth.user_id(), &id).await?.into(),
+        ))
     }
 
     /// Download an attachment
@@ -219,14 +247,18 @@ impl EmailApi {
         /// `index` from the message's `attachments`.
         index: Path<u32>,
     ) -> Result<Response<Binary<Vec<u8>>>, AppError> {
-        let (ctype, name, bytes) = actions::attachment(&state, auth.user_id(), &id, index.0).await?;
+        let (ctype, name, bytes) =
+            actions::attachment(&state, auth.user_id(), &id, index.0).await?;
         let mut resp = Response::new(Binary(bytes)).header("Content-Type", ctype);
         if let Some(n) = name {
             let safe: String = n
                 .chars()
                 .filter(|c| !c.is_control() && *c != '"' && *c != '\\')
                 .collect();
-            resp = resp.header("Content-Disposition", format!("attachment; filename=\"{safe}\""));
+            resp = resp.header(
+                "Content-Disposition",
+                format!("attachment; filename=\"{safe}\""),
+            );
         }
         Ok(resp)
     }
@@ -305,7 +337,11 @@ impl EmailApi {
     /// List signatures
     ///
     /// Personal tokens allowed.
-    #[oai(path = "/signatures", method = "get", operation_id = "email_list_signatures")]
+    #[oai(
+        path = "/signatures",
+        method = "get",
+        operation_id = "email_list_signatures"
+    )]
     async fn list_signatures(
         &self,
         state: Data<&AppState>,
@@ -320,7 +356,11 @@ impl EmailApi {
     /// Create a signature
     ///
     /// Stored sealed. Personal tokens allowed.
-    #[oai(path = "/signatures", method = "post", operation_id = "email_create_signature")]
+    #[oai(
+        path = "/signatures",
+        method = "post",
+        operation_id = "email_create_signature"
+    )]
     async fn create_signature(
         &self,
         state: Data<&AppState>,
@@ -343,7 +383,11 @@ impl EmailApi {
     ///
     /// Partial: absent fields stay. 404 when it is not the caller's. Personal tokens
     /// allowed.
-    #[oai(path = "/signatures/:id", method = "put", operation_id = "email_update_signature")]
+    #[oai(
+        path = "/signatures/:id",
+        method = "put",
+        operation_id = "email_update_signature"
+    )]
     async fn update_signature(
         &self,
         state: Data<&AppState>,
@@ -368,7 +412,11 @@ impl EmailApi {
     /// Delete a signature
     ///
     /// 404 when it is not the caller's. Personal tokens allowed.
-    #[oai(path = "/signatures/:id", method = "delete", operation_id = "email_delete_signature")]
+    #[oai(
+        path = "/signatures/:id",
+        method = "delete",
+        operation_id = "email_delete_signature"
+    )]
     async fn delete_signature(
         &self,
         state: Data<&AppState>,

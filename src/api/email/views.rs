@@ -106,7 +106,9 @@ impl From<Account> for AccountView {
             display_name: a.display_name,
             last_sync_at: a.last_sync_at.map(to_time),
             error: a.error,
-            progress: a.progress.map(|(fetched, total)| SyncProgress { fetched, total }),
+            progress: a
+                .progress
+                .map(|(fetched, total)| SyncProgress { fetched, total }),
         }
     }
 }

@@ -381,7 +381,11 @@ pub async fn fetch_flags(
 
 /// `UID STORE <set> +FLAGS|-FLAGS (<flag>)`.
 pub async fn store_flag(s: &mut Session, uid_set: &str, add: bool, flag: &str) -> Result<()> {
-    let op = if add { "+FLAGS.SILENT" } else { "-FLAGS.SILENT" };
+    let op = if add {
+        "+FLAGS.SILENT"
+    } else {
+        "-FLAGS.SILENT"
+    };
     timed("UID STORE", async {
         let _: Vec<_> = s
             .uid_store(uid_set, format!("{op} ({flag})"))
@@ -454,10 +458,7 @@ pub async fn idle(
                 fut.await
             }
         };
-        matches!(
-            res?,
-            async_imap::extensions::idle::IdleResponse::NewData(_)
-        )
+        matches!(res?, async_imap::extensions::idle::IdleResponse::NewData(_))
     };
     let s = timed("DONE", async { Ok(handle.done().await?) }).await?;
     Ok((s, changed))

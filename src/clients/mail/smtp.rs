@@ -37,11 +37,11 @@ pub fn transport(ep: &Endpoint) -> Result<AsyncSmtpTransport<Tokio1Executor>, Sm
         Security::Starttls => {
             AsyncSmtpTransport::<Tokio1Executor>::starttls_relay(&ep.host).map_err(tls_error)?
         }
-        Security::Tls => AsyncSmtpTransport::<Tokio1Executor>::relay(&ep.host).map_err(tls_error)?,
+        Security::Tls => {
+            AsyncSmtpTransport::<Tokio1Executor>::relay(&ep.host).map_err(tls_error)?
+        }
     };
-    let mut builder = builder
-        .port(ep.port)
-        .timeout(Some(Duration::from_secs(15)));
+    let mut builder = builder.port(ep.port).timeout(Some(Duration::from_secs(15)));
     if !ep.username.is_empty() {
         builder = builder.credentials(Credentials::new(ep.username.clone(), ep.password.clone()));
     }

@@ -46,10 +46,10 @@ fn open(state: &AppState, dek: &DataKey, a: AccountRow) -> Account {
     let email = dek
         .open_string(&a.email_enc, &Aad::new(T_ACCOUNTS, "email", &a.id))
         .unwrap_or_default();
-    let display_name = a
-        .display_name_enc
-        .as_ref()
-        .and_then(|d| dek.open_string(d, &Aad::new(T_ACCOUNTS, "display_name", &a.id)).ok());
+    let display_name = a.display_name_enc.as_ref().and_then(|d| {
+        dek.open_string(d, &Aad::new(T_ACCOUNTS, "display_name", &a.id))
+            .ok()
+    });
     Account {
         progress: state.email.progress(&a.id),
         id: a.id,
@@ -75,17 +75,31 @@ fn text(field: &str, value: &str, max: usize) -> AppResult<String> {
 fn endpoint(prefix: &str, e: &EndpointInput, need_login: bool) -> AppResult<Endpoint> {
     let host = text(&format!("{prefix}.host"), &e.host, 253)?;
     if host.contains(char::is_whitespace) {
-        return Err(AppError::invalid(&format!("{prefix}.host"), "must be a host name"));
+        return Err(AppError::invalid(
+            &format!("{prefix}.host"),
+            "must be a host name",
+        ));
     }
     if e.port == 0 {
-        return Err(AppError::invalid(&format!("{prefix}.port"), "must be 1 to 65535"));
+        return Err(AppError::invalid(
+            &format!("{prefix}.port"),
+            "must be 1 to 65535",
+        ));
     }
     let security = Security::parse(e.security.trim()).ok_or_else(|| {
-        AppError::invalid(&format!("{prefix}.security"), "must be tls, starttls or none")
+        AppError::invalid(
+            &format!("{prefix}.security"),
+            "must be tls, starttls or none",
+        )
     })?;
     let username = match e.username.as_deref() {
         Some(u) if !u.trim().is_empty() => text(&format!("{prefix}.username"), u, 320)?,
-        _ if need_login => return Err(AppError::invalid(&format!("{prefix}.username"), "is required")),
+        _ if need_login => {
+            return Err(AppError::invalid(
+                &format!("{prefix}.username"),
+                "is required",
+            ))
+        }
         _ => String::new(),
     };
     let password = e.password.clone().unwrap_or_default();
@@ -96,7 +110,10 @@ fn endpoint(prefix: &str, e: &EndpointInput, need_login: bool) -> AppResult<Endp
         ));
     }
     if need_login && password.is_empty() {
-        return Err(AppError::invalid(&format!("{prefix}.password"), "is required"));
+        return Err(AppError::invalid(
+            &format!("{prefix}.password"),
+            "is required",
+        ));
     }
     Ok(Endpoint {
         host,

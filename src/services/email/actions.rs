@@ -54,7 +54,9 @@ pub fn parse_action(action: &str, label: Option<&str>) -> AppResult<Action> {
 }
 
 async fn open_session(ctx: &AccountCtx) -> AppResult<(Session, Caps)> {
-    let mut s = imap::connect(&ctx.settings.imap).await.map_err(imap_error)?;
+    let mut s = imap::connect(&ctx.settings.imap)
+        .await
+        .map_err(imap_error)?;
     let caps = imap::capabilities(&mut s).await.map_err(imap_error)?;
     Ok((s, caps))
 }
@@ -66,7 +68,9 @@ async fn account_ctx(state: &AppState, account_id: &str) -> AppResult<AccountCtx
 }
 
 fn special<'a>(boxes: &'a [MailboxRow], role: &str) -> Option<&'a MailboxRow> {
-    boxes.iter().find(|b| b.special_use.as_deref() == Some(role))
+    boxes
+        .iter()
+        .find(|b| b.special_use.as_deref() == Some(role))
 }
 
 /// The mailbox with `role`, created under `name` when the server has none.
@@ -85,7 +89,12 @@ async fn ensure(
     Ok(name.to_owned())
 }
 
-pub async fn apply(state: &AppState, user_id: &str, thread_id: &str, action: Action) -> AppResult<Thread> {
+pub async fn apply(
+    state: &AppState,
+    user_id: &str,
+    thread_id: &str,
+    action: Action,
+) -> AppResult<Thread> {
     let thread_id = parse_id("thread", thread_id)?;
     let dek = user_key(state, user_id).await?;
     let before = threads::load(state, &dek, user_id, &thread_id).await?;
@@ -167,18 +176,24 @@ async fn act(
     if let Some((add, f)) = flag(action) {
         for (name, uids) in by_box {
             imap::select(s, name, false).await.map_err(e)?;
-            imap::store_flag(s, &imap::uid_set(uids), add, f).await.map_err(e)?;
+            imap::store_flag(s, &imap::uid_set(uids), add, f)
+                .await
+                .map_err(e)?;
             touched.insert(name.clone());
         }
         return Ok(touched.into_iter().collect());
     }
-    let inbox = special(boxes, "inbox").map(|b| b.name.clone()).unwrap_or_else(|| "INBOX".into());
+    let inbox = special(boxes, "inbox")
+        .map(|b| b.name.clone())
+        .unwrap_or_else(|| "INBOX".into());
     match action {
         Action::Archive => {
             if let Some(uids) = by_box.get(&inbox) {
                 let archive = ensure(s, boxes, "archive", "Archive").await?;
                 imap::select(s, &inbox, false).await.map_err(e)?;
-                imap::move_uids(s, caps, &imap::uid_set(uids), &archive).await.map_err(e)?;
+                imap::move_uids(s, caps, &imap::uid_set(uids), &archive)
+                    .await
+                    .map_err(e)?;
                 touched.extend([inbox, archive]);
             }
         }
@@ -186,7 +201,9 @@ async fn act(
             if let Some(archive) = special(boxes, "archive").map(|b| b.name.clone()) {
                 if let Some(uids) = by_box.get(&archive) {
                     imap::select(s, &archive, false).await.map_err(e)?;
-                    imap::move_uids(s, caps, &imap::uid_set(uids), &inbox).await.map_err(e)?;
+                    imap::move_uids(s, caps, &imap::uid_set(uids), &inbox)
+                        .await
+                        .map_err(e)?;
                     touched.extend([inbox, archive]);
                 }
             }
@@ -195,7 +212,9 @@ async fn act(
             let trash = ensure(s, boxes, "trash", "Trash").await?;
             for (name, uids) in by_box.iter().filter(|(n, _)| **n != trash) {
                 imap::select(s, name, false).await.map_err(e)?;
-                imap::move_uids(s, caps, &imap::uid_set(uids), &trash).await.map_err(e)?;
+                imap::move_uids(s, caps, &imap::uid_set(uids), &trash)
+                    .await
+                    .map_err(e)?;
                 touched.insert(name.clone());
             }
             touched.insert(trash);
@@ -203,7 +222,9 @@ async fn act(
         Action::Delete => {
             for (name, uids) in by_box {
                 imap::select(s, name, false).await.map_err(e)?;
-                imap::expunge_uids(s, caps, &imap::uid_set(uids)).await.map_err(e)?;
+                imap::expunge_uids(s, caps, &imap::uid_set(uids))
+                    .await
+                    .map_err(e)?;
                 touched.insert(name.clone());
             }
         }
@@ -224,14 +245,18 @@ async fn act(
             }
             for (name, uids) in &copy {
                 imap::select(s, name, false).await.map_err(e)?;
-                imap::copy_uids(s, &imap::uid_set(uids), label).await.map_err(e)?;
+                imap::copy_uids(s, &imap::uid_set(uids), label)
+                    .await
+                    .map_err(e)?;
             }
             touched.insert(label.clone());
         }
         Action::RemoveLabel(label) => {
             if let Some(uids) = by_box.get(label) {
                 imap::select(s, label, false).await.map_err(e)?;
-                imap::expunge_uids(s, caps, &imap::uid_set(uids)).await.map_err(e)?;
+                imap::expunge_uids(s, caps, &imap::uid_set(uids))
+                    .await
+                    .map_err(e)?;
             }
             touched.insert(label.clone());
         }
@@ -244,7 +269,8 @@ fn validate_label(name: &str) -> AppResult<String> {
     let n = name.trim();
     if n.is_empty()
         || n.chars().count() > 200
-        || n.chars().any(|c| c.is_control() || c == '*' || c == '%' || c == '"' || c == '\\')
+        || n.chars()
+            .any(|c| c.is_control() || c == '*' || c == '%' || c == '"' || c == '\\')
         || n.starts_with('/')
         || n.ends_with('/')
     {
@@ -273,13 +299,20 @@ pub async fn create_label(
         .run(move |c| Ok::<_, AppError>(store::mailboxes(c, &aid)?))
         .await?;
     if boxes.iter().any(|b| b.name.eq_ignore_ascii_case(&name)) {
-        return Err(AppError::conflict("label_exists", "a label with this name exists"));
+        return Err(AppError::conflict(
+            "label_exists",
+            "a label with this name exists",
+        ));
     }
     let _guard = sync::account_lock(state, &ctx.account_id).await;
     let (mut s, _) = open_session(&ctx).await?;
-    let created = imap::create_mailbox(&mut s, &name).await.map_err(imap_error);
+    let created = imap::create_mailbox(&mut s, &name)
+        .await
+        .map_err(imap_error);
     let refreshed = match created {
-        Ok(()) => sync::refresh_mailboxes(state, &ctx, &mut s).await.map(|_| ()),
+        Ok(()) => sync::refresh_mailboxes(state, &ctx, &mut s)
+            .await
+            .map(|_| ()),
         Err(e) => {
             imap::logout(s).await;
             return Err(e);
@@ -333,5 +366,13 @@ pub async fn attachment(
         .raw;
     let (ctype, name, bytes) = super::parse::attachment(&raw, index as usize)
         .ok_or_else(|| AppError::not_found("attachment"))?;
-    Ok((if ctype.is_empty() { meta.content_type } else { ctype }, name, bytes))
+    Ok((
+        if ctype.is_empty() {
+            meta.content_type
+        } else {
+            ctype
+        },
+        name,
+        bytes,
+    ))
 }

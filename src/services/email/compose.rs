@@ -41,7 +41,10 @@ fn mailboxes(field: &str, list: &[String]) -> AppResult<Vec<Mailbox>> {
         .map(|(i, a)| {
             let a = a.trim();
             if a.contains(['\r', '\n']) {
-                return Err(AppError::invalid(&format!("{field}[{i}]"), "must be one line"));
+                return Err(AppError::invalid(
+                    &format!("{field}[{i}]"),
+                    "must be one line",
+                ));
             }
             a.parse::<Mailbox>().map_err(|_| {
                 AppError::invalid(
@@ -69,7 +72,10 @@ fn quote_header(m: &Cached) -> String {
 }
 
 fn angle(id: &str) -> String {
-    format!("<{}>", id.trim().trim_start_matches('<').trim_end_matches('>'))
+    format!(
+        "<{}>",
+        id.trim().trim_start_matches('<').trim_end_matches('>')
+    )
 }
 
 pub async fn send(state: &AppState, user_id: &str, input: ComposeInput) -> AppResult<Sent> {
@@ -80,7 +86,10 @@ pub async fn send(state: &AppState, user_id: &str, input: ComposeInput) -> AppRe
         return Err(AppError::invalid("to", "needs at least one address"));
     }
     if to.len() + cc.len() + bcc.len() > MAX_RECIPIENTS {
-        return Err(AppError::invalid("to", format!("at most {MAX_RECIPIENTS} recipients in all")));
+        return Err(AppError::invalid(
+            "to",
+            format!("at most {MAX_RECIPIENTS} recipients in all"),
+        ));
     }
     let subject = input.subject.trim().to_owned();
     if subject.chars().count() > MAX_SUBJECT_CHARS || subject.chars().any(char::is_control) {
@@ -89,13 +98,21 @@ pub async fn send(state: &AppState, user_id: &str, input: ComposeInput) -> AppRe
             format!("must be at most {MAX_SUBJECT_CHARS} characters on one line"),
         ));
     }
-    if input.text.len() > MAX_TEXT_BYTES || input.html.as_ref().is_some_and(|h| h.len() > MAX_TEXT_BYTES) {
+    if input.text.len() > MAX_TEXT_BYTES
+        || input
+            .html
+            .as_ref()
+            .is_some_and(|h| h.len() > MAX_TEXT_BYTES)
+    {
         return Err(AppError::invalid("text", "must be at most 1 MiB"));
     }
     let dek = user_key(state, user_id).await?;
     let original = match (&input.reply_to, &input.forward) {
         (Some(_), Some(_)) => {
-            return Err(AppError::invalid("forward", "cannot be combined with replyTo"))
+            return Err(AppError::invalid(
+                "forward",
+                "cannot be combined with replyTo",
+            ))
         }
         (Some(r), None) => Some(threads::message(state, user_id, r).await?),
         (None, Some(f)) => Some(threads::message(state, user_id, f).await?),
@@ -129,7 +146,12 @@ pub async fn send(state: &AppState, user_id: &str, input: ComposeInput) -> AppRe
     }
     .parse()
     .map_err(|_| AppError::invalid("accountId", "the account's address is not usable"))?;
-    let domain = me.email.rsplit('@').next().unwrap_or("localhost").to_owned();
+    let domain = me
+        .email
+        .rsplit('@')
+        .next()
+        .unwrap_or("localhost")
+        .to_owned();
     let message_id = format!("{}@{domain}", uuid::Uuid::new_v4());
     let mut b = Message::builder()
         .from(from)
@@ -188,7 +210,9 @@ pub async fn send(state: &AppState, user_id: &str, input: ComposeInput) -> AppRe
 }
 
 async fn append_sent(state: &AppState, ctx: &AccountCtx, raw: &[u8]) -> AppResult<()> {
-    let mut s = imap::connect(&ctx.settings.imap).await.map_err(imap_error)?;
+    let mut s = imap::connect(&ctx.settings.imap)
+        .await
+        .map_err(imap_error)?;
     let result = async {
         let caps = imap::capabilities(&mut s).await.map_err(imap_error)?;
         let aid = ctx.account_id.clone();
@@ -196,16 +220,23 @@ async fn append_sent(state: &AppState, ctx: &AccountCtx, raw: &[u8]) -> AppResul
             .store
             .run(move |c| Ok::<_, AppError>(store::mailboxes(c, &aid)?))
             .await?;
-        let sent = match boxes.iter().find(|b| b.special_use.as_deref() == Some("sent")) {
+        let sent = match boxes
+            .iter()
+            .find(|b| b.special_use.as_deref() == Some("sent"))
+        {
             Some(b) => b.name.clone(),
             None => {
                 if !boxes.iter().any(|b| b.name == "Sent") {
-                    imap::create_mailbox(&mut s, "Sent").await.map_err(imap_error)?;
+                    imap::create_mailbox(&mut s, "Sent")
+                        .await
+                        .map_err(imap_error)?;
                 }
                 "Sent".to_owned()
             }
         };
-        imap::append(&mut s, &sent, "(\\Seen)", raw).await.map_err(imap_error)?;
+        imap::append(&mut s, &sent, "(\\Seen)", raw)
+            .await
+            .map_err(imap_error)?;
         let changed = sync::sync_named(state, ctx, &mut s, caps, &[sent])
             .await
             .map_err(|e| match e {

@@ -151,7 +151,10 @@ Content-Disposition: attachment; filename=x.pdf\r\nContent-Transfer-Encoding: ba
         assert_eq!(p.body.attachments[0].size, 3);
         assert_eq!(p.date, 1_751_364_000_000);
         let (ct, name, bytes) = attachment(raw, 0).unwrap();
-        assert_eq!((ct.as_str(), name.as_deref(), bytes), ("application/pdf", Some("x.pdf"), vec![0, 1, 2]));
+        assert_eq!(
+            (ct.as_str(), name.as_deref(), bytes),
+            ("application/pdf", Some("x.pdf"), vec![0, 1, 2])
+        );
         assert_eq!(thread_subject("Re: FWD: re:  Plans"), "plans");
     }
 }

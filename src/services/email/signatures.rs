@@ -39,7 +39,8 @@ fn validate(name: Option<&str>, text: Option<&str>) -> AppResult<(Option<String>
         None => None,
         Some(n) => {
             let n = n.trim();
-            if n.is_empty() || n.chars().count() > MAX_NAME_CHARS || n.chars().any(char::is_control) {
+            if n.is_empty() || n.chars().count() > MAX_NAME_CHARS || n.chars().any(char::is_control)
+            {
                 return Err(AppError::invalid(
                     "name",
                     format!("must be 1 to {MAX_NAME_CHARS} characters without control characters"),
@@ -95,8 +96,14 @@ pub async fn create(
     let dek = user_key(state, user_id).await?;
     let id = uuid::Uuid::new_v4().to_string();
     let row = SignatureRow {
-        name_enc: dek.seal_str(name.as_deref().unwrap_or_default(), &Aad::new(T, "name", &id)),
-        text_enc: dek.seal_str(text.as_deref().unwrap_or_default(), &Aad::new(T, "text", &id)),
+        name_enc: dek.seal_str(
+            name.as_deref().unwrap_or_default(),
+            &Aad::new(T, "name", &id),
+        ),
+        text_enc: dek.seal_str(
+            text.as_deref().unwrap_or_default(),
+            &Aad::new(T, "text", &id),
+        ),
         id,
         user_id: user_id.to_owned(),
         is_default,

@@ -281,7 +281,13 @@ pub async fn sync_mailbox(
     state
         .store
         .run(move |c| {
-            Ok::<_, AppError>(store::set_position(c, &mbid, validity, last_uid.max(top), highest)?)
+            Ok::<_, AppError>(store::set_position(
+                c,
+                &mbid,
+                validity,
+                last_uid.max(top),
+                highest,
+            )?)
         })
         .await?;
     Ok(changed)
@@ -315,13 +321,18 @@ fn ingest(
         .chain(h.references.iter())
         .map(|r| ref_hash(dek, "mid", r))
         .collect();
-    let is_reply = !refs.is_empty() || thread_subject(&h.subject) != h.subject.trim().to_lowercase();
+    let is_reply =
+        !refs.is_empty() || thread_subject(&h.subject) != h.subject.trim().to_lowercase();
     let subject_key = ref_hash(dek, "subject", &thread_subject(&h.subject));
     let mut thread = mstore::thread_by_refs(tx, &ctx.account_id, &refs)?;
     if thread.is_none() && is_reply && !thread_subject(&h.subject).is_empty() {
         thread = mstore::thread_by_refs(tx, &ctx.account_id, std::slice::from_ref(&subject_key))?;
     }
-    let date = if parsed.date > 0 { parsed.date } else { now_ms() };
+    let date = if parsed.date > 0 {
+        parsed.date
+    } else {
+        now_ms()
+    };
     let thread = match thread {
         Some(t) => t,
         None => {
@@ -355,11 +366,18 @@ fn ingest(
 }
 
 /// Records the outcome of a round on the account (`ok` with the time, or the failure).
-pub async fn set_status(state: &AppState, account_id: &str, status: &'static str, error: Option<String>) {
+pub async fn set_status(
+    state: &AppState,
+    account_id: &str,
+    status: &'static str,
+    error: Option<String>,
+) {
     let id = account_id.to_owned();
     let synced = (status == "ok").then(now_ms);
     let _ = state
         .store
-        .run(move |c| Ok::<_, AppError>(store::set_status(c, &id, status, error.as_deref(), synced)?))
+        .run(move |c| {
+            Ok::<_, AppError>(store::set_status(c, &id, status, error.as_deref(), synced)?)
+        })
         .await;
 }

@@ -65,13 +65,18 @@ fn assemble(dek: &DataKey, rows: Vec<ThreadRow>, messages: Vec<MessageMeta>) -> 
             let mut participants: Vec<Person> = Vec::new();
             for h in &headers {
                 for p in h.from.iter().chain(h.to.iter()).chain(h.cc.iter()) {
-                    if !participants.iter().any(|q| q.email.eq_ignore_ascii_case(&p.email)) {
+                    if !participants
+                        .iter()
+                        .any(|q| q.email.eq_ignore_ascii_case(&p.email))
+                    {
                         participants.push(p.clone());
                     }
                 }
             }
-            let labels: BTreeSet<String> =
-                mine.iter().flat_map(|m| m.mailboxes.iter().cloned()).collect();
+            let labels: BTreeSet<String> = mine
+                .iter()
+                .flat_map(|m| m.mailboxes.iter().cloned())
+                .collect();
             let snippet = mine
                 .last()
                 .and_then(|m| {
@@ -80,7 +85,10 @@ fn assemble(dek: &DataKey, rows: Vec<ThreadRow>, messages: Vec<MessageMeta>) -> 
                 })
                 .unwrap_or_default();
             Thread {
-                subject: headers.first().map(|h| h.subject.clone()).unwrap_or_default(),
+                subject: headers
+                    .first()
+                    .map(|h| h.subject.clone())
+                    .unwrap_or_default(),
                 snippet,
                 participants,
                 message_ids: mine.iter().map(|m| m.id.clone()).collect(),
@@ -127,7 +135,9 @@ fn matches(t: &Thread, q: &str) -> bool {
         || t.snippet.to_lowercase().contains(&q)
         || t.participants.iter().any(|p| {
             p.email.to_lowercase().contains(&q)
-                || p.name.as_deref().is_some_and(|n| n.to_lowercase().contains(&q))
+                || p.name
+                    .as_deref()
+                    .is_some_and(|n| n.to_lowercase().contains(&q))
         })
 }
 
@@ -144,11 +154,17 @@ pub async fn list(
         None | Some("") => None,
         Some(c) => Some(decode_cursor(c)?),
     };
-    let label = label.map(str::trim).filter(|l| !l.is_empty()).map(str::to_owned);
+    let label = label
+        .map(str::trim)
+        .filter(|l| !l.is_empty())
+        .map(str::to_owned);
     if label.as_ref().is_some_and(|l| l.len() > 1000) {
         return Err(AppError::invalid("label", "is too long"));
     }
-    let q = q.map(str::trim).filter(|q| !q.is_empty()).map(str::to_owned);
+    let q = q
+        .map(str::trim)
+        .filter(|q| !q.is_empty())
+        .map(str::to_owned);
     if q.as_ref().is_some_and(|q| q.chars().count() > 200) {
         return Err(AppError::invalid("q", "must be at most 200 characters"));
     }
@@ -212,8 +228,8 @@ pub async fn load(state: &AppState, dek: &DataKey, user_id: &str, id: &str) -> A
     let (row, messages) = state
         .store
         .run(move |c| {
-            let row = mstore::find_thread(c, &uid, &tid)?
-                .ok_or_else(|| AppError::not_found("thread"))?;
+            let row =
+                mstore::find_thread(c, &uid, &tid)?.ok_or_else(|| AppError::not_found("thread"))?;
             let messages = mstore::messages_of_threads(c, std::slice::from_ref(&row.id))?;
             Ok::<_, AppError>((row, messages))
         })

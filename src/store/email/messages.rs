@@ -99,7 +99,9 @@ pub fn locations(
         "SELECT l.uid, m.id, m.seen, m.flagged FROM email_locations l \
          JOIN email_messages m ON m.id = l.message_id WHERE l.mailbox_id = ?1",
     )?
-    .query_map([mailbox_id], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?)))?
+    .query_map([mailbox_id], |r| {
+        Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?))
+    })?
     .collect()
 }
 
@@ -336,11 +338,10 @@ pub fn locations_of(
     .collect()
 }
 
-/// Per mailbox name over the user's accounts: `(name, special use, unread, total)`.
-pub fn label_counts(
-    conn: &Connection,
-    user_id: &str,
-) -> rusqlite::Result<Vec<(String, Option<String>, i64, i64)>> {
+/// A mailbox name over the user's accounts: `(name, special use, unread, total)`.
+pub type LabelCount = (String, Option<String>, i64, i64);
+
+pub fn label_counts(conn: &Connection, user_id: &str) -> rusqlite::Result<Vec<LabelCount>> {
     conn.prepare_cached(
         "SELECT b.name, MAX(b.special_use), \
            COUNT(DISTINCT CASE WHEN m.seen = 0 THEN m.id END), COUNT(DISTINCT m.id) \
@@ -349,6 +350,8 @@ pub fn label_counts(
          LEFT JOIN email_messages m ON m.id = l.message_id \
          WHERE a.user_id = ?1 GROUP BY b.name ORDER BY b.name",
     )?
-    .query_map([user_id], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?)))?
+    .query_map([user_id], |r| {
+        Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?))
+    })?
     .collect()
 }

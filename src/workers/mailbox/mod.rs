@@ -14,8 +14,8 @@ use tokio::task::JoinHandle;
 
 use crate::clients::mail::imap::{self, ImapError};
 use crate::error::AppError;
-use crate::services::email::sync::{self, AccountCtx, SyncError};
 use crate::services::email::announce;
+use crate::services::email::sync::{self, AccountCtx, SyncError};
 use crate::state::AppState;
 
 const RESCAN: Duration = Duration::from_secs(60);
@@ -37,9 +37,9 @@ async fn supervise(state: AppState) {
         match ids {
             Ok(ids) => {
                 for id in ids {
-                    if !tasks.contains_key(&id) {
-                        let task = run_account(state.clone(), id.clone());
-                        tasks.insert(id, tokio::spawn(task));
+                    if let std::collections::hash_map::Entry::Vacant(slot) = tasks.entry(id) {
+                        let task = run_account(state.clone(), slot.key().clone());
+                        slot.insert(tokio::spawn(task));
                     }
                 }
             }
@@ -83,7 +83,12 @@ async fn run_account(state: AppState, account_id: String) {
         }
         backoff = (backoff * 2).min(BACKOFF_MAX);
     }
-    state.email.pokes.lock().unwrap_or_else(|e| e.into_inner()).remove(&account_id);
+    state
+        .email
+        .pokes
+        .lock()
+        .unwrap_or_else(|e| e.into_inner())
+        .remove(&account_id);
     tracing::debug!(account = %account_id, "mailbox sync stopped");
 }
 

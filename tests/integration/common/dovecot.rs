@@ -133,7 +133,9 @@ pub async fn list(user: &str, password: &str, mailbox: &str) -> Vec<(u32, bool, 
 pub async fn set_flag(user: &str, password: &str, mailbox: &str, add: bool, flag: &str) {
     let mut s = login(user, password).await;
     imap::select(&mut s, mailbox, false).await.expect("SELECT");
-    imap::store_flag(&mut s, "1:*", add, flag).await.expect("STORE");
+    imap::store_flag(&mut s, "1:*", add, flag)
+        .await
+        .expect("STORE");
     imap::logout(s).await;
 }
 
