@@ -16,15 +16,15 @@ use std::collections::HashMap;
 use std::time::{Duration, Instant};
 
 use serde_json::{json, Value};
+use switchboard::clients::matrix::SyncResponse;
 use switchboard::config::StorageConfig;
 use switchboard::crypto::DataKey;
-use switchboard::matrix::SyncResponse;
 use switchboard::services::conversations::{seal_message, MessageContent};
 use switchboard::services::importance::{self, MessageFacts, Reader};
 use switchboard::store::users::UserRow;
 use switchboard::store::Store;
-use switchboard::sync::ingest::{ingest, IngestContext};
-use switchboard::sync::room::DirectRooms;
+use switchboard::workers::sync::ingest::{ingest, IngestContext};
+use switchboard::workers::sync::room::DirectRooms;
 
 const ME: &str = "@bench:localhost";
 
@@ -139,7 +139,7 @@ fn round(store: &Store, user_id: &str, body: &[u8]) -> Round {
         .expect("user");
     let dek = DataKey::generate();
     let reader = Reader::new(ME, Some("Bench"));
-    let bots = switchboard::bridges::identity::BridgeIdentities::new([(
+    let bots = switchboard::clients::provisioning::identity::BridgeIdentities::new([(
         "whatsapp",
         "@whatsappbot:localhost".to_owned(),
         "whatsapp_".to_owned(),

@@ -15,12 +15,12 @@ use std::net::TcpListener;
 use std::time::Duration;
 
 use serde_json::json;
+use switchboard::clients::matrix::SyncResponse;
 use switchboard::config::Config;
-use switchboard::matrix::SyncResponse;
 use switchboard::services::importance::Reader;
 use switchboard::services::users;
-use switchboard::sync::ingest::{ingest, IngestContext};
-use switchboard::sync::room::DirectRooms;
+use switchboard::workers::sync::ingest::{ingest, IngestContext};
+use switchboard::workers::sync::room::DirectRooms;
 use switchboard::AppState;
 
 const BATCH: usize = 1_000;

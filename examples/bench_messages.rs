@@ -120,7 +120,7 @@ fn main() {
 
     let addr = server_rt.block_on(serve(state.clone()));
     let base = format!("http://{addr}");
-    let room = switchboard::matrix::encode(ROOM_ID);
+    let room = switchboard::clients::matrix::encode(ROOM_ID);
     let limit = env_or("BENCH_LIMIT", 50);
     let history = format!("/api/messages?roomId={room}&limit={limit}");
     let row = |name, path: &str, caller, arriving, target| Row {

@@ -33,9 +33,9 @@ use poem::{handler, put, EndpointExt, Route, Server};
 use serde_json::{json, Value};
 use switchboard::config::{MatrixConfig, Secret};
 use switchboard::crypto::seal_to;
-use switchboard::scheduler::SEND_CONCURRENCY;
 use switchboard::services::{auth, users};
 use switchboard::store::scheduled_messages::{self as store, ScheduledRow};
+use switchboard::workers::scheduler::SEND_CONCURRENCY;
 use switchboard::{AppState, Config};
 
 fn env_or(name: &str, default: u64) -> u64 {
@@ -142,7 +142,7 @@ struct Outcome {
 
 /// Runs the real scheduler loop until every message due at `due` left `pending`.
 async fn run_scheduler(state: &AppState, count: usize, due: i64) -> Outcome {
-    let handle = switchboard::scheduler::spawn(state);
+    let handle = switchboard::workers::scheduler::spawn(state);
     let deadline = Instant::now() + Duration::from_secs(600);
     // Cheap progress probe (the partial index of pending messages); the figures are read
     // once at the end from the rows themselves (sent_at), so polling does not skew them.
@@ -239,7 +239,7 @@ fn synapse_env() -> HashMap<String, String> {
 }
 
 fn encode(s: &str) -> String {
-    switchboard::matrix::encode(s)
+    switchboard::clients::matrix::encode(s)
 }
 
 async fn direct_sends(

@@ -56,7 +56,7 @@ pub fn serve(overrides: &Overrides) -> CmdResult {
             matrix = state.matrix.as_ref().map(|m| m.base_url()).unwrap_or("not configured"),
             "switchboard starting"
         );
-        crate::services::mail::announce_transport(&state.config);
+        crate::clients::mail::announce_transport(&state.config);
         crate::serve(state, crate::shutdown_signal())
             .await
             .map_err(|e| format!("cannot serve: {e}"))

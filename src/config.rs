@@ -482,7 +482,7 @@ impl Config {
                 check_http_url(&format!("bridges.{name}.provisioning_url"), url)?;
             }
             if let Some(bot) = &bridge.bot_user_id {
-                if crate::bridges::identity::server_of(bot).is_none() {
+                if crate::clients::provisioning::identity::server_of(bot).is_none() {
                     return Err(ConfigError::key(
                         &format!("bridges.{name}.bot_user_id"),
                         format!("{bot:?} is not a Matrix user ID (@localpart:server)"),
@@ -490,7 +490,7 @@ impl Config {
                 }
             }
             if let Some(prefix) = &bridge.ghost_prefix {
-                crate::bridges::identity::check_ghost_prefix(prefix)
+                crate::clients::provisioning::identity::check_ghost_prefix(prefix)
                     .map_err(|m| ConfigError::key(&format!("bridges.{name}.ghost_prefix"), m))?;
             }
         }

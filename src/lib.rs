@@ -2,24 +2,19 @@
 //! and mautrix bridges. `main.rs` is the CLI; everything else lives here so tests and
 //! benchmarks can build the real application.
 
-pub mod ai;
 pub mod api;
-pub mod bridges;
 pub mod clients;
+pub mod clock;
 pub mod commands;
 pub mod config;
 pub mod crypto;
 pub mod error;
 pub mod events;
 pub mod http_server;
-pub mod matrix;
-pub mod push;
 pub mod ratelimit;
-pub mod scheduler;
 pub mod services;
 pub mod state;
 pub mod store;
-pub mod sync;
 pub mod workers;
 
 use std::future::Future;
@@ -72,8 +67,8 @@ pub async fn serve(
         // Background tasks and open event streams end first, so in-flight requests can.
         app_shutdown.trigger();
     };
-    sync::spawn(state.clone());
-    scheduler::spawn(&state);
+    workers::sync::spawn(state.clone());
+    workers::scheduler::spawn(&state);
     workers::mailbox::spawn(&state);
     let limits = http_server::ConnectionLimits {
         max_connections: state.config.server.max_connections,

@@ -4,7 +4,9 @@
 //! narrower limits (e.g. key deletion once per hour) through [`RateLimiter::hit`].
 
 use std::sync::{Arc, Mutex};
-use std::time::{Duration, SystemTime, UNIX_EPOCH};
+use std::time::Duration;
+
+use crate::clock::unix_now;
 
 use moka::future::Cache;
 
@@ -119,13 +121,6 @@ impl RateLimiter {
             },
         }
     }
-}
-
-pub fn unix_now() -> u64 {
-    SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .map(|d| d.as_secs())
-        .unwrap_or(0)
 }
 
 #[cfg(test)]

@@ -6,13 +6,12 @@ use std::time::Duration;
 
 use moka::future::Cache;
 
-use crate::api::routes::RouteTable;
+use crate::clients::mail::Mailer;
+use crate::clients::matrix::MatrixClient;
 use crate::config::Config;
 use crate::crypto::{MasterKey, ServerKeys};
 use crate::events::{EventHub, Shutdown};
-use crate::matrix::MatrixClient;
 use crate::ratelimit::RateLimiter;
-use crate::services::mail::Mailer;
 use crate::services::session::JwtKeys;
 use crate::store::Store;
 
@@ -44,10 +43,9 @@ pub struct Inner {
     /// General outbound client (AI service); upstreams with their own needs have their own.
     pub http: reqwest::Client,
     /// Refines message scores with the AI service; `None` without an `[ai]` section.
-    pub ai_scorer: Option<crate::ai::Scorer>,
+    pub ai_scorer: Option<crate::workers::scorer::Scorer>,
     /// Probed by the health check to prove the cache works.
     pub health_cache: Cache<&'static str, u64>,
-    pub routes: RouteTable,
     /// Change notifications for `GET /api/sync`.
     pub events: EventHub,
     /// Triggered when the process is asked to stop.
@@ -57,7 +55,7 @@ pub struct Inner {
     /// Wakes the scheduler when scheduled messages or reminders change.
     pub scheduler_wakeup: tokio::sync::Notify,
     /// APNs client; `None` without a `[push]` section.
-    pub push: Option<crate::push::PushClient>,
+    pub push: Option<crate::clients::push::PushClient>,
     /// The users' own mailboxes: sync wake-ups, locks, progress.
     pub email: crate::services::email::Runtime,
 }
@@ -98,7 +96,7 @@ impl AppState {
         let bridges =
             crate::services::bridges::Bridges::new(&config.bridges).map_err(StartupError::Other)?;
         let push = match &config.push {
-            Some(p) => Some(crate::push::PushClient::new(p).map_err(StartupError::Other)?),
+            Some(p) => Some(crate::clients::push::PushClient::new(p).map_err(StartupError::Other)?),
             None => None,
         };
         let auth_cache = crate::services::session::AuthCache::new(store.epoch());
@@ -116,10 +114,9 @@ impl AppState {
             pages,
             matrix,
             bridges,
-            ai_scorer: crate::ai::Scorer::new(config.ai.as_ref(), &http),
+            ai_scorer: crate::workers::scorer::Scorer::new(config.ai.as_ref(), &http),
             http,
             health_cache: Cache::builder().max_capacity(16).build(),
-            routes: RouteTable::from_spec(&crate::api::spec_json()),
             events: EventHub::new(),
             shutdown: Shutdown::new(),
             sync_wakeup: tokio::sync::Notify::new(),

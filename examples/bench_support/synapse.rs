@@ -113,7 +113,7 @@ impl Homeserver {
 
     /// Sends `count` text messages into `room`, `parallel` at a time.
     pub async fn fill(&self, who: &Account, room: &str, count: u64, parallel: usize) {
-        let room = switchboard::matrix::encode(room);
+        let room = switchboard::clients::matrix::encode(room);
         let run = uuid::Uuid::new_v4().simple().to_string();
         futures_util::stream::iter(0..count)
             .map(|i| {
@@ -135,7 +135,7 @@ impl Homeserver {
         format!(
             "{}/_matrix/client/v3/rooms/{}/messages?dir=b&limit={limit}",
             self.base,
-            switchboard::matrix::encode(room)
+            switchboard::clients::matrix::encode(room)
         )
     }
 }

@@ -76,7 +76,7 @@ pub async fn gate<E: Endpoint>(ep: Arc<E>, mut req: Request) -> poem::Result<Res
         }
         .to_response()
     } else {
-        match admit(&state, &req, authenticated) {
+        match admit(&req, authenticated) {
             Err(e) => e.to_response(),
             Ok(principal) => {
                 if let Some(p) = principal {
@@ -100,7 +100,6 @@ pub struct ClientAddr(pub IpAddr);
 
 /// Decides whether the request may reach its handler, and as whom.
 fn admit(
-    state: &AppState,
     req: &Request,
     authenticated: Option<Result<Principal, AppError>>,
 ) -> Result<Option<Principal>, AppError> {
@@ -125,7 +124,7 @@ fn admit(
             &Method::HEAD => "GET",
             m => m.as_str(),
         };
-        match state.routes.resolve(method, path) {
+        match super::routes::route_table().resolve(method, path) {
             Some(template) if !personal_token_allows(method, template, *allowlist_version) => {
                 return Err(AppError::forbidden(
                     "forbidden_for_api_token",
@@ -135,7 +134,7 @@ fn admit(
             Some(_) => {}
             // A known path with a method the document does not list (OPTIONS, TRACE, a
             // method the router may still serve): default deny.
-            None if state.routes.knows_path(path) => {
+            None if super::routes::route_table().knows_path(path) => {
                 return Err(AppError::forbidden(
                     "forbidden_for_api_token",
                     format!(

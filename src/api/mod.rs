@@ -205,7 +205,7 @@ async fn limit_body<E: Endpoint>(
         );
     }
     let strict = if empty { None } else { strict_route(&req) };
-    if let Some((state, template)) = strict {
+    if let Some(template) = strict {
         // Read here (bounded) so the string fields can be checked before the typed body
         // parser sees them; see `strict_json`.
         let mut bytes = Vec::new();
@@ -223,8 +223,7 @@ async fn limit_body<E: Endpoint>(
         }
         // A body that is not JSON is left to the typed parser's own 400.
         if let Ok(body) = serde_json::from_slice::<serde_json::Value>(&bytes) {
-            state
-                .routes
+            routes::route_table()
                 .string_fields
                 .check(req.method().as_str(), &template, &body)?;
         }
@@ -239,15 +238,14 @@ async fn limit_body<E: Endpoint>(
     ep.call(req).await.map(IntoResponse::into_response)
 }
 
-/// The state and route template of a request whose operation has string fields in its
-/// JSON body (resolved once, used for the check after the body is read).
-fn strict_route(req: &poem::Request) -> Option<(AppState, String)> {
-    let state = req.data::<AppState>()?;
+/// The route template of a request whose operation has string fields in its JSON body
+/// (resolved once, used for the check after the body is read).
+fn strict_route(req: &poem::Request) -> Option<String> {
+    let table = routes::route_table();
     let method = req.method().as_str();
-    let template = state.routes.resolve(method, req.uri().path())?;
-    state
-        .routes
+    let template = table.resolve(method, req.uri().path())?;
+    table
         .string_fields
         .covers(method, template)
-        .then(|| (state.clone(), template.to_owned()))
+        .then(|| template.to_owned())
 }

@@ -6,9 +6,7 @@
 //! unavailable to them until it is listed, and tokens created before it was listed must
 //! opt in (`PATCH /api/developer/tokens/{id}` with `{"optIn": true}`).
 
-/// Current version of the allowlist. Bump it when adding entries, and give the new
-/// entries `since: <new version>`.
-pub const ALLOWLIST_VERSION: u32 = 2;
+pub use crate::services::tokens::ALLOWLIST_VERSION;
 
 /// One operation personal tokens may call.
 #[derive(Debug, Clone, Copy)]
@@ -109,6 +107,13 @@ struct Template {
 enum Segment {
     Literal(String),
     Param,
+}
+
+/// The route table of this build's OpenAPI document, built on first use: the document
+/// is a pure function of the code, so one table serves every request.
+pub fn route_table() -> &'static RouteTable {
+    static TABLE: std::sync::OnceLock<RouteTable> = std::sync::OnceLock::new();
+    TABLE.get_or_init(|| RouteTable::from_spec(&super::spec_json()))
 }
 
 /// Every (method, path template) of the OpenAPI document.

@@ -49,7 +49,7 @@ pub struct UserProfile {
 
 impl SubscriptionInfo {
     pub fn of(u: &crate::store::users::UserRow) -> Self {
-        let now = crate::ratelimit::unix_now() as i64;
+        let now = crate::clock::unix_now() as i64;
         Self {
             active: u.subscription_is_active(now),
             until: if u.subscription_active {

@@ -4,8 +4,8 @@ use chrono::{DateTime, NaiveDate, Utc};
 
 use super::session::Principal;
 use super::users::{email_of, find_by_id_or_email, load, profile_of, Profile};
+use crate::clock::unix_now;
 use crate::error::{AppError, AppResult};
-use crate::ratelimit::unix_now;
 use crate::state::AppState;
 use crate::store::users::{self, UserRow};
 

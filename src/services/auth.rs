@@ -9,9 +9,9 @@ use std::time::Duration;
 
 use super::matrix_sessions;
 use super::users::{self, Profile};
+use crate::clock::unix_now;
 use crate::crypto;
 use crate::error::{AppError, AppResult};
-use crate::ratelimit::unix_now;
 use crate::state::AppState;
 use crate::store::users::UserRow;
 use crate::store::{self, login_codes, matrix_logouts, refresh_tokens, user_keys};

@@ -19,11 +19,11 @@ use serde_json::Value;
 
 use super::scheduled::{now_ms, parse_id};
 use super::users;
+use crate::clients::push::{Notification, PushError};
 use crate::config::PushEnvironment;
 use crate::crypto::{Aad, DataKey};
 use crate::error::{AppError, AppResult};
 use crate::events::kind;
-use crate::push::{Notification, PushError};
 use crate::state::AppState;
 use crate::store::devices::{self as store, DeviceRow};
 

@@ -24,10 +24,10 @@
 //! Unread age: a room whose oldest unread message has waited more than [`AGE_FROM_SECS`]
 //! (1 h) gains up to [`AGE_MAX_BONUS`] (0.2), growing linearly until [`AGE_FULL_SECS`]
 //! (24 h), capped at 1.0. It is applied whenever a room's importance is computed (ingest,
-//! AI rescoring) and every [`crate::scheduler::aging::EVERY`] by the scheduler for rooms
+//! AI rescoring) and every [`crate::workers::scheduler::aging::EVERY`] by the scheduler for rooms
 //! with unread messages, so a message left waiting rises in the importance order.
 //!
-//! AI scoring (DESIGN §4): when `[ai]` is configured, [`crate::ai`] refines these values
+//! AI scoring (DESIGN §4): when `[ai]` is configured, [`crate::clients::ai`] refines these values
 //! after the fact. Ingest always stores the heuristic score first (in the ingest
 //! transaction, so a message is never unscored); once the sync batch is committed and
 //! published, the new incoming messages (not the user's own, not redacted) go to one
@@ -306,6 +306,16 @@ fn contains_phrase(haystack: &str, needle: &str) -> bool {
 /// Scores are kept to three decimals.
 pub fn round_score(x: f64) -> f64 {
     (x * 1000.0).round() / 1000.0
+}
+
+/// A message the homeserver sync just stored (what the AI scorer is handed).
+#[derive(Debug, Clone, PartialEq)]
+pub struct NewMessage {
+    pub room_id: String,
+    pub event_id: String,
+    pub message_id: String,
+    /// Someone else's message with content: worth scoring again (by the AI service).
+    pub scorable: bool,
 }
 
 #[cfg(test)]

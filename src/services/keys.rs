@@ -17,9 +17,9 @@ use base64::Engine as _;
 use rusqlite::TransactionBehavior;
 
 use super::users;
+use crate::clock::unix_now;
 use crate::crypto::{self, Aad, DataKey, MasterKey};
 use crate::error::{AppError, AppResult};
-use crate::ratelimit::unix_now;
 use crate::state::AppState;
 use crate::store::user_keys::{self, UserKeyRow};
 use crate::store::users::UserRow;

@@ -17,9 +17,9 @@ use super::rooms::{
     validate_base64, validate_patch, validate_room_id, Patch, MAX_ENCRYPTED_NAME, MAX_NONCE,
 };
 use super::users;
+use crate::clock::unix_now;
 use crate::crypto::{Aad, DataKey};
 use crate::error::{AppError, AppResult};
-use crate::ratelimit::unix_now;
 use crate::state::AppState;
 use crate::store::linked_groups::{self, GroupRow};
 use crate::store::rooms;

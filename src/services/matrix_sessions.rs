@@ -12,10 +12,10 @@
 
 use std::time::Duration;
 
+use crate::clients::matrix::{MatrixClient, MatrixSession};
+use crate::clock::unix_now;
 use crate::crypto::{Aad, MasterKey};
 use crate::error::{AppError, AppResult};
-use crate::matrix::{MatrixClient, MatrixSession};
-use crate::ratelimit::unix_now;
 use crate::state::AppState;
 use crate::store::users::UserRow;
 use crate::store::{matrix_logouts, refresh_tokens};

@@ -12,7 +12,6 @@ pub mod health;
 pub mod importance;
 pub mod keys;
 pub mod linked;
-pub mod mail;
 pub mod matrix_sessions;
 pub mod messages;
 pub mod pages;

@@ -14,10 +14,10 @@ use serde_json::json;
 
 use super::scheduled::{now_ms, parse_id, parse_page, validate_room_id};
 use super::users;
+use crate::clients::push::Notification;
 use crate::crypto::{Aad, DataKey, MasterKey};
 use crate::error::{AppError, AppResult};
 use crate::events::kind;
-use crate::push::Notification;
 use crate::services::conversations::require_readable;
 use crate::state::AppState;
 use crate::store::reminders::{self as store, ReminderRow};

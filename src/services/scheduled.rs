@@ -16,7 +16,7 @@
 use chrono::{DateTime, Utc};
 use serde_json::{json, Value};
 
-use crate::bridges::Platform;
+use crate::clients::provisioning::Platform;
 use crate::crypto::{open_envelope, Envelope};
 use crate::error::{AppError, AppResult};
 use crate::events::kind;

@@ -9,9 +9,9 @@ use std::time::Duration;
 use jsonwebtoken::{Algorithm, DecodingKey, EncodingKey, Header, Validation};
 use serde::{Deserialize, Serialize};
 
+use crate::clock::unix_now;
 use crate::crypto;
 use crate::error::{AppError, AppResult};
-use crate::ratelimit::unix_now;
 use crate::state::AppState;
 use crate::store::epoch::{EpochCache, WriteEpoch};
 use crate::store::{api_tokens, users};

@@ -2,13 +2,17 @@
 //! only), listing, revocation and allowlist opt-in. Managing tokens is for native sessions
 //! only; the gate authenticates tokens themselves (`services::session`).
 
-use crate::api::routes::ALLOWLIST_VERSION;
+use crate::clock::unix_now;
 use crate::crypto;
 use crate::error::{AppError, AppResult};
-use crate::ratelimit::unix_now;
 use crate::services::session::Principal;
 use crate::state::AppState;
 use crate::store::api_tokens::{self, ApiTokenRow};
+
+/// Current version of the personal-token allowlist (the table in `api::routes`). Bump it
+/// when adding entries, and give the new entries `since: <new version>`: tokens created
+/// earlier must opt in to reach them.
+pub const ALLOWLIST_VERSION: u32 = 2;
 
 /// Longest token name, in characters.
 pub const MAX_NAME_CHARS: usize = 100;

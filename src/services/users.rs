@@ -3,10 +3,10 @@
 
 use rusqlite::Connection;
 
+use crate::clock::unix_now;
 use crate::config::DefaultSubscription;
 use crate::crypto::{normalize_email, Aad, DataKey, MasterKey};
 use crate::error::{AppError, AppResult};
-use crate::ratelimit::unix_now;
 use crate::state::AppState;
 use crate::store::users::{self, UserRow};
 

@@ -33,10 +33,12 @@ thread_local! {
 
 /// Installs the commit hook on a pooled connection.
 pub fn install(conn: &Connection) -> rusqlite::Result<()> {
+    // rusqlite 0.37's commit_hook returns nothing (later versions return a Result).
     conn.commit_hook(Some(|| {
         COMMITTED.with(|c| c.set(true));
         false // let the commit proceed
-    }))
+    }));
+    Ok(())
 }
 
 /// Whether a connection committed on this thread since the last call (and resets that).

@@ -356,7 +356,7 @@ fn max_and_oldest(r: &rusqlite::Row<'_>) -> rusqlite::Result<Option<(f64, i64)>>
     Ok(max.zip(oldest))
 }
 
-// ---- AI scoring (`crate::ai`) ----
+// ---- AI scoring (`crate::clients::ai`) ----
 
 /// Replaces a message's importance, category and question flag with the AI service's,
 /// only while its sealed content is still `content_enc` and it is not redacted (an edit

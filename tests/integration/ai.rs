@@ -182,7 +182,7 @@ async fn heuristic_scores_stay_when_the_ai_service_fails() {
         app.get_auth(
             &format!(
                 "/api/messages?roomId={}",
-                switchboard::matrix::encode(&room)
+                switchboard::clients::matrix::encode(&room)
             ),
             &token,
         )

@@ -8,7 +8,7 @@ use std::time::{Duration, Instant};
 use reqwest::Method;
 use rusqlite::{Connection, OpenFlags};
 use serde_json::{json, Value};
-use switchboard::matrix::encode;
+use switchboard::clients::matrix::encode;
 
 use crate::common::matrix::{self, MatrixUser};
 use crate::common::*;

@@ -419,7 +419,7 @@ fn own_room(app: &TestApp, session: &Session) -> String {
 }
 
 fn urlencode(room_id: &str) -> String {
-    switchboard::matrix::encode(room_id)
+    switchboard::clients::matrix::encode(room_id)
 }
 
 #[tokio::test]

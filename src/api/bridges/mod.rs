@@ -18,7 +18,7 @@ use serde_json::Value;
 use super::security::BearerAuth;
 use super::views::{time, MessageResponse};
 use super::ApiTags;
-use crate::bridges::{LoginStep, Platform};
+use crate::clients::provisioning::{LoginStep, Platform};
 use crate::error::AppError;
 use crate::services::bridges::{
     self as service, LoginInfo, LoginProgress, LoginUpdate, PlatformStatus, ProcessTimeout,

@@ -317,7 +317,7 @@ pub async fn wait_step(
 /// The background `display_and_wait` long-poll of one process.
 async fn long_poll(
     state: AppState,
-    client: crate::bridges::ProvisioningClient,
+    client: crate::clients::provisioning::ProvisioningClient,
     process: Arc<Process>,
     step_id: String,
     timeout: Duration,

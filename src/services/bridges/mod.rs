@@ -22,14 +22,14 @@ use moka::future::Cache;
 use serde_json::{json, Value};
 use tokio::sync::watch;
 
-use crate::bridges::{
+use crate::clients::provisioning::{
     BridgeClients, BridgeError, Failure, LoginFlow, LoginStep, Platform, WhoamiLogin,
 };
+use crate::clock::unix_now;
 use crate::config::BridgesConfig;
 use crate::crypto::{Aad, DataKey};
 use crate::error::{AppError, AppResult};
 use crate::events;
-use crate::ratelimit::unix_now;
 use crate::services::users;
 use crate::state::AppState;
 use crate::store::bridge_logins::{self, BridgeLoginRow};
@@ -78,7 +78,7 @@ impl Bridges {
 /// One whoami answer (or failure) and when it was fetched.
 struct Snapshot {
     checked_at: i64,
-    result: Result<crate::bridges::Whoami, BridgeError>,
+    result: Result<crate::clients::provisioning::Whoami, BridgeError>,
 }
 
 /// A login of the user as the local record knows it.

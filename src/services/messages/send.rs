@@ -9,9 +9,9 @@ use rusqlite::TransactionBehavior;
 use serde_json::{json, Value};
 
 use super::{load_user, parse_room_id, room_not_found};
+use crate::clients::matrix::MatrixError;
+use crate::clock::unix_now;
 use crate::error::{AppError, AppResult};
-use crate::matrix::MatrixError;
-use crate::ratelimit::unix_now;
 use crate::services::users;
 use crate::state::AppState;
 use crate::store::rooms;

@@ -3,7 +3,7 @@
 //! membership `invite` until the user accepts (Matrix join) or declines (Matrix leave) them.
 
 use super::*;
-use crate::matrix::{MatrixClient, MatrixError};
+use crate::clients::matrix::{MatrixClient, MatrixError};
 
 fn not_invited() -> AppError {
     AppError::conflict(

@@ -28,9 +28,9 @@ use serde_json::json;
 
 use super::conversations::{open_room_field, require_readable, wants_readable, RoomField};
 use super::users;
+use crate::clock::unix_now;
 use crate::error::{AppError, AppResult};
 use crate::events::kind;
-use crate::ratelimit::unix_now;
 use crate::services::session::Principal;
 use crate::state::AppState;
 use crate::store::linked_groups;

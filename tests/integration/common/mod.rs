@@ -518,7 +518,10 @@ impl TestApp {
 /// `access_token`, then accepts it with `POST /api/rooms/{roomId}/accept` (only invites
 /// from the configured bridges are joined automatically); returns the accepted room.
 pub async fn accept_invite(app: &TestApp, access_token: &str, room_id: &str) -> serde_json::Value {
-    let path = format!("/api/rooms/{}", switchboard::matrix::encode(room_id));
+    let path = format!(
+        "/api/rooms/{}",
+        switchboard::clients::matrix::encode(room_id)
+    );
     let deadline = Instant::now() + Duration::from_secs(20);
     loop {
         let resp = app.get_auth(&path, access_token).await;

@@ -44,7 +44,7 @@ fn matrix_id(s: &Session) -> String {
 }
 
 fn enc(segment: &str) -> String {
-    switchboard::matrix::encode(segment)
+    switchboard::clients::matrix::encode(segment)
 }
 
 /// Registers a fresh X25519 key for the user; returns its secret.

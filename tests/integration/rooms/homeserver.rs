@@ -4,7 +4,7 @@ use std::time::{Duration, Instant};
 
 use reqwest::Method;
 use serde_json::{json, Value};
-use switchboard::matrix::encode;
+use switchboard::clients::matrix::encode;
 
 use crate::common::*;
 use crate::tokens::create_token;

@@ -15,9 +15,9 @@ use std::time::{Duration, Instant};
 
 use reqwest::Method;
 use serde_json::{json, Value};
+use switchboard::clients::matrix::{encode, MatrixClient};
 use switchboard::config::{MatrixConfig, Secret};
 use switchboard::crypto::MasterKey;
-use switchboard::matrix::{encode, MatrixClient};
 use switchboard::services::conversations::{
     seal_message, seal_room_field, MessageContent, RoomField,
 };

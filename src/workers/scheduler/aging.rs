@@ -7,9 +7,9 @@ use std::time::Duration;
 
 use serde_json::json;
 
+use crate::clock::unix_now;
 use crate::error::AppResult;
 use crate::events::kind;
-use crate::ratelimit::unix_now;
 use crate::services::importance;
 use crate::state::AppState;
 use crate::store::rooms;

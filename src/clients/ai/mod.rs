@@ -24,10 +24,6 @@ use crate::config::{AiConfig, Secret};
 use crate::error::AppError;
 use crate::services::importance::{self, Score};
 
-mod scorer;
-
-pub use scorer::Scorer;
-
 /// How long one scoring request may take, connection included.
 pub const REQUEST_TIMEOUT: Duration = Duration::from_secs(10);
 /// Larger answers are refused unread (one verdict is a few hundred bytes).

@@ -37,7 +37,7 @@ pub fn spawn(state: AppState) {
     tokio::spawn(supervise(state, matrix));
 }
 
-async fn supervise(state: AppState, matrix: crate::matrix::MatrixClient) {
+async fn supervise(state: AppState, matrix: crate::clients::matrix::MatrixClient) {
     let mut workers: HashMap<String, JoinHandle<()>> = HashMap::new();
     loop {
         workers.retain(|_, handle| !handle.is_finished());

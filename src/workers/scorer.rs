@@ -21,17 +21,17 @@ use serde_json::json;
 use tokio::sync::{mpsc, Semaphore};
 use tokio::task::JoinSet;
 
-use super::{AiClient, AiError, ScoreRequest};
+use crate::clients::ai::{AiClient, AiError, ScoreRequest};
+use crate::clock::unix_now;
 use crate::config::AiConfig;
 use crate::error::{AppError, AppResult};
 use crate::events::kind;
-use crate::ratelimit::unix_now;
 use crate::services::conversations::open_message;
+use crate::services::importance::NewMessage;
 use crate::services::importance::{self, Reader, Score};
 use crate::services::users;
 use crate::state::AppState;
 use crate::store::{messages, rooms};
-use crate::sync::ingest::NewMessage;
 
 /// Messages waiting for the AI service; beyond this they keep the heuristic score.
 pub const QUEUE_CAPACITY: usize = 512;

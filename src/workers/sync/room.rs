@@ -17,8 +17,8 @@ use rusqlite::Connection;
 use serde_json::Value;
 
 use super::ingest::IngestContext;
+use crate::clients::matrix::types::{Event, RoomSummary};
 use crate::crypto::DataKey;
-use crate::matrix::types::{Event, RoomSummary};
 use crate::services::conversations::{open_room_field, seal_room_field, RoomField};
 use crate::store::rooms::{self, RoomRow};
 
@@ -414,9 +414,9 @@ impl RoomView {
 /// Maps a bridge `protocol.id` to a platform (`discordgo` is Discord's).
 pub fn platform_of(protocol_id: &str) -> Option<&'static str> {
     let id = protocol_id.to_ascii_lowercase();
-    crate::bridges::Platform::ALL
+    crate::clients::provisioning::Platform::ALL
         .into_iter()
-        .map(crate::bridges::Platform::id)
+        .map(crate::clients::provisioning::Platform::id)
         .find(|p| id.contains(p))
 }
 

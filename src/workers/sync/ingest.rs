@@ -24,9 +24,9 @@ use rusqlite::Transaction;
 use serde_json::{json, Value};
 
 use super::room::{DirectRooms, RoomHint, RoomView};
-use crate::bridges::identity::BridgeIdentities;
+use crate::clients::matrix::types::{Event, Events, JoinedRoom, SyncResponse};
+use crate::clients::provisioning::identity::BridgeIdentities;
 use crate::crypto::DataKey;
-use crate::matrix::types::{Event, Events, JoinedRoom, SyncResponse};
 use crate::services::conversations::{seal_message, MessageContent};
 use crate::services::importance::{self, MessageFacts, Reader, Score};
 use crate::store::messages::{self, MessageRow};
@@ -50,14 +50,7 @@ pub struct IngestContext<'a> {
     pub now: i64,
 }
 
-#[derive(Debug, Clone, PartialEq)]
-pub struct NewMessage {
-    pub room_id: String,
-    pub event_id: String,
-    pub message_id: String,
-    /// Someone else's message with content: worth scoring again (by the AI service).
-    pub scorable: bool,
-}
+pub use crate::services::importance::NewMessage;
 
 #[derive(Debug, Default)]
 pub struct IngestOutcome {

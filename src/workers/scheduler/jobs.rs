@@ -1,5 +1,5 @@
 //! Sending due scheduled messages: claim, open, send, commit (see the module docs of
-//! [`crate::scheduler`]).
+//! [`crate::workers::scheduler`]).
 
 use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
@@ -8,9 +8,9 @@ use tokio::sync::{mpsc, Semaphore};
 use tokio::task::JoinSet;
 
 use super::{CLAIM_BATCH, LEASE_MS, SEND_CONCURRENCY};
+use crate::clients::matrix::MatrixError;
+use crate::clients::push::Notification;
 use crate::error::{AppError, AppResult};
-use crate::matrix::MatrixError;
-use crate::push::Notification;
 use crate::services::scheduled::{self, message_content, now_ms, open_body};
 use crate::services::{devices, linked, users};
 use crate::state::AppState;

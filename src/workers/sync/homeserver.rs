@@ -8,8 +8,8 @@ use serde::Deserialize;
 use serde_json::Value;
 
 use super::room::RoomHint;
-use crate::matrix::types::{Event, SyncResponse};
-use crate::matrix::{decode, encode, unreachable, MatrixError};
+use crate::clients::matrix::types::{Event, SyncResponse};
+use crate::clients::matrix::{decode, encode, unreachable, MatrixError};
 
 /// At most this many `/messages` pages (of [`PAGE`] events) are fetched per room gap.
 const MAX_GAP_PAGES: usize = 50;

@@ -12,8 +12,8 @@ use std::time::Duration;
 
 use serde::de::DeserializeOwned;
 
+use crate::clients::matrix::encode;
 use crate::config::{BridgeConfig, BridgesConfig};
-use crate::matrix::encode;
 
 pub mod error;
 pub mod identity;

@@ -9,8 +9,8 @@
 
 use std::time::Duration;
 
+use crate::clock::unix_now;
 use crate::error::AppResult;
-use crate::ratelimit::unix_now;
 use crate::services::tokens::ENDED_RETENTION_SECS;
 use crate::state::AppState;
 use crate::store::{api_tokens, login_codes, refresh_tokens};

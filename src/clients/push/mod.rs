@@ -234,7 +234,7 @@ impl PushClient {
         header.kid = Some(self.key_id.clone());
         let claims = Claims {
             iss: &self.team_id,
-            iat: crate::ratelimit::unix_now(),
+            iat: crate::clock::unix_now(),
         };
         let token = jsonwebtoken::encode(&header, &claims, &self.key)
             .map_err(|e| PushError::Signing(e.to_string()))?;
@@ -280,7 +280,7 @@ impl PushClient {
         let url = format!(
             "{}/3/device/{}",
             self.base_url(environment),
-            crate::matrix::encode(device_token)
+            crate::clients::matrix::encode(device_token)
         );
         let resp = self
             .http
@@ -334,7 +334,7 @@ pub fn encoding_key_from_p8(pem: &str) -> Result<EncodingKey, String> {
 mod tests {
     use super::*;
 
-    const TEST_KEY: &str = include_str!("../../tests/support/apns_standin_key.p8");
+    const TEST_KEY: &str = include_str!("../../../tests/support/apns_standin_key.p8");
 
     fn client(endpoint: Option<&str>) -> PushClient {
         PushClient::from_parts(

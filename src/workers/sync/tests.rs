@@ -4,9 +4,9 @@ use serde_json::{json, Value};
 
 use super::ingest::{ingest, IngestContext, IngestOutcome};
 use super::room::{join_names, DirectRooms, RoomHint};
-use crate::bridges::identity::BridgeIdentities;
+use crate::clients::matrix::SyncResponse;
+use crate::clients::provisioning::identity::BridgeIdentities;
 use crate::crypto::DataKey;
-use crate::matrix::SyncResponse;
 use crate::services::conversations::{open_message, open_room_field, MessageContent, RoomField};
 use crate::services::importance::Reader;
 use crate::store::users::UserRow;
