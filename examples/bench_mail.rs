@@ -180,7 +180,11 @@ fn main() {
             .json()
             .await
             .expect("json");
-        assert_eq!(first["threads"].as_array().map(Vec::len), Some(50), "{first}");
+        assert_eq!(
+            first["threads"].as_array().map(Vec::len),
+            Some(50),
+            "{first}"
+        );
         assert_eq!(first["threads"][0]["messageCount"], 3, "{first}");
         let warm = Duration::from_secs(1);
         let d = Duration::from_secs(secs);
@@ -191,8 +195,14 @@ fn main() {
         load(&client, &threads, Some(&token), conns, warm).await;
         let (thr, thr_p99) = load(&client, &threads, Some(&token), conns, d).await;
         println!("{conns} connections, {secs} s per route");
-        println!("{:<44} {:>8} {:>8} {:>9}", "route", "req/s", "p99 ms", "x trivial");
-        println!("{:<44} {:>8.0} {:>8.2} {:>9.3}", "trivial /api/attestation", att, att_p99, 1.0);
+        println!(
+            "{:<44} {:>8} {:>8} {:>9}",
+            "route", "req/s", "p99 ms", "x trivial"
+        );
+        println!(
+            "{:<44} {:>8.0} {:>8.2} {:>9.3}",
+            "trivial /api/attestation", att, att_p99, 1.0
+        );
         let ratio = thr / att;
         println!(
             "{:<44} {:>8.0} {:>8.2} {:>9.3}  >= 0.5 {}",
@@ -228,7 +238,9 @@ fn free_port() -> u16 {
 /// nothing.
 async fn smtp_standin() -> u16 {
     use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
-    let l = tokio::net::TcpListener::bind("127.0.0.1:0").await.expect("bind");
+    let l = tokio::net::TcpListener::bind("127.0.0.1:0")
+        .await
+        .expect("bind");
     let port = l.local_addr().expect("addr").port();
     tokio::spawn(async move {
         while let Ok((sock, _)) = l.accept().await {

@@ -7,10 +7,12 @@ use poem_openapi::param::{Path, Query};
 use poem_openapi::payload::{Binary, Json, Response};
 use poem_openapi::{ApiResponse, OpenApi};
 
+use super::messages::FastJson;
 use super::security::BearerAuth;
 use super::ApiTags;
 use crate::error::AppError;
 use crate::services::email::{accounts, actions, compose, signatures, threads};
+use crate::services::pages::{PageKey, PageView};
 use crate::state::AppState;
 
 pub mod views;
@@ -143,20 +145,35 @@ impl EmailApi {
         q: Query<Option<String>>,
         cursor: Query<Option<String>>,
         limit: Query<Option<String>>,
-    ) -> Result<Json<ThreadList>, AppError> {
-        let page = threads::list(
-            &state,
-            auth.user_id(),
-            label.0.as_deref(),
-            q.0.as_deref(),
-            cursor.0.as_deref(),
-            limit.0.as_deref(),
-        )
-        .await?;
-        Ok(Json(ThreadList {
-            threads: page.threads.into_iter().map(Into::into).collect(),
-            next_cursor: page.next_cursor,
-        }))
+    ) -> Result<FastJson<ThreadList>, AppError> {
+        // The rendered page is kept until the next database write (services::pages), like
+        // the history and room-list pages: scripts poll the inbox.
+        let key = PageKey {
+            user_id: auth.user_id().to_owned(),
+            view: PageView::EmailThreads {
+                label: label.0.clone(),
+                q: q.0.clone(),
+                cursor: cursor.0.clone(),
+                limit: limit.0.clone(),
+            },
+        };
+        let render = || async {
+            let page = threads::list(
+                &state,
+                auth.user_id(),
+                label.0.as_deref(),
+                q.0.as_deref(),
+                cursor.0.as_deref(),
+                limit.0.as_deref(),
+            )
+            .await?;
+            FastJson::<ThreadList>::object_bytes(&ThreadList {
+                threads: page.threads.into_iter().map(Into::into).collect(),
+                next_cursor: page.next_cursor,
+            })
+        };
+        let body = state.pages.get_or_render(key, render).await?;
+        Ok(FastJson::from_bytes(body))
     }
 
     /// Get a thread
