@@ -414,6 +414,11 @@ async fn threads_actions_replies_labels_and_signatures_against_dovecot() {
     assert_eq!(resp.status(), 200);
     assert_eq!(resp.headers()["content-type"], "text/csv");
     assert_eq!(
+        resp.headers()["content-disposition"],
+        "attachment; filename=\"menu.csv\""
+    );
+    assert_eq!(resp.headers()["x-content-type-options"], "nosniff");
+    assert_eq!(
         resp.text().await.unwrap().replace("\r\n", "\n").trim_end(),
         "dish,price\nsoup,4"
     );

@@ -266,17 +266,31 @@ impl EmailApi {
     ) -> Result<Response<Binary<Vec<u8>>>, AppError> {
         let (ctype, name, bytes) =
             actions::attachment(&state, auth.user_id(), &id, index.0).await?;
-        let mut resp = Response::new(Binary(bytes)).header("Content-Type", ctype);
-        if let Some(n) = name {
-            let safe: String = n
+        // The type comes from the mail: only a plain `type/subtype` token is passed on, and
+        // the part is always a download (never rendered on this origin, never sniffed).
+        let ctype = if !ctype.is_empty()
+            && ctype.len() <= 127
+            && ctype
                 .chars()
-                .filter(|c| !c.is_control() && *c != '"' && *c != '\\')
-                .collect();
-            resp = resp.header(
+                .all(|c| c.is_ascii_alphanumeric() || "!#$&^_.+-/".contains(c))
+        {
+            ctype
+        } else {
+            "application/octet-stream".to_owned()
+        };
+        let safe: String = name
+            .unwrap_or_else(|| format!("attachment-{}", index.0))
+            .chars()
+            .filter(|c| (c.is_ascii_graphic() || *c == ' ') && *c != '"' && *c != '\\')
+            .take(200)
+            .collect();
+        let resp = Response::new(Binary(bytes))
+            .header("Content-Type", ctype)
+            .header("X-Content-Type-Options", "nosniff")
+            .header(
                 "Content-Disposition",
                 format!("attachment; filename=\"{safe}\""),
             );
-        }
         Ok(resp)
     }
 
