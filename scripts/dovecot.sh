@@ -45,6 +45,8 @@ mail_location = maildir:~/Maildir
 first_valid_uid = 1
 # IDLE clients hear about changes made by other sessions within a second.
 mailbox_idle_check_interval = 1 secs
+# Throw-away mail: no fsync per message (APPEND of thousands of test messages).
+mail_fsync = never
 mail_plugins = \$mail_plugins
 protocol imap {
   mail_max_userip_connections = 100
