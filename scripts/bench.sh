@@ -3,10 +3,12 @@
 #
 # 1. Starts a throw-away Synapse with scripts/synapse.sh (venv ./.synapse/venv or
 #    $SWITCHBOARD_TEST_VENV; data dir target/bench-synapse, wiped first; a free port).
-# 2. Builds and runs `cargo run --release --example bench_messages` with BENCH_MATRIX_URL and
-#    BENCH_MATRIX_SHARED_SECRET pointing at it: every read route of the release build against
-#    /api/attestation, and Synapse's own /messages page (a room filled with BENCH_MESSAGES
-#    messages through Synapse) with the same load generator.
+# 2. Builds the release binary and `bench_messages`, and runs the example with
+#    BENCH_MATRIX_URL, BENCH_MATRIX_SHARED_SECRET and BENCH_SWITCHBOARD_BIN set: it starts
+#    target/release/switchboard `serve` as its own process against that Synapse, fills a room
+#    with BENCH_MESSAGES messages through Synapse (the server's sync worker stores them), and
+#    measures every read route against /api/attestation, Synapse's own /messages page on the
+#    same room with the same load generator, and the server's RSS after those runs.
 #    With --users N (or BENCH_USERS=N): the many-users mode instead (N users with
 #    BENCH_USER_ROOMS rooms each, synced by a real `switchboard serve` process).
 # 3. Stops the Synapse (also on failure or Ctrl-C).

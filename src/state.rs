@@ -38,6 +38,8 @@ pub struct Inner {
     pub pages: crate::services::pages::PageCache,
     pub mailer: Mailer,
     pub matrix: Option<MatrixClient>,
+    /// Each user's end-to-end encryption machine (the sync device's; `services::e2ee`).
+    pub e2ee: crate::clients::matrix::e2ee::E2ee,
     /// Provisioning clients of the configured bridges, their status cache and login processes.
     pub bridges: crate::services::bridges::Bridges,
     /// General outbound client (AI service); upstreams with their own needs have their own.
@@ -112,6 +114,7 @@ impl AppState {
             jwt,
             auth_cache,
             pages,
+            e2ee: crate::clients::matrix::e2ee::E2ee::new(&config.storage.data_dir),
             matrix,
             bridges,
             ai_scorer: crate::workers::scorer::Scorer::new(config.ai.as_ref(), &http),

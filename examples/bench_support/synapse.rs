@@ -17,6 +17,7 @@ pub struct Homeserver {
 }
 
 /// A Matrix account on it.
+#[derive(Clone)]
 pub struct Account {
     pub user_id: String,
     pub token: String,
@@ -113,20 +114,28 @@ impl Homeserver {
 
     /// Sends `count` text messages into `room`, `parallel` at a time.
     pub async fn fill(&self, who: &Account, room: &str, count: u64, parallel: usize) {
-        let room = switchboard::clients::matrix::encode(room);
         let run = uuid::Uuid::new_v4().simple().to_string();
         futures_util::stream::iter(0..count)
             .map(|i| {
-                let path = format!("/_matrix/client/v3/rooms/{room}/send/m.room.message/{run}{i}");
-                let body = json!({"msgtype": "m.text",
-                    "body": format!("Message {i}: are we still meeting at the usual place tomorrow around noon?")});
-                async move {
-                    self.call(reqwest::Method::PUT, &path, Some(&who.token), Some(body))
-                        .await;
-                }
+                let body = format!(
+                    "Message {i}: are we still meeting at the usual place tomorrow around noon?"
+                );
+                let txn = format!("{run}{i}");
+                async move { self.send_text(who, room, &txn, &body).await }
             })
             .buffer_unordered(parallel)
             .collect::<Vec<()>>()
+            .await;
+    }
+
+    /// Sends one text message into `room` with the transaction id `txn`.
+    pub async fn send_text(&self, who: &Account, room: &str, txn: &str, body: &str) {
+        let path = format!(
+            "/_matrix/client/v3/rooms/{}/send/m.room.message/{txn}",
+            switchboard::clients::matrix::encode(room)
+        );
+        let body = json!({"msgtype": "m.text", "body": body});
+        self.call(reqwest::Method::PUT, &path, Some(&who.token), Some(body))
             .await;
     }
 

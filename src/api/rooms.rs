@@ -53,6 +53,9 @@ pub struct RoomObject {
     pub platform: Option<String>,
     /// Whether this is a one-to-one conversation.
     pub is_direct: bool,
+    /// Whether the room is end-to-end encrypted on Matrix. Switchboard decrypts its
+    /// messages with its own device and encrypts what it sends into it.
+    pub encrypted: bool,
     /// Matrix ID of the direct recipient; null for groups or when unknown.
     pub recipient_id: Option<String>,
     /// Matrix IDs of the joined members (single-room read only; absent in lists).
@@ -104,6 +107,7 @@ impl From<RoomView> for RoomObject {
             nonce: maybe(r.client_nonce, native),
             platform: r.platform,
             is_direct: r.is_direct,
+            encrypted: r.encrypted,
             recipient_id: r.recipient_id,
             member_ids: v.member_ids,
             member_count: r.member_count,

@@ -89,6 +89,17 @@ impl DataKey {
         self.seal(plaintext.as_bytes(), aad)
     }
 
+    /// A 32-byte subkey for another purpose (HKDF-SHA256 with `label` as info), e.g. the
+    /// key of the user's Matrix crypto store: replacing the data key (key deletion) makes
+    /// everything under such a subkey unreadable too.
+    pub fn derive(&self, label: &str) -> [u8; 32] {
+        let hk = hkdf::Hkdf::<sha2::Sha256>::new(None, &self.0);
+        let mut out = [0u8; 32];
+        hk.expand(label.as_bytes(), &mut out)
+            .expect("32 bytes is a valid HKDF-SHA256 output length");
+        out
+    }
+
     /// [`DataKey::open`] for text columns; non-UTF-8 plaintext is an encoding error.
     pub fn open_string(&self, sealed: &[u8], aad: &Aad<'_>) -> Result<String, CryptoError> {
         String::from_utf8(self.open(sealed, aad)?)
@@ -98,6 +109,15 @@ impl DataKey {
 
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn derived_subkeys_depend_on_the_key_and_the_label() {
+        let (a, b) = (DataKey::from_bytes([1; 32]), DataKey::from_bytes([2; 32]));
+        assert_eq!(a.derive("x"), a.derive("x"));
+        assert_ne!(a.derive("x"), a.derive("y"));
+        assert_ne!(a.derive("x"), b.derive("x"));
+        assert_ne!(a.derive("x"), *a.as_bytes());
+    }
+
     use super::*;
 
     const AAD: Aad<'static> = Aad {

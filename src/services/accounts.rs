@@ -409,6 +409,7 @@ pub async fn remove(state: &AppState, caller_id: &str, id: &str) -> AppResult<St
             Ok::<_, AppError>(user)
         })
         .await?;
+    super::e2ee::destroy(state, &row.id).await;
     matrix_sessions::log_out_queued(state, &row.id).await;
     users::email_of(&state.master, &row)
 }

@@ -272,6 +272,8 @@ pub async fn delete(state: &AppState, user_id: &str, confirmation: Option<&str>)
             Ok::<_, AppError>(())
         })
         .await?;
+    // The crypto store's key derives from the old data key: unreadable now, and removed.
+    super::e2ee::destroy(state, user_id).await;
     super::matrix_sessions::log_out_queued(state, user_id).await;
     Ok(())
 }

@@ -7,6 +7,7 @@ pub mod auth;
 pub mod bridges;
 pub mod conversations;
 pub mod devices;
+pub mod e2ee;
 pub mod email;
 pub mod health;
 pub mod importance;

@@ -84,6 +84,23 @@ pub fn find_by_event(
     .optional()
 }
 
+/// The user's messages stored as undecryptable (`msgtype`), optionally of one room,
+/// oldest first, at most `limit`.
+pub fn with_msgtype(
+    conn: &Connection,
+    user_id: &str,
+    msgtype: &str,
+    room_id: Option<&str>,
+    limit: i64,
+) -> rusqlite::Result<Vec<MessageRow>> {
+    conn.prepare_cached(&format!(
+        "SELECT {COLUMNS} FROM messages WHERE user_id = ?1 AND msgtype = ?2 \
+         AND redacted = 0 AND (?3 IS NULL OR room_id = ?3) ORDER BY ts LIMIT ?4"
+    ))?
+    .query_map(params![user_id, msgtype, room_id, limit], from_row)?
+    .collect()
+}
+
 /// Replaces the sealed content and flags of an existing message (edits, redactions).
 pub fn update_content(conn: &Connection, m: &MessageRow) -> rusqlite::Result<usize> {
     conn.prepare_cached(

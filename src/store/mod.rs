@@ -83,8 +83,12 @@ const MIGRATIONS: &[(&str, &str)] = &[
         include_str!("../../migrations/0009_room_list_order.sql"),
     ),
     (
-        "0010_email",
-        include_str!("../../migrations/0010_email.sql"),
+        "0010_encrypted_rooms",
+        include_str!("../../migrations/0010_encrypted_rooms.sql"),
+    ),
+    (
+        "0011_email",
+        include_str!("../../migrations/0011_email.sql"),
     ),
 ];
 

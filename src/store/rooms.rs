@@ -29,6 +29,8 @@ pub struct RoomRow {
     pub membership: String,
     /// Who invited the user, while `membership` is `invite`.
     pub invited_by: Option<String>,
+    /// End-to-end encrypted (`m.room.encryption` state seen).
+    pub encrypted: bool,
     pub created_at: i64,
     pub updated_at: i64,
 }
@@ -36,7 +38,7 @@ pub struct RoomRow {
 pub const COLUMNS: &str = "user_id, room_id, name_enc, avatar_enc, topic_enc, client_name, \
     client_avatar, client_nonce, is_direct, recipient_id, platform, member_count, unread_count, \
     highlight_count, last_read_event_id, last_message_ts, importance, archived, archived_at, \
-    muted, favorite, pinned, membership, created_at, updated_at, invited_by";
+    muted, favorite, pinned, membership, created_at, updated_at, invited_by, encrypted";
 
 pub fn from_row(r: &Row<'_>) -> rusqlite::Result<RoomRow> {
     Ok(RoomRow {
@@ -66,6 +68,7 @@ pub fn from_row(r: &Row<'_>) -> rusqlite::Result<RoomRow> {
         created_at: r.get(23)?,
         updated_at: r.get(24)?,
         invited_by: r.get(25)?,
+        encrypted: r.get(26)?,
     })
 }
 
@@ -81,7 +84,7 @@ pub fn find(conn: &Connection, user_id: &str, room_id: &str) -> rusqlite::Result
 pub fn upsert(conn: &Connection, r: &RoomRow) -> rusqlite::Result<()> {
     conn.prepare_cached(&format!(
         "INSERT OR REPLACE INTO rooms ({COLUMNS}) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, \
-         ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18, ?19, ?20, ?21, ?22, ?23, ?24, ?25, ?26)"
+         ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18, ?19, ?20, ?21, ?22, ?23, ?24, ?25, ?26, ?27)"
     ))?
     .execute(params![
         r.user_id,
@@ -110,6 +113,7 @@ pub fn upsert(conn: &Connection, r: &RoomRow) -> rusqlite::Result<()> {
         r.created_at,
         r.updated_at,
         r.invited_by,
+        r.encrypted,
     ])?;
     Ok(())
 }

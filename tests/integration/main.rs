@@ -13,6 +13,7 @@ mod cli;
 mod clients;
 mod data;
 mod devices;
+mod e2ee;
 mod email;
 mod foundation;
 mod hardening;

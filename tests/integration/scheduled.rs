@@ -51,23 +51,23 @@ fn seal(server_public_b64: &str, plaintext: &str) -> (String, String, String) {
     )
 }
 
-async fn server_key(app: &TestApp) -> String {
+pub(crate) async fn server_key(app: &TestApp) -> String {
     expect_json(app.get("/api/attestation").await, 200).await["serverPublicKey"]
         .as_str()
         .unwrap()
         .to_owned()
 }
 
-fn at(secs: f64) -> String {
+pub(crate) fn at(secs: f64) -> String {
     (chrono::Utc::now() + chrono::Duration::milliseconds((secs * 1000.0) as i64)).to_rfc3339()
 }
 
-fn body(key: &str, room: &str, text: &str, when: &str) -> Value {
+pub(crate) fn body(key: &str, room: &str, text: &str, when: &str) -> Value {
     let (b, n, e) = seal(key, text);
     json!({"roomId": room, "encryptedBody": b, "nonce": n, "ephemeralPubkey": e, "scheduledFor": when})
 }
 
-async fn schedule(app: &TestApp, token: &str, payload: Value) -> Value {
+pub(crate) async fn schedule(app: &TestApp, token: &str, payload: Value) -> Value {
     let resp = app
         .post_json("/api/messages/schedule", Some(token), payload)
         .await;

@@ -11,6 +11,7 @@ use serde_json::json;
 use crate::config::MatrixConfig;
 
 mod devices;
+pub mod e2ee;
 pub mod types;
 pub use types::SyncResponse;
 
@@ -410,12 +411,17 @@ pub(crate) async fn decode<T: serde::de::DeserializeOwned>(
     let status = resp.status();
     let bytes = resp.bytes().await.map_err(unreachable)?;
     if !status.is_success() {
-        let parsed: serde_json::Value = serde_json::from_slice(&bytes).unwrap_or_default();
-        return Err(MatrixError::Http {
-            status: status.as_u16(),
-            errcode: parsed["errcode"].as_str().unwrap_or("M_UNKNOWN").to_owned(),
-            message: parsed["error"].as_str().unwrap_or_default().to_owned(),
-        });
+        return Err(http_error(status.as_u16(), &bytes));
     }
     serde_json::from_slice(&bytes).map_err(|e| MatrixError::Decode(e.to_string()))
+}
+
+/// A non-success answer as its Matrix error (`errcode`, `error`).
+pub(crate) fn http_error(status: u16, bytes: &[u8]) -> MatrixError {
+    let parsed: serde_json::Value = serde_json::from_slice(bytes).unwrap_or_default();
+    MatrixError::Http {
+        status,
+        errcode: parsed["errcode"].as_str().unwrap_or("M_UNKNOWN").to_owned(),
+        message: parsed["error"].as_str().unwrap_or_default().to_owned(),
+    }
 }

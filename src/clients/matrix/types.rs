@@ -13,6 +13,21 @@ pub struct SyncResponse {
     pub rooms: Rooms,
     #[serde(default)]
     pub account_data: Events,
+    /// End-to-end encryption: kept as received for the crypto machine.
+    #[serde(default)]
+    pub to_device: RawEvents,
+    #[serde(default)]
+    pub device_lists: Value,
+    #[serde(default)]
+    pub device_one_time_keys_count: Value,
+    #[serde(default)]
+    pub device_unused_fallback_key_types: Option<Value>,
+}
+
+#[derive(Debug, Default, Deserialize)]
+pub struct RawEvents {
+    #[serde(default)]
+    pub events: Vec<Value>,
 }
 
 #[derive(Debug, Default, Deserialize)]

@@ -12,6 +12,7 @@ use super::{load_user, parse_room_id, room_not_found};
 use crate::clients::matrix::MatrixError;
 use crate::clock::unix_now;
 use crate::error::{AppError, AppResult};
+use crate::services::e2ee::{self, Outgoing, SendFailure};
 use crate::services::users;
 use crate::state::AppState;
 use crate::store::rooms;
@@ -208,16 +209,15 @@ pub async fn send_to_room(
         Prepared::Done(event_id) => return Ok(sent(event_id, true)),
         Prepared::Send { token, duplicate } => (token, duplicate),
     };
-    let event_id = matrix
-        .send_event(
-            &token,
-            &room_id,
-            "m.room.message",
-            &format!("{MATRIX_TXN_PREFIX}{txn_id}"),
-            &text_content("m.text", text),
-        )
+    let out = Outgoing {
+        room_id: &room_id,
+        txn_id: &format!("{MATRIX_TXN_PREFIX}{txn_id}"),
+        event_type: "m.room.message",
+        content: &text_content("m.text", text),
+    };
+    let event_id = e2ee::send_event(state, &matrix, user_id, &token, &out)
         .await
-        .map_err(homeserver_error)?;
+        .map_err(SendFailure::into_app_error)?;
     let (uid, txn, ev) = (user_id.to_owned(), txn_id.to_owned(), event_id.clone());
     state
         .store
@@ -295,16 +295,17 @@ pub async fn send_multi(
                 _ if !joined.contains(&room_id) => Err(not_joined()),
                 (Err(e), _) => Err(clone_error(e)),
                 (Ok(_), None) => Err(no_homeserver()),
-                (Ok(token), Some(matrix)) => matrix
-                    .send_event(
-                        token,
-                        &room_id,
-                        "m.room.message",
-                        &format!("sb-multi.{batch}.{i}"),
+                (Ok(token), Some(matrix)) => {
+                    let out = Outgoing {
+                        room_id: &room_id,
+                        txn_id: &format!("sb-multi.{batch}.{i}"),
+                        event_type: "m.room.message",
                         content,
-                    )
-                    .await
-                    .map_err(homeserver_error),
+                    };
+                    e2ee::send_event(state, matrix, user_id, token, &out)
+                        .await
+                        .map_err(SendFailure::into_app_error)
+                }
             };
             MultiSendItem { room_id, result }
         })

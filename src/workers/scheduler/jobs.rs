@@ -11,6 +11,7 @@ use super::{CLAIM_BATCH, LEASE_MS, SEND_CONCURRENCY};
 use crate::clients::matrix::MatrixError;
 use crate::clients::push::Notification;
 use crate::error::{AppError, AppResult};
+use crate::services::e2ee::{self, Outgoing, SendFailure};
 use crate::services::scheduled::{self, message_content, now_ms, open_body};
 use crate::services::{devices, linked, users};
 use crate::state::AppState;
@@ -154,12 +155,22 @@ pub async fn send_one(state: &AppState, row: &ScheduledRow, token: Result<&str, 
         }
     };
     let content = message_content(&text);
-    match matrix
-        .send_event(token, &room_id, "m.room.message", &row.id, &content)
-        .await
-    {
+    let out = Outgoing {
+        room_id: &room_id,
+        txn_id: &row.id,
+        event_type: "m.room.message",
+        content: &content,
+    };
+    match e2ee::send_event(state, matrix, &row.user_id, token, &out).await {
         Ok(event_id) => Outcome::Sent { room_id, event_id },
-        Err(e) => {
+        Err(SendFailure::Encryption(e)) => {
+            tracing::info!(id = %row.id, error = %e, "scheduled send could not be encrypted");
+            Outcome::Error {
+                transient: true,
+                reason: "the message could not be encrypted for this room; nothing was sent".into(),
+            }
+        }
+        Err(SendFailure::Homeserver(e)) => {
             // `failureReason` is shown to the user: no homeserver address in it.
             tracing::info!(id = %row.id, error = %e, "scheduled send attempt failed");
             Outcome::Error {

@@ -16,7 +16,9 @@
 //! - the global `m.direct` account data: direct flags and recipients.
 //!
 //! Messages are unique per (user, event id), so a response ingested twice adds nothing.
-//! Encrypted events (`m.room.encrypted`) are not decrypted and not stored.
+//! Encrypted events arrive here decrypted (see [`super::e2ee`]); one still encrypted (its
+//! room key has not arrived) is stored as an undecryptable row ([`UNDECRYPTABLE`]) and
+//! rewritten when the key comes.
 
 use std::collections::{BTreeSet, HashMap};
 
@@ -35,6 +37,12 @@ use crate::store::{rooms, sync_state};
 
 /// msgtype stored when an event has none (e.g. it arrived already redacted).
 const DEFAULT_MSGTYPE: &str = "m.text";
+/// msgtype of a message that could not be decrypted yet; its content is the encrypted
+/// event content, kept to decrypt it when its room key arrives.
+pub const UNDECRYPTABLE: &str = "m.room.encrypted";
+/// Readable text of such a message.
+pub const UNDECRYPTABLE_BODY: &str =
+    "Unable to decrypt this message yet: its room key has not arrived.";
 
 /// Who is syncing, and what the worker knows beyond the response.
 pub struct IngestContext<'a> {
@@ -227,19 +235,20 @@ fn timeline_event(
             None => insert_message(tx, ctx, dek, view, ev, out),
         },
         "m.room.redaction" => apply_redaction(tx, ctx, dek, view, ev, out),
+        UNDECRYPTABLE => insert_message(tx, ctx, dek, view, ev, out),
         _ => Ok(false),
     }
 }
 
 /// The event an edit replaces (`m.relates_to.rel_type == "m.replace"`).
-fn replaced_event(content: &Value) -> Option<&str> {
+pub(super) fn replaced_event(content: &Value) -> Option<&str> {
     let rel = &content["m.relates_to"];
     (rel["rel_type"] == "m.replace")
         .then(|| rel["event_id"].as_str())
         .flatten()
 }
 
-fn score(
+pub(super) fn score(
     ctx: &IngestContext<'_>,
     is_direct: bool,
     content: &Value,
@@ -275,9 +284,21 @@ fn insert_message(
         .as_ref()
         .is_some_and(|u| u.get("redacted_because").is_some());
     let is_mine = sender == ctx.reader.matrix_user_id;
-    let msgtype = ev.content["msgtype"].as_str().unwrap_or(DEFAULT_MSGTYPE);
+    let undecryptable = ev.kind == UNDECRYPTABLE;
+    let msgtype = match ev.content["msgtype"].as_str() {
+        _ if undecryptable => UNDECRYPTABLE,
+        Some(t) => t,
+        None => DEFAULT_MSGTYPE,
+    };
     let (content, s) = if redacted {
         redacted_content()
+    } else if undecryptable {
+        let (_, s) = redacted_content();
+        let content = MessageContent {
+            body: UNDECRYPTABLE_BODY.to_owned(),
+            content: ev.content.clone(),
+        };
+        (content, s)
     } else {
         let body = ev.content["body"].as_str().unwrap_or_default().to_owned();
         let s = score(ctx, view.row.is_direct, &ev.content, msgtype, is_mine);
@@ -332,7 +353,7 @@ fn insert_message(
         room_id: row.room_id,
         event_id: row.event_id,
         message_id: row.id,
-        scorable: !is_mine && !redacted,
+        scorable: !is_mine && !redacted && !undecryptable,
     });
     Ok(true)
 }
@@ -353,7 +374,7 @@ fn redacted_content() -> (MessageContent, Score) {
 }
 
 /// Re-seals `orig` with `content` and its new score (an edit or a redaction).
-fn rewrite(
+pub(super) fn rewrite(
     tx: &Transaction<'_>,
     dek: &DataKey,
     orig: &mut MessageRow,
@@ -371,7 +392,7 @@ fn rewrite(
 
 /// An edit rewrites the original (same sender, same room, not redacted) with
 /// `m.new_content`; no row is added for the edit event itself.
-fn apply_edit(
+pub(super) fn apply_edit(
     tx: &Transaction<'_>,
     ctx: &IngestContext<'_>,
     dek: &DataKey,

@@ -16,6 +16,7 @@ use crate::error::AppError;
 use crate::state::AppState;
 use crate::store::sync_state;
 
+pub mod e2ee;
 pub mod homeserver;
 pub mod ingest;
 pub mod room;

@@ -187,6 +187,7 @@ impl RoomView {
             "m.room.avatar" => self.current.avatar = text("url"),
             "m.room.topic" => self.current.topic = text("topic"),
             "m.room.member" => self.apply_member(ctx, ev),
+            "m.room.encryption" => self.row.encrypted = true,
             "m.room.create" => {
                 // The sender, not `content.creator`: before room version 11 the content
                 // is not checked against the sender, so a remote server could forge it.
@@ -393,6 +394,7 @@ impl RoomView {
                 != (&r.last_read_event_id, r.last_message_ts)
             || old.importance != r.importance
             || (&old.membership, &old.invited_by) != (&r.membership, &r.invited_by)
+            || old.encrypted != r.encrypted
     }
 
     /// Writes the room and, when they changed, its members.

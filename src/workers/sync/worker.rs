@@ -8,15 +8,17 @@
 //! Matrix account.
 
 use std::collections::HashMap;
-use std::sync::OnceLock;
+use std::sync::{Arc, OnceLock};
 use std::time::{Duration, Instant};
 
 use rusqlite::TransactionBehavior;
 use serde_json::json;
 
+use super::e2ee::{self as decrypt, Syncer};
 use super::homeserver::Homeserver;
 use super::ingest::{self, IngestContext, IngestOutcome};
 use super::room::{DirectRooms, RoomHint};
+use crate::clients::matrix::e2ee::UserCrypto;
 use crate::clients::matrix::{MatrixClient, MatrixError, SyncResponse};
 use crate::clients::provisioning::identity::BridgeIdentities;
 use crate::clock::unix_now;
@@ -46,13 +48,14 @@ const STATE_TYPES: &[&str] = &[
     "m.room.topic",
     "m.room.member",
     "m.room.create",
+    "m.room.encryption",
     "m.bridge",
     "uk.half-shot.bridge",
 ];
 
 fn timeline_types() -> Vec<&'static str> {
     let mut types = STATE_TYPES.to_vec();
-    types.extend(["m.room.message", "m.room.redaction"]);
+    types.extend(["m.room.message", "m.room.redaction", "m.room.encrypted"]);
     types
 }
 
@@ -167,6 +170,8 @@ struct Session {
     direct: DirectRooms,
     bridges: BridgeIdentities,
     pending_joins: HashMap<String, JoinAttempt>,
+    /// The sync device's end-to-end encryption machine.
+    crypto: Arc<UserCrypto>,
 }
 
 impl Session {
@@ -189,12 +194,17 @@ impl Session {
         let Some(user) = user else {
             return Ok(None);
         };
-        let (Some(token), Some(mxid)) = (
+        let (Some(_), Some(mxid)) = (
             users::matrix_token_of(&state.master, &user)?,
             user.matrix_user_id.clone(),
         ) else {
             return Ok(None);
         };
+        // The machine may replace the sync device (a destroyed crypto store): its token then.
+        let Some(crypto) = crate::services::e2ee::machine_for(state, &user).await? else {
+            return Ok(None);
+        };
+        let token = crypto.token();
         let since = sync.and_then(|s| s.since);
         // A first sync brings m.direct itself; a resumed one only brings changes.
         let direct = match since {
@@ -218,7 +228,7 @@ impl Session {
                 (room, attempt)
             })
             .collect();
-        Ok(Some(Self {
+        let session = Self {
             user_id: user.id.clone(),
             reader: Reader::new(&mxid, user.display_name.as_deref()),
             token,
@@ -226,11 +236,25 @@ impl Session {
             direct,
             bridges,
             pending_joins,
-        }))
+            crypto,
+        };
+        // Keys stored before a restart may open messages stored undecryptable.
+        session.retry_undecryptable(state, None).await;
+        Ok(Some(session))
     }
 
     /// One poll: sync, fill gaps, ingest, publish, join invites.
     async fn step(&mut self, state: &AppState, matrix: &MatrixClient) -> AppResult<()> {
+        if !state.e2ee.is_current(&self.crypto).await {
+            return Err(AppError::Unavailable {
+                code: "crypto_store_replaced",
+                message: "the crypto store was destroyed; reloading the sync session".into(),
+            });
+        }
+        // Device and one-time keys go up before the first sync and whenever they run low.
+        if let Err(e) = self.crypto.process_outgoing(matrix).await {
+            tracing::warn!(user_id = %self.user_id, error = %e, "end-to-end encryption requests failed");
+        }
         let initial = self.since.is_none();
         let timeout = if initial { 0 } else { POLL_MS };
         let filter = sync_filter(initial);
@@ -275,6 +299,17 @@ impl Session {
         for room in resp.rooms.join.keys() {
             self.pending_joins.remove(room);
         }
+        // Room keys and device changes before the position is stored (to-device events
+        // come once), then decryption, so ingest stores plaintext.
+        let key_rooms = self
+            .crypto
+            .receive_sync(&decrypt::sync_crypto(&resp))
+            .await
+            .map_err(crate::services::e2ee::error)?;
+        if let Err(e) = self.crypto.process_outgoing(matrix).await {
+            tracing::warn!(user_id = %self.user_id, error = %e, "end-to-end encryption requests failed");
+        }
+        decrypt::decrypt_response(&self.crypto, &mut resp).await;
         let next_batch = resp.next_batch.clone();
         let started = Instant::now();
         let outcome = self.ingest(state, resp, hints).await?;
@@ -299,7 +334,22 @@ impl Session {
             });
         }
         self.join_invites(state, matrix).await;
+        if !key_rooms.is_empty() {
+            self.retry_undecryptable(state, Some(&key_rooms)).await;
+        }
         Ok(())
+    }
+
+    /// Decrypts stored undecryptable messages of `rooms` (all: `None`) whose keys arrived.
+    async fn retry_undecryptable(&self, state: &AppState, rooms: Option<&[String]>) {
+        let who = Syncer {
+            user_id: &self.user_id,
+            reader: &self.reader,
+            bridges: &self.bridges,
+        };
+        if let Err(e) = decrypt::retry_undecryptable(state, &self.crypto, &who, rooms).await {
+            tracing::warn!(user_id = %self.user_id, error = %e, "decrypting stored messages failed");
+        }
     }
 
     /// Ingests in one IMMEDIATE transaction, opening the data key inside it so a
@@ -446,6 +496,7 @@ mod tests {
         for t in [
             "m.room.message",
             "m.room.redaction",
+            "m.room.encrypted",
             "m.room.member",
             "m.bridge",
         ] {

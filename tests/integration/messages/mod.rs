@@ -48,7 +48,7 @@ fn enc(segment: &str) -> String {
 }
 
 /// Registers a fresh X25519 key for the user; returns its secret.
-async fn register_key(app: &TestApp, s: &Session) -> StaticSecret {
+pub(crate) async fn register_key(app: &TestApp, s: &Session) -> StaticSecret {
     let mut bytes = [0u8; 32];
     bytes[..16].copy_from_slice(uuid::Uuid::new_v4().as_bytes());
     bytes[16..].copy_from_slice(uuid::Uuid::new_v4().as_bytes());
@@ -66,7 +66,7 @@ async fn register_key(app: &TestApp, s: &Session) -> StaticSecret {
 }
 
 /// Opens `encryptedContent` of a native message with the test's secret.
-fn decrypt(secret: &StaticSecret, message: &Value) -> Value {
+pub(crate) fn decrypt(secret: &StaticSecret, message: &Value) -> Value {
     let c = &message["encryptedContent"];
     let env = Envelope::from_base64(
         c["ephemeralPubkey"].as_str().unwrap(),

@@ -1,0 +1,207 @@
+//! What the sync worker and the send paths ask of a user's machine: feed it a sync
+//! response's to-device part, decrypt timeline events, and encrypt for a room after
+//! sharing its room key with every joined member's devices.
+
+use std::collections::BTreeMap;
+use std::ops::Deref;
+
+use matrix_sdk_crypto::types::events::room::encrypted::EncryptedEvent;
+use matrix_sdk_crypto::{CollectStrategy, EncryptionSettings, EncryptionSyncChanges};
+use ruma::api::client::keys::get_keys;
+use ruma::api::client::sync::sync_events::DeviceLists;
+use ruma::events::room::encryption::RoomEncryptionEventContent;
+use ruma::events::room::history_visibility::HistoryVisibility;
+use ruma::serde::Raw;
+use ruma::{OwnedRoomId, OwnedUserId, RoomId, UInt};
+use serde_json::{json, Value};
+
+use super::{E2eeError, UserCrypto};
+use crate::clients::matrix::{encode, MatrixClient, MatrixError};
+
+/// The end-to-end encryption part of one `/sync` response, as received.
+#[derive(Debug, Default)]
+pub struct SyncCrypto<'a> {
+    pub to_device: &'a [Value],
+    pub device_lists: &'a Value,
+    pub one_time_keys_count: &'a Value,
+    pub unused_fallback_key_types: Option<&'a Value>,
+    pub next_batch: &'a str,
+}
+
+fn raw<T>(v: &Value) -> Option<Raw<T>> {
+    serde_json::value::to_raw_value(v).ok().map(Raw::from_json)
+}
+
+/// The room's encryption settings (its `m.room.encryption` state, asked of the homeserver
+/// so that a send never goes out in the clear because the sync had not caught up), or
+/// `None` for a room without encryption.
+pub async fn room_encryption(
+    matrix: &MatrixClient,
+    token: &str,
+    room_id: &str,
+) -> Result<Option<EncryptionSettings>, E2eeError> {
+    let path = format!("rooms/{}/state/m.room.encryption/", encode(room_id));
+    let content: Value = match matrix.get_json(token, &path).await {
+        Ok(v) => v,
+        Err(MatrixError::Http { status: 404, .. }) => return Ok(None),
+        Err(e) => return Err(e.into()),
+    };
+    let content: RoomEncryptionEventContent =
+        serde_json::from_value(content).map_err(E2eeError::crypto)?;
+    // Shared with every joined member's devices, verified or not, as Element does.
+    Ok(Some(EncryptionSettings::new(
+        content,
+        HistoryVisibility::Shared,
+        CollectStrategy::AllDevices,
+    )))
+}
+
+impl UserCrypto {
+    /// Feeds to-device events (room keys arrive here), device list changes and key counts
+    /// to the machine; returns the rooms for which new room keys arrived. Call before the
+    /// sync position is stored: to-device events are delivered only once.
+    pub async fn receive_sync(&self, s: &SyncCrypto<'_>) -> Result<Vec<String>, E2eeError> {
+        let to_device_events = s.to_device.iter().filter_map(raw).collect();
+        let changed_devices: DeviceLists =
+            serde_json::from_value(s.device_lists.clone()).unwrap_or_default();
+        let one_time_keys_counts: BTreeMap<ruma::OneTimeKeyAlgorithm, UInt> =
+            serde_json::from_value(s.one_time_keys_count.clone()).unwrap_or_default();
+        let fallback: Option<Vec<ruma::OneTimeKeyAlgorithm>> = s
+            .unused_fallback_key_types
+            .and_then(|v| serde_json::from_value(v.clone()).ok());
+        let changes = EncryptionSyncChanges {
+            to_device_events,
+            changed_devices: &changed_devices,
+            one_time_keys_counts: &one_time_keys_counts,
+            unused_fallback_keys: fallback.as_deref(),
+            next_batch_token: Some(s.next_batch.to_owned()),
+        };
+        let (_, keys) = self
+            .machine
+            .receive_sync_changes(changes, &Self::decryption_settings())
+            .await
+            .map_err(E2eeError::crypto)?;
+        let mut rooms: Vec<String> = keys.into_iter().map(|k| k.room_id.to_string()).collect();
+        rooms.sort();
+        rooms.dedup();
+        Ok(rooms)
+    }
+
+    /// Decrypts one `m.room.encrypted` event of `room_id` (the event as the homeserver
+    /// sent it); returns the plaintext event's type and content, or `None` while its room
+    /// key is missing (or it cannot be decrypted at all).
+    pub async fn decrypt(&self, room_id: &str, event: &Value) -> Option<(String, Value)> {
+        let room = RoomId::parse(room_id).ok()?;
+        let encrypted: Raw<EncryptedEvent> = raw(event)?;
+        let decrypted = match self
+            .machine
+            .decrypt_room_event(&encrypted, &room, &Self::decryption_settings())
+            .await
+        {
+            Ok(d) => d,
+            Err(e) => {
+                tracing::debug!(user_id = %self.user_id, %room_id, event_id = ?event["event_id"], error = %e, "cannot decrypt (yet)");
+                return None;
+            }
+        };
+        let plain: Value = serde_json::from_str(decrypted.event.json().get()).ok()?;
+        let kind = plain["type"].as_str()?.to_owned();
+        let mut content = plain.get("content").cloned().unwrap_or_else(|| json!({}));
+        // Relations (edits, replies) may travel in the clear part only.
+        if let (Some(obj), Some(rel)) = (
+            content.as_object_mut(),
+            event["content"].get("m.relates_to"),
+        ) {
+            obj.entry("m.relates_to").or_insert_with(|| rel.clone());
+        }
+        Some((kind, content))
+    }
+
+    /// Encrypts `content` for `room_id`: tracks `members`, fetches their device lists,
+    /// opens Olm sessions where missing, shares the room key (a new one when the room's
+    /// rotation settings say so) and returns the `m.room.encrypted` content to send.
+    ///
+    /// Boxed as `Send` here: the machine's iterator arguments otherwise leave the caller's
+    /// future with a lifetime the compiler cannot prove `Send` for (rust#102211).
+    pub fn encrypt<'a>(
+        &'a self,
+        matrix: &'a MatrixClient,
+        room_id: &'a str,
+        members: &'a [String],
+        settings: EncryptionSettings,
+        event_type: &'a str,
+        content: &'a Value,
+    ) -> std::pin::Pin<Box<dyn std::future::Future<Output = Result<Value, E2eeError>> + Send + 'a>>
+    {
+        Box::pin(self.encrypt_inner(matrix, room_id, members, settings, event_type, content))
+    }
+
+    async fn encrypt_inner(
+        &self,
+        matrix: &MatrixClient,
+        room_id: &str,
+        members: &[String],
+        settings: EncryptionSettings,
+        event_type: &str,
+        content: &Value,
+    ) -> Result<Value, E2eeError> {
+        let room = OwnedRoomId::try_from(room_id).map_err(E2eeError::crypto)?;
+        let owned: Vec<OwnedUserId> = members
+            .iter()
+            .filter_map(|m| OwnedUserId::try_from(m.as_str()).ok())
+            .collect();
+        self.machine
+            .update_tracked_users(owned.iter().map(Deref::deref))
+            .await
+            .map_err(E2eeError::store)?;
+        let _share = self.share_lock.lock().await;
+        // Device lists of newly tracked or changed users (keys/query).
+        self.process_outgoing(matrix).await?;
+        if let Some((id, claim)) = self
+            .machine
+            .get_missing_sessions(owned.iter().map(Deref::deref))
+            .await
+            .map_err(E2eeError::store)?
+        {
+            self.keys_claim(matrix, &id, &claim).await?;
+        }
+        let requests = self
+            .machine
+            .share_room_key(&room, owned.iter().map(Deref::deref), settings)
+            .await
+            .map_err(E2eeError::crypto)?;
+        for request in requests {
+            self.to_device(matrix, &request).await?;
+        }
+        let raw_content = raw(content).ok_or_else(|| E2eeError::Crypto("content".into()))?;
+        let encrypted = self
+            .machine
+            .encrypt_room_event_raw(&room, event_type, &raw_content)
+            .await
+            .map_err(E2eeError::crypto)?;
+        serde_json::from_str(encrypted.content.json().get()).map_err(E2eeError::crypto)
+    }
+
+    /// Whether the homeserver already lists keys for this device (asked when the store is
+    /// new: a device cannot publish a second identity).
+    pub(super) async fn device_taken(&self, matrix: &MatrixClient) -> Result<bool, E2eeError> {
+        let me = self.machine.user_id().to_string();
+        let body = json!({"device_keys": {&me: [&self.device_id]}});
+        let resp: get_keys::v3::Response = self
+            .call(matrix, reqwest::Method::POST, "keys/query", &body)
+            .await?;
+        let ours = self.machine.identity_keys().ed25519.to_base64();
+        let listed = resp
+            .device_keys
+            .get(self.machine.user_id())
+            .and_then(|devices| devices.get(self.machine.device_id()));
+        Ok(match listed {
+            None => false,
+            Some(keys) => {
+                let keys: Value = serde_json::from_str(keys.json().get()).unwrap_or_default();
+                let key_id = format!("ed25519:{}", self.device_id);
+                keys["keys"][&key_id].as_str() != Some(ours.as_str())
+            }
+        })
+    }
+}

@@ -1,0 +1,223 @@
+//! Each user's sync device as an end-to-end encryption device (DESIGN §10): opening its
+//! machine (and replacing the device when a destroyed store left its keys on the
+//! homeserver), sending into encrypted rooms, and destroying the crypto store on key
+//! deletion and account removal.
+
+use std::sync::Arc;
+
+use serde_json::Value;
+
+use super::matrix_sessions::matrix_password;
+use super::messages::send::homeserver_error;
+use super::users;
+use crate::clients::matrix::e2ee::{self, E2eeError, Identity, Opened, UserCrypto};
+use crate::clients::matrix::{MatrixClient, MatrixError};
+use crate::clock::unix_now;
+use crate::error::{AppError, AppResult};
+use crate::state::AppState;
+use crate::store::users::UserRow;
+
+/// HKDF label of the crypto store key (derived from the user's data key).
+const STORE_KEY_LABEL: &str = "switchboard/v1/matrix-crypto-store";
+
+pub fn error(e: E2eeError) -> AppError {
+    match e {
+        E2eeError::Matrix(e) => homeserver_error(e),
+        other => {
+            tracing::warn!(error = %other, "end-to-end encryption failed");
+            AppError::Unavailable {
+                code: "encryption_unavailable",
+                message: "end-to-end encryption for this room failed; nothing was sent".into(),
+            }
+        }
+    }
+}
+
+/// The user's machine; `None` without a homeserver or a Matrix account. Replaces the
+/// sync device once when its keys on the homeserver belong to a destroyed store.
+pub async fn machine_for(state: &AppState, user: &UserRow) -> AppResult<Option<Arc<UserCrypto>>> {
+    let Some(matrix) = &state.matrix else {
+        return Ok(None);
+    };
+    let mut user = user.clone();
+    for _ in 0..2 {
+        let (Some(token), Some(mxid)) = (
+            users::matrix_token_of(&state.master, &user)?,
+            user.matrix_user_id.clone(),
+        ) else {
+            return Ok(None);
+        };
+        let key = users::data_key(&state.master, &user)?.derive(STORE_KEY_LABEL);
+        if let Some(device_id) = user.matrix_device_id.clone() {
+            let id = Identity {
+                user_id: &user.id,
+                matrix_user_id: &mxid,
+                device_id: &device_id,
+                token: &token,
+                store_key: &key,
+            };
+            match state.e2ee.open(matrix, &id).await.map_err(error)? {
+                Opened::Ready(crypto) => return Ok(Some(crypto)),
+                Opened::DeviceTaken => {}
+            }
+        }
+        user = replace_sync_device(state, matrix, &user, &token, &mxid).await?;
+    }
+    Err(error(E2eeError::Crypto(
+        "the new sync device was refused as well".into(),
+    )))
+}
+
+/// Logs in a new sync device, stores its token and id, and logs the old one out (which
+/// removes its keys from the homeserver). Serialised so that the sync worker and a send
+/// never both replace it.
+async fn replace_sync_device(
+    state: &AppState,
+    matrix: &MatrixClient,
+    user: &UserRow,
+    old_token: &str,
+    mxid: &str,
+) -> AppResult<UserRow> {
+    let _guard = state.e2ee.rotation_lock().await;
+    let uid = user.id.clone();
+    let current = state
+        .store
+        .run(move |c| crate::store::users::find(c, &uid).map_err(AppError::from))
+        .await?
+        .ok_or_else(|| AppError::not_found("user"))?;
+    if current.matrix_device_id != user.matrix_device_id {
+        return Ok(current); // replaced meanwhile
+    }
+    let password = matrix_password(&state.master, &user.id);
+    let session = matrix
+        .login_device(mxid, &password, "Switchboard")
+        .await
+        .map_err(homeserver_error)?;
+    let master = state.master.clone();
+    let uid = user.id.clone();
+    let row = state
+        .store
+        .run(move |c| {
+            let tx = c.transaction()?;
+            let mut row =
+                crate::store::users::find(&tx, &uid)?.ok_or_else(|| AppError::not_found("user"))?;
+            row.matrix_access_token_enc = Some(users::seal_matrix_token(
+                &master,
+                &row,
+                &session.access_token,
+            )?);
+            row.matrix_device_id = session.device_id;
+            row.updated_at = unix_now() as i64;
+            crate::store::users::set_matrix_account(&tx, &row)?;
+            tx.commit()?;
+            Ok::<_, AppError>(row)
+        })
+        .await?;
+    tracing::info!(user_id = %user.id, device_id = ?row.matrix_device_id, "new sync device for end-to-end encryption");
+    if let Err(e) = matrix.logout(old_token).await {
+        tracing::warn!(user_id = %user.id, error = %e, "could not log the old sync device out");
+    }
+    Ok(row)
+}
+
+/// One event to send into a room.
+pub struct Outgoing<'a> {
+    pub room_id: &'a str,
+    /// Homeserver transaction id (idempotency per access token).
+    pub txn_id: &'a str,
+    pub event_type: &'a str,
+    pub content: &'a Value,
+}
+
+/// Why a send failed: the homeserver's answer, or encryption (nothing was sent then).
+#[derive(Debug)]
+pub enum SendFailure {
+    Homeserver(MatrixError),
+    Encryption(AppError),
+}
+
+impl SendFailure {
+    pub fn into_app_error(self) -> AppError {
+        match self {
+            Self::Homeserver(e) => homeserver_error(e),
+            Self::Encryption(e) => e,
+        }
+    }
+}
+
+/// Sends one event as `user_id`'s sync device (`token`), encrypted when the room is: asked
+/// of the homeserver each time, so nothing goes out in the clear because the sync lagged.
+/// Room keys go to every joined member's devices. Returns the event id.
+pub async fn send_event(
+    state: &AppState,
+    matrix: &MatrixClient,
+    user_id: &str,
+    token: &str,
+    out: &Outgoing<'_>,
+) -> Result<String, SendFailure> {
+    let settings = match e2ee::room_encryption(matrix, token, out.room_id).await {
+        Ok(s) => s,
+        Err(E2eeError::Matrix(e)) => return Err(SendFailure::Homeserver(e)),
+        Err(e) => return Err(SendFailure::Encryption(error(e))),
+    };
+    let Some(settings) = settings else {
+        return matrix
+            .send_event(token, out.room_id, out.event_type, out.txn_id, out.content)
+            .await
+            .map_err(SendFailure::Homeserver);
+    };
+    let crypto = machine_for_id(state, user_id)
+        .await
+        .map_err(SendFailure::Encryption)?;
+    let token = crypto.token();
+    let members = matrix
+        .joined_members(&token, out.room_id)
+        .await
+        .map_err(SendFailure::Homeserver)?;
+    let encrypted = crypto
+        .encrypt(
+            matrix,
+            out.room_id,
+            &members,
+            settings,
+            out.event_type,
+            out.content,
+        )
+        .await
+        .map_err(|e| match e {
+            E2eeError::Matrix(e) => SendFailure::Homeserver(e),
+            other => SendFailure::Encryption(error(other)),
+        })?;
+    matrix
+        .send_event(
+            &token,
+            out.room_id,
+            "m.room.encrypted",
+            out.txn_id,
+            &encrypted,
+        )
+        .await
+        .map_err(SendFailure::Homeserver)
+}
+
+async fn machine_for_id(state: &AppState, user_id: &str) -> AppResult<Arc<UserCrypto>> {
+    let uid = user_id.to_owned();
+    let user = state
+        .store
+        .run(move |c| crate::store::users::find(c, &uid).map_err(AppError::from))
+        .await?
+        .ok_or_else(|| AppError::not_found("user"))?;
+    machine_for(state, &user)
+        .await?
+        .ok_or_else(|| error(E2eeError::Crypto("no Matrix account".into())))
+}
+
+/// Destroys the user's crypto store (key deletion, account removal). The sync device's
+/// keys on the homeserver are replaced with a new device when the machine is next needed.
+pub async fn destroy(state: &AppState, user_id: &str) {
+    match state.e2ee.destroy(user_id).await {
+        Ok(true) => tracing::info!(%user_id, "crypto store destroyed"),
+        Ok(false) => {}
+        Err(e) => tracing::warn!(%user_id, error = %e, "could not remove the crypto store"),
+    }
+}

@@ -1,0 +1,237 @@
+//! Decryption on the way into [`super::ingest`]: the worker feeds each `/sync` response's
+//! to-device part to the user's crypto machine, then decrypts `m.room.encrypted` timeline
+//! events in place, so ingest stores them in the same message rows as plaintext ones.
+//! Events whose room key has not arrived are stored undecryptable
+//! ([`ingest::UNDECRYPTABLE`]) and rewritten here once the key comes (see
+//! [`retry_undecryptable`]), announced with `message.created`.
+//!
+//! Every path that feeds ingest (sync timelines, gap pages, history back-fill) calls
+//! [`decrypt_events`] first.
+
+use rusqlite::TransactionBehavior;
+use serde_json::{json, Value};
+
+use super::ingest::{self, IngestContext, IngestOutcome, UNDECRYPTABLE};
+use super::room::RoomView;
+use crate::clients::matrix::e2ee::{SyncCrypto, UserCrypto};
+use crate::clients::matrix::types::{Event, SyncResponse};
+use crate::clients::provisioning::identity::BridgeIdentities;
+use crate::clock::unix_now;
+use crate::crypto::DataKey;
+use crate::error::{AppError, AppResult};
+use crate::events::kind;
+use crate::services::conversations::{open_message, MessageContent};
+use crate::services::importance::Reader;
+use crate::services::users;
+use crate::state::AppState;
+use crate::store::messages::{self, MessageRow};
+
+/// Undecryptable rows tried again per pass.
+const RETRY_BATCH: i64 = 2_000;
+
+/// The end-to-end encryption part of a sync response, for [`UserCrypto::receive_sync`].
+pub fn sync_crypto(resp: &SyncResponse) -> SyncCrypto<'_> {
+    SyncCrypto {
+        to_device: &resp.to_device.events,
+        device_lists: &resp.device_lists,
+        one_time_keys_count: &resp.device_one_time_keys_count,
+        unused_fallback_key_types: resp.device_unused_fallback_key_types.as_ref(),
+        next_batch: &resp.next_batch,
+    }
+}
+
+fn raw_event(room_id: &str, ev: &Event) -> Value {
+    let mut v = json!({
+        "type": ev.kind,
+        "room_id": room_id,
+        "event_id": ev.event_id,
+        "sender": ev.sender,
+        "origin_server_ts": ev.origin_server_ts,
+        "content": ev.content,
+    });
+    if let Some(unsigned) = &ev.unsigned {
+        v["unsigned"] = unsigned.clone();
+    }
+    v
+}
+
+/// Decrypts the `m.room.encrypted` events of one room in place (their type and content
+/// become the plaintext's); events without a key stay as they are. Returns how many were
+/// decrypted.
+pub async fn decrypt_events(crypto: &UserCrypto, room_id: &str, events: &mut [Event]) -> usize {
+    let mut n = 0;
+    for ev in events.iter_mut().filter(|e| e.kind == UNDECRYPTABLE) {
+        if let Some((kind, content)) = crypto.decrypt(room_id, &raw_event(room_id, ev)).await {
+            ev.kind = kind;
+            ev.content = content;
+            n += 1;
+        }
+    }
+    n
+}
+
+/// [`decrypt_events`] over every joined and left room's timeline.
+pub async fn decrypt_response(crypto: &UserCrypto, resp: &mut SyncResponse) -> usize {
+    let mut n = 0;
+    for (room_id, room) in resp.rooms.join.iter_mut() {
+        n += decrypt_events(crypto, room_id, &mut room.timeline.events).await;
+    }
+    for (room_id, room) in resp.rooms.leave.iter_mut() {
+        n += decrypt_events(crypto, room_id, &mut room.timeline.events).await;
+    }
+    n
+}
+
+/// Applies the plaintext of a row stored undecryptable: rewrites it (a message), applies
+/// it to the message it edits and drops the placeholder (an edit), or drops it (other
+/// event types are not messages). Returns the id of the message that changed.
+fn apply_decrypted(
+    tx: &rusqlite::Transaction<'_>,
+    ctx: &IngestContext<'_>,
+    dek: &DataKey,
+    mut row: MessageRow,
+    kind: &str,
+    content: &Value,
+    out: &mut IngestOutcome,
+) -> rusqlite::Result<Option<String>> {
+    let view = RoomView::load(tx, ctx, dek, &row.room_id)?;
+    out.changed_rooms.insert(row.room_id.clone());
+    if kind != "m.room.message" {
+        messages::delete_one(tx, ctx.user_id, &row.id)?;
+        return Ok(None);
+    }
+    if let Some(target) = ingest::replaced_event(content) {
+        let ev = Event {
+            kind: kind.to_owned(),
+            event_id: Some(row.event_id.clone()),
+            sender: Some(row.sender_id.clone()),
+            origin_server_ts: Some(row.ts),
+            content: content.clone(),
+            ..Event::default()
+        };
+        ingest::apply_edit(tx, ctx, dek, &view, &ev, target, out)?;
+        messages::delete_one(tx, ctx.user_id, &row.id)?;
+        return Ok(messages::find_by_event(tx, ctx.user_id, target)?.map(|m| m.id));
+    }
+    let msgtype = content["msgtype"].as_str().unwrap_or("m.text").to_owned();
+    let s = ingest::score(ctx, view.row.is_direct, content, &msgtype, row.is_mine);
+    let plain = MessageContent {
+        body: content["body"].as_str().unwrap_or_default().to_owned(),
+        content: content.clone(),
+    };
+    row.msgtype = msgtype;
+    ingest::rewrite(tx, dek, &mut row, &plain, s, out)?;
+    Ok(Some(row.id))
+}
+
+/// Who is syncing (for [`retry_undecryptable`]).
+pub struct Syncer<'a> {
+    pub user_id: &'a str,
+    pub reader: &'a Reader,
+    pub bridges: &'a BridgeIdentities,
+}
+
+/// Tries the undecryptable messages of `rooms` (all rooms: `None`) again, e.g. after
+/// room keys arrived or at start; stores what decrypts and announces each message with
+/// `message.created`. Returns how many changed.
+pub async fn retry_undecryptable(
+    state: &AppState,
+    crypto: &UserCrypto,
+    who: &Syncer<'_>,
+    rooms: Option<&[String]>,
+) -> AppResult<usize> {
+    let master = state.master.clone();
+    let uid = who.user_id.to_owned();
+    let wanted: Vec<Option<String>> = match rooms {
+        Some(r) => r.iter().cloned().map(Some).collect(),
+        None => vec![None],
+    };
+    let rows = state
+        .store
+        .run(move |c| {
+            let user =
+                crate::store::users::find(c, &uid)?.ok_or_else(|| AppError::not_found("user"))?;
+            let dek = users::data_key(&master, &user)?;
+            let mut rows = Vec::new();
+            for room in &wanted {
+                for row in
+                    messages::with_msgtype(c, &uid, UNDECRYPTABLE, room.as_deref(), RETRY_BATCH)?
+                {
+                    if let Ok(m) = open_message(&dek, &row.id, &row.content_enc) {
+                        rows.push((row, m.content));
+                    }
+                }
+            }
+            Ok::<_, AppError>(rows)
+        })
+        .await?;
+    let mut plain = Vec::new();
+    for (row, content) in rows {
+        let ev = json!({
+            "type": UNDECRYPTABLE,
+            "room_id": row.room_id,
+            "event_id": row.event_id,
+            "sender": row.sender_id,
+            "origin_server_ts": row.ts,
+            "content": content,
+        });
+        if let Some((kind, content)) = crypto.decrypt(&row.room_id, &ev).await {
+            plain.push((row, kind, content));
+        }
+    }
+    if plain.is_empty() {
+        return Ok(0);
+    }
+    let master = state.master.clone();
+    let (uid, reader, bridges) = (
+        who.user_id.to_owned(),
+        who.reader.clone(),
+        who.bridges.clone(),
+    );
+    let (changed, rooms) = state
+        .store
+        .run(move |c| {
+            let tx = c.transaction_with_behavior(TransactionBehavior::Immediate)?;
+            let user =
+                crate::store::users::find(&tx, &uid)?.ok_or_else(|| AppError::not_found("user"))?;
+            let dek = users::data_key(&master, &user)?;
+            let hints = Default::default();
+            let ctx = IngestContext {
+                user_id: &uid,
+                reader: &reader,
+                bridges: &bridges,
+                hints: &hints,
+                now: unix_now() as i64,
+            };
+            let mut out = IngestOutcome::default();
+            let mut changed = Vec::new();
+            for (row, kind, content) in plain {
+                let (room_id, event_id) = (row.room_id.clone(), row.event_id.clone());
+                if let Some(id) = apply_decrypted(&tx, &ctx, &dek, row, &kind, &content, &mut out)?
+                {
+                    changed.push((room_id, event_id, id));
+                }
+            }
+            tx.commit()?;
+            Ok::<_, AppError>((changed, out.changed_rooms))
+        })
+        .await?;
+    for (room_id, event_id, message_id) in &changed {
+        state.events.publish(
+            who.user_id,
+            kind::MESSAGE_CREATED,
+            json!({"roomId": room_id, "eventId": event_id, "messageId": message_id}),
+        );
+    }
+    for room_id in rooms {
+        state
+            .events
+            .publish(who.user_id, kind::ROOM_UPDATED, json!({"roomId": room_id}));
+    }
+    tracing::info!(
+        user_id = who.user_id,
+        messages = changed.len(),
+        "decrypted messages whose room keys arrived late"
+    );
+    Ok(changed.len())
+}

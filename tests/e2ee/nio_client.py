@@ -1,0 +1,165 @@
+"""An independent Matrix E2EE client for the integration tests (matrix-nio + vodozemac).
+
+Reads one JSON command per line on stdin and answers one JSON line on stdout, on one
+asyncio loop. Commands (all answer {"ok": true, ...} or {"ok": false, "error": ...}):
+  login        {base, user_id, password, store}        -> device_id
+  create_room  {invite: [mxid]}                        -> room_id (encrypted, private chat)
+  wait_joined  {room, user_id, timeout}                -> the user joined
+  send         {room, text}                            -> event_id (room keys shared first)
+  send_late    {room, text}                            -> event_id; its room key is NOT sent
+  share_late   {room}                                  -> sends the held-back room key
+  wait_device  {room, user_id, device_id, timeout}     -> nio knows the device; new room key
+  wait_text    {room, text, timeout}                   -> sender of an m.text, and whether
+                                                          it arrived encrypted (decrypted)
+"""
+import asyncio
+import json
+import sys
+import time
+
+from nio import (AsyncClient, AsyncClientConfig, RoomMessageText, RoomSendResponse)
+from nio.api import Api
+
+
+class Driver:
+    def __init__(self):
+        self.client = None
+        self.texts = []  # (room_id, sender, body) of decrypted text messages
+
+    async def sync(self, timeout=0):
+        resp = await self.client.sync(timeout=timeout, full_state=False)
+        if self.client.should_upload_keys:
+            await self.client.keys_upload()
+        if self.client.should_query_keys:
+            await self.client.keys_query()
+        if self.client.should_claim_keys:
+            await self.client.keys_claim(self.client.get_users_for_key_claiming())
+        return resp
+
+    async def login(self, base, user_id, password, store):
+        cfg = AsyncClientConfig(encryption_enabled=True, store_sync_tokens=True)
+        self.client = AsyncClient(base, user_id, store_path=store, config=cfg)
+        resp = await self.client.login(password, device_name="nio test client")
+        if not getattr(resp, "device_id", None):
+            raise RuntimeError(f"login failed: {resp}")
+
+        def on_text(room, event):
+            # `decrypted` is set only for events that arrived as m.room.encrypted.
+            self.texts.append((room.room_id, event.sender, event.body,
+                               bool(getattr(event, "decrypted", False))))
+
+        self.client.add_event_callback(on_text, RoomMessageText)
+        await self.client.keys_upload()
+        await self.sync()
+        return {"device_id": resp.device_id}
+
+    async def create_room(self, invite):
+        resp = await self.client.room_create(
+            invite=invite,
+            is_direct=True,
+            initial_state=[{
+                "type": "m.room.encryption",
+                "state_key": "",
+                "content": {"algorithm": "m.megolm.v1.aes-sha2"},
+            }],
+        )
+        if not getattr(resp, "room_id", None):
+            raise RuntimeError(f"room_create failed: {resp}")
+        await self.sync()
+        return {"room_id": resp.room_id}
+
+    async def wait_joined(self, room, user_id, timeout):
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            await self.sync(timeout=500)
+            r = self.client.rooms.get(room)
+            if r is not None and user_id in r.users:
+                await self.client.joined_members(room)
+                if self.client.should_query_keys:
+                    await self.client.keys_query()
+                return {}
+        raise RuntimeError(f"{user_id} did not join {room} within {timeout}s")
+
+    async def send(self, room, text):
+        await self.sync()
+        resp = await self.client.room_send(
+            room, "m.room.message", {"msgtype": "m.text", "body": text},
+            ignore_unverified_devices=True)
+        if not isinstance(resp, RoomSendResponse):
+            raise RuntimeError(f"room_send failed: {resp}")
+        return {"event_id": resp.event_id}
+
+    async def send_late(self, room, text):
+        """Encrypts with a new megolm session whose key is held back (see share_late)."""
+        await self.sync()
+        olm = self.client.olm
+        olm.create_outbound_group_session(room)
+        session = olm.outbound_group_sessions[room]
+        key = session.session_key  # index 0, before the message ratchets it
+        pinned = type("PinnedKey", (type(session),), {"session_key": property(lambda s: key)})
+        session.__class__ = pinned
+        session.shared = True
+        content = olm.group_encrypt(room, {"type": "m.room.message",
+                                           "content": {"msgtype": "m.text", "body": text}})
+        session.shared = False
+        method, path, data = Api.room_send(
+            self.client.access_token, room, "m.room.encrypted", content, f"late-{time.time_ns()}")
+        resp = await self.client._send(RoomSendResponse, method, path, data, (room,))
+        if not isinstance(resp, RoomSendResponse):
+            raise RuntimeError(f"send failed: {resp}")
+        return {"event_id": resp.event_id}
+
+    async def share_late(self, room):
+        await self.sync()
+        await self.client.joined_members(room)
+        if self.client.should_query_keys:
+            await self.client.keys_query()
+        resp = await self.client.share_group_session(room, ignore_unverified_devices=True)
+        return {"shared": str(type(resp).__name__)}
+
+    async def wait_device(self, room, user_id, device_id, timeout):
+        """Until nio knows `device_id` of `user_id`; then starts a new room key for `room`
+        (shared with the devices known now)."""
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            await self.sync(timeout=500)
+            await self.client.keys_query() if self.client.should_query_keys else None
+            known = [d.id for d in self.client.device_store.active_user_devices(user_id)]
+            if device_id in known:
+                self.client.invalidate_outbound_session(room)
+                return {}
+        raise RuntimeError(f"device {device_id} of {user_id} not seen within {timeout}s")
+
+    async def wait_text(self, room, text, timeout):
+        deadline = time.monotonic() + timeout
+        while True:
+            for r, sender, body, decrypted in self.texts:
+                if r == room and body == text:
+                    return {"sender": sender, "decrypted": decrypted}
+            if time.monotonic() > deadline:
+                seen = [b for r, _, b, _ in self.texts if r == room]
+                raise RuntimeError(f"{text!r} not decrypted within {timeout}s; saw {seen}")
+            await self.sync(timeout=500)
+
+
+async def main():
+    driver = Driver()
+    loop = asyncio.get_running_loop()
+    while True:
+        line = await loop.run_in_executor(None, sys.stdin.readline)
+        if not line:
+            break
+        cmd = json.loads(line)
+        op = cmd.pop("op")
+        try:
+            result = await getattr(driver, op)(**cmd)
+            answer = {"ok": True, **result}
+        except Exception as e:  # reported to the test, which fails with it
+            answer = {"ok": False, "error": f"{type(e).__name__}: {e}"}
+        sys.stdout.write(json.dumps(answer) + "\n")
+        sys.stdout.flush()
+    if driver.client:
+        await driver.client.close()
+
+
+asyncio.run(main())
