@@ -51,6 +51,7 @@ pub struct Config {
     pub ai: Option<AiConfig>,
     pub push: Option<PushConfig>,
     pub rate_limit: RateLimitConfig,
+    pub email: EmailConfig,
     pub subscriptions: SubscriptionsConfig,
     pub log: LogConfig,
 }
@@ -250,6 +251,26 @@ impl Default for RateLimitConfig {
         Self {
             requests: 300,
             window: HumanDuration::from_secs(60),
+        }
+    }
+}
+
+/// The users' own mailboxes (IMAP/SMTP, DESIGN §9).
+#[derive(Debug, Clone, Deserialize, Serialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct EmailConfig {
+    /// How often mailboxes other than INBOX are polled (INBOX is watched with IDLE, and
+    /// re-checked at this interval too).
+    pub poll_interval: HumanDuration,
+    /// The first sync of a mailbox fetches at most this many of its newest messages.
+    pub first_sync_limit: u32,
+}
+
+impl Default for EmailConfig {
+    fn default() -> Self {
+        Self {
+            poll_interval: HumanDuration::from_secs(60),
+            first_sync_limit: 500,
         }
     }
 }

@@ -45,6 +45,11 @@ pub enum ChangeEvent {
     },
     /// `reminder.due`: a reminder is due (`due_at` in RFC 3339).
     ReminderDue { id: String, due_at: String },
+    /// `email.updated`: a mail thread of one of the user's mailboxes changed.
+    EmailUpdated {
+        account_id: String,
+        thread_id: String,
+    },
 }
 
 impl ChangeEvent {
@@ -57,6 +62,7 @@ impl ChangeEvent {
             Self::BridgeState { .. } => "bridge.state",
             Self::ScheduledUpdated { .. } => "scheduled.updated",
             Self::ReminderDue { .. } => "reminder.due",
+            Self::EmailUpdated { .. } => "email.updated",
         }
     }
 }

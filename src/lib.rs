@@ -71,6 +71,7 @@ pub async fn serve(
     };
     workers::sync::spawn(state.clone());
     workers::scheduler::spawn(&state);
+    workers::mailbox::spawn(&state);
     let limits = http_server::ConnectionLimits {
         max_connections: state.config.server.max_connections,
         header_timeout: state.config.server.header_timeout.0,

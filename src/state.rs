@@ -61,6 +61,8 @@ pub struct Inner {
     /// Stores history paged back from the homeserver through the sync's ingest (see
     /// [`crate::services::history`]).
     pub history: Arc<dyn crate::services::history::TimelineSink>,
+    /// The users' own mailboxes: sync wake-ups, locks, progress.
+    pub email: crate::services::email::Runtime,
 }
 
 #[derive(Clone)]
@@ -127,6 +129,7 @@ impl AppState {
             scheduler_wakeup: tokio::sync::Notify::new(),
             push,
             history: Arc::new(crate::workers::sync::HistoryIngest::new(&config.bridges)),
+            email: Default::default(),
             config,
         })))
     }

@@ -72,7 +72,8 @@ pub enum ApiTags {
     Sync,
     /// Bridges to WhatsApp, Telegram and Discord: status and interactive logins.
     Bridges,
-    /// E-mail threads, labels and signatures (not implemented yet: 501).
+    /// The user's own mailboxes over IMAP and SMTP: accounts, threads, messages, labels,
+    /// signatures.
     Email,
 }
 

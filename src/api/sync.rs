@@ -89,6 +89,17 @@ pub struct ReminderDue {
     pub due_at: Option<chrono::DateTime<chrono::Utc>>,
 }
 
+/// `email.updated`: a thread of one of the user's mailboxes changed (new mail, flags,
+/// labels, an action); re-read `GET /api/email/threads/{threadId}`.
+#[derive(Debug, Object)]
+#[oai(rename_all = "camelCase")]
+pub struct EmailUpdated {
+    /// Mailbox account id.
+    pub account_id: String,
+    /// Thread id.
+    pub thread_id: String,
+}
+
 /// `resync`: events were missed (the `Last-Event-ID` is older than the retained window
 /// or from before a restart, or this stream fell behind); rescan rooms and messages.
 #[derive(Debug, Object)]
@@ -113,6 +124,8 @@ pub enum SyncEvent {
     ScheduledUpdated(ScheduledUpdated),
     #[oai(mapping = "reminder.due")]
     ReminderDue(ReminderDue),
+    #[oai(mapping = "email.updated")]
+    EmailUpdated(EmailUpdated),
     #[oai(mapping = "resync")]
     Resync(Resync),
 }
@@ -325,6 +338,10 @@ fn payload(change: &ChangeEvent) -> serde_json::Value {
             status,
         } => json!({"id": id, "roomId": room_id, "status": status}),
         ChangeEvent::ReminderDue { id, due_at } => json!({"id": id, "dueAt": due_at}),
+        ChangeEvent::EmailUpdated {
+            account_id,
+            thread_id,
+        } => json!({"accountId": account_id, "threadId": thread_id}),
     }
 }
 

@@ -20,6 +20,7 @@ impl Config {
             ("auth.refresh_token_ttl", self.auth.refresh_token_ttl),
             ("auth.code_ttl", self.auth.code_ttl),
             ("rate_limit.window", self.rate_limit.window),
+            ("email.poll_interval", self.email.poll_interval),
         ] {
             if d.0.is_zero() {
                 return Err(ConfigError::key(key, "must be longer than zero"));

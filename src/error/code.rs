@@ -34,6 +34,14 @@ pub enum ErrorCode {
     CannotRemovePrimary,
     /// 400: a recipient that names no known room.
     RecipientUnresolved,
+    /// 400: the user has the most e-mail signatures allowed.
+    TooManySignatures,
+    /// 400: the user has connected the most mailboxes allowed.
+    TooManyMailAccounts,
+    /// 400: the mailbox's server could not be reached while connecting it.
+    MailServerUnreachable,
+    /// 400: the mailbox's IMAP or SMTP server refused the login (its words in the message).
+    MailLoginFailed,
     /// 401: no, or no longer valid, credentials.
     Unauthorized,
     /// 401: a personal token that was revoked.
@@ -82,6 +90,8 @@ pub enum ErrorCode {
     TxnIdConflict,
     /// 409: the user name is taken.
     UsernameTaken,
+    /// 409: a mailbox (label) with this name exists already.
+    LabelExists,
     /// 413: the request body exceeds the limit.
     PayloadTooLarge,
     /// 415: a body that is not JSON.
@@ -110,6 +120,12 @@ pub enum ErrorCode {
     HomeserverError,
     /// 502: APNs refused the notification.
     PushRejected,
+    /// 502: the mail was sent but could not be saved to the Sent mailbox.
+    MailAppendFailed,
+    /// 502: the SMTP server refused or could not be reached; nothing was sent.
+    MailSendFailed,
+    /// 502: the IMAP server refused an action (its words in the message).
+    MailActionFailed,
     /// 409: a stored device token sealed under a deleted key.
     DeviceTokenUnreadable,
     /// 503: the server is saturated; retry (with `Retry-After`).
@@ -132,6 +148,8 @@ pub enum ErrorCode {
     PushNotConfigured,
     /// 503: APNs is unreachable.
     PushUnavailable,
+    /// 503: the mailbox's IMAP server cannot be reached; cached mail stays readable.
+    MailUnreachable,
 }
 
 impl ErrorCode {
@@ -152,6 +170,10 @@ impl ErrorCode {
         Self::ConfirmationRequired,
         Self::CannotRemovePrimary,
         Self::RecipientUnresolved,
+        Self::TooManySignatures,
+        Self::TooManyMailAccounts,
+        Self::MailServerUnreachable,
+        Self::MailLoginFailed,
         Self::Unauthorized,
         Self::TokenRevoked,
         Self::Forbidden,
@@ -176,6 +198,7 @@ impl ErrorCode {
         Self::TooManyLogins,
         Self::TxnIdConflict,
         Self::UsernameTaken,
+        Self::LabelExists,
         Self::PayloadTooLarge,
         Self::UnsupportedMediaType,
         Self::RateLimited,
@@ -190,6 +213,9 @@ impl ErrorCode {
         Self::BridgeError,
         Self::HomeserverError,
         Self::PushRejected,
+        Self::MailAppendFailed,
+        Self::MailSendFailed,
+        Self::MailActionFailed,
         Self::DeviceTokenUnreadable,
         Self::Busy,
         Self::AiUnavailable,
@@ -201,6 +227,7 @@ impl ErrorCode {
         Self::MailUnavailable,
         Self::PushNotConfigured,
         Self::PushUnavailable,
+        Self::MailUnreachable,
     ];
 
     /// The snake_case string of the contract (`NO_SIGNING_KEY` as the contract spells it).
@@ -221,6 +248,10 @@ impl ErrorCode {
             Self::ConfirmationRequired => "confirmation_required",
             Self::CannotRemovePrimary => "cannot_remove_primary",
             Self::RecipientUnresolved => "recipient_unresolved",
+            Self::TooManySignatures => "too_many_signatures",
+            Self::TooManyMailAccounts => "too_many_mail_accounts",
+            Self::MailServerUnreachable => "mail_server_unreachable",
+            Self::MailLoginFailed => "mail_login_failed",
             Self::Unauthorized => "unauthorized",
             Self::TokenRevoked => "token_revoked",
             Self::Forbidden => "forbidden",
@@ -245,6 +276,7 @@ impl ErrorCode {
             Self::TooManyLogins => "too_many_logins",
             Self::TxnIdConflict => "txn_id_conflict",
             Self::UsernameTaken => "username_taken",
+            Self::LabelExists => "label_exists",
             Self::PayloadTooLarge => "payload_too_large",
             Self::UnsupportedMediaType => "unsupported_media_type",
             Self::RateLimited => "rate_limited",
@@ -259,6 +291,9 @@ impl ErrorCode {
             Self::BridgeError => "bridge_error",
             Self::HomeserverError => "homeserver_error",
             Self::PushRejected => "push_rejected",
+            Self::MailAppendFailed => "mail_append_failed",
+            Self::MailSendFailed => "mail_send_failed",
+            Self::MailActionFailed => "mail_action_failed",
             Self::DeviceTokenUnreadable => "device_token_unreadable",
             Self::Busy => "busy",
             Self::AiUnavailable => "ai_unavailable",
@@ -270,6 +305,7 @@ impl ErrorCode {
             Self::MailUnavailable => "mail_unavailable",
             Self::PushNotConfigured => "push_not_configured",
             Self::PushUnavailable => "push_unavailable",
+            Self::MailUnreachable => "mail_unreachable",
         }
     }
 }

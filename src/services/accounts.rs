@@ -398,6 +398,9 @@ pub async fn remove(state: &AppState, caller_id: &str, id: &str) -> AppResult<St
                 ));
             }
             detach_row(&tx, &user.id)?;
+            // Its connected mailboxes and cached mail go with it (their sync tasks stop
+            // when they find their account gone).
+            crate::store::email::drop_user_mail(&tx, &user.id)?;
             refresh_tokens::revoke_all(&tx, &user.id, now)?;
             matrix_logouts::queue_user_devices(&tx, &user.id, now)?;
             tx.commit()?;

@@ -7,7 +7,7 @@
 
 /// Current version of the allowlist. Bump it when adding entries, and give the new
 /// entries `since: <new version>`: tokens created earlier must opt in to reach them.
-pub const ALLOWLIST_VERSION: u32 = 1;
+pub const ALLOWLIST_VERSION: u32 = 2;
 
 /// One operation personal tokens may call.
 #[derive(Debug, Clone, Copy)]
@@ -19,10 +19,14 @@ pub struct AllowedRoute {
 }
 
 const fn allow(method: &'static str, path: &'static str) -> AllowedRoute {
+    allow_since(method, path, 1)
+}
+
+const fn allow_since(method: &'static str, path: &'static str, since: u32) -> AllowedRoute {
     AllowedRoute {
         method,
         path,
-        since: 1,
+        since,
     }
 }
 
@@ -55,6 +59,12 @@ pub const PERSONAL_TOKEN_ALLOWLIST: &[AllowedRoute] = &[
     allow("POST", "/api/email/labels"),
     allow("GET", "/api/email/signatures"),
     allow("POST", "/api/email/signatures"),
+    // E-mail routes added with the e-mail backend (version 2): one thread, attachments,
+    // editing and deleting signatures. The mailbox account routes are never listed.
+    allow_since("GET", "/api/email/threads/{id}", 2),
+    allow_since("GET", "/api/email/messages/{id}/attachments/{index}", 2),
+    allow_since("PUT", "/api/email/signatures/{id}", 2),
+    allow_since("DELETE", "/api/email/signatures/{id}", 2),
     // Reminders.
     allow("GET", "/api/reminders"),
     allow("POST", "/api/reminders"),

@@ -9,6 +9,7 @@ pub mod bridges;
 pub mod conversations;
 pub mod devices;
 pub mod e2ee;
+pub mod email;
 pub mod health;
 pub mod history;
 pub mod importance;

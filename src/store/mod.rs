@@ -15,6 +15,7 @@ use crate::config::StorageConfig;
 pub mod api_tokens;
 pub mod bridge_logins;
 pub mod devices;
+pub mod email;
 pub mod epoch;
 pub mod history;
 pub mod linked_groups;
@@ -89,6 +90,10 @@ const MIGRATIONS: &[(&str, &str)] = &[
     (
         "0011_history",
         include_str!("../../migrations/0011_history.sql"),
+    ),
+    (
+        "0012_email",
+        include_str!("../../migrations/0012_email.sql"),
     ),
 ];
 

@@ -14,6 +14,7 @@ mod clients;
 mod data;
 mod devices;
 mod e2ee;
+mod email;
 mod foundation;
 mod hardening;
 mod invites;

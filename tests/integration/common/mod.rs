@@ -442,6 +442,7 @@ pub fn lines(path: &Path) -> Vec<String> {
     }
 }
 
+pub mod dovecot;
 pub mod mail;
 
 /// A signed-in user as the tests see it.
