@@ -4,6 +4,7 @@
 
 pub mod imap;
 pub mod smtp;
+mod uids;
 
 use std::time::Duration;
 

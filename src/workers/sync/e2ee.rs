@@ -109,7 +109,7 @@ fn apply_decrypted(
             content: content.clone(),
             ..Event::default()
         };
-        ingest::apply_edit(tx, ctx, dek, &view, &ev, target, out)?;
+        super::amend::apply_edit(tx, ctx, dek, &view, &ev, target, out)?;
         messages::delete_one(tx, ctx.user_id, &row.id)?;
         return Ok(messages::find_by_event(tx, ctx.user_id, target)?.map(|m| m.id));
     }

@@ -16,6 +16,7 @@ use crate::error::AppError;
 use crate::state::AppState;
 use crate::store::sync_state;
 
+mod amend;
 pub mod e2ee;
 pub mod history;
 pub mod homeserver;
