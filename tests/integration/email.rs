@@ -42,6 +42,11 @@ fn thread_mail(mid: &str, reply_to: Option<&str>, refs: &str, subject: &str, tex
     m
 }
 
+/// The mailbox poll interval of the tests that watch changes made on the server: IDLE
+/// reports what happens after the worker's SELECT; a change that falls between a sync
+/// round's read of INBOX and that SELECT is picked up by the next poll (README, e-mail).
+const POLL_SOON: &str = "[email]\npoll_interval = \"5s\"\n";
+
 /// Polls `GET /api/email/threads` until `pred` holds.
 async fn wait_threads(
     app: &TestApp,
@@ -235,7 +240,7 @@ async fn connecting_refuses_bad_credentials_unreachable_servers_and_malformed_in
 
 #[tokio::test]
 async fn threads_actions_replies_labels_and_signatures_against_dovecot() {
-    let app = TestApp::start_with_mail().await;
+    let app = TestApp::start_with_mail_and(POLL_SOON.into()).await;
     let user = app.sign_up("mail-e2e").await;
     let tok = user.access_token.clone();
     let email = add_user("e2e", IMAP_PASSWORD);
