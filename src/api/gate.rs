@@ -116,7 +116,9 @@ fn admit(
         Some(result) => result?,
     };
     if let Principal::ApiToken {
-        allowlist_version, ..
+        allowlist_version,
+        opted_in_version,
+        ..
     } = &principal
     {
         // The router answers HEAD with the GET handler, so HEAD is judged as GET.
@@ -125,7 +127,14 @@ fn admit(
             m => m.as_str(),
         };
         match super::routes::route_table().resolve(method, path) {
-            Some(template) if !personal_token_allows(method, template, *allowlist_version) => {
+            Some(template)
+                if !personal_token_allows(
+                    method,
+                    template,
+                    *allowlist_version,
+                    *opted_in_version,
+                ) =>
+            {
                 return Err(AppError::forbidden(
                     "forbidden_for_api_token",
                     format!("{method} {template} is not available to personal API tokens"),

@@ -29,6 +29,7 @@ pub mod reminders;
 pub mod rooms;
 pub mod routes;
 pub mod scheduled;
+pub mod search;
 pub mod security;
 pub mod strict_json;
 pub mod sync;
@@ -72,6 +73,8 @@ pub enum ApiTags {
     Bridges,
     /// E-mail threads, labels and signatures (not implemented yet: 501).
     Email,
+    /// Encrypted full-text search over messages (and e-mail).
+    Search,
 }
 
 type Apis = (
@@ -91,7 +94,7 @@ type Apis = (
     (rooms::RoomsApi, invites::InvitesApi),
     linked::LinkedApi,
     sync::SyncApi,
-    (bridges::BridgesApi, email::EmailApi),
+    (bridges::BridgesApi, email::EmailApi, search::SearchApi),
 );
 
 fn apis() -> Apis {
@@ -112,7 +115,7 @@ fn apis() -> Apis {
         (rooms::RoomsApi, invites::InvitesApi),
         linked::LinkedApi,
         sync::SyncApi,
-        (bridges::BridgesApi, email::EmailApi),
+        (bridges::BridgesApi, email::EmailApi, search::SearchApi),
     )
 }
 

@@ -4,7 +4,9 @@
 //! (literal segments win over `{parameters}`), then asks [`personal_token_allows`].
 //! Anything not listed here is denied to personal tokens: a route added later is
 //! unavailable to them until it is listed, and tokens created before it was listed must
-//! opt in (`PATCH /api/developer/tokens/{id}` with `{"optIn": true}`).
+//! opt in (`PATCH /api/developer/tokens/{id}` with `{"optIn": true}`). Entries marked
+//! `explicit` (search, which reads across every room at once) need that opt-in from every
+//! token, also from tokens created after the entry was added.
 
 pub use crate::services::tokens::ALLOWLIST_VERSION;
 
@@ -15,6 +17,8 @@ pub struct AllowedRoute {
     pub path: &'static str,
     /// Allowlist version that added the entry.
     pub since: u32,
+    /// Only for tokens explicitly opted in at `since` or later, whatever their creation.
+    pub explicit: bool,
 }
 
 const fn allow(method: &'static str, path: &'static str) -> AllowedRoute {
@@ -22,6 +26,17 @@ const fn allow(method: &'static str, path: &'static str) -> AllowedRoute {
         method,
         path,
         since: 1,
+        explicit: false,
+    }
+}
+
+/// An entry that needs the token's own opt-in (see the module docs).
+const fn explicit(method: &'static str, path: &'static str, since: u32) -> AllowedRoute {
+    AllowedRoute {
+        method,
+        path,
+        since,
+        explicit: true,
     }
 }
 
@@ -64,6 +79,8 @@ pub const PERSONAL_TOKEN_ALLOWLIST: &[AllowedRoute] = &[
     allow("GET", "/api/bridges/configured"),
     allow("GET", "/api/bridges/dashboard"),
     allow("GET", "/api/bridges/chat-counts"),
+    // Search across every room and mailbox: explicit opt-in per token.
+    explicit("GET", "/api/search", 2),
 ];
 
 /// Routes reachable without a bearer token (contract section 5).
@@ -75,11 +92,20 @@ pub fn is_public(path: &str) -> bool {
         || path.starts_with("/api/attestation/")
 }
 
-/// Whether a personal token created under `token_version` may call `template`.
-pub fn personal_token_allows(method: &str, template: &str, token_version: u32) -> bool {
-    PERSONAL_TOKEN_ALLOWLIST
-        .iter()
-        .any(|r| r.method == method && r.path == template && r.since <= token_version)
+/// Whether a personal token with allowlist version `token_version`, explicitly opted in at
+/// `opted_in_version` (0: never), may call `template`.
+pub fn personal_token_allows(
+    method: &str,
+    template: &str,
+    token_version: u32,
+    opted_in_version: u32,
+) -> bool {
+    PERSONAL_TOKEN_ALLOWLIST.iter().any(|r| {
+        r.method == method
+            && r.path == template
+            && r.since <= token_version
+            && (!r.explicit || r.since <= opted_in_version)
+    })
 }
 
 #[derive(Debug, Clone)]
@@ -228,10 +254,33 @@ mod tests {
 
     #[test]
     fn personal_tokens_are_denied_what_is_not_listed() {
-        assert!(personal_token_allows("GET", "/api/rooms", 1));
-        assert!(!personal_token_allows("DELETE", "/api/rooms/{roomId}", 1));
-        assert!(!personal_token_allows("GET", "/api/rooms/linked", 1));
-        assert!(!personal_token_allows("GET", "/api/rooms", 0));
+        assert!(personal_token_allows("GET", "/api/rooms", 1, 0));
+        assert!(!personal_token_allows(
+            "DELETE",
+            "/api/rooms/{roomId}",
+            1,
+            0
+        ));
+        assert!(!personal_token_allows("GET", "/api/rooms/linked", 1, 0));
+        assert!(!personal_token_allows("GET", "/api/rooms", 0, 0));
+    }
+
+    #[test]
+    fn search_needs_an_explicit_opt_in_even_for_new_tokens() {
+        // A token created under the current version, never opted in.
+        assert!(!personal_token_allows(
+            "GET",
+            "/api/search",
+            ALLOWLIST_VERSION,
+            0
+        ));
+        assert!(personal_token_allows(
+            "GET",
+            "/api/search",
+            ALLOWLIST_VERSION,
+            ALLOWLIST_VERSION
+        ));
+        assert!(!personal_token_allows("GET", "/api/search", 1, 1));
     }
 
     #[test]

@@ -18,6 +18,7 @@ pub mod pages;
 pub mod reminders;
 pub mod rooms;
 pub mod scheduled;
+pub mod search;
 pub mod session;
 pub mod tokens;
 pub mod users;

@@ -12,7 +12,11 @@ use crate::store::api_tokens::{self, ApiTokenRow};
 /// Current version of the personal-token allowlist (the table in `api::routes`). Bump it
 /// when adding entries, and give the new entries `since: <new version>`: tokens created
 /// earlier must opt in to reach them.
-pub const ALLOWLIST_VERSION: u32 = 1;
+///
+/// Version 2 added `GET /api/search` as an *explicit* entry: it reads across every room
+/// at once, so it needs an explicit opt-in of each token, even of tokens created after
+/// version 2 (creation grants the ordinary entries of the current version only).
+pub const ALLOWLIST_VERSION: u32 = 2;
 
 /// Longest token name, in characters.
 pub const MAX_NAME_CHARS: usize = 100;
@@ -99,6 +103,7 @@ pub async fn create(
         token_hash: crypto::sha256_hex(&token),
         last_four: last_four(&token),
         allowlist_version: ALLOWLIST_VERSION,
+        opted_in_version: 0,
         created_at: now,
         last_used_at: None,
         expires_at,
@@ -261,6 +266,7 @@ mod tests {
                 user_id: user_id.clone(),
                 token_id: created.row.id.clone(),
                 allowlist_version: ALLOWLIST_VERSION,
+                opted_in_version: 0,
             }
         );
 
@@ -331,6 +337,7 @@ mod tests {
             user_id: "u".into(),
             token_id: "t".into(),
             allowlist_version: 1,
+            opted_in_version: 0,
         };
         assert_eq!(
             require_native(&token).unwrap_err().code(),

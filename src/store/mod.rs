@@ -24,6 +24,7 @@ pub mod refresh_tokens;
 pub mod reminders;
 pub mod rooms;
 pub mod scheduled_messages;
+pub mod search_index;
 pub mod sent_transactions;
 pub mod shred;
 pub mod sync_state;
@@ -84,6 +85,10 @@ const MIGRATIONS: &[(&str, &str)] = &[
     (
         "0010_encrypted_rooms",
         include_str!("../../migrations/0010_encrypted_rooms.sql"),
+    ),
+    (
+        "0012_search",
+        include_str!("../../migrations/0012_search.sql"),
     ),
 ];
 

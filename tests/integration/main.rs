@@ -25,6 +25,7 @@ mod package;
 mod reminders;
 mod rooms;
 mod scheduled;
+mod search;
 mod sessions;
 mod storage;
 mod streams;

@@ -332,6 +332,7 @@ fn insert_message(
     if !messages::insert_if_new(tx, &row)? {
         return Ok(false);
     }
+    crate::services::search::index_message(tx, dek, &row, &content.body)?;
     // An incoming message sent after the archiving brings the conversation back to the
     // active list. `archived_at` has whole seconds: a message from that same second may
     // predate the archiving, so only later seconds count.
@@ -386,6 +387,7 @@ pub(super) fn rewrite(
     (orig.importance, orig.is_question) = (s.importance, s.is_question);
     orig.category = s.category.to_owned();
     messages::update_content(tx, orig)?;
+    crate::services::search::index_message(tx, dek, orig, &content.body)?;
     out.updated_messages += 1;
     Ok(true)
 }
