@@ -23,6 +23,7 @@ pub mod health;
 pub mod invites;
 pub mod keys;
 pub mod linked;
+pub mod mcp;
 pub mod messages;
 pub mod openapi;
 pub mod reminders;
@@ -148,8 +149,20 @@ pub fn spec_yaml() -> String {
         .clone()
 }
 
-/// The whole HTTP application: routes, the gate, panic and size guards, request logging.
+/// The whole HTTP application: routes, the gate, panic and size guards, request logging,
+/// and `/mcp`, whose tools are sent through the rest of the application ([`mcp`]).
 pub fn app(state: AppState) -> impl Endpoint {
+    let core: mcp::Core = std::sync::Arc::new(poem::endpoint::ToDynEndpoint(
+        core(state.clone()).map_to_response(),
+    ));
+    Route::new()
+        .at("/mcp", mcp::endpoint(state, core.clone()))
+        .nest("/", core)
+        .with(Tracing)
+}
+
+/// Every route but `/mcp`, behind the gate.
+fn core(state: AppState) -> impl Endpoint {
     let yaml = spec_yaml();
     Route::new()
         .at(
@@ -172,7 +185,6 @@ pub fn app(state: AppState) -> impl Endpoint {
         }))
         .around(gate::gate)
         .data(state)
-        .with(Tracing)
 }
 
 /// Treats an empty body without Content-Type as JSON, and refuses bodies over

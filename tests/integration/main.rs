@@ -20,6 +20,7 @@ mod invites;
 mod journey;
 mod keys;
 mod linked;
+mod mcp;
 mod messages;
 mod package;
 mod reminders;
