@@ -12,6 +12,7 @@ use crate::state::AppState;
 
 pub mod accounts;
 pub mod admin;
+pub mod ai;
 pub mod attestation;
 pub mod auth;
 pub mod bridges;
@@ -76,6 +77,8 @@ pub enum ApiTags {
     Email,
     /// Encrypted full-text search over messages (and e-mail).
     Search,
+    /// Summaries, translations and search by meaning (native sessions only).
+    Ai,
 }
 
 type Apis = (
@@ -95,7 +98,12 @@ type Apis = (
     (rooms::RoomsApi, invites::InvitesApi),
     linked::LinkedApi,
     sync::SyncApi,
-    (bridges::BridgesApi, email::EmailApi, search::SearchApi),
+    (
+        bridges::BridgesApi,
+        email::EmailApi,
+        search::SearchApi,
+        ai::AiApi,
+    ),
 );
 
 fn apis() -> Apis {
@@ -116,7 +124,12 @@ fn apis() -> Apis {
         (rooms::RoomsApi, invites::InvitesApi),
         linked::LinkedApi,
         sync::SyncApi,
-        (bridges::BridgesApi, email::EmailApi, search::SearchApi),
+        (
+            bridges::BridgesApi,
+            email::EmailApi,
+            search::SearchApi,
+            ai::AiApi,
+        ),
     )
 }
 

@@ -2,6 +2,7 @@
 
 pub mod accounts;
 pub mod admin;
+pub mod ai;
 pub mod attestation;
 pub mod auth;
 pub mod bridges;

@@ -6,6 +6,7 @@ mod common;
 mod accounts;
 mod admin;
 mod ai;
+mod ai_routes;
 mod attestation;
 mod auth;
 mod bridges;

@@ -73,7 +73,7 @@ pub struct Verified {
     pub hits: Vec<(usize, usize)>,
 }
 
-fn parse_time(field: &str, raw: Option<&str>) -> AppResult<Option<i64>> {
+pub fn parse_time(field: &str, raw: Option<&str>) -> AppResult<Option<i64>> {
     let Some(raw) = raw.map(str::trim) else {
         return Ok(None);
     };
