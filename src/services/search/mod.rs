@@ -22,6 +22,7 @@ use serde::{Deserialize, Serialize};
 use crate::crypto::DataKey;
 use crate::error::{AppError, AppResult};
 use crate::services::conversations;
+use crate::services::messages::cache::KeyTag;
 use crate::store::messages::MessageRow;
 use crate::store::search_index::{self, Candidate, DocMeta};
 
@@ -82,9 +83,12 @@ pub fn index_message(
 
 /// The readable text of a candidate, or `None` when it is gone or unreadable. E-mail
 /// plugs in here when it stores mail.
+/// Opened messages go through the history's content cache (`tag` names the data key), so
+/// a result read again is not decrypted again.
 pub(crate) fn open_item(
     conn: &Connection,
     dek: &DataKey,
+    tag: KeyTag,
     user_id: &str,
     c: &Candidate,
 ) -> AppResult<Option<String>> {
@@ -96,9 +100,16 @@ pub(crate) fn open_item(
             if row.redacted {
                 return Ok(None);
             }
-            Ok(conversations::open_message(dek, &row.id, &row.content_enc)
-                .ok()
-                .map(|m| m.body))
+            let cache = crate::services::messages::cache::cache();
+            if let Some(content) = cache.get(&row.id, tag, &row.content_enc) {
+                return Ok(Some(content.body.clone()));
+            }
+            let Ok(content) = conversations::open_message(dek, &row.id, &row.content_enc) else {
+                return Ok(None);
+            };
+            let body = content.body.clone();
+            cache.put(&row.id, tag, &row.content_enc, std::sync::Arc::new(content));
+            Ok(Some(body))
         }
         _ => Ok(None),
     }

@@ -152,6 +152,7 @@ pub fn verified_matches(
     limit: usize,
 ) -> AppResult<(Vec<Verified>, Option<Cursor>)> {
     let key = SearchKey::of(dek);
+    let tag = crate::services::messages::cache::KeyTag::of(dek);
     let terms: Vec<_> = query
         .lookup_words()
         .into_iter()
@@ -167,7 +168,7 @@ pub fn verified_matches(
         for cand in cands {
             scanned += 1;
             let here = (cand.ts, cand.doc);
-            if let Some(text) = open_item(c, dek, user_id, &cand)? {
+            if let Some(text) = open_item(c, dek, tag, user_id, &cand)? {
                 if let Some(hits) = query.matches(&text) {
                     found.push(Verified {
                         candidate: cand,
