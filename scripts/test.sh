@@ -118,6 +118,19 @@ if ! command -v lintian >/dev/null; then
   fi
 fi
 
+# Dovecot: the real IMAP server of the e-mail tests (scripts/dovecot.sh starts it).
+if ! command -v dovecot >/dev/null; then
+  if [[ $(id -u) == 0 ]] && command -v apt-get >/dev/null; then
+    log "installing dovecot-imapd (apt-get) ..."
+    { DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends dovecot-imapd \
+        || { apt-get update -qq && DEBIAN_FRONTEND=noninteractive \
+             apt-get install -y -qq --no-install-recommends dovecot-imapd; }; } >&2 \
+      || warn_tool "apt-get install dovecot-imapd failed"
+  else
+    warn_tool "dovecot is not installed (as root: apt-get install dovecot-imapd)"
+  fi
+fi
+
 export SWITCHBOARD_TEST_TOOLS="$TOOLS_DIR"
 export SWITCHBOARD_TEST_VENV="$VENV_DIR"
 export SWITCHBOARD_TEST_PYTHON="$PY"
@@ -133,8 +146,13 @@ stop_synapse() {
     bash "$ROOT/scripts/synapse.sh" --stop "$SWITCHBOARD_TEST_SYNAPSE_DIR" >&2 || true
   fi
 }
+# The e-mail tests' Dovecot, likewise one per run in this directory (reused when running).
+export SWITCHBOARD_TEST_DOVECOT_DIR="${SWITCHBOARD_TEST_DOVECOT_DIR:-$ROOT/target/test-dovecot}"
+stop_dovecot() {
+  bash "$ROOT/scripts/dovecot.sh" --stop "$SWITCHBOARD_TEST_DOVECOT_DIR" >&2 || true
+}
 if [[ -n ${CI:-} || ${SWITCHBOARD_TEST_STOP_SYNAPSE:-0} == 1 ]]; then
-  trap stop_synapse EXIT
+  trap 'stop_synapse; stop_dovecot' EXIT
 fi
 log "SWITCHBOARD_TEST_VENV=$SWITCHBOARD_TEST_VENV"
 log "SWITCHBOARD_TEST_PYTHON=$SWITCHBOARD_TEST_PYTHON"

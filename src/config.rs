@@ -10,6 +10,7 @@ use std::time::Duration;
 
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
 
+pub mod matrix_ids;
 mod server;
 pub use server::{ServerConfig, TrustedProxies};
 
@@ -50,6 +51,7 @@ pub struct Config {
     pub ai: Option<AiConfig>,
     pub push: Option<PushConfig>,
     pub rate_limit: RateLimitConfig,
+    pub email: EmailConfig,
     pub subscriptions: SubscriptionsConfig,
     pub log: LogConfig,
 }
@@ -256,6 +258,26 @@ impl Default for RateLimitConfig {
     }
 }
 
+/// The users' own mailboxes (IMAP/SMTP, DESIGN §9).
+#[derive(Debug, Clone, Deserialize, Serialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct EmailConfig {
+    /// How often mailboxes other than INBOX are polled (INBOX is watched with IDLE, and
+    /// re-checked at this interval too).
+    pub poll_interval: HumanDuration,
+    /// The first sync of a mailbox fetches at most this many of its newest messages.
+    pub first_sync_limit: u32,
+}
+
+impl Default for EmailConfig {
+    fn default() -> Self {
+        Self {
+            poll_interval: HumanDuration::from_secs(60),
+            first_sync_limit: 500,
+        }
+    }
+}
+
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, Serialize)]
 #[serde(rename_all = "lowercase")]
 pub enum DefaultSubscription {
@@ -406,85 +428,6 @@ impl Config {
         Ok(config)
     }
 
-    /// Checks relations between keys that serde cannot express.
-    pub fn validate(&self) -> Result<(), ConfigError> {
-        if let Some(url) = &self.server.base_url {
-            check_http_url("server.base_url", url)?;
-        }
-        if self.server.tls_cert.is_some() != self.server.tls_key.is_some() {
-            return Err(ConfigError::key(
-                "server.tls_cert",
-                "tls_cert and tls_key must be set together",
-            ));
-        }
-        self.server.validate()?;
-        for (key, d) in [
-            ("auth.access_token_ttl", self.auth.access_token_ttl),
-            ("auth.refresh_token_ttl", self.auth.refresh_token_ttl),
-            ("auth.code_ttl", self.auth.code_ttl),
-            ("rate_limit.window", self.rate_limit.window),
-        ] {
-            if d.0.is_zero() {
-                return Err(ConfigError::key(key, "must be longer than zero"));
-            }
-        }
-        if self.auth.max_code_failures == 0 {
-            return Err(ConfigError::key(
-                "auth.max_code_failures",
-                "must be at least 1",
-            ));
-        }
-        if self.rate_limit.requests == 0 {
-            return Err(ConfigError::key(
-                "rate_limit.requests",
-                "must be at least 1",
-            ));
-        }
-        if self.mail.transport == MailTransport::Smtp && self.mail.smtp_host.is_none() {
-            return Err(ConfigError::key(
-                "mail.smtp_host",
-                "required when mail.transport = \"smtp\"",
-            ));
-        }
-        if self.mail.from.parse::<lettre::message::Mailbox>().is_err() {
-            return Err(ConfigError::key(
-                "mail.from",
-                format!("{:?} is not a valid mailbox", self.mail.from),
-            ));
-        }
-        if let Some(matrix) = &self.matrix {
-            check_http_url("matrix.homeserver_url", &matrix.homeserver_url)?;
-            if matrix.server_name.trim().is_empty() {
-                return Err(ConfigError::key("matrix.server_name", "must not be empty"));
-            }
-        }
-        for (name, bridge) in self.bridges.iter() {
-            if let Some(url) = &bridge.provisioning_url {
-                check_http_url(&format!("bridges.{name}.provisioning_url"), url)?;
-            }
-            if let Some(bot) = &bridge.bot_user_id {
-                if crate::clients::provisioning::identity::server_of(bot).is_none() {
-                    return Err(ConfigError::key(
-                        &format!("bridges.{name}.bot_user_id"),
-                        format!("{bot:?} is not a Matrix user ID (@localpart:server)"),
-                    ));
-                }
-            }
-            if let Some(prefix) = &bridge.ghost_prefix {
-                crate::clients::provisioning::identity::check_ghost_prefix(prefix)
-                    .map_err(|m| ConfigError::key(&format!("bridges.{name}.ghost_prefix"), m))?;
-            }
-        }
-        if let Some(ai) = &self.ai {
-            check_http_url("ai.url", &ai.url)?;
-        }
-        self.log
-            .level
-            .parse::<tracing_subscriber::EnvFilter>()
-            .map_err(|e| ConfigError::key("log.level", e.to_string()))?;
-        Ok(())
-    }
-
     /// Base URL users are told to point clients at.
     pub fn public_base_url(&self) -> String {
         self.server
@@ -507,84 +450,9 @@ impl BridgesConfig {
     }
 }
 
-fn config_file(overrides: &Overrides) -> Result<Option<PathBuf>, ConfigError> {
-    match &overrides.config_path {
-        Some(path) => Ok(Some(path.clone())),
-        None => {
-            let default = Path::new("./switchboard.toml");
-            Ok(default.exists().then(|| default.to_path_buf()))
-        }
-    }
-}
-
-fn read_toml(path: &Path) -> Result<toml::Table, ConfigError> {
-    let text = std::fs::read_to_string(path).map_err(|source| ConfigError::Read {
-        path: path.to_path_buf(),
-        source,
-    })?;
-    text.parse::<toml::Table>()
-        .map_err(|e| ConfigError::Syntax {
-            path: path.to_path_buf(),
-            message: e.to_string(),
-        })
-}
-
-/// Environment values are parsed as TOML scalars/arrays when they look like one
-/// (`300`, `true`, `["a@b"]`), otherwise taken as strings.
-fn env_value(raw: &str) -> toml::Value {
-    format!("v = {raw}")
-        .parse::<toml::Table>()
-        .ok()
-        .and_then(|mut t| t.remove("v"))
-        .filter(|v| !v.is_table())
-        .unwrap_or_else(|| toml::Value::String(raw.to_owned()))
-}
-
-fn set_cli(
-    tree: &mut toml::Table,
-    section: &str,
-    key: &str,
-    value: String,
-) -> Result<(), ConfigError> {
-    let path = [section.to_owned(), key.to_owned()];
-    set_path(
-        tree,
-        &path,
-        toml::Value::String(value),
-        &format!("{section}.{key}"),
-    )
-}
-
-fn set_path(
-    tree: &mut toml::Table,
-    path: &[String],
-    value: toml::Value,
-    origin: &str,
-) -> Result<(), ConfigError> {
-    let Some((last, parents)) = path.split_last() else {
-        return Err(ConfigError::key(origin, "empty key"));
-    };
-    let mut node = tree;
-    for part in parents {
-        let entry = node
-            .entry(part.clone())
-            .or_insert_with(|| toml::Value::Table(toml::Table::new()));
-        node = entry
-            .as_table_mut()
-            .ok_or_else(|| ConfigError::key(origin, format!("`{part}` is not a section")))?;
-    }
-    node.insert(last.clone(), value);
-    Ok(())
-}
-
-fn check_http_url(key: &str, url: &str) -> Result<(), ConfigError> {
-    let parsed = reqwest::Url::parse(url)
-        .map_err(|e| ConfigError::key(key, format!("{url:?} is not a URL: {e}")))?;
-    if !matches!(parsed.scheme(), "http" | "https") {
-        return Err(ConfigError::key(key, "must be an http:// or https:// URL"));
-    }
-    Ok(())
-}
+mod sources;
+mod validate;
+use sources::*;
 
 #[cfg(test)]
 mod tests;

@@ -1,52 +1,46 @@
 //! The one error type services return. HTTP mapping lives in `api::error`, so nothing
 //! here knows about poem.
 
+mod code;
+
+pub use code::ErrorCode;
+
 use crate::store::StoreError;
 
 #[derive(Debug, thiserror::Error)]
 pub enum AppError {
     /// 400: the request is well-formed HTTP but its content is not acceptable.
     #[error("{message}")]
-    BadRequest { code: &'static str, message: String },
+    BadRequest { code: ErrorCode, message: String },
     /// 401: no, or no longer valid, credentials.
     #[error("{message}")]
-    Unauthorized { code: &'static str, message: String },
+    Unauthorized { code: ErrorCode, message: String },
     /// 403: valid credentials that may not do this.
     #[error("{message}")]
-    Forbidden { code: &'static str, message: String },
+    Forbidden { code: ErrorCode, message: String },
     #[error("{message}")]
-    NotFound { code: &'static str, message: String },
+    NotFound { code: ErrorCode, message: String },
     #[error("{message}")]
-    Conflict { code: &'static str, message: String },
-    #[error("{message}")]
-    RateLimited {
-        message: String,
-        retry_after_secs: u64,
-    },
-    /// 429 with a specific code (e.g. `too_many_attempts`) and `Retry-After`.
-    #[error("{message}")]
-    Throttled {
-        code: &'static str,
-        message: String,
-        retry_after_secs: u64,
-    },
-    /// 503 `busy` with `Retry-After`: the server is saturated (database pool exhausted,
-    /// too many sign-in hashes queued); the request may be retried as it is.
-    #[error("{message}")]
-    Busy {
-        message: String,
-        retry_after_secs: u64,
-    },
-    /// 429 for a limit on concurrent use rather than on a request rate (no Retry-After:
+    Conflict { code: ErrorCode, message: String },
+    /// 429: a request rate (with `Retry-After`) or a limit on concurrent use (without:
     /// capacity comes back when something in use ends).
     #[error("{message}")]
-    TooMany { code: &'static str, message: String },
+    TooManyRequests {
+        code: ErrorCode,
+        message: String,
+        retry_after_secs: Option<u64>,
+    },
     /// 502: an upstream (homeserver, bridge, AI) answered with an error.
     #[error("{message}")]
-    BadGateway { code: &'static str, message: String },
-    /// 503: an upstream is unreachable or not configured.
+    BadGateway { code: ErrorCode, message: String },
+    /// 503: an upstream is unreachable or not configured, or the server is saturated
+    /// (`busy`, with `Retry-After`: the request may be retried as it is).
     #[error("{message}")]
-    Unavailable { code: &'static str, message: String },
+    Unavailable {
+        code: ErrorCode,
+        message: String,
+        retry_after_secs: Option<u64>,
+    },
     #[error("request body larger than {limit} bytes")]
     PayloadTooLarge { limit: usize },
     #[error("{message}")]
@@ -62,12 +56,12 @@ impl AppError {
     /// 400 `invalid_request` with a message of the form `"<field>: <why>"`.
     pub fn invalid(field: &str, why: impl std::fmt::Display) -> Self {
         Self::BadRequest {
-            code: "invalid_request",
+            code: ErrorCode::InvalidRequest,
             message: format!("{field}: {why}"),
         }
     }
 
-    pub fn bad_request(code: &'static str, message: impl Into<String>) -> Self {
+    pub fn bad_request(code: ErrorCode, message: impl Into<String>) -> Self {
         Self::BadRequest {
             code,
             message: message.into(),
@@ -76,12 +70,12 @@ impl AppError {
 
     pub fn unauthorized(message: impl Into<String>) -> Self {
         Self::Unauthorized {
-            code: "unauthorized",
+            code: ErrorCode::Unauthorized,
             message: message.into(),
         }
     }
 
-    pub fn forbidden(code: &'static str, message: impl Into<String>) -> Self {
+    pub fn forbidden(code: ErrorCode, message: impl Into<String>) -> Self {
         Self::Forbidden {
             code,
             message: message.into(),
@@ -90,12 +84,12 @@ impl AppError {
 
     pub fn not_found(what: &str) -> Self {
         Self::NotFound {
-            code: "not_found",
+            code: ErrorCode::NotFound,
             message: format!("{what} not found"),
         }
     }
 
-    pub fn conflict(code: &'static str, message: impl Into<String>) -> Self {
+    pub fn conflict(code: ErrorCode, message: impl Into<String>) -> Self {
         Self::Conflict {
             code,
             message: message.into(),
@@ -106,33 +100,65 @@ impl AppError {
         Self::Internal(detail.to_string())
     }
 
-    /// The snake_case code sent in the `error` field.
-    pub fn code(&self) -> &'static str {
+    /// 429 `rate_limited` with `Retry-After`.
+    pub fn rate_limited(message: impl Into<String>, retry_after_secs: u64) -> Self {
+        Self::TooManyRequests {
+            code: ErrorCode::RateLimited,
+            message: message.into(),
+            retry_after_secs: Some(retry_after_secs),
+        }
+    }
+
+    /// 503 `busy`, retry after a second.
+    pub fn busy(message: impl Into<String>) -> Self {
+        Self::Unavailable {
+            code: ErrorCode::Busy,
+            message: message.into(),
+            retry_after_secs: Some(1),
+        }
+    }
+
+    /// 503 without `Retry-After`: an upstream is unreachable or not configured.
+    pub fn unavailable(code: ErrorCode, message: impl Into<String>) -> Self {
+        Self::Unavailable {
+            code,
+            message: message.into(),
+            retry_after_secs: None,
+        }
+    }
+
+    /// The code sent in the `error` field.
+    pub fn error_code(&self) -> ErrorCode {
         match self {
             Self::BadRequest { code, .. }
             | Self::Unauthorized { code, .. }
             | Self::Forbidden { code, .. }
             | Self::NotFound { code, .. }
             | Self::Conflict { code, .. }
-            | Self::TooMany { code, .. }
+            | Self::TooManyRequests { code, .. }
             | Self::BadGateway { code, .. }
-            | Self::Unavailable { code, .. } => code,
-            Self::Throttled { code, .. } => code,
-            Self::RateLimited { .. } => "rate_limited",
-            Self::Busy { .. } => "busy",
-            Self::PayloadTooLarge { .. } => "payload_too_large",
-            Self::NotImplemented { .. } => "not_implemented",
-            Self::Internal(_) => "internal_error",
+            | Self::Unavailable { code, .. } => *code,
+            Self::PayloadTooLarge { .. } => ErrorCode::PayloadTooLarge,
+            Self::NotImplemented { .. } => ErrorCode::NotImplemented,
+            Self::Internal(_) => ErrorCode::InternalError,
         }
     }
-}
 
-impl AppError {
-    /// 503 `busy`, retry after a second.
-    pub fn busy(message: impl Into<String>) -> Self {
-        Self::Busy {
-            message: message.into(),
-            retry_after_secs: 1,
+    /// The code as clients see it.
+    pub fn code(&self) -> &'static str {
+        self.error_code().as_str()
+    }
+
+    /// Seconds for `Retry-After`, when the condition names them.
+    pub fn retry_after_secs(&self) -> Option<u64> {
+        match self {
+            Self::TooManyRequests {
+                retry_after_secs, ..
+            }
+            | Self::Unavailable {
+                retry_after_secs, ..
+            } => *retry_after_secs,
+            _ => None,
         }
     }
 }
@@ -184,13 +210,7 @@ mod tests {
         );
         let e: AppError = StoreError::Sqlite(busy).into();
         assert_eq!(e.code(), "busy");
-        assert!(matches!(
-            e,
-            AppError::Busy {
-                retry_after_secs: 1,
-                ..
-            }
-        ));
+        assert_eq!(e.retry_after_secs(), Some(1));
         // A pool that gives no connection within its timeout.
         let pool = r2d2::Pool::builder()
             .max_size(1)

@@ -11,17 +11,60 @@ use std::collections::{HashMap, VecDeque};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 
-use serde_json::Value;
 use tokio::sync::{broadcast, watch};
 
-/// Names of the events on the stream.
-pub mod kind {
-    pub const ROOM_UPDATED: &str = "room.updated";
-    pub const MESSAGE_CREATED: &str = "message.created";
-    pub const ROOM_DELETED: &str = "room.deleted";
-    pub const BRIDGE_STATE: &str = "bridge.state";
-    pub const SCHEDULED_UPDATED: &str = "scheduled.updated";
-    pub const REMINDER_DUE: &str = "reminder.due";
+/// What changed, with its typed payload. Only `api/sync.rs` turns it into JSON; in-process
+/// consumers (the push hook) match on it.
+#[derive(Debug, Clone, PartialEq)]
+pub enum ChangeEvent {
+    /// `room.updated`: the room's row, flags, members or messages changed.
+    RoomUpdated { room_id: String },
+    /// `room.deleted`: the room left the user's list.
+    RoomDeleted {
+        room_id: String,
+        messages_deleted: bool,
+    },
+    /// `message.created`: a new message was stored.
+    MessageCreated {
+        room_id: String,
+        event_id: String,
+        message_id: String,
+    },
+    /// `bridge.state`: a bridge login changed state.
+    BridgeState {
+        platform: &'static str,
+        login_id: String,
+        state_event: String,
+        error: Option<String>,
+    },
+    /// `scheduled.updated`: a scheduled message changed status.
+    ScheduledUpdated {
+        id: String,
+        room_id: String,
+        status: String,
+    },
+    /// `reminder.due`: a reminder is due (`due_at` in RFC 3339).
+    ReminderDue { id: String, due_at: String },
+    /// `email.updated`: a mail thread of one of the user's mailboxes changed.
+    EmailUpdated {
+        account_id: String,
+        thread_id: String,
+    },
+}
+
+impl ChangeEvent {
+    /// The event's name on the stream.
+    pub fn kind(&self) -> &'static str {
+        match self {
+            Self::RoomUpdated { .. } => "room.updated",
+            Self::RoomDeleted { .. } => "room.deleted",
+            Self::MessageCreated { .. } => "message.created",
+            Self::BridgeState { .. } => "bridge.state",
+            Self::ScheduledUpdated { .. } => "scheduled.updated",
+            Self::ReminderDue { .. } => "reminder.due",
+            Self::EmailUpdated { .. } => "email.updated",
+        }
+    }
 }
 
 /// How many of a user's recent events are kept for `Last-Event-ID` resumption.
@@ -33,18 +76,18 @@ pub const MAX_STREAMS_PER_USER: usize = 8;
 /// Events a user's stream may be behind before it gets `resync`.
 const USER_CHANNEL_CAPACITY: usize = 256;
 
+/// One published change: its stream id and the user it belongs to.
 #[derive(Debug, Clone)]
-pub struct ChangeEvent {
+pub struct Published {
     pub id: u64,
     pub user_id: String,
-    pub kind: &'static str,
-    pub data: Value,
+    pub change: ChangeEvent,
 }
 
 /// One user's channel, replay window and stream count.
 struct UserLog {
-    sender: broadcast::Sender<Arc<ChangeEvent>>,
-    retained: VecDeque<Arc<ChangeEvent>>,
+    sender: broadcast::Sender<Arc<Published>>,
+    retained: VecDeque<Arc<Published>>,
     /// Highest id dropped from `retained` (0: none yet): a resume from before it missed events.
     evicted_through: u64,
     streams: usize,
@@ -69,7 +112,7 @@ fn lock(logs: &Logs) -> std::sync::MutexGuard<'_, HashMap<String, UserLog>> {
 
 pub struct EventHub {
     /// Every user's events, for in-process consumers (the push hook).
-    all: broadcast::Sender<Arc<ChangeEvent>>,
+    all: broadcast::Sender<Arc<Published>>,
     /// Id of this process's first event: anything lower was issued by an earlier process.
     first_id: u64,
     /// Taken while `logs` is locked, so ids enter each window in order.
@@ -84,10 +127,10 @@ pub struct TooManyStreams;
 /// An open stream's view of its user's events.
 pub struct Subscription {
     /// Events published after the subscription.
-    pub rx: broadcast::Receiver<Arc<ChangeEvent>>,
+    pub rx: broadcast::Receiver<Arc<Published>>,
     /// The retained events after the resume id, oldest first (empty without one); `None`
     /// when they cannot be replayed and the client must rescan.
-    pub missed: Option<Vec<Arc<ChangeEvent>>>,
+    pub missed: Option<Vec<Arc<Published>>>,
     /// Holds one of the user's stream slots until dropped.
     pub slot: StreamSlot,
 }
@@ -128,16 +171,15 @@ impl EventHub {
         }
     }
 
-    /// Publishes `kind` with `data` to the streams of `user_id`.
-    pub fn publish(&self, user_id: &str, kind: &'static str, data: Value) -> u64 {
+    /// Publishes `change` to the streams of `user_id`.
+    pub fn publish(&self, user_id: &str, change: ChangeEvent) -> u64 {
         let event = {
             let mut logs = lock(&self.logs);
             let id = self.next_id.fetch_add(1, Ordering::Relaxed);
-            let event = Arc::new(ChangeEvent {
+            let event = Arc::new(Published {
                 id,
                 user_id: user_id.to_owned(),
-                kind,
-                data,
+                change,
             });
             let log = logs.entry(user_id.to_owned()).or_insert_with(UserLog::new);
             if log.retained.len() == RETAINED_PER_USER {
@@ -156,7 +198,7 @@ impl EventHub {
     }
 
     /// Every user's events as they are published (no replay, no stream slot).
-    pub fn subscribe(&self) -> broadcast::Receiver<Arc<ChangeEvent>> {
+    pub fn subscribe(&self) -> broadcast::Receiver<Arc<Published>> {
         self.all.subscribe()
     }
 
@@ -191,14 +233,14 @@ impl EventHub {
     /// Retained events of `user_id` after `last_id`, oldest first; `None` when events of
     /// the user after `last_id` are no longer retained or `last_id` was issued before this
     /// process started (the client must rescan).
-    pub fn since(&self, user_id: &str, last_id: u64) -> Option<Vec<Arc<ChangeEvent>>> {
+    pub fn since(&self, user_id: &str, last_id: u64) -> Option<Vec<Arc<Published>>> {
         match lock(&self.logs).get(user_id) {
             Some(log) => self.replay(log, last_id),
             None => self.replay(&UserLog::new(), last_id),
         }
     }
 
-    fn replay(&self, log: &UserLog, last_id: u64) -> Option<Vec<Arc<ChangeEvent>>> {
+    fn replay(&self, log: &UserLog, last_id: u64) -> Option<Vec<Arc<Published>>> {
         if last_id + 1 < self.first_id || last_id < log.evicted_through {
             return None;
         }
@@ -256,17 +298,17 @@ impl Shutdown {
 mod tests {
     use super::*;
 
+    fn room(id: &str) -> ChangeEvent {
+        ChangeEvent::RoomUpdated { room_id: id.into() }
+    }
+
     #[tokio::test]
     async fn subscribers_get_events_and_resume_from_an_id() {
         let hub = EventHub::new();
         let mut rx = hub.subscribe();
-        let first = hub.publish(
-            "u1",
-            kind::ROOM_UPDATED,
-            serde_json::json!({"roomId": "!a"}),
-        );
-        let second = hub.publish("u2", kind::ROOM_UPDATED, serde_json::json!({}));
-        let third = hub.publish("u1", kind::MESSAGE_CREATED, serde_json::json!({}));
+        let first = hub.publish("u1", room("!a"));
+        let second = hub.publish("u2", room("!r"));
+        let third = hub.publish("u1", room("!m"));
         assert!(first < second && second < third);
         assert_eq!(rx.recv().await.unwrap().id, first);
         let missed = hub.since("u1", first).unwrap();
@@ -280,10 +322,10 @@ mod tests {
     #[test]
     fn other_users_traffic_does_not_push_a_users_events_out_of_the_window() {
         let hub = EventHub::new();
-        let mine = hub.publish("u1", kind::ROOM_UPDATED, serde_json::json!({}));
-        let after = hub.publish("u1", kind::ROOM_UPDATED, serde_json::json!({}));
+        let mine = hub.publish("u1", room("!r"));
+        let after = hub.publish("u1", room("!r"));
         for _ in 0..(RETAINED_PER_USER * 3) {
-            hub.publish("busy", kind::ROOM_UPDATED, serde_json::json!({}));
+            hub.publish("busy", room("!r"));
         }
         let missed = hub.since("u1", mine).expect("still replayable");
         assert_eq!(missed.iter().map(|e| e.id).collect::<Vec<_>>(), vec![after]);
@@ -307,8 +349,8 @@ mod tests {
     #[tokio::test]
     async fn a_stream_gets_only_its_users_events_and_the_replay_does_not_repeat() {
         let hub = EventHub::new();
-        let first = hub.publish("u1", kind::ROOM_UPDATED, serde_json::json!({}));
-        let second = hub.publish("u1", kind::ROOM_UPDATED, serde_json::json!({}));
+        let first = hub.publish("u1", room("!r"));
+        let second = hub.publish("u1", room("!r"));
         let mut sub = hub.open_stream("u1", Some(first)).unwrap();
         assert_eq!(
             sub.missed
@@ -319,8 +361,8 @@ mod tests {
                 .collect::<Vec<_>>(),
             vec![second]
         );
-        hub.publish("u2", kind::ROOM_UPDATED, serde_json::json!({}));
-        let third = hub.publish("u1", kind::ROOM_UPDATED, serde_json::json!({}));
+        hub.publish("u2", room("!r"));
+        let third = hub.publish("u1", room("!r"));
         assert_eq!(sub.rx.recv().await.unwrap().id, third);
     }
 

@@ -11,6 +11,8 @@ pub mod crypto;
 pub mod error;
 pub mod events;
 pub mod http_server;
+#[cfg(test)]
+mod layering;
 pub mod ratelimit;
 pub mod services;
 pub mod state;
@@ -69,6 +71,7 @@ pub async fn serve(
     };
     workers::sync::spawn(state.clone());
     workers::scheduler::spawn(&state);
+    workers::mailbox::spawn(&state);
     let limits = http_server::ConnectionLimits {
         max_connections: state.config.server.max_connections,
         header_timeout: state.config.server.header_timeout.0,

@@ -58,6 +58,11 @@ pub struct Inner {
     pub scheduler_wakeup: tokio::sync::Notify,
     /// APNs client; `None` without a `[push]` section.
     pub push: Option<crate::clients::push::PushClient>,
+    /// Stores history paged back from the homeserver through the sync's ingest (see
+    /// [`crate::services::history`]).
+    pub history: Arc<dyn crate::services::history::TimelineSink>,
+    /// The users' own mailboxes: sync wake-ups, locks, progress.
+    pub email: crate::services::email::Runtime,
 }
 
 #[derive(Clone)]
@@ -123,6 +128,8 @@ impl AppState {
             sync_wakeup: tokio::sync::Notify::new(),
             scheduler_wakeup: tokio::sync::Notify::new(),
             push,
+            history: Arc::new(crate::workers::sync::HistoryIngest::new(&config.bridges)),
+            email: Default::default(),
             config,
         })))
     }

@@ -6,7 +6,7 @@ use poem_openapi::param::Path;
 use poem_openapi::payload::Json;
 use poem_openapi::{Object, OpenApi};
 
-use super::security::BearerAuth;
+use super::security::NativeAuth;
 use super::views::MessageResponse;
 use super::ApiTags;
 use crate::error::AppError;
@@ -114,7 +114,7 @@ impl AccountsApi {
     async fn list(
         &self,
         state: Data<&AppState>,
-        auth: BearerAuth,
+        auth: NativeAuth,
     ) -> Result<Json<AccountList>, AppError> {
         let list = accounts::list(&state, auth.user_id()).await?;
         Ok(Json(AccountList {
@@ -136,7 +136,7 @@ impl AccountsApi {
     async fn active(
         &self,
         state: Data<&AppState>,
-        auth: BearerAuth,
+        auth: NativeAuth,
     ) -> Result<Json<ActiveAccount>, AppError> {
         let (account, matrix_access_token) =
             accounts::active(&state, auth.user_id(), auth.0.session_id()).await?;
@@ -164,7 +164,7 @@ impl AccountsApi {
     async fn add_code(
         &self,
         state: Data<&AppState>,
-        auth: BearerAuth,
+        auth: NativeAuth,
         body: Json<AddCodeRequest>,
     ) -> Result<Json<MessageResponse>, AppError> {
         accounts::request_add_code(&state, auth.user_id(), &body.email).await?;
@@ -190,7 +190,7 @@ impl AccountsApi {
     async fn add_verify(
         &self,
         state: Data<&AppState>,
-        auth: BearerAuth,
+        auth: NativeAuth,
         body: Json<AddVerifyRequest>,
     ) -> Result<Json<AccountResult>, AppError> {
         let account = accounts::verify_add(&state, auth.user_id(), &body.email, &body.code).await?;
@@ -219,7 +219,7 @@ impl AccountsApi {
     async fn switch(
         &self,
         state: Data<&AppState>,
-        auth: BearerAuth,
+        auth: NativeAuth,
         /// Account id (UUID).
         id: Path<String>,
     ) -> Result<Json<SwitchResult>, AppError> {
@@ -243,7 +243,7 @@ impl AccountsApi {
     async fn update(
         &self,
         state: Data<&AppState>,
-        auth: BearerAuth,
+        auth: NativeAuth,
         /// Account id (UUID).
         id: Path<String>,
         body: Json<AccountUpdateRequest>,
@@ -272,7 +272,7 @@ impl AccountsApi {
     async fn remove(
         &self,
         state: Data<&AppState>,
-        auth: BearerAuth,
+        auth: NativeAuth,
         /// Account id (UUID).
         id: Path<String>,
     ) -> Result<Json<MessageResponse>, AppError> {

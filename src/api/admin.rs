@@ -1,47 +1,20 @@
-//! `/api/admin/*`: operator endpoints. Every handler takes an [`AdminAuth`], whose checker
-//! is the one place administrators are told apart; the logic is shared with
-//! `switchboard user …` in `services::admin`.
+//! `/api/admin/*`: operator endpoints. Every handler takes an `AdminAuth`
+//! (`api/security.rs`), whose checker is the one place administrators are told apart; the
+//! logic is shared with `switchboard user …` in `services::admin`.
 
 use chrono::{DateTime, Utc};
 use poem::web::Data;
-use poem::Request;
-use poem_openapi::auth::Bearer;
 use poem_openapi::param::{Path, Query};
 use poem_openapi::payload::Json;
-use poem_openapi::{Object, OpenApi, SecurityScheme};
+use poem_openapi::{Object, OpenApi};
 
+use super::security::AdminAuth;
 use super::views::{time, SubscriptionInfo};
 use super::ApiTags;
 use crate::error::AppError;
 use crate::services::admin::{self, SubscriptionChange};
-use crate::services::session::Principal;
 use crate::services::users::Profile;
 use crate::state::AppState;
-use crate::store::users::UserRow;
-
-/// The bearer scheme of `/api/admin/*`: the same `bearerAuth` as everywhere, and obtaining
-/// it additionally requires an administrator (403 `admin_required` otherwise; 403
-/// `forbidden_for_api_token` for personal tokens).
-#[derive(SecurityScheme)]
-#[oai(
-    rename = "bearerAuth",
-    ty = "bearer",
-    bearer_format = "JWT or csk_ personal token",
-    checker = "admin_of"
-)]
-pub struct AdminAuth(pub UserRow);
-
-async fn admin_of(req: &Request, _bearer: Bearer) -> poem::Result<UserRow> {
-    let principal = req
-        .extensions()
-        .get::<Principal>()
-        .cloned()
-        .ok_or_else(|| AppError::unauthorized("authentication required"))?;
-    let state = req
-        .data::<AppState>()
-        .ok_or_else(|| AppError::internal("application state missing"))?;
-    Ok(admin::require_admin(state, &principal).await?)
-}
 
 /// A user as administrators see it.
 #[derive(Debug, Object)]

@@ -6,7 +6,7 @@ use poem_openapi::{Object, OpenApi};
 
 use super::messages::EncryptedContent;
 use super::search::{SearchPageView, SearchResultView};
-use super::security::BearerAuth;
+use super::security::NativeAuth;
 use super::ApiTags;
 use crate::crypto::Envelope;
 use crate::error::AppError;
@@ -121,7 +121,7 @@ impl AiApi {
     async fn summarize(
         &self,
         state: Data<&AppState>,
-        auth: BearerAuth,
+        auth: NativeAuth,
         body: Json<SummarizeRequest>,
     ) -> Result<Json<SummaryView>, AppError> {
         let user_id = ai::require_native(&auth.0)?;
@@ -154,7 +154,7 @@ impl AiApi {
     async fn translate(
         &self,
         state: Data<&AppState>,
-        auth: BearerAuth,
+        auth: NativeAuth,
         body: Json<TranslateRequest>,
     ) -> Result<Json<TranslationView>, AppError> {
         let user_id = ai::require_native(&auth.0)?;
@@ -208,7 +208,7 @@ impl AiApi {
     async fn search(
         &self,
         state: Data<&AppState>,
-        auth: BearerAuth,
+        auth: NativeAuth,
         body: Json<AiSearchRequest>,
     ) -> Result<Json<AiSearchView>, AppError> {
         let user_id = ai::require_native(&auth.0)?;

@@ -4,7 +4,7 @@ use poem::web::Data;
 use poem_openapi::payload::Json;
 use poem_openapi::{Object, OpenApi};
 
-use super::security::BearerAuth;
+use super::security::NativeAuth;
 use super::views::{MessageResponse, UserProfile};
 use super::ApiTags;
 use crate::error::AppError;
@@ -173,7 +173,7 @@ impl AuthApi {
     async fn logout(
         &self,
         state: Data<&AppState>,
-        auth: BearerAuth,
+        auth: NativeAuth,
     ) -> Result<Json<MessageResponse>, AppError> {
         let n = auth::logout(&state, auth.user_id()).await?;
         Ok(Json(MessageResponse::new(format!(
@@ -186,7 +186,7 @@ impl AuthApi {
     async fn me(
         &self,
         state: Data<&AppState>,
-        auth: BearerAuth,
+        auth: NativeAuth,
     ) -> Result<Json<UserProfile>, AppError> {
         Ok(Json(
             users::load_profile(&state, auth.user_id()).await?.into(),
@@ -204,7 +204,7 @@ impl AuthApi {
     async fn profile(
         &self,
         state: Data<&AppState>,
-        auth: BearerAuth,
+        auth: NativeAuth,
         body: Json<ProfileRequest>,
     ) -> Result<Json<UserResult>, AppError> {
         let body = body.0;
@@ -231,7 +231,7 @@ impl AuthApi {
     async fn complete_onboarding(
         &self,
         state: Data<&AppState>,
-        auth: BearerAuth,
+        auth: NativeAuth,
         body: Json<Option<OnboardingRequest>>,
     ) -> Result<Json<UserResult>, AppError> {
         let display_name = body.0.and_then(|b| b.display_name);

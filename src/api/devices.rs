@@ -7,7 +7,7 @@ use poem_openapi::param::Path;
 use poem_openapi::payload::Json;
 use poem_openapi::{Object, OpenApi};
 
-use super::security::BearerAuth;
+use super::security::NativeAuth;
 use super::views::MessageResponse;
 use super::ApiTags;
 use crate::error::AppError;
@@ -103,16 +103,6 @@ pub struct PushStatusView {
     pub bundle_id: Option<String>,
 }
 
-fn native_only(auth: &BearerAuth) -> Result<(), AppError> {
-    if auth.0.is_api_token() {
-        return Err(AppError::forbidden(
-            "forbidden_for_api_token",
-            "push registration is not available to personal API tokens",
-        ));
-    }
-    Ok(())
-}
-
 pub struct DevicesApi;
 
 #[OpenApi(prefix_path = "/api/devices", tag = "ApiTags::Devices")]
@@ -125,9 +115,8 @@ impl DevicesApi {
     async fn list(
         &self,
         state: Data<&AppState>,
-        auth: BearerAuth,
+        auth: NativeAuth,
     ) -> Result<Json<DeviceList>, AppError> {
-        native_only(&auth)?;
         let list = devices::list(&state, auth.user_id()).await?;
         Ok(Json(DeviceList {
             devices: list.into_iter().map(Into::into).collect(),
@@ -145,10 +134,9 @@ impl DevicesApi {
     async fn register(
         &self,
         state: Data<&AppState>,
-        auth: BearerAuth,
+        auth: NativeAuth,
         body: Json<RegisterDeviceRequest>,
     ) -> Result<Json<RegisterDeviceResult>, AppError> {
-        native_only(&auth)?;
         let b = body.0;
         let token_id = devices::register(
             &state,
@@ -180,10 +168,9 @@ impl DevicesApi {
     async fn unregister(
         &self,
         state: Data<&AppState>,
-        auth: BearerAuth,
+        auth: NativeAuth,
         body: Json<UnregisterDeviceRequest>,
     ) -> Result<Json<MessageResponse>, AppError> {
-        native_only(&auth)?;
         devices::unregister(&state, auth.user_id(), &body.token).await?;
         Ok(Json(MessageResponse::new("device unregistered")))
     }
@@ -196,9 +183,8 @@ impl DevicesApi {
     async fn status(
         &self,
         state: Data<&AppState>,
-        auth: BearerAuth,
+        _auth: NativeAuth,
     ) -> Result<Json<PushStatusView>, AppError> {
-        native_only(&auth)?;
         let s = devices::status(&state);
         Ok(Json(PushStatusView {
             configured: s.configured,
@@ -214,12 +200,11 @@ impl DevicesApi {
     async fn delete(
         &self,
         state: Data<&AppState>,
-        auth: BearerAuth,
+        auth: NativeAuth,
         /// Device registration id (UUID).
         #[oai(name = "tokenId")]
         token_id: Path<String>,
     ) -> Result<Json<MessageResponse>, AppError> {
-        native_only(&auth)?;
         devices::delete(&state, auth.user_id(), &token_id).await?;
         Ok(Json(MessageResponse::new("device removed")))
     }
@@ -238,12 +223,11 @@ impl DevicesApi {
     async fn test(
         &self,
         state: Data<&AppState>,
-        auth: BearerAuth,
+        auth: NativeAuth,
         /// Device registration id (UUID).
         #[oai(name = "tokenId")]
         token_id: Path<String>,
     ) -> Result<Json<MessageResponse>, AppError> {
-        native_only(&auth)?;
         devices::test(&state, auth.user_id(), &token_id).await?;
         Ok(Json(MessageResponse::new("test notification sent")))
     }

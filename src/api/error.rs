@@ -9,7 +9,7 @@ use poem_openapi::registry::{MetaMediaType, MetaResponse, MetaResponses, Registr
 use poem_openapi::types::ToJSON;
 use poem_openapi::{ApiResponse, Object};
 
-use crate::error::AppError;
+use crate::error::{AppError, ErrorCode};
 
 /// The body of every error response.
 #[derive(Debug, Clone, Object)]
@@ -30,10 +30,7 @@ impl AppError {
             Self::Forbidden { .. } => StatusCode::FORBIDDEN,
             Self::NotFound { .. } => StatusCode::NOT_FOUND,
             Self::Conflict { .. } => StatusCode::CONFLICT,
-            Self::RateLimited { .. } | Self::Throttled { .. } | Self::TooMany { .. } => {
-                StatusCode::TOO_MANY_REQUESTS
-            }
-            Self::Busy { .. } => StatusCode::SERVICE_UNAVAILABLE,
+            Self::TooManyRequests { .. } => StatusCode::TOO_MANY_REQUESTS,
             Self::BadGateway { .. } => StatusCode::BAD_GATEWAY,
             Self::Unavailable { .. } => StatusCode::SERVICE_UNAVAILABLE,
             Self::PayloadTooLarge { .. } => StatusCode::PAYLOAD_TOO_LARGE,
@@ -54,19 +51,10 @@ impl AppError {
     }
 
     pub fn to_response(&self) -> Response {
-        let mut resp = json_body(self.status(), self.code(), &self.public_message());
-        if let Self::RateLimited {
-            retry_after_secs, ..
-        }
-        | Self::Throttled {
-            retry_after_secs, ..
-        }
-        | Self::Busy {
-            retry_after_secs, ..
-        } = self
-        {
+        let mut resp = json_body(self.status(), self.error_code(), &self.public_message());
+        if let Some(secs) = self.retry_after_secs() {
             resp.headers_mut()
-                .insert(header::RETRY_AFTER, HeaderValue::from(*retry_after_secs));
+                .insert(header::RETRY_AFTER, HeaderValue::from(secs));
         }
         if self.status() == StatusCode::UNAUTHORIZED {
             resp.headers_mut()
@@ -76,9 +64,9 @@ impl AppError {
     }
 }
 
-pub fn json_body(status: StatusCode, code: &str, message: &str) -> Response {
+pub fn json_body(status: StatusCode, code: ErrorCode, message: &str) -> Response {
     let body = ErrorBody {
-        error: code.to_owned(),
+        error: code.as_str().to_owned(),
         message: message.to_owned(),
     };
     Response::builder()
@@ -129,15 +117,15 @@ pub fn json_error_response(err: poem::Error) -> Response {
     }
     let status = err.status();
     let code = match status {
-        StatusCode::BAD_REQUEST => "invalid_request",
-        StatusCode::UNAUTHORIZED => "unauthorized",
-        StatusCode::FORBIDDEN => "forbidden",
-        StatusCode::NOT_FOUND => "not_found",
-        StatusCode::METHOD_NOT_ALLOWED => "method_not_allowed",
-        StatusCode::PAYLOAD_TOO_LARGE => "payload_too_large",
-        StatusCode::UNSUPPORTED_MEDIA_TYPE => "unsupported_media_type",
-        s if s.is_server_error() => "internal_error",
-        _ => "bad_request",
+        StatusCode::BAD_REQUEST => ErrorCode::InvalidRequest,
+        StatusCode::UNAUTHORIZED => ErrorCode::Unauthorized,
+        StatusCode::FORBIDDEN => ErrorCode::Forbidden,
+        StatusCode::NOT_FOUND => ErrorCode::NotFound,
+        StatusCode::METHOD_NOT_ALLOWED => ErrorCode::MethodNotAllowed,
+        StatusCode::PAYLOAD_TOO_LARGE => ErrorCode::PayloadTooLarge,
+        StatusCode::UNSUPPORTED_MEDIA_TYPE => ErrorCode::UnsupportedMediaType,
+        s if s.is_server_error() => ErrorCode::InternalError,
+        _ => ErrorCode::BadRequest,
     };
     let message = if status.is_server_error() {
         tracing::error!(error = %err, "internal error");

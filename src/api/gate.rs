@@ -12,8 +12,8 @@ use poem::http::{header, HeaderValue, Method};
 use poem::{Endpoint, IntoResponse, Request, Response};
 
 use super::error::{ensure_json_error, json_error_response};
-use super::routes::{is_public, personal_token_allows};
-use crate::error::AppError;
+use super::routes::{personal_token_allows, route_table};
+use crate::error::{AppError, ErrorCode};
 use crate::ratelimit::Quota;
 use crate::services::session::{self, Principal};
 use crate::state::AppState;
@@ -27,7 +27,7 @@ pub async fn gate<E: Endpoint>(ep: Arc<E>, mut req: Request) -> poem::Result<Res
     let limits = &state.config.rate_limit;
     // Public routes ignore credentials: a bearer token sent along must not move the
     // request off the caller's address budget (nor cost a lookup).
-    let token = (!is_public(req.uri().path()))
+    let token = (!route_table().is_public(req.uri().path()))
         .then(|| bearer_token(&req))
         .flatten();
     let authenticated = match token {
@@ -65,14 +65,15 @@ pub async fn gate<E: Endpoint>(ep: Arc<E>, mut req: Request) -> poem::Result<Res
         Err(q) => (q, false),
     };
     let mut resp = if !within {
-        AppError::RateLimited {
+        AppError::TooManyRequests {
+            code: ErrorCode::RateLimited,
             message: format!(
                 "rate limit of {} requests per {} exceeded; retry after {} s",
                 quota.limit,
                 humantime::format_duration(limits.window.0),
                 quota.retry_after()
             ),
-            retry_after_secs: quota.retry_after(),
+            retry_after_secs: Some(quota.retry_after()),
         }
         .to_response()
     } else {
@@ -104,7 +105,7 @@ fn admit(
     authenticated: Option<Result<Principal, AppError>>,
 ) -> Result<Option<Principal>, AppError> {
     let path = req.uri().path();
-    if is_public(path) {
+    if route_table().is_public(path) {
         return Ok(None);
     }
     let principal = match authenticated {
@@ -126,7 +127,7 @@ fn admit(
             &Method::HEAD => "GET",
             m => m.as_str(),
         };
-        match super::routes::route_table().resolve(method, path) {
+        match route_table().resolve(method, path) {
             Some(template)
                 if !personal_token_allows(
                     method,
@@ -136,16 +137,16 @@ fn admit(
                 ) =>
             {
                 return Err(AppError::forbidden(
-                    "forbidden_for_api_token",
+                    ErrorCode::ForbiddenForApiToken,
                     format!("{method} {template} is not available to personal API tokens"),
                 ));
             }
             Some(_) => {}
             // A known path with a method the document does not list (OPTIONS, TRACE, a
             // method the router may still serve): default deny.
-            None if super::routes::route_table().knows_path(path) => {
+            None if route_table().knows_path(path) => {
                 return Err(AppError::forbidden(
-                    "forbidden_for_api_token",
+                    ErrorCode::ForbiddenForApiToken,
                     format!(
                         "{} {path} is not available to personal API tokens",
                         req.method()

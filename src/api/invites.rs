@@ -8,7 +8,7 @@ use poem_openapi::payload::Json;
 use poem_openapi::{Object, OpenApi};
 
 use super::rooms::RoomGetResult;
-use super::security::BearerAuth;
+use super::security::NativeAuth;
 use super::ApiTags;
 use crate::error::AppError;
 use crate::services::rooms;
@@ -44,7 +44,7 @@ impl InvitesApi {
     async fn accept(
         &self,
         state: Data<&AppState>,
-        auth: BearerAuth,
+        auth: NativeAuth,
         /// Matrix room ID, URL-encoded.
         #[oai(name = "roomId")]
         room_id: Path<String>,
@@ -69,7 +69,7 @@ impl InvitesApi {
     async fn decline(
         &self,
         state: Data<&AppState>,
-        auth: BearerAuth,
+        auth: NativeAuth,
         /// Matrix room ID, URL-encoded.
         #[oai(name = "roomId")]
         room_id: Path<String>,

@@ -7,7 +7,7 @@ use poem_openapi::param::{Header, Path};
 use poem_openapi::payload::Json;
 use poem_openapi::{Object, OpenApi};
 
-use super::security::BearerAuth;
+use super::security::NativeAuth;
 use super::views::opt_time;
 use super::ApiTags;
 use crate::error::AppError;
@@ -97,7 +97,7 @@ impl KeysApi {
     async fn register(
         &self,
         state: Data<&AppState>,
-        auth: BearerAuth,
+        auth: NativeAuth,
         body: Json<KeyRequest>,
     ) -> Result<Json<KeyVersionResult>, AppError> {
         let body = body.0;
@@ -124,7 +124,7 @@ impl KeysApi {
     async fn rotate(
         &self,
         state: Data<&AppState>,
-        auth: BearerAuth,
+        auth: NativeAuth,
         body: Json<KeyRequest>,
     ) -> Result<Json<KeyVersionResult>, AppError> {
         let body = body.0;
@@ -169,7 +169,7 @@ impl KeysApi {
     async fn delete(
         &self,
         state: Data<&AppState>,
-        auth: BearerAuth,
+        auth: NativeAuth,
         /// Must be exactly `PERMANENTLY_DELETE_ALL_MY_MESSAGES` (required; 400
         /// `confirmation_required` otherwise).
         #[oai(name = "X-Confirm-Key-Deletion")]
@@ -192,7 +192,7 @@ impl KeysApi {
     async fn info(
         &self,
         state: Data<&AppState>,
-        auth: BearerAuth,
+        auth: NativeAuth,
     ) -> Result<Json<KeyInfoResult>, AppError> {
         let info = keys::info(&state, auth.user_id()).await?;
         Ok(Json(KeyInfoResult {
@@ -216,7 +216,7 @@ impl KeysApi {
     async fn public(
         &self,
         state: Data<&AppState>,
-        _auth: BearerAuth,
+        _auth: NativeAuth,
         /// User id (UUID) or Matrix user id.
         #[oai(name = "targetUserId")]
         target_user_id: Path<String>,
@@ -237,7 +237,7 @@ impl KeysApi {
     async fn recovery(
         &self,
         state: Data<&AppState>,
-        auth: BearerAuth,
+        auth: NativeAuth,
     ) -> Result<Json<RecoveryResult>, AppError> {
         let (encrypted_master_key, salt) = keys::recovery(&state, auth.user_id()).await?;
         Ok(Json(RecoveryResult {

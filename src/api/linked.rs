@@ -7,7 +7,7 @@ use poem_openapi::payload::Json;
 use poem_openapi::types::MaybeUndefined;
 use poem_openapi::{ApiResponse, Object, OpenApi};
 
-use super::security::BearerAuth;
+use super::security::NativeAuth;
 use super::views::{time, MessageResponse};
 use super::ApiTags;
 use crate::error::AppError;
@@ -159,7 +159,7 @@ impl LinkedApi {
     async fn link(
         &self,
         state: Data<&AppState>,
-        auth: BearerAuth,
+        auth: NativeAuth,
         body: Json<LinkRoomsRequest>,
     ) -> Result<LinkRoomsResponse, AppError> {
         let body = body.0;
@@ -181,7 +181,7 @@ impl LinkedApi {
     async fn list(
         &self,
         state: Data<&AppState>,
-        auth: BearerAuth,
+        auth: NativeAuth,
     ) -> Result<Json<LinkedGroupList>, AppError> {
         let groups = linked::list(&state, auth.user_id()).await?;
         Ok(Json(LinkedGroupList {
@@ -197,7 +197,7 @@ impl LinkedApi {
     async fn get(
         &self,
         state: Data<&AppState>,
-        auth: BearerAuth,
+        auth: NativeAuth,
         /// Group id (UUID).
         #[oai(name = "groupId")]
         group_id: Path<String>,
@@ -220,7 +220,7 @@ impl LinkedApi {
     async fn update(
         &self,
         state: Data<&AppState>,
-        auth: BearerAuth,
+        auth: NativeAuth,
         /// Group id (UUID).
         #[oai(name = "groupId")]
         group_id: Path<String>,
@@ -248,7 +248,7 @@ impl LinkedApi {
     async fn delete(
         &self,
         state: Data<&AppState>,
-        auth: BearerAuth,
+        auth: NativeAuth,
         /// Group id (UUID).
         #[oai(name = "groupId")]
         group_id: Path<String>,
@@ -274,7 +274,7 @@ impl LinkedApi {
     async fn add_rooms(
         &self,
         state: Data<&AppState>,
-        auth: BearerAuth,
+        auth: NativeAuth,
         /// Group id (UUID).
         #[oai(name = "groupId")]
         group_id: Path<String>,
@@ -300,7 +300,7 @@ impl LinkedApi {
     async fn remove_room(
         &self,
         state: Data<&AppState>,
-        auth: BearerAuth,
+        auth: NativeAuth,
         /// Group id (UUID).
         #[oai(name = "groupId")]
         group_id: Path<String>,

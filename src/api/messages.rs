@@ -1,19 +1,14 @@
 //! `/api/messages*` and `POST /api/rooms/{roomId}/messages`: message history (encrypted
 //! for native sessions, readable for personal tokens), deletion, statistics and sending.
 
-use std::marker::PhantomData;
-
-use bytes::Bytes;
 use poem::web::Data;
-use poem::IntoResponse;
 use poem_openapi::param::{Header, Path, Query};
-use poem_openapi::payload::{Json, Payload};
-use poem_openapi::registry::{MetaResponses, MetaSchemaRef, Registry};
-use poem_openapi::types::{ToJSON, Type};
+use poem_openapi::payload::Json;
 use poem_openapi::{ApiResponse, Enum, Object, OpenApi, Union};
 use serde::Serialize;
 
-use super::security::BearerAuth;
+use super::fast_json::FastJson;
+use super::security::{NativeAuth, TokenAuth};
 use super::ApiTags;
 use crate::error::AppError;
 use crate::services::messages::{self, HistoryQuery, MultiSendItem};
@@ -141,226 +136,8 @@ pub enum History {
     Readable(ReadableHistory),
 }
 
-#[derive(Debug, Object)]
-#[oai(rename = "MessageDeleteCriteria", rename_all = "camelCase")]
-pub struct DeleteCriteria {
-    /// The room the deletion was limited to; null for all rooms.
-    pub room_id: Option<String>,
-    /// Cutoff (milliseconds since the Unix epoch): messages strictly older were deleted;
-    /// null for no cutoff.
-    pub before: Option<i64>,
-}
-
-#[derive(Debug, Object)]
-#[oai(rename = "MessagesDeleted", rename_all = "camelCase")]
-pub struct DeleteResult {
-    pub message: String,
-    pub deleted_count: u64,
-    pub criteria: DeleteCriteria,
-}
-
-#[derive(Debug, Object)]
-#[oai(rename = "MessageDeleted", rename_all = "camelCase")]
-pub struct DeleteOneResult {
-    pub message: String,
-    pub deleted_id: String,
-}
-
-/// Aggregates over the caller's stored messages.
-#[derive(Debug, Object)]
-#[oai(rename = "MessageStats")]
-pub struct Stats {
-    pub total_messages: i64,
-    /// Rooms with at least one stored message.
-    pub total_rooms: i64,
-    /// Mean importance (0 to 1); 0 without messages.
-    pub avg_importance: f64,
-    /// Messages with importance of at least 0.7.
-    pub high_importance_count: i64,
-    /// Messages detected as questions.
-    pub questions_count: i64,
-    /// Distinct categories, sorted.
-    pub all_categories: Vec<String>,
-}
-
-impl From<MessageStats> for Stats {
-    fn from(s: MessageStats) -> Self {
-        Self {
-            total_messages: s.total_messages,
-            total_rooms: s.total_rooms,
-            avg_importance: s.avg_importance,
-            high_importance_count: s.high_importance_count,
-            questions_count: s.questions_count,
-            all_categories: s.categories,
-        }
-    }
-}
-
-#[derive(Debug, Object)]
-#[oai(rename = "MessageStatsResult")]
-pub struct StatsResult {
-    pub stats: Stats,
-}
-
-#[derive(Debug, Object)]
-#[oai(rename = "SendMessageRequest", rename_all = "camelCase")]
-pub struct SendRequest {
-    /// The approved text, sent as an `m.text` message: 1 to 65536 characters, not only
-    /// whitespace.
-    pub content: String,
-    /// Client transaction id: 1 to 255 characters of `A-Z a-z 0-9 . _ ~ -`. A repeat of
-    /// the same `txnId` sends nothing and returns the first send's event.
-    pub txn_id: String,
-}
-
-#[derive(Debug, Object)]
-#[oai(rename = "SendMessageResult", rename_all = "camelCase")]
-pub struct SendResult {
-    pub event_id: String,
-    pub room_id: String,
-    pub txn_id: String,
-    /// True when this `txnId` had been sent before and nothing new was sent.
-    pub duplicate: bool,
-}
-
-#[derive(Debug, Object)]
-#[oai(rename = "MultiSendRequest", rename_all = "camelCase")]
-pub struct MultiSendRequest {
-    /// 1 to 100 room ids; repeated ids are sent to once.
-    pub room_ids: Vec<String>,
-    /// 1 to 65536 characters, not only whitespace.
-    pub body: String,
-    /// `m.text` (default), `m.notice` or `m.emote`.
-    pub msgtype: Option<String>,
-}
-
-/// The outcome for one room.
-#[derive(Debug, Object)]
-#[oai(rename = "MultiSendRoomResult", rename_all = "camelCase")]
-pub struct MultiSendRoomResult {
-    pub room_id: String,
-    pub success: bool,
-    /// Matrix event id when sent.
-    pub event_id: Option<String>,
-    /// Error code when not sent: `not_found` (not a room of the caller),
-    /// `homeserver_error`, `homeserver_unavailable`, `matrix_account_missing`.
-    pub error: Option<String>,
-    /// Explanation of `error`.
-    pub message: Option<String>,
-}
-
-impl From<MultiSendItem> for MultiSendRoomResult {
-    fn from(item: MultiSendItem) -> Self {
-        match item.result {
-            Ok(event_id) => Self {
-                room_id: item.room_id,
-                success: true,
-                event_id: Some(event_id),
-                error: None,
-                message: None,
-            },
-            Err(e) => Self {
-                room_id: item.room_id,
-                success: false,
-                event_id: None,
-                error: Some(e.code().to_owned()),
-                message: Some(match e {
-                    AppError::Internal(_) => "an internal error occurred".to_owned(),
-                    other => other.to_string(),
-                }),
-            },
-        }
-    }
-}
-
-/// Multi-send result: one entry per distinct room, in request order.
-#[derive(Debug, Object)]
-#[oai(rename = "MultiSendResult")]
-pub struct MultiSendResult {
-    pub results: Vec<MultiSendRoomResult>,
-    pub sent: u64,
-    pub failed: u64,
-    pub total: u64,
-}
-
-#[derive(Debug, ApiResponse)]
-pub enum MultiSendResponse {
-    /// Sent to every room.
-    #[oai(status = 200)]
-    AllSent(Json<MultiSendResult>),
-    /// Sent to some rooms; `results` says which.
-    #[oai(status = 207)]
-    Partial(Json<MultiSendResult>),
-    /// Sent to no room (same shape).
-    #[oai(status = 500)]
-    AllFailed(Json<MultiSendResult>),
-}
-
-/// A JSON body serialized directly with serde and documented with the OpenAPI schema of
-/// `S`. The history route is hot: poem-openapi's `Json` first builds a `serde_json::Value`
-/// tree of the whole page, and needs owned values.
-pub struct FastJson<S> {
-    body: Bytes,
-    schema: PhantomData<fn() -> S>,
-}
-
-impl<S> FastJson<S> {
-    pub fn new(value: &impl Serialize, size_hint: usize) -> Result<Self, AppError> {
-        let mut body = Vec::with_capacity(size_hint);
-        serde_json::to_writer(&mut body, value).map_err(AppError::internal)?;
-        Ok(Self::from_bytes(body.into()))
-    }
-
-    /// The body of a poem-openapi object, written as `Json` would write it (for pages that
-    /// are rendered once and cached).
-    pub fn object_bytes(value: &impl ToJSON) -> Result<Bytes, AppError> {
-        let value = value
-            .to_json()
-            .ok_or_else(|| AppError::internal("response not representable as JSON"))?;
-        serde_json::to_vec(&value)
-            .map(Bytes::from)
-            .map_err(AppError::internal)
-    }
-
-    /// A body already written (e.g. a cached page).
-    pub fn from_bytes(body: Bytes) -> Self {
-        Self {
-            body,
-            schema: PhantomData,
-        }
-    }
-}
-
-impl<S: Type> Payload for FastJson<S> {
-    const CONTENT_TYPE: &'static str = "application/json; charset=utf-8";
-
-    fn schema_ref() -> MetaSchemaRef {
-        S::schema_ref()
-    }
-
-    fn register(registry: &mut Registry) {
-        S::register(registry);
-    }
-}
-
-impl<S> IntoResponse for FastJson<S> {
-    fn into_response(self) -> poem::Response {
-        poem::Response::builder()
-            .content_type("application/json; charset=utf-8")
-            .body(self.body)
-    }
-}
-
-/// Documented exactly like `Json<S>`.
-impl<S: Type + ToJSON> ApiResponse for FastJson<S> {
-    fn meta() -> MetaResponses {
-        <Json<S> as ApiResponse>::meta()
-    }
-
-    fn register(registry: &mut Registry) {
-        S::register(registry);
-    }
-}
+mod objects;
+pub use objects::*;
 
 pub struct MessagesApi;
 
@@ -388,7 +165,7 @@ impl MessagesApi {
     async fn list(
         &self,
         state: Data<&AppState>,
-        auth: BearerAuth,
+        auth: TokenAuth,
         /// Matrix room id.
         #[oai(name = "roomId")]
         room_id: Query<Option<String>>,
@@ -426,7 +203,7 @@ impl MessagesApi {
     async fn delete(
         &self,
         state: Data<&AppState>,
-        auth: BearerAuth,
+        auth: NativeAuth,
         /// Matrix room id.
         #[oai(name = "roomId")]
         room_id: Query<Option<String>>,
@@ -466,7 +243,7 @@ impl MessagesApi {
     async fn stats(
         &self,
         state: Data<&AppState>,
-        auth: BearerAuth,
+        auth: NativeAuth,
     ) -> Result<FastJson<StatsResult>, AppError> {
         let body = messages::stats_rendered(&state, auth.user_id(), |stats| {
             FastJson::<StatsResult>::object_bytes(&StatsResult {
@@ -492,7 +269,7 @@ impl MessagesApi {
     async fn send_multi(
         &self,
         state: Data<&AppState>,
-        auth: BearerAuth,
+        auth: NativeAuth,
         body: Json<MultiSendRequest>,
     ) -> Result<MultiSendResponse, AppError> {
         let items = messages::send_multi(
@@ -531,7 +308,7 @@ impl MessagesApi {
     async fn delete_one(
         &self,
         state: Data<&AppState>,
-        auth: BearerAuth,
+        auth: NativeAuth,
         /// Message id (UUID), the `id` of an encrypted message.
         #[oai(name = "messageId")]
         message_id: Path<String>,
@@ -562,7 +339,7 @@ impl MessagesApi {
     async fn send(
         &self,
         state: Data<&AppState>,
-        auth: BearerAuth,
+        auth: TokenAuth,
         /// Matrix room id (URL-encoded).
         #[oai(name = "roomId")]
         room_id: Path<String>,
@@ -586,52 +363,4 @@ impl MessagesApi {
 }
 
 #[cfg(test)]
-mod tests {
-    use std::sync::Arc;
-
-    use super::*;
-    use crate::services::conversations::MessageContent;
-    use crate::services::messages::ReadableMessage;
-
-    fn schema_properties(name: &str) -> Vec<String> {
-        let spec = crate::api::spec_json();
-        let mut keys: Vec<String> = spec["components"]["schemas"][name]["properties"]
-            .as_object()
-            .unwrap_or_else(|| panic!("schema {name} in the document"))
-            .keys()
-            .cloned()
-            .collect();
-        keys.sort();
-        keys
-    }
-
-    fn keys(value: &serde_json::Value) -> Vec<String> {
-        let mut keys: Vec<String> = value.as_object().unwrap().keys().cloned().collect();
-        keys.sort();
-        keys
-    }
-
-    #[test]
-    fn the_readable_page_is_written_exactly_as_documented() {
-        let message = ReadableMessage {
-            event_id: "$e".into(),
-            sender_id: "@s:x".into(),
-            content: Arc::new(MessageContent {
-                body: "secret".into(),
-                content: serde_json::json!({"msgtype": "m.text", "body": "secret"}),
-            }),
-            redacted: true,
-            outgoing: true,
-            is_mine: false,
-            timestamp: 7,
-        };
-        let body = messages::readable::render(Some("!r:x"), &[message], None).unwrap();
-        let written: serde_json::Value = serde_json::from_slice(&body).unwrap();
-        assert_eq!(keys(&written), schema_properties("ReadableMessagePage"));
-        let item = &written["messages"][0];
-        assert_eq!(keys(item), schema_properties("ReadableMessage"));
-        assert_eq!(item["text"], "", "redacted");
-        assert_eq!(item["direction"], "outgoing");
-        assert!(written["nextCursor"].is_null());
-    }
-}
+mod tests;

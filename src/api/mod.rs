@@ -1,12 +1,13 @@
 //! HTTP API: one module per tag, assembled here into one OpenAPI service.
 
+use crate::error::ErrorCode;
 use std::sync::OnceLock;
 
 use poem::endpoint::make_sync;
 use poem::http::StatusCode;
 use poem::middleware::{CatchPanic, Tracing};
 use poem::{get, Endpoint, EndpointExt, Response, Route};
-use poem_openapi::{OpenApiService, Tags};
+use poem_openapi::{OpenApi, OpenApiService, Tags};
 
 use crate::state::AppState;
 
@@ -19,6 +20,7 @@ pub mod bridges;
 pub mod devices;
 pub mod email;
 pub mod error;
+pub mod fast_json;
 pub mod gate;
 pub mod health;
 pub mod invites;
@@ -73,7 +75,8 @@ pub enum ApiTags {
     Sync,
     /// Bridges to WhatsApp, Telegram and Discord: status and interactive logins.
     Bridges,
-    /// E-mail threads, labels and signatures (not implemented yet: 501).
+    /// The user's own mailboxes over IMAP and SMTP: accounts, threads, messages, labels,
+    /// signatures.
     Email,
     /// Encrypted full-text search over messages (and e-mail).
     Search,
@@ -81,32 +84,7 @@ pub enum ApiTags {
     Ai,
 }
 
-type Apis = (
-    health::HealthApi,
-    attestation::AttestationApi,
-    auth::AuthApi,
-    keys::KeysApi,
-    accounts::AccountsApi,
-    tokens::TokensApi,
-    admin::AdminApi,
-    (
-        scheduled::ScheduledApi,
-        reminders::RemindersApi,
-        devices::DevicesApi,
-    ),
-    messages::MessagesApi,
-    (rooms::RoomsApi, invites::InvitesApi),
-    linked::LinkedApi,
-    sync::SyncApi,
-    (
-        bridges::BridgesApi,
-        email::EmailApi,
-        search::SearchApi,
-        ai::AiApi,
-    ),
-);
-
-fn apis() -> Apis {
+fn apis() -> impl OpenApi {
     (
         health::HealthApi,
         attestation::AttestationApi,
@@ -133,7 +111,7 @@ fn apis() -> Apis {
     )
 }
 
-fn service() -> OpenApiService<Apis, ()> {
+fn service() -> OpenApiService<impl OpenApi, ()> {
     OpenApiService::new(apis(), "Switchboard", openapi::API_VERSION).description(
         "Unified messaging backend: one inbox over WhatsApp, Telegram and Discord \
              conversations held on a Matrix homeserver. Every route except /health, \
@@ -192,7 +170,7 @@ fn core(state: AppState) -> impl Endpoint {
         .with(CatchPanic::new().with_handler(|_| {
             error::json_body(
                 StatusCode::INTERNAL_SERVER_ERROR,
-                "internal_error",
+                ErrorCode::InternalError,
                 "an internal error occurred; the server log has the details",
             )
         }))

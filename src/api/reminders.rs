@@ -8,7 +8,7 @@ use poem_openapi::types::MaybeUndefined;
 use poem_openapi::{ApiResponse, Object, OpenApi};
 
 use super::scheduled::{pagination, Pagination};
-use super::security::BearerAuth;
+use super::security::TokenAuth;
 use super::ApiTags;
 use crate::error::AppError;
 use crate::services::reminders::{self, Patch, Reminder, ReminderInput};
@@ -140,7 +140,7 @@ impl RemindersApi {
     async fn list(
         &self,
         state: Data<&AppState>,
-        auth: BearerAuth,
+        auth: TokenAuth,
         /// `true` or `false`.
         completed: Query<Option<String>>,
         /// 1 to 100, default 50.
@@ -172,7 +172,7 @@ impl RemindersApi {
     async fn create(
         &self,
         state: Data<&AppState>,
-        auth: BearerAuth,
+        auth: TokenAuth,
         body: Json<ReminderCreateRequest>,
     ) -> Result<ReminderCreated, AppError> {
         let b = body.0;
@@ -199,7 +199,7 @@ impl RemindersApi {
     async fn update(
         &self,
         state: Data<&AppState>,
-        auth: BearerAuth,
+        auth: TokenAuth,
         /// Reminder id (UUID).
         id: Path<String>,
         body: Json<ReminderUpdateRequest>,
@@ -225,7 +225,7 @@ impl RemindersApi {
     async fn delete(
         &self,
         state: Data<&AppState>,
-        auth: BearerAuth,
+        auth: TokenAuth,
         /// Reminder id (UUID).
         id: Path<String>,
     ) -> Result<Json<ReminderDeleted>, AppError> {

@@ -8,9 +8,9 @@ use poem_openapi::payload::Json;
 use poem_openapi::types::MaybeUndefined;
 use poem_openapi::{Object, OpenApi};
 
+use super::fast_json::FastJson;
 use super::linked::LinkedGroup;
-use super::messages::FastJson;
-use super::security::BearerAuth;
+use super::security::{NativeAuth, TokenAuth};
 use super::views::MessageResponse;
 use super::ApiTags;
 use crate::error::AppError;
@@ -19,202 +19,8 @@ use crate::services::rooms::{self, ClientFields, ListParams, ReadMarker, RoomVie
 use crate::state::AppState;
 use crate::store::rooms::RoomFlag;
 
-/// A room (Matrix conversation) of the caller. Which optional fields are present depends
-/// on the caller:
-///
-/// - native clients (JWT access token): `encryptedName`, `encryptedAvatar` and `nonce`
-///   (the values the client set with `PUT /api/rooms/{roomId}`, null when never set);
-///   `name`, `topic` and `avatarUrl` are absent;
-/// - personal API tokens: readable `name`, `topic` and `avatarUrl` (null when the room has
-///   none); `encryptedName`, `encryptedAvatar` and `nonce` are absent.
-///
-/// Lists omit `memberIds` (loaded lazily); the single-room read
-/// (`GET /api/rooms/{roomId}`) refreshes and includes them.
-#[derive(Debug, Clone, Object)]
-#[oai(rename = "Room", rename_all = "camelCase")]
-pub struct RoomObject {
-    /// Matrix room ID; same value as `roomId`.
-    pub id: String,
-    /// Matrix room ID, used for lookup, history and sending; URL-encode it in paths.
-    pub room_id: String,
-    /// Readable room name (personal tokens only).
-    pub name: MaybeUndefined<String>,
-    /// Readable room topic (personal tokens only).
-    pub topic: MaybeUndefined<String>,
-    /// Room avatar, an `mxc://` URL (personal tokens only).
-    pub avatar_url: MaybeUndefined<String>,
-    /// The native client's own encrypted name, base64 (native clients only).
-    pub encrypted_name: MaybeUndefined<String>,
-    /// The native client's own encrypted avatar, base64 (native clients only).
-    pub encrypted_avatar: MaybeUndefined<String>,
-    /// Nonce of `encryptedName`/`encryptedAvatar`, base64 (native clients only).
-    pub nonce: MaybeUndefined<String>,
-    /// `whatsapp`, `telegram`, `discord`, or null for a plain Matrix room.
-    pub platform: Option<String>,
-    /// Whether this is a one-to-one conversation.
-    pub is_direct: bool,
-    /// Whether the room is end-to-end encrypted on Matrix. Switchboard decrypts its
-    /// messages with its own device and encrypts what it sends into it.
-    pub encrypted: bool,
-    /// Matrix ID of the direct recipient; null for groups or when unknown.
-    pub recipient_id: Option<String>,
-    /// Matrix IDs of the joined members (single-room read only; absent in lists).
-    #[oai(skip_serializing_if_is_none)]
-    pub member_ids: Option<Vec<String>>,
-    /// Joined members as last known.
-    pub member_count: i64,
-    /// Unread messages.
-    pub unread_count: i64,
-    /// Unread highlights (mentions of the user).
-    pub highlight_count: i64,
-    /// Time of the newest message, Unix milliseconds; null when there is none.
-    pub last_message_at: Option<i64>,
-    /// Importance from 0 to 1 (AI service, or the built-in heuristic).
-    pub importance: f64,
-    pub archived: bool,
-    pub muted: bool,
-    pub favorite: bool,
-    pub pinned: bool,
-    /// `join`, or `invite`: an invitation the user has not accepted yet (only
-    /// invitations from the configured bridges are joined automatically; accept or
-    /// decline others with `POST /api/rooms/{roomId}/accept` or `…/decline`). No read
-    /// marker is sent to the homeserver for an invitation, and personal tokens cannot
-    /// send to it.
-    pub membership: String,
-    /// Matrix ID of who invited the user, while `membership` is `invite` (null when
-    /// joined or unknown).
-    pub invited_by: Option<String>,
-}
-
-impl From<RoomView> for RoomObject {
-    fn from(v: RoomView) -> Self {
-        let r = v.row;
-        let native = v.readable.is_none();
-        let maybe = |value: Option<String>, present: bool| match (present, value) {
-            (false, _) => MaybeUndefined::Undefined,
-            (true, Some(s)) => MaybeUndefined::Value(s),
-            (true, None) => MaybeUndefined::Null,
-        };
-        let readable = v.readable.unwrap_or_default();
-        Self {
-            id: r.room_id.clone(),
-            room_id: r.room_id,
-            name: maybe(readable.name, !native),
-            topic: maybe(readable.topic, !native),
-            avatar_url: maybe(readable.avatar_url, !native),
-            encrypted_name: maybe(r.client_name, native),
-            encrypted_avatar: maybe(r.client_avatar, native),
-            nonce: maybe(r.client_nonce, native),
-            platform: r.platform,
-            is_direct: r.is_direct,
-            encrypted: r.encrypted,
-            recipient_id: r.recipient_id,
-            member_ids: v.member_ids,
-            member_count: r.member_count,
-            unread_count: r.unread_count,
-            highlight_count: r.highlight_count,
-            last_message_at: r.last_message_ts,
-            importance: r.importance,
-            archived: r.archived,
-            muted: r.muted,
-            favorite: r.favorite,
-            pinned: r.pinned,
-            membership: r.membership,
-            invited_by: r.invited_by,
-        }
-    }
-}
-
-#[derive(Debug, Object)]
-#[oai(rename_all = "camelCase")]
-pub struct RoomListResult {
-    pub rooms: Vec<RoomObject>,
-    /// Opaque cursor of the next page; null at the end.
-    pub next_cursor: Option<String>,
-}
-
-#[derive(Debug, Object)]
-pub struct RoomGetResult {
-    pub room: RoomObject,
-}
-
-#[derive(Debug, Object)]
-pub struct RoomPriorityResult {
-    pub rooms: Vec<RoomObject>,
-}
-
-#[derive(Debug, Object)]
-#[oai(rename_all = "camelCase")]
-pub struct RoomUpdateRequest {
-    /// Encrypted room name, standard base64 (at most 4096 characters); null clears it,
-    /// absent leaves it.
-    pub encrypted_name: MaybeUndefined<String>,
-    /// Encrypted avatar, standard base64 (at most 1 MiB of base64); null clears it.
-    pub encrypted_avatar: MaybeUndefined<String>,
-    /// Nonce, standard base64 (at most 256 characters); null clears it.
-    pub nonce: MaybeUndefined<String>,
-}
-
-#[derive(Debug, Object)]
-#[oai(rename_all = "camelCase")]
-pub struct RoomDeleteResult {
-    pub message: String,
-    pub room_id: String,
-    /// Whether the stored messages of the room were deleted too.
-    pub messages_deleted: bool,
-    /// How many stored messages were deleted (0 without `deleteMessages=true`).
-    pub deleted_messages_count: i64,
-}
-
-#[derive(Debug, Object)]
-#[oai(rename_all = "camelCase")]
-pub struct RoomArchiveResult {
-    pub message: String,
-    pub room_id: String,
-    /// How the room becomes active again.
-    pub note: String,
-    /// Always true.
-    pub archived: bool,
-}
-
-#[derive(Debug, Object)]
-#[oai(rename_all = "camelCase")]
-pub struct RoomUnarchiveResult {
-    pub message: String,
-    pub room_id: String,
-    pub archived: bool,
-}
-
-#[derive(Debug, Object)]
-#[oai(rename_all = "camelCase")]
-pub struct RoomMuteResult {
-    pub message: String,
-    pub room_id: String,
-    pub muted: bool,
-}
-
-#[derive(Debug, Object)]
-#[oai(rename_all = "camelCase")]
-pub struct RoomFavoriteResult {
-    pub message: String,
-    pub room_id: String,
-    pub favorite: bool,
-}
-
-#[derive(Debug, Object)]
-#[oai(rename_all = "camelCase")]
-pub struct RoomPinResult {
-    pub message: String,
-    pub room_id: String,
-    pub pinned: bool,
-}
-
-#[derive(Debug, Object)]
-#[oai(rename_all = "camelCase")]
-pub struct RoomLinkedGroupResult {
-    /// The linked group the room is in; null when it is in none.
-    pub linked_group: Option<LinkedGroup>,
-}
+mod objects;
+pub use objects::*;
 
 pub struct RoomsApi;
 
@@ -239,7 +45,7 @@ impl RoomsApi {
     async fn list(
         &self,
         state: Data<&AppState>,
-        auth: BearerAuth,
+        auth: TokenAuth,
         /// `importance`, `recent` or `unread` (personal tokens: `recent` or `unread`).
         #[oai(name = "sortBy")]
         sort_by: Query<Option<String>>,
@@ -279,7 +85,7 @@ impl RoomsApi {
     async fn priority(
         &self,
         state: Data<&AppState>,
-        auth: BearerAuth,
+        auth: NativeAuth,
     ) -> Result<Json<RoomPriorityResult>, AppError> {
         let rooms = rooms::priority(&state, &auth.0).await?;
         Ok(Json(RoomPriorityResult {
@@ -303,7 +109,7 @@ impl RoomsApi {
     async fn get(
         &self,
         state: Data<&AppState>,
-        auth: BearerAuth,
+        auth: TokenAuth,
         /// Matrix room ID, URL-encoded.
         #[oai(name = "roomId")]
         room_id: Path<String>,
@@ -325,7 +131,7 @@ impl RoomsApi {
     async fn update(
         &self,
         state: Data<&AppState>,
-        auth: BearerAuth,
+        auth: NativeAuth,
         /// Matrix room ID, URL-encoded.
         #[oai(name = "roomId")]
         room_id: Path<String>,
@@ -353,7 +159,7 @@ impl RoomsApi {
     async fn delete(
         &self,
         state: Data<&AppState>,
-        auth: BearerAuth,
+        auth: NativeAuth,
         /// Matrix room ID, URL-encoded.
         #[oai(name = "roomId")]
         room_id: Path<String>,
@@ -395,7 +201,7 @@ impl RoomsApi {
     async fn read(
         &self,
         state: Data<&AppState>,
-        auth: BearerAuth,
+        auth: TokenAuth,
         /// Matrix room ID, URL-encoded.
         #[oai(name = "roomId")]
         room_id: Path<String>,
@@ -428,7 +234,7 @@ impl RoomsApi {
     async fn archive(
         &self,
         state: Data<&AppState>,
-        auth: BearerAuth,
+        auth: TokenAuth,
         /// Matrix room ID, URL-encoded.
         #[oai(name = "roomId")]
         room_id: Path<String>,
@@ -454,7 +260,7 @@ impl RoomsApi {
     async fn unarchive(
         &self,
         state: Data<&AppState>,
-        auth: BearerAuth,
+        auth: TokenAuth,
         /// Matrix room ID, URL-encoded.
         #[oai(name = "roomId")]
         room_id: Path<String>,
@@ -476,7 +282,7 @@ impl RoomsApi {
     async fn mute(
         &self,
         state: Data<&AppState>,
-        auth: BearerAuth,
+        auth: TokenAuth,
         /// Matrix room ID, URL-encoded.
         #[oai(name = "roomId")]
         room_id: Path<String>,
@@ -493,7 +299,7 @@ impl RoomsApi {
     async fn unmute(
         &self,
         state: Data<&AppState>,
-        auth: BearerAuth,
+        auth: TokenAuth,
         /// Matrix room ID, URL-encoded.
         #[oai(name = "roomId")]
         room_id: Path<String>,
@@ -510,7 +316,7 @@ impl RoomsApi {
     async fn favorite(
         &self,
         state: Data<&AppState>,
-        auth: BearerAuth,
+        auth: TokenAuth,
         /// Matrix room ID, URL-encoded.
         #[oai(name = "roomId")]
         room_id: Path<String>,
@@ -527,7 +333,7 @@ impl RoomsApi {
     async fn unfavorite(
         &self,
         state: Data<&AppState>,
-        auth: BearerAuth,
+        auth: TokenAuth,
         /// Matrix room ID, URL-encoded.
         #[oai(name = "roomId")]
         room_id: Path<String>,
@@ -542,7 +348,7 @@ impl RoomsApi {
     async fn pin(
         &self,
         state: Data<&AppState>,
-        auth: BearerAuth,
+        auth: TokenAuth,
         /// Matrix room ID, URL-encoded.
         #[oai(name = "roomId")]
         room_id: Path<String>,
@@ -555,7 +361,7 @@ impl RoomsApi {
     async fn unpin(
         &self,
         state: Data<&AppState>,
-        auth: BearerAuth,
+        auth: TokenAuth,
         /// Matrix room ID, URL-encoded.
         #[oai(name = "roomId")]
         room_id: Path<String>,
@@ -575,7 +381,7 @@ impl RoomsApi {
     async fn linked_group(
         &self,
         state: Data<&AppState>,
-        auth: BearerAuth,
+        auth: NativeAuth,
         /// Matrix room ID, URL-encoded.
         #[oai(name = "roomId")]
         room_id: Path<String>,
@@ -589,7 +395,7 @@ impl RoomsApi {
 
 async fn muted(
     state: &AppState,
-    auth: &BearerAuth,
+    auth: &TokenAuth,
     room_id: &str,
     value: bool,
 ) -> Result<Json<RoomMuteResult>, AppError> {
@@ -603,7 +409,7 @@ async fn muted(
 
 async fn favorite(
     state: &AppState,
-    auth: &BearerAuth,
+    auth: &TokenAuth,
     room_id: &str,
     value: bool,
 ) -> Result<Json<RoomFavoriteResult>, AppError> {
@@ -622,7 +428,7 @@ async fn favorite(
 
 async fn pinned(
     state: &AppState,
-    auth: &BearerAuth,
+    auth: &TokenAuth,
     room_id: &str,
     value: bool,
 ) -> Result<Json<RoomPinResult>, AppError> {

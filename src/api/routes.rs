@@ -1,112 +1,16 @@
-//! Route templates of the OpenAPI document, and the personal-token allowlist.
+//! Route templates of the OpenAPI document: which operation a request path is, and which
+//! operations are public (those without a security scheme).
 //!
 //! The gate matches a request path to its operation template the way the router does
-//! (literal segments win over `{parameters}`), then asks [`personal_token_allows`].
-//! Anything not listed here is denied to personal tokens: a route added later is
-//! unavailable to them until it is listed, and tokens created before it was listed must
-//! opt in (`PATCH /api/developer/tokens/{id}` with `{"optIn": true}`). Entries marked
-//! `explicit` (search, which reads across every room at once) need that opt-in from every
-//! token, also from tokens created after the entry was added.
+//! (literal segments win over `{parameters}`), then asks [`personal_token_allows`] (the
+//! allowlist table is in `services::allowlist`).
 
-pub use crate::services::tokens::ALLOWLIST_VERSION;
+use std::collections::BTreeSet;
 
-/// One operation personal tokens may call.
-#[derive(Debug, Clone, Copy)]
-pub struct AllowedRoute {
-    pub method: &'static str,
-    pub path: &'static str,
-    /// Allowlist version that added the entry.
-    pub since: u32,
-    /// Only for tokens explicitly opted in at `since` or later, whatever their creation.
-    pub explicit: bool,
-}
+pub use crate::services::allowlist::{personal_token_allows, ALLOWLIST_VERSION};
 
-const fn allow(method: &'static str, path: &'static str) -> AllowedRoute {
-    AllowedRoute {
-        method,
-        path,
-        since: 1,
-        explicit: false,
-    }
-}
-
-/// An entry that needs the token's own opt-in (see the module docs).
-const fn explicit(method: &'static str, path: &'static str, since: u32) -> AllowedRoute {
-    AllowedRoute {
-        method,
-        path,
-        since,
-        explicit: true,
-    }
-}
-
-/// The contract's allowed list (section 5), including the inverse actions of allowed
-/// ones (unarchive, unmute, unpin, unfavorite).
-pub const PERSONAL_TOKEN_ALLOWLIST: &[AllowedRoute] = &[
-    // Rooms: list, get, mark read, mute, archive, favorite, pin (and their inverses).
-    allow("GET", "/api/rooms"),
-    allow("GET", "/api/rooms/{roomId}"),
-    allow("POST", "/api/rooms/{roomId}/read"),
-    allow("POST", "/api/rooms/{roomId}/archive"),
-    allow("POST", "/api/rooms/{roomId}/unarchive"),
-    allow("POST", "/api/rooms/{roomId}/mute"),
-    allow("POST", "/api/rooms/{roomId}/unmute"),
-    allow("POST", "/api/rooms/{roomId}/favorite"),
-    allow("POST", "/api/rooms/{roomId}/unfavorite"),
-    allow("POST", "/api/rooms/{roomId}/pin"),
-    allow("POST", "/api/rooms/{roomId}/unpin"),
-    // Messages: readable history and approved text sending.
-    allow("GET", "/api/messages"),
-    allow("POST", "/api/rooms/{roomId}/messages"),
-    // Real-time sync.
-    allow("GET", "/api/sync"),
-    // E-mail.
-    allow("GET", "/api/email/threads"),
-    allow("PUT", "/api/email/threads/{id}"),
-    allow("GET", "/api/email/messages/{id}"),
-    allow("POST", "/api/email/compose"),
-    allow("GET", "/api/email/labels"),
-    allow("POST", "/api/email/labels"),
-    allow("GET", "/api/email/signatures"),
-    allow("POST", "/api/email/signatures"),
-    // Reminders.
-    allow("GET", "/api/reminders"),
-    allow("POST", "/api/reminders"),
-    allow("PUT", "/api/reminders/{id}"),
-    allow("DELETE", "/api/reminders/{id}"),
-    // Read-only bridges.
-    allow("GET", "/api/bridges"),
-    allow("GET", "/api/bridges/configured"),
-    allow("GET", "/api/bridges/dashboard"),
-    allow("GET", "/api/bridges/chat-counts"),
-    // Search across every room and mailbox: explicit opt-in per token.
-    explicit("GET", "/api/search", 2),
-];
-
-/// Routes reachable without a bearer token (contract section 5).
-pub fn is_public(path: &str) -> bool {
-    matches!(
-        path,
-        "/health" | "/openapi.yaml" | "/api/auth/code" | "/api/auth/verify" | "/api/auth/refresh"
-    ) || path == "/api/attestation"
-        || path.starts_with("/api/attestation/")
-}
-
-/// Whether a personal token with allowlist version `token_version`, explicitly opted in at
-/// `opted_in_version` (0: never), may call `template`.
-pub fn personal_token_allows(
-    method: &str,
-    template: &str,
-    token_version: u32,
-    opted_in_version: u32,
-) -> bool {
-    PERSONAL_TOKEN_ALLOWLIST.iter().any(|r| {
-        r.method == method
-            && r.path == template
-            && r.since <= token_version
-            && (!r.explicit || r.since <= opted_in_version)
-    })
-}
+/// The OpenAPI document itself, served beside the API (so it is not one of its operations).
+pub const DOCUMENT_PATH: &str = "/openapi.yaml";
 
 #[derive(Debug, Clone)]
 struct Template {
@@ -132,6 +36,8 @@ pub fn route_table() -> &'static RouteTable {
 #[derive(Debug, Clone, Default)]
 pub struct RouteTable {
     templates: Vec<Template>,
+    /// Paths of the operations without a security scheme.
+    public: BTreeSet<String>,
     /// String fields of each operation's JSON body (see [`super::strict_json`]).
     pub string_fields: super::strict_json::StringFields,
 }
@@ -139,15 +45,19 @@ pub struct RouteTable {
 impl RouteTable {
     pub fn from_spec(spec: &serde_json::Value) -> Self {
         let mut templates = Vec::new();
+        let mut public = BTreeSet::new();
         if let Some(paths) = spec["paths"].as_object() {
             for (path, item) in paths {
                 let Some(ops) = item.as_object() else {
                     continue;
                 };
-                for method in ops.keys() {
+                for (method, op) in ops {
                     let method = method.to_ascii_uppercase();
                     if !matches!(method.as_str(), "GET" | "POST" | "PUT" | "PATCH" | "DELETE") {
                         continue;
+                    }
+                    if op["security"].as_array().is_none_or(Vec::is_empty) {
+                        public.insert(path.clone());
                     }
                     templates.push(Template {
                         method,
@@ -167,6 +77,7 @@ impl RouteTable {
         }
         Self {
             templates,
+            public,
             string_fields: super::strict_json::StringFields::from_spec(spec),
         }
     }
@@ -186,6 +97,12 @@ impl RouteTable {
             })
             .max_by_key(|t| specificity(&t.segments))
             .map(|t| t.path.as_str())
+    }
+
+    /// Routes reachable without a bearer token: the operations that take no security
+    /// scheme, and the document itself.
+    pub fn is_public(&self, path: &str) -> bool {
+        path == DOCUMENT_PATH || self.public.contains(path)
     }
 
     /// Whether any operation, whatever its method, is routed at `path`.
@@ -284,7 +201,8 @@ mod tests {
     }
 
     #[test]
-    fn public_routes_are_exactly_the_contracts() {
+    fn public_routes_are_exactly_the_operations_without_a_scheme() {
+        let t = route_table();
         for p in [
             "/health",
             "/openapi.yaml",
@@ -293,16 +211,17 @@ mod tests {
             "/api/auth/verify",
             "/api/auth/refresh",
         ] {
-            assert!(is_public(p), "{p}");
+            assert!(t.is_public(p), "{p}");
         }
         for p in [
             "/api/auth/me",
             "/api/auth/logout",
             "/api/rooms",
             "/api/attestationx",
+            "/api/attestation/x",
             "/",
         ] {
-            assert!(!is_public(p), "{p}");
+            assert!(!t.is_public(p), "{p}");
         }
     }
 }

@@ -7,7 +7,7 @@ use poem_openapi::param::{Path, Query};
 use poem_openapi::payload::Json;
 use poem_openapi::{ApiResponse, Object, OpenApi};
 
-use super::security::BearerAuth;
+use super::security::NativeAuth;
 use super::ApiTags;
 use crate::error::AppError;
 use crate::services::scheduled::{self, to_time, ListQuery, NewScheduled, ScheduledChange};
@@ -174,16 +174,6 @@ pub enum Created {
     Created(Json<ScheduledResult>),
 }
 
-fn native_only(auth: &BearerAuth) -> Result<(), AppError> {
-    if auth.0.is_api_token() {
-        return Err(AppError::forbidden(
-            "forbidden_for_api_token",
-            "scheduled messages are not available to personal API tokens",
-        ));
-    }
-    Ok(())
-}
-
 pub struct ScheduledApi;
 
 #[OpenApi(prefix_path = "/api/messages", tag = "ApiTags::Scheduled")]
@@ -206,10 +196,9 @@ impl ScheduledApi {
     async fn create(
         &self,
         state: Data<&AppState>,
-        auth: BearerAuth,
+        auth: NativeAuth,
         body: Json<ScheduleRequest>,
     ) -> Result<Created, AppError> {
-        native_only(&auth)?;
         let b = body.0;
         let row = scheduled::create(
             &state,
@@ -240,7 +229,7 @@ impl ScheduledApi {
     async fn list(
         &self,
         state: Data<&AppState>,
-        auth: BearerAuth,
+        auth: NativeAuth,
         /// Matrix room id.
         #[oai(name = "roomId")]
         room_id: Query<Option<String>>,
@@ -251,7 +240,6 @@ impl ScheduledApi {
         /// At least 0, default 0.
         offset: Query<Option<String>>,
     ) -> Result<Json<ScheduledList>, AppError> {
-        native_only(&auth)?;
         let page = scheduled::list(
             &state,
             auth.user_id(),
@@ -281,9 +269,8 @@ impl ScheduledApi {
     async fn stats(
         &self,
         state: Data<&AppState>,
-        auth: BearerAuth,
+        auth: NativeAuth,
     ) -> Result<Json<ScheduledStatsResult>, AppError> {
-        native_only(&auth)?;
         let stats = scheduled::stats(&state, auth.user_id()).await?;
         Ok(Json(ScheduledStatsResult {
             stats: stats.into(),
@@ -301,11 +288,10 @@ impl ScheduledApi {
     async fn get(
         &self,
         state: Data<&AppState>,
-        auth: BearerAuth,
+        auth: NativeAuth,
         /// Scheduled message id (UUID).
         id: Path<String>,
     ) -> Result<Json<ScheduledMessageResult>, AppError> {
-        native_only(&auth)?;
         let row = scheduled::get(&state, auth.user_id(), &id).await?;
         Ok(Json(ScheduledMessageResult {
             scheduled_message: row.into(),
@@ -327,12 +313,11 @@ impl ScheduledApi {
     async fn update(
         &self,
         state: Data<&AppState>,
-        auth: BearerAuth,
+        auth: NativeAuth,
         /// Scheduled message id (UUID).
         id: Path<String>,
         body: Json<ScheduleUpdateRequest>,
     ) -> Result<Json<ScheduledResult>, AppError> {
-        native_only(&auth)?;
         let b = body.0;
         let row = scheduled::update(
             &state,
@@ -364,11 +349,10 @@ impl ScheduledApi {
     async fn cancel(
         &self,
         state: Data<&AppState>,
-        auth: BearerAuth,
+        auth: NativeAuth,
         /// Scheduled message id (UUID).
         id: Path<String>,
     ) -> Result<Json<ScheduledCancelResult>, AppError> {
-        native_only(&auth)?;
         let id = scheduled::cancel(&state, auth.user_id(), &id).await?;
         Ok(Json(ScheduledCancelResult {
             message: "scheduled message cancelled".into(),

@@ -7,7 +7,7 @@ use poem_openapi::payload::Json;
 use poem_openapi::{Enum, Object, OpenApi};
 
 use super::messages::EncryptedContent;
-use super::security::BearerAuth;
+use super::security::TokenAuth;
 use super::ApiTags;
 use crate::error::AppError;
 use crate::services::search::{self, SearchHit, SearchPage, SearchParams, SnippetText};
@@ -150,7 +150,7 @@ impl SearchApi {
     async fn search(
         &self,
         state: Data<&AppState>,
-        auth: BearerAuth,
+        auth: TokenAuth,
         /// Words and "quoted phrases" (at most 500 characters).
         q: Query<Option<String>>,
         /// Only this room.

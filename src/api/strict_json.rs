@@ -1,4 +1,4 @@
-//! Strict string fields in JSON request bodies.
+//! Strict string fields and required fields in JSON request bodies.
 //!
 //! poem-openapi reads a JSON number or boolean sent for a string field as its text (`5` →
 //! `"5"`, `true` → `"true"`). A client that sends the wrong type has a bug, and accepting
@@ -7,8 +7,10 @@
 //! body are read from the served OpenAPI document, so a route added later is covered.
 //!
 //! Checked: top-level properties typed `string`, arrays of strings, and string maps
-//! (`additionalProperties: string`). Everything else (missing fields, wrong containers,
-//! ranges) is left to the typed body and the services, which already answer 400.
+//! (`additionalProperties: string`), and the body's `required` properties (missing or
+//! null: 400 `invalid_request` `"<field>: required"`, where poem-openapi's own message
+//! would name only the schema). Everything else (wrong containers, ranges) is left to the
+//! typed body and the services, which already answer 400.
 
 use std::collections::HashMap;
 
@@ -29,11 +31,14 @@ enum Expect {
 #[derive(Debug, Clone, Default)]
 pub struct StringFields {
     by_operation: HashMap<(String, String), Vec<(String, Expect)>>,
+    /// The required top-level properties of each operation's body.
+    required: HashMap<(String, String), Vec<String>>,
 }
 
 impl StringFields {
     pub fn from_spec(spec: &Value) -> Self {
         let mut by_operation = HashMap::new();
+        let mut required = HashMap::new();
         let Some(paths) = spec["paths"].as_object() else {
             return Self::default();
         };
@@ -45,27 +50,46 @@ impl StringFields {
                 let Some(schema) = body_schema(spec, op) else {
                     continue;
                 };
+                let key = (method.to_ascii_uppercase(), path.clone());
                 let fields = string_properties(schema);
                 if !fields.is_empty() {
-                    by_operation.insert((method.to_ascii_uppercase(), path.clone()), fields);
+                    by_operation.insert(key.clone(), fields);
+                }
+                let names: Vec<String> = schema["required"]
+                    .as_array()
+                    .into_iter()
+                    .flatten()
+                    .filter_map(|n| n.as_str().map(str::to_owned))
+                    .collect();
+                if !names.is_empty() {
+                    required.insert(key, names);
                 }
             }
         }
-        Self { by_operation }
+        Self {
+            by_operation,
+            required,
+        }
     }
 
-    /// Whether the operation's body has string fields to check.
+    /// Whether the operation's body has string or required fields to check.
     pub fn covers(&self, method: &str, template: &str) -> bool {
-        self.by_operation
-            .contains_key(&(method.to_owned(), template.to_owned()))
+        let key = (method.to_owned(), template.to_owned());
+        self.by_operation.contains_key(&key) || self.required.contains_key(&key)
     }
 
-    /// Refuses `body` when a string field of the operation holds a number or a boolean.
+    /// Refuses `body` when a required field of the operation is missing or null, or a
+    /// string field holds a number or a boolean.
     pub fn check(&self, method: &str, template: &str, body: &Value) -> Result<(), AppError> {
-        let Some(fields) = self
-            .by_operation
-            .get(&(method.to_owned(), template.to_owned()))
-        else {
+        let key = (method.to_owned(), template.to_owned());
+        if let Some(object) = body.as_object() {
+            for name in self.required.get(&key).into_iter().flatten() {
+                if object.get(name).is_none_or(Value::is_null) {
+                    return Err(AppError::invalid(name, "required"));
+                }
+            }
+        }
+        let Some(fields) = self.by_operation.get(&key) else {
             return Ok(());
         };
         for (name, expect) in fields {
@@ -200,6 +224,30 @@ mod tests {
     }
 
     #[test]
+    fn a_missing_or_null_required_field_is_refused_by_name() {
+        let f = fields();
+        let err = f
+            .check("POST", "/api/auth/verify", &json!({"email": "x"}))
+            .unwrap_err();
+        assert_eq!(err.code(), "invalid_request");
+        assert_eq!(err.to_string(), "code: required");
+        let err = f
+            .check(
+                "POST",
+                "/api/auth/verify",
+                &json!({"email": "x", "code": null}),
+            )
+            .unwrap_err();
+        assert_eq!(err.to_string(), "code: required");
+        f.check(
+            "POST",
+            "/api/auth/verify",
+            &json!({"email": "x", "code": "123456"}),
+        )
+        .unwrap();
+    }
+
+    #[test]
     fn string_maps_are_checked() {
         let f = fields();
         let step = "/api/bridges/{platform}/login/step";
@@ -212,10 +260,14 @@ mod tests {
                 .filter(|k| k.1.contains("login"))
                 .collect::<Vec<_>>()
         );
-        assert!(f
-            .check("POST", step, &json!({"data": {"phone": 4_915_550_000_i64}}))
-            .is_err());
-        f.check("POST", step, &json!({"data": {"phone": "+4915550000"}}))
-            .unwrap();
+        let body = |phone: Value| {
+            json!({"loginProcessId": "p", "stepId": "s", "stepType": "user_input",
+                   "data": {"phone": phone}})
+        };
+        let err = f
+            .check("POST", step, &body(json!(4_915_550_000_i64)))
+            .unwrap_err();
+        assert_eq!(err.to_string(), "data: must be an object of strings");
+        f.check("POST", step, &body(json!("+4915550000"))).unwrap();
     }
 }

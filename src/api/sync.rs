@@ -16,10 +16,10 @@ use tokio::sync::broadcast::error::RecvError;
 use tokio::sync::broadcast::Receiver;
 
 use super::gate::bearer_token;
-use super::security::BearerAuth;
+use super::security::TokenAuth;
 use super::ApiTags;
-use crate::error::AppError;
-use crate::events::{ChangeEvent, StreamSlot, MAX_STREAMS_PER_USER};
+use crate::error::{AppError, ErrorCode};
+use crate::events::{ChangeEvent, Published, StreamSlot, MAX_STREAMS_PER_USER};
 use crate::services::session;
 use crate::state::AppState;
 
@@ -27,7 +27,7 @@ use crate::state::AppState;
 const KEEP_ALIVE: Duration = Duration::from_secs(15);
 
 /// How often an open stream re-checks its credential (revocation, expiry, subscription),
-/// so it ends well within the 5 s of DESIGN §11.
+/// so it ends well within 5 s of a revocation (README, "Security model").
 const RECHECK: Duration = Duration::from_secs(1);
 
 /// `room.updated`: a room's row, members or messages changed; re-read it.
@@ -89,6 +89,17 @@ pub struct ReminderDue {
     pub due_at: Option<chrono::DateTime<chrono::Utc>>,
 }
 
+/// `email.updated`: a thread of one of the user's mailboxes changed (new mail, flags,
+/// labels, an action); re-read `GET /api/email/threads/{threadId}`.
+#[derive(Debug, Object)]
+#[oai(rename_all = "camelCase")]
+pub struct EmailUpdated {
+    /// Mailbox account id.
+    pub account_id: String,
+    /// Thread id.
+    pub thread_id: String,
+}
+
 /// `resync`: events were missed (the `Last-Event-ID` is older than the retained window
 /// or from before a restart, or this stream fell behind); rescan rooms and messages.
 #[derive(Debug, Object)]
@@ -113,6 +124,8 @@ pub enum SyncEvent {
     ScheduledUpdated(ScheduledUpdated),
     #[oai(mapping = "reminder.due")]
     ReminderDue(ReminderDue),
+    #[oai(mapping = "email.updated")]
+    EmailUpdated(EmailUpdated),
     #[oai(mapping = "resync")]
     Resync(Resync),
 }
@@ -184,7 +197,7 @@ impl SyncApi {
         &self,
         state: Data<&AppState>,
         req: &Request,
-        auth: BearerAuth,
+        auth: TokenAuth,
         /// Id of the last event received, to resume after a reconnect.
         #[oai(name = "Last-Event-ID")]
         last_event_id: Header<Option<String>>,
@@ -210,7 +223,7 @@ struct Feed {
     token: String,
     user_id: String,
     pending: VecDeque<Event>,
-    rx: Receiver<Arc<ChangeEvent>>,
+    rx: Receiver<Arc<Published>>,
     recheck: tokio::time::Interval,
     /// Released when the feed is dropped: the stream ended or the client went away.
     _slot: StreamSlot,
@@ -225,8 +238,9 @@ fn open(
     let sub = state
         .events
         .open_stream(user_id, resume)
-        .map_err(|_| AppError::TooMany {
-            code: "too_many_streams",
+        .map_err(|_| AppError::TooManyRequests {
+            retry_after_secs: None,
+            code: ErrorCode::TooManyStreams,
             message: format!(
                 "at most {MAX_STREAMS_PER_USER} event streams per user can be open at once; close one first"
             ),
@@ -293,25 +307,54 @@ async fn still_admitted(feed: &Feed) -> bool {
     }
 }
 
-fn to_sse(e: &ChangeEvent) -> Event {
+/// The one place a change becomes JSON: `{"type": kind, ...payload}`.
+fn payload(change: &ChangeEvent) -> serde_json::Value {
+    use serde_json::json;
+    match change {
+        ChangeEvent::RoomUpdated { room_id } => json!({"roomId": room_id}),
+        ChangeEvent::RoomDeleted {
+            room_id,
+            messages_deleted,
+        } => json!({"roomId": room_id, "messagesDeleted": messages_deleted}),
+        ChangeEvent::MessageCreated {
+            room_id,
+            event_id,
+            message_id,
+        } => json!({"roomId": room_id, "eventId": event_id, "messageId": message_id}),
+        ChangeEvent::BridgeState {
+            platform,
+            login_id,
+            state_event,
+            error,
+        } => json!({
+            "platform": platform,
+            "loginId": login_id,
+            "stateEvent": state_event,
+            "error": error,
+        }),
+        ChangeEvent::ScheduledUpdated {
+            id,
+            room_id,
+            status,
+        } => json!({"id": id, "roomId": room_id, "status": status}),
+        ChangeEvent::ReminderDue { id, due_at } => json!({"id": id, "dueAt": due_at}),
+        ChangeEvent::EmailUpdated {
+            account_id,
+            thread_id,
+        } => json!({"accountId": account_id, "threadId": thread_id}),
+    }
+}
+
+fn to_sse(e: &Published) -> Event {
+    let kind = e.change.kind();
     let mut data = serde_json::Map::new();
-    data.insert("type".to_owned(), e.kind.into());
-    match &e.data {
-        serde_json::Value::Object(map) => {
-            data.extend(
-                map.iter()
-                    .filter(|(k, _)| *k != "type")
-                    .map(|(k, v)| (k.clone(), v.clone())),
-            );
-        }
-        serde_json::Value::Null => {}
-        other => {
-            data.insert("value".to_owned(), other.clone());
-        }
+    data.insert("type".to_owned(), kind.into());
+    if let serde_json::Value::Object(map) = payload(&e.change) {
+        data.extend(map);
     }
     Event::message(serde_json::Value::Object(data).to_string())
         .id(e.id.to_string())
-        .event_type(e.kind)
+        .event_type(kind)
 }
 
 fn resync(reason: &str) -> Event {

@@ -7,7 +7,7 @@ use poem_openapi::payload::Json;
 use poem_openapi::{ApiResponse, Object, OpenApi};
 
 use super::routes::ALLOWLIST_VERSION;
-use super::security::BearerAuth;
+use super::security::NativeAuth;
 use super::views::{opt_time, time};
 use super::ApiTags;
 use crate::error::AppError;
@@ -157,7 +157,7 @@ impl TokensApi {
     async fn create(
         &self,
         state: Data<&AppState>,
-        auth: BearerAuth,
+        auth: NativeAuth,
         body: Json<CreateTokenRequest>,
     ) -> Result<CreateTokenResponse, AppError> {
         let user_id = tokens::require_native(&auth.0)?;
@@ -175,7 +175,7 @@ impl TokensApi {
     async fn list(
         &self,
         state: Data<&AppState>,
-        auth: BearerAuth,
+        auth: NativeAuth,
     ) -> Result<Json<TokenList>, AppError> {
         let user_id = tokens::require_native(&auth.0)?;
         let rows = tokens::list(&state, user_id).await?;
@@ -194,7 +194,7 @@ impl TokensApi {
     async fn revoke(
         &self,
         state: Data<&AppState>,
-        auth: BearerAuth,
+        auth: NativeAuth,
         /// Token id (UUID).
         id: Path<String>,
     ) -> Result<Json<RevokeResult>, AppError> {
@@ -220,7 +220,7 @@ impl TokensApi {
     async fn opt_in(
         &self,
         state: Data<&AppState>,
-        auth: BearerAuth,
+        auth: NativeAuth,
         /// Token id (UUID).
         id: Path<String>,
         body: Json<OptInRequest>,

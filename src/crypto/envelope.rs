@@ -10,8 +10,8 @@
 //! ```
 //!
 //! [`seal_to`] draws a fresh ephemeral key per envelope. A [`Sealer`] draws one
-//! ephemeral key for several envelopes to the same recipient (one history page:
-//! DESIGN §8 allows it), so the X25519 is paid once; the envelopes then share
+//! ephemeral key for several envelopes to the same recipient (one history page: every
+//! envelope still has its own nonce), so the X25519 is paid once; the envelopes then share
 //! the key and differ by their random 24-byte nonces, which XChaCha20 makes safe
 //! to draw at random (collision odds ~2^-96 per pair). All-zero shared secrets
 //! (produced by low-order points) are rejected, since the resulting key would be

@@ -29,7 +29,7 @@ use super::auth::{self, CodePurpose, Session};
 use super::matrix_sessions;
 use super::users::{self, Profile};
 use crate::clock::unix_now;
-use crate::error::{AppError, AppResult};
+use crate::error::{AppError, AppResult, ErrorCode};
 use crate::state::AppState;
 use crate::store::users::UserRow;
 use crate::store::{self, login_codes, matrix_logouts, refresh_tokens};
@@ -77,14 +77,14 @@ fn account_not_found() -> AppError {
 
 fn already_added() -> AppError {
     AppError::bad_request(
-        "account_already_added",
+        ErrorCode::AccountAlreadyAdded,
         "this e-mail address is already an account of your account group",
     )
 }
 
 fn in_other_group() -> AppError {
     AppError::bad_request(
-        "account_in_other_group",
+        ErrorCode::AccountInOtherGroup,
         "this e-mail address belongs to another account group; remove it there first",
     )
 }
@@ -210,9 +210,7 @@ pub async fn verify_add(
     let release = |state: &AppState| {
         let store = state.store.clone();
         async move {
-            let _ = store
-                .run(move |c| Ok::<_, AppError>(login_codes::release(c, code_id)?))
-                .await;
+            let _ = store.query(move |c| login_codes::release(c, code_id)).await;
         }
     };
 
@@ -231,7 +229,7 @@ pub async fn verify_add(
     if !requested_here {
         release(state).await;
         return Err(AppError::bad_request(
-            "invalid_code",
+            ErrorCode::InvalidCode,
             "invalid or expired verification code",
         ));
     }
@@ -289,7 +287,7 @@ async fn attach(state: &AppState, user_id: &str, group_id: &str) -> AppResult<Us
             let primary = store::users::find(&tx, &gid)?.ok_or_else(account_not_found)?;
             if primary.primary_user_id.is_some() {
                 return Err(AppError::conflict(
-                    "account_group_changed",
+                    ErrorCode::AccountGroupChanged,
                     "the account group changed; try again",
                 ));
             }
@@ -395,11 +393,14 @@ pub async fn remove(state: &AppState, caller_id: &str, id: &str) -> AppResult<St
             let user = load_member(&tx, &caller, &id)?;
             if user.primary_user_id.is_none() {
                 return Err(AppError::bad_request(
-                    "cannot_remove_primary",
+                    ErrorCode::CannotRemovePrimary,
                     "the primary account cannot be removed from its account group; only added accounts can",
                 ));
             }
             detach_row(&tx, &user.id)?;
+            // Its connected mailboxes and cached mail go with it (their sync tasks stop
+            // when they find their account gone).
+            crate::store::email::drop_user_mail(&tx, &user.id)?;
             refresh_tokens::revoke_all(&tx, &user.id, now)?;
             matrix_logouts::queue_user_devices(&tx, &user.id, now)?;
             tx.commit()?;

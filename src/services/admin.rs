@@ -5,7 +5,7 @@ use chrono::{DateTime, NaiveDate, Utc};
 use super::session::Principal;
 use super::users::{email_of, find_by_id_or_email, load, profile_of, Profile};
 use crate::clock::unix_now;
-use crate::error::{AppError, AppResult};
+use crate::error::{AppError, AppResult, ErrorCode};
 use crate::state::AppState;
 use crate::store::users::{self, UserRow};
 
@@ -149,19 +149,16 @@ pub async fn require_admin(state: &AppState, principal: &Principal) -> AppResult
         Principal::User { user_id, .. } => user_id.clone(),
         Principal::ApiToken { .. } => {
             return Err(AppError::forbidden(
-                "forbidden_for_api_token",
+                ErrorCode::ForbiddenForApiToken,
                 "operator endpoints are not available to personal API tokens",
             ))
         }
     };
-    let user = state
-        .store
-        .run(move |c| Ok::<_, AppError>(users::find(c, &user_id)?))
-        .await?;
+    let user = state.store.query(move |c| users::find(c, &user_id)).await?;
     match user {
         Some(u) if u.is_admin => Ok(u),
         _ => Err(AppError::forbidden(
-            "admin_required",
+            ErrorCode::AdminRequired,
             "this endpoint is for administrators only",
         )),
     }

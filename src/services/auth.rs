@@ -11,7 +11,7 @@ use super::matrix_sessions;
 use super::users::{self, Profile};
 use crate::clock::unix_now;
 use crate::crypto;
-use crate::error::{AppError, AppResult};
+use crate::error::{AppError, AppResult, ErrorCode};
 use crate::state::AppState;
 use crate::store::users::UserRow;
 use crate::store::{self, login_codes, matrix_logouts, refresh_tokens, user_keys};
@@ -143,14 +143,12 @@ pub async fn request_code(
         .await
     {
         // Not sent, so it must not count against the address or be usable.
-        let _ = state
-            .store
-            .run(move |c| Ok::<_, AppError>(login_codes::delete(c, id)?))
-            .await;
+        let _ = state.store.query(move |c| login_codes::delete(c, id)).await;
         // The mail server's words (and address) go to the log, not to the caller.
         tracing::warn!(error = %e, "sign-in code could not be mailed");
         return Err(AppError::Unavailable {
-            code: "mail_unavailable",
+            retry_after_secs: None,
+            code: ErrorCode::MailUnavailable,
             message: "the code could not be mailed; try again in a moment".to_owned(),
         });
     }
@@ -170,7 +168,12 @@ pub async fn check_code(
     let index = users::email_index(&state.master, &email);
     let code = code.to_owned();
     let now = unix_now() as i64;
-    let invalid = || AppError::bad_request("invalid_code", "invalid or expired verification code");
+    let invalid = || {
+        AppError::bad_request(
+            ErrorCode::InvalidCode,
+            "invalid or expired verification code",
+        )
+    };
     // One transaction: the address's failure budget, the code's own tries, and a failure
     // recorded in advance (taken back below if the code is right), so that concurrent
     // guesses cannot together exceed either limit.
@@ -183,12 +186,12 @@ pub async fn check_code(
             let (failures, oldest) = login_codes::failures_since(&tx, &taken_index, now - FAILURE_WINDOW_SECS)?;
             if failures >= max_failures {
                 let retry = (oldest.unwrap_or(now) + FAILURE_WINDOW_SECS - now).max(1) as u64;
-                return Err(AppError::Throttled {
-                    code: "too_many_attempts",
+                return Err(AppError::TooManyRequests {
+                    code: ErrorCode::TooManyAttempts,
                     message: format!(
                         "too many wrong codes for this address ({max_failures} per 24 h); retry in {retry} s"
                     ),
-                    retry_after_secs: retry,
+                    retry_after_secs: Some(retry),
                 });
             }
             let Some(row) = login_codes::newest_usable(&tx, &taken_index, purpose.as_str(), now)? else {
@@ -227,11 +230,12 @@ fn check_code_budget(c: &rusqlite::Connection, index: &[u8], now: i64) -> AppRes
     let recent = login_codes::sent_since(c, index, now - CODE_WINDOW_SECS)?;
     if recent.len() >= CODES_PER_WINDOW {
         let retry = (recent[0] + CODE_WINDOW_SECS - now).max(1) as u64;
-        return Err(AppError::RateLimited {
+        return Err(AppError::TooManyRequests {
+            code: ErrorCode::RateLimited,
             message: format!(
                 "at most {CODES_PER_WINDOW} codes per 10 minutes for one address; retry in {retry} s"
             ),
-            retry_after_secs: retry,
+            retry_after_secs: Some(retry),
         });
     }
     Ok(())
@@ -260,7 +264,7 @@ pub async fn sign_in(
         // The user did nothing wrong: let the same code work for a retry.
         let _ = state
             .store
-            .run(move |c| Ok::<_, AppError>(login_codes::release(c, code_id)?))
+            .query(move |c| login_codes::release(c, code_id))
             .await;
     }
     result
@@ -319,7 +323,8 @@ pub async fn ensure_matrix_account(state: &AppState, user: UserRow) -> AppResult
         .map_err(|e| {
             tracing::warn!(error = %e, "matrix account registration failed");
             AppError::Unavailable {
-                code: "homeserver_unavailable",
+                retry_after_secs: None,
+                code: ErrorCode::HomeserverUnavailable,
                 message: format!(
                     "the Matrix homeserver could not create the account ({})",
                     e.public_message()
@@ -419,7 +424,7 @@ pub async fn refresh(state: &AppState, refresh_token: &str) -> AppResult<(String
     let now = unix_now() as i64;
     let (user_id, session_id) = state
         .store
-        .run(move |c| Ok::<_, AppError>(refresh_tokens::valid_session(c, &hash, now)?))
+        .query(move |c| refresh_tokens::valid_session(c, &hash, now))
         .await?
         .ok_or_else(|| AppError::unauthorized("invalid, expired or revoked refresh token"))?;
     state.jwt.issue(&user_id, session_id.as_deref())

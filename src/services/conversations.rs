@@ -7,7 +7,7 @@
 use serde::{Deserialize, Serialize};
 
 use crate::crypto::{Aad, DataKey};
-use crate::error::{AppError, AppResult};
+use crate::error::{AppError, AppResult, ErrorCode};
 use crate::services::session::Principal;
 use crate::store::users::UserRow;
 
@@ -77,11 +77,11 @@ pub fn open_message(dek: &DataKey, message_id: &str, sealed: &[u8]) -> AppResult
 }
 
 /// Readable routes (room names, message text) are refused after the user deleted their
-/// keys, until new keys are registered (DESIGN §8): 409 `NO_SIGNING_KEY`.
+/// keys, until new keys are registered: 409 `NO_SIGNING_KEY` (README, "Data, keys and backups").
 pub fn require_readable(user: &UserRow) -> AppResult<()> {
     if user.keys_shredded {
         return Err(AppError::Conflict {
-            code: "NO_SIGNING_KEY",
+            code: ErrorCode::NoSigningKey,
             message: "the account key was deleted; sign in again in the native app to restore it"
                 .into(),
         });
@@ -92,7 +92,7 @@ pub fn require_readable(user: &UserRow) -> AppResult<()> {
 /// Native encrypted routes need a registered X25519 key: 409 `keys_not_registered`.
 pub fn keys_not_registered() -> AppError {
     AppError::conflict(
-        "keys_not_registered",
+        ErrorCode::KeysNotRegistered,
         "register an X25519 public key (POST /api/keys/register) before using encrypted routes",
     )
 }

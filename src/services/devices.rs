@@ -15,15 +15,13 @@
 //! Pushes are sent for: due reminders, scheduled messages that failed, and incoming
 //! messages of importance ≥ [`IMPORTANT_MESSAGE_THRESHOLD`] (see [`spawn_message_hook`]).
 
-use serde_json::Value;
-
 use super::scheduled::{now_ms, parse_id};
 use super::users;
 use crate::clients::push::{Notification, PushError};
 use crate::config::PushEnvironment;
 use crate::crypto::{Aad, DataKey};
-use crate::error::{AppError, AppResult};
-use crate::events::kind;
+use crate::error::{AppError, AppResult, ErrorCode};
+use crate::events::ChangeEvent;
 use crate::state::AppState;
 use crate::store::devices::{self as store, DeviceRow};
 
@@ -176,7 +174,7 @@ pub async fn register(state: &AppState, user_id: &str, reg: Registration) -> App
                     }
                     if store::count_for_user(&tx, &uid)? >= MAX_DEVICES_PER_USER {
                         return Err(AppError::bad_request(
-                            "too_many_devices",
+                            ErrorCode::TooManyDevices,
                             format!(
                                 "at most {MAX_DEVICES_PER_USER} devices can be registered; remove one first"
                             ),
@@ -238,7 +236,7 @@ pub async fn delete(state: &AppState, user_id: &str, token_id: &str) -> AppResul
     let uid = user_id.to_owned();
     let n = state
         .store
-        .run(move |c| Ok::<_, AppError>(store::delete(c, &uid, &id)?))
+        .query(move |c| store::delete(c, &uid, &id))
         .await?;
     if n == 0 {
         return Err(AppError::not_found("device"));
@@ -254,10 +252,7 @@ pub async fn list(state: &AppState, user_id: &str) -> AppResult<Vec<Device>> {
     let user = users::load(state, user_id).await?;
     let dek = users::data_key(&state.master, &user).ok();
     let uid = user_id.to_owned();
-    let rows = state
-        .store
-        .run(move |c| Ok::<_, AppError>(store::list(c, &uid)?))
-        .await?;
+    let rows = state.store.query(move |c| store::list(c, &uid)).await?;
     Ok(rows
         .into_iter()
         .map(|row| {
@@ -270,7 +265,8 @@ pub async fn list(state: &AppState, user_id: &str) -> AppResult<Vec<Device>> {
 
 fn not_configured() -> AppError {
     AppError::Unavailable {
-        code: "push_not_configured",
+        retry_after_secs: None,
+        code: ErrorCode::PushNotConfigured,
         message: "push notifications are not configured on this server (no [push] section)".into(),
     }
 }
@@ -337,7 +333,7 @@ pub async fn test(state: &AppState, user_id: &str, token_id: &str) -> AppResult<
     let dek = users::data_key(&state.master, &user).ok();
     let Some(token) = open_token(dek.as_ref(), &row) else {
         return Err(AppError::conflict(
-            "device_token_unreadable",
+            ErrorCode::DeviceTokenUnreadable,
             "this device's token was sealed under a deleted key; register the device again",
         ));
     };
@@ -356,7 +352,7 @@ pub async fn test(state: &AppState, user_id: &str, token_id: &str) -> AppResult<
     };
     Err(match e {
         PushError::Rejected { status, reason } => AppError::BadGateway {
-            code: "push_rejected",
+            code: ErrorCode::PushRejected,
             message: format!("APNs rejected the notification: {reason} (HTTP {status}){removed}"),
         },
         other => {
@@ -364,7 +360,8 @@ pub async fn test(state: &AppState, user_id: &str, token_id: &str) -> AppResult<
             // token: log only.
             tracing::warn!(error = %other, "push not delivered");
             AppError::Unavailable {
-                code: "push_unavailable",
+                retry_after_secs: None,
+                code: ErrorCode::PushUnavailable,
                 message: match other {
                     PushError::Signing(_) => "the APNs provider token cannot be signed; \
                                               see the server log"
@@ -441,95 +438,7 @@ pub async fn notify_user(state: &AppState, user_id: &str, notification: Notifica
     accepted
 }
 
-/// Starts the important-message hook: listens to `message.created` events and pushes
-/// "New important message" when the stored message (looked up by `data.messageId` or
-/// `data.eventId`) has importance ≥ [`IMPORTANT_MESSAGE_THRESHOLD`], was not sent by the
-/// user, its room is not muted and it is recent ([`PUSH_MAX_MESSAGE_AGE_MS`]). The push carries no message text, only `roomId` and
-/// `eventId` for the app to open. Ends on shutdown.
-pub fn spawn_message_hook(state: &AppState) -> Option<tokio::task::JoinHandle<()>> {
-    state.push.as_ref()?;
-    let state = state.clone();
-    let mut rx = state.events.subscribe();
-    Some(tokio::spawn(async move {
-        loop {
-            let event = tokio::select! {
-                _ = state.shutdown.wait() => return,
-                e = rx.recv() => e,
-            };
-            let event = match event {
-                Ok(e) => e,
-                Err(tokio::sync::broadcast::error::RecvError::Lagged(n)) => {
-                    tracing::warn!(skipped = n, "push hook fell behind the event stream");
-                    continue;
-                }
-                Err(tokio::sync::broadcast::error::RecvError::Closed) => return,
-            };
-            if event.kind != kind::MESSAGE_CREATED {
-                continue;
-            }
-            let message_id = event
-                .data
-                .get("messageId")
-                .and_then(Value::as_str)
-                .map(str::to_owned);
-            let event_id = event
-                .data
-                .get("eventId")
-                .and_then(Value::as_str)
-                .map(str::to_owned);
-            if message_id.is_none() && event_id.is_none() {
-                continue;
-            }
-            let state = state.clone();
-            tokio::spawn(async move {
-                let uid = event.user_id.clone();
-                let facts = state
-                    .store
-                    .run(move |c| {
-                        Ok::<_, AppError>(store::message_facts(
-                            c,
-                            &uid,
-                            message_id.as_deref(),
-                            event_id.as_deref(),
-                        )?)
-                    })
-                    .await;
-                let Ok(Some(f)) = facts else { return };
-                let stale = now_ms() - f.ts > PUSH_MAX_MESSAGE_AGE_MS;
-                if f.is_mine || f.muted || stale || f.importance < IMPORTANT_MESSAGE_THRESHOLD {
-                    return;
-                }
-                let n = Notification::new("New important message", "Open Switchboard to read it.")
-                    .with("type", "message")
-                    .with("roomId", f.room_id)
-                    .with("eventId", f.event_id);
-                notify_user(&state, &event.user_id, n).await;
-            });
-        }
-    }))
-}
-
+mod hook;
+pub use hook::spawn_message_hook;
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn tokens_are_hex_of_64_to_200_characters() {
-        assert_eq!(validate_token(&"AB".repeat(32)).unwrap(), "ab".repeat(32));
-        assert!(validate_token(&"a".repeat(63)).is_err());
-        assert!(validate_token(&"a".repeat(200)).is_ok());
-        assert!(validate_token(&"a".repeat(201)).is_err());
-        assert!(validate_token(&format!("{}g", "a".repeat(63))).is_err());
-    }
-
-    #[test]
-    fn optional_fields_are_bounded() {
-        assert_eq!(
-            optional_field("deviceName", Some("  ".into()), 100).unwrap(),
-            None
-        );
-        assert!(optional_field("deviceName", Some("x".repeat(101)), 100).is_err());
-        assert!(optional_field("osVersion", Some("x".repeat(20)), 20).is_ok());
-        assert!(parse_environment("staging").is_err());
-    }
-}
+mod tests;

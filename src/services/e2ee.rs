@@ -8,12 +8,12 @@ use std::sync::Arc;
 use serde_json::Value;
 
 use super::matrix_sessions::matrix_password;
-use super::messages::send::homeserver_error;
+use super::upstream::homeserver_error;
 use super::users;
 use crate::clients::matrix::e2ee::{self, E2eeError, Identity, Opened, UserCrypto};
 use crate::clients::matrix::{MatrixClient, MatrixError};
 use crate::clock::unix_now;
-use crate::error::{AppError, AppResult};
+use crate::error::{AppError, AppResult, ErrorCode};
 use crate::state::AppState;
 use crate::store::users::UserRow;
 
@@ -26,8 +26,9 @@ pub fn error(e: E2eeError) -> AppError {
         other => {
             tracing::warn!(error = %other, "end-to-end encryption failed");
             AppError::Unavailable {
-                code: "encryption_unavailable",
+                code: ErrorCode::EncryptionUnavailable,
                 message: "end-to-end encryption for this room failed; nothing was sent".into(),
+                retry_after_secs: None,
             }
         }
     }

@@ -27,7 +27,7 @@
 //! AI rescoring) and every [`crate::workers::scheduler::aging::EVERY`] by the scheduler for rooms
 //! with unread messages, so a message left waiting rises in the importance order.
 //!
-//! AI scoring (DESIGN §4): when `[ai]` is configured, [`crate::clients::ai`] refines these values
+//! AI scoring: when `[ai]` is configured, [`crate::clients::ai`] refines these values
 //! after the fact. Ingest always stores the heuristic score first (in the ingest
 //! transaction, so a message is never unscored); once the sync batch is committed and
 //! published, the new incoming messages (not the user's own, not redacted) go to one
@@ -124,6 +124,16 @@ pub struct Score {
     pub importance: f64,
     pub category: &'static str,
     pub is_question: bool,
+}
+
+impl From<crate::clients::ai::Verdict> for Score {
+    fn from(v: crate::clients::ai::Verdict) -> Self {
+        Self {
+            importance: v.importance,
+            category: v.category,
+            is_question: v.is_question,
+        }
+    }
 }
 
 /// Scores one message.

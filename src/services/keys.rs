@@ -19,7 +19,7 @@ use rusqlite::TransactionBehavior;
 use super::users;
 use crate::clock::unix_now;
 use crate::crypto::{self, Aad, DataKey, MasterKey};
-use crate::error::{AppError, AppResult};
+use crate::error::{AppError, AppResult, ErrorCode};
 use crate::state::AppState;
 use crate::store::user_keys::{self, UserKeyRow};
 use crate::store::users::UserRow;
@@ -123,7 +123,7 @@ impl NewKey {
 
 fn no_keys() -> AppError {
     AppError::NotFound {
-        code: "not_found",
+        code: ErrorCode::NotFound,
         message: "no encryption keys registered; register them with POST /api/keys/register"
             .to_owned(),
     }
@@ -152,7 +152,7 @@ pub async fn register(
             let mut user = load_user(&tx, &uid)?;
             if user_keys::find(&tx, &uid)?.is_some() {
                 return Err(AppError::bad_request(
-                    "keys_already_registered",
+                    ErrorCode::KeysAlreadyRegistered,
                     "encryption keys are already registered; rotate them with PUT /api/keys",
                 ));
             }
@@ -212,7 +212,7 @@ pub async fn rotate(
 pub async fn delete(state: &AppState, user_id: &str, confirmation: Option<&str>) -> AppResult<()> {
     if confirmation.map(str::trim) != Some(DELETION_CONFIRMATION) {
         return Err(AppError::bad_request(
-            "confirmation_required",
+            ErrorCode::ConfirmationRequired,
             format!("send the header X-Confirm-Key-Deletion: {DELETION_CONFIRMATION} to delete your keys"),
         ));
     }
@@ -227,9 +227,10 @@ pub async fn delete(state: &AppState, user_id: &str, confirmation: Option<&str>)
             if let Some(last) = user.last_key_deletion_at {
                 let retry = last + DELETION_WINDOW_SECS - now;
                 if retry > 0 {
-                    return Err(AppError::RateLimited {
+                    return Err(AppError::TooManyRequests {
+                        code: ErrorCode::RateLimited,
                         message: format!("keys can be deleted once per hour; retry in {retry} s"),
-                        retry_after_secs: retry as u64,
+                        retry_after_secs: Some(retry as u64),
                     });
                 }
             }
@@ -290,10 +291,7 @@ pub struct KeyInfo {
 
 pub async fn info(state: &AppState, user_id: &str) -> AppResult<KeyInfo> {
     let uid = user_id.to_owned();
-    let row = state
-        .store
-        .run(move |c| Ok::<_, AppError>(user_keys::find(c, &uid)?))
-        .await?;
+    let row = state.store.query(move |c| user_keys::find(c, &uid)).await?;
     Ok(match row {
         Some(k) => KeyInfo {
             has_keys: true,
@@ -321,7 +319,7 @@ pub async fn public_key_of(state: &AppState, target: &str) -> AppResult<(String,
     }
     let row = state
         .store
-        .run(move |c| Ok::<_, AppError>(user_keys::find_by_user_or_matrix_id(c, &who)?))
+        .query(move |c| user_keys::find_by_user_or_matrix_id(c, &who))
         .await?
         .ok_or_else(|| AppError::not_found("user key"))?;
     Ok((row.public_key, row.key_version))

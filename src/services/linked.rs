@@ -19,7 +19,7 @@ use super::rooms::{
 use super::users;
 use crate::clock::unix_now;
 use crate::crypto::{Aad, DataKey};
-use crate::error::{AppError, AppResult};
+use crate::error::{AppError, AppResult, ErrorCode};
 use crate::state::AppState;
 use crate::store::linked_groups::{self, GroupRow};
 use crate::store::rooms;
@@ -110,7 +110,7 @@ fn require_rooms(conn: &Connection, user_id: &str, room_ids: &[String]) -> AppRe
         let visible = rooms::find(conn, user_id, id)?.is_some_and(|r| r.membership != "leave");
         if !visible {
             return Err(AppError::NotFound {
-                code: "not_found",
+                code: ErrorCode::NotFound,
                 message: format!("room {id} not found"),
             });
         }
@@ -120,7 +120,7 @@ fn require_rooms(conn: &Connection, user_id: &str, room_ids: &[String]) -> AppRe
 
 fn already_linked(room_ids: &[String]) -> AppError {
     AppError::conflict(
-        "rooms_already_linked",
+        ErrorCode::RoomsAlreadyLinked,
         format!(
             "already in a linked group: {}; remove them from their group first",
             room_ids.join(", ")
@@ -403,7 +403,7 @@ pub async fn remove_room(
             find_group(&tx, &uid, &gid)?;
             if linked_groups::remove_room(&tx, &gid, &room_id)? == 0 {
                 return Err(AppError::NotFound {
-                    code: "not_found",
+                    code: ErrorCode::NotFound,
                     message: format!("room {room_id} is not in this linked group"),
                 });
             }

@@ -15,7 +15,7 @@ use std::time::Duration;
 use crate::clients::matrix::{MatrixClient, MatrixSession};
 use crate::clock::unix_now;
 use crate::crypto::{Aad, MasterKey};
-use crate::error::{AppError, AppResult};
+use crate::error::{AppError, AppResult, ErrorCode};
 use crate::state::AppState;
 use crate::store::users::UserRow;
 use crate::store::{matrix_logouts, refresh_tokens};
@@ -56,7 +56,8 @@ pub fn seal_token(
 fn homeserver_unavailable(e: impl std::fmt::Display) -> AppError {
     tracing::warn!(error = %e, "matrix login for an app session failed");
     AppError::Unavailable {
-        code: "homeserver_unavailable",
+        retry_after_secs: None,
+        code: ErrorCode::HomeserverUnavailable,
         message: format!("the Matrix homeserver could not open a session: {e}"),
     }
 }
@@ -93,7 +94,7 @@ pub async fn discard_device(state: &AppState, user_id: &str, device: &MatrixSess
         let now = unix_now() as i64;
         let _ = state
             .store
-            .run(move |c| Ok::<_, AppError>(matrix_logouts::queue(c, &uid, &device_id, now)?))
+            .query(move |c| matrix_logouts::queue(c, &uid, &device_id, now))
             .await;
     }
 }
@@ -114,7 +115,7 @@ pub async fn session_token(
     let now = unix_now() as i64;
     let found = state
         .store
-        .run(move |c| Ok::<_, AppError>(refresh_tokens::live_session_device(c, &uid, &key, now)?))
+        .query(move |c| refresh_tokens::live_session_device(c, &uid, &key, now))
         .await?;
     let Some(found) = found else { return Ok(None) };
     if let Some(sealed) = &found.access_token_enc {
@@ -223,7 +224,8 @@ async fn log_out_user(
         })
         .await?;
     outcome.map_err(|e| AppError::Unavailable {
-        code: "homeserver_unavailable",
+        retry_after_secs: None,
+        code: ErrorCode::HomeserverUnavailable,
         message: e,
     })
 }

@@ -68,6 +68,13 @@ pub enum PageView {
     Room { room_id: String, readable: bool },
     /// `GET /api/messages/stats`.
     Stats,
+    /// `GET /api/email/threads`, as received (validated before rendering).
+    EmailThreads {
+        label: Option<String>,
+        q: Option<String>,
+        cursor: Option<String>,
+        limit: Option<String>,
+    },
 }
 
 /// Rendered pages (JSON bodies) by [`PageKey`]; `None` when turned off

@@ -10,14 +10,12 @@
 //! the client re-reads the reminder) and a push to the user's devices. Changing `dueAt`
 //! re-arms the announcement.
 
-use serde_json::json;
-
 use super::scheduled::{now_ms, parse_id, parse_page, validate_room_id};
 use super::users;
 use crate::clients::push::Notification;
 use crate::crypto::{Aad, DataKey, MasterKey};
 use crate::error::{AppError, AppResult};
-use crate::events::kind;
+use crate::events::ChangeEvent;
 use crate::services::conversations::require_readable;
 use crate::state::AppState;
 use crate::store::reminders::{self as store, ReminderRow};
@@ -249,7 +247,7 @@ pub async fn delete(state: &AppState, user_id: &str, id: &str) -> AppResult<Stri
     let rid = id.clone();
     let n = state
         .store
-        .run(move |c| Ok::<_, AppError>(store::delete(c, &uid, &rid)?))
+        .query(move |c| store::delete(c, &uid, &rid))
         .await?;
     if n == 0 {
         return Err(AppError::not_found("reminder"));
@@ -282,7 +280,7 @@ pub async fn list(
     let uid = user_id.to_owned();
     let (rows, total) = state
         .store
-        .run(move |c| Ok::<_, AppError>(store::list(c, &uid, completed, limit, offset)?))
+        .query(move |c| store::list(c, &uid, completed, limit, offset))
         .await?;
     Ok(ReminderPage {
         items: rows.into_iter().map(|r| open(&dek, r)).collect(),
@@ -299,14 +297,16 @@ pub async fn announce_due(state: &AppState) -> AppResult<usize> {
     let now = now_ms();
     let due = state
         .store
-        .run(move |c| Ok::<_, AppError>(store::claim_due(c, now, ANNOUNCE_BATCH as i64)?))
+        .query(move |c| store::claim_due(c, now, ANNOUNCE_BATCH as i64))
         .await?;
     let count = due.len();
     for row in due {
         state.events.publish(
             &row.user_id,
-            kind::REMINDER_DUE,
-            json!({"id": row.id, "dueAt": super::scheduled::to_time(row.due_at).to_rfc3339()}),
+            ChangeEvent::ReminderDue {
+                id: row.id.clone(),
+                due_at: super::scheduled::to_time(row.due_at).to_rfc3339(),
+            },
         );
         if state.push.is_none() {
             continue;

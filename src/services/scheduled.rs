@@ -8,7 +8,7 @@
 //! `pending` but cannot be changed or cancelled (400 `not_pending`, "being sent").
 //!
 //! Body: the client seals the message to the server's X25519 key (`GET /api/attestation`
-//! `serverPublicKey`) with the DESIGN §8 Seal; the envelope is checked to open at create
+//! `serverPublicKey`) with the envelope of `crypto::envelope`; the envelope is checked to open at create
 //! and update time and stored as given. The plaintext is UTF-8: either the text of an
 //! `m.text` message, or a JSON object with string `msgtype` and `body`, sent as the event
 //! content as is (formatted messages, notices).
@@ -18,8 +18,8 @@ use serde_json::{json, Value};
 
 use crate::clients::provisioning::Platform;
 use crate::crypto::{open_envelope, Envelope};
-use crate::error::{AppError, AppResult};
-use crate::events::kind;
+use crate::error::{AppError, AppResult, ErrorCode};
+use crate::events::ChangeEvent;
 use crate::state::AppState;
 use crate::store::scheduled_messages::{self as store, ListFilter, ScheduledRow, Stats, PENDING};
 
@@ -82,7 +82,7 @@ pub fn validate_room_id(field: &str, room_id: &str) -> AppResult<String> {
 }
 
 fn invalid_time(message: impl Into<String>) -> AppError {
-    AppError::bad_request("invalid_schedule_time", message)
+    AppError::bad_request(ErrorCode::InvalidScheduleTime, message)
 }
 
 /// `scheduledFor`: an RFC 3339 date-time strictly in the future.
@@ -117,7 +117,7 @@ fn validate_platform(value: Option<&str>) -> AppResult<Option<String>> {
 
 fn invalid_encryption(why: impl std::fmt::Display) -> AppError {
     AppError::bad_request(
-        "invalid_encryption",
+        ErrorCode::InvalidEncryption,
         format!(
             "encryptedBody: cannot be opened with the server key ({why}); seal it to \
              serverPublicKey of GET /api/attestation"
@@ -191,8 +191,11 @@ pub struct NewScheduled {
 pub fn publish(state: &AppState, user_id: &str, id: &str, room_id: &str, status: &str) {
     state.events.publish(
         user_id,
-        kind::SCHEDULED_UPDATED,
-        json!({"id": id, "roomId": room_id, "status": status}),
+        ChangeEvent::ScheduledUpdated {
+            id: id.to_owned(),
+            room_id: room_id.to_owned(),
+            status: status.to_owned(),
+        },
     );
 }
 
@@ -225,7 +228,7 @@ pub async fn create(state: &AppState, user_id: &str, new: NewScheduled) -> AppRe
     let stored = row.clone();
     state
         .store
-        .run(move |c| Ok::<_, AppError>(store::insert(c, &stored)?))
+        .query(move |c| store::insert(c, &stored))
         .await?;
     publish(state, user_id, &row.id, &row.room_id, PENDING);
     state.scheduler_wakeup.notify_one();
@@ -271,7 +274,7 @@ pub async fn list(state: &AppState, user_id: &str, q: ListQuery) -> AppResult<Pa
     let uid = user_id.to_owned();
     let (items, total) = state
         .store
-        .run(move |c| Ok::<_, AppError>(store::list(c, &uid, &filter)?))
+        .query(move |c| store::list(c, &uid, &filter))
         .await?;
     Ok(Page {
         items,
@@ -295,7 +298,7 @@ pub async fn get(state: &AppState, user_id: &str, id: &str) -> AppResult<Schedul
 fn not_pending(row: &ScheduledRow, now: i64) -> Option<AppError> {
     if row.status != PENDING {
         return Some(AppError::bad_request(
-            "not_pending",
+            ErrorCode::NotPending,
             format!(
                 "the scheduled message is {}; only pending messages can be changed",
                 row.status
@@ -304,7 +307,7 @@ fn not_pending(row: &ScheduledRow, now: i64) -> Option<AppError> {
     }
     if row.is_leased(now) {
         return Some(AppError::bad_request(
-            "not_pending",
+            ErrorCode::NotPending,
             "the scheduled message is being sent right now and can no longer be changed",
         ));
     }
@@ -428,76 +431,8 @@ pub async fn cancel(state: &AppState, user_id: &str, id: &str) -> AppResult<Stri
 
 pub async fn stats(state: &AppState, user_id: &str) -> AppResult<Stats> {
     let uid = user_id.to_owned();
-    state
-        .store
-        .run(move |c| Ok::<_, AppError>(store::stats(c, &uid)?))
-        .await
+    Ok(state.store.query(move |c| store::stats(c, &uid)).await?)
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn pages_are_validated_not_clamped() {
-        assert_eq!(parse_page(None, None).unwrap(), (50, 0));
-        assert_eq!(parse_page(Some("100"), Some("7")).unwrap(), (100, 7));
-        for (l, o) in [
-            (Some("0"), None),
-            (Some("101"), None),
-            (Some("x"), None),
-            (None, Some("-1")),
-            (None, Some("1.5")),
-        ] {
-            assert_eq!(parse_page(l, o).unwrap_err().code(), "invalid_request");
-        }
-    }
-
-    #[test]
-    fn schedule_times_must_parse_and_be_in_the_future() {
-        let now = DateTime::parse_from_rfc3339("2030-01-01T00:00:00Z")
-            .unwrap()
-            .timestamp_millis();
-        assert_eq!(
-            parse_schedule_time("2030-01-01T00:00:01.5+00:00", now).unwrap(),
-            now + 1_500
-        );
-        for bad in [
-            "2029-12-31T23:59:59Z",
-            "2030-01-01T00:00:00Z",
-            "tomorrow",
-            "",
-            "2030-01-01",
-        ] {
-            assert_eq!(
-                parse_schedule_time(bad, now).unwrap_err().code(),
-                "invalid_schedule_time",
-                "{bad}"
-            );
-        }
-    }
-
-    #[test]
-    fn plaintext_becomes_text_or_given_content() {
-        assert_eq!(
-            message_content("hi"),
-            json!({"msgtype": "m.text", "body": "hi"})
-        );
-        let notice = r#"{"msgtype":"m.notice","body":"b","format":"org.matrix.custom.html","formatted_body":"<b>b</b>"}"#;
-        assert_eq!(message_content(notice)["msgtype"], "m.notice");
-        assert_eq!(message_content(r#"{"a":1}"#)["body"], r#"{"a":1}"#);
-    }
-
-    #[test]
-    fn room_ids_and_platforms_are_checked() {
-        assert!(validate_room_id("roomId", "!abc:hs").is_ok());
-        assert!(validate_room_id("roomId", "abc:hs").is_err());
-        assert!(validate_room_id("roomId", "!a b:hs").is_err());
-        assert_eq!(
-            validate_platform(Some("Discord")).unwrap().as_deref(),
-            Some("discord")
-        );
-        assert!(validate_platform(Some("signal")).is_err());
-        assert!(parse_id("id", "nope").is_err());
-    }
-}
+mod tests;

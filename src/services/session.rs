@@ -11,7 +11,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::clock::unix_now;
 use crate::crypto;
-use crate::error::{AppError, AppResult};
+use crate::error::{AppError, AppResult, ErrorCode};
 use crate::state::AppState;
 use crate::store::epoch::{EpochCache, WriteEpoch};
 use crate::store::{api_tokens, users};
@@ -81,7 +81,7 @@ impl TokenGrant {
         }
         if !users::subscription_is_active(self.subscription_active, self.subscription_until, now) {
             return Err(AppError::forbidden(
-                "subscription_expired",
+                ErrorCode::SubscriptionExpired,
                 "an active paid subscription is required to use personal API tokens",
             ));
         }

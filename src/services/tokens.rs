@@ -4,19 +4,12 @@
 
 use crate::clock::unix_now;
 use crate::crypto;
-use crate::error::{AppError, AppResult};
+use crate::error::{AppError, AppResult, ErrorCode};
 use crate::services::session::Principal;
 use crate::state::AppState;
 use crate::store::api_tokens::{self, ApiTokenRow};
 
-/// Current version of the personal-token allowlist (the table in `api::routes`). Bump it
-/// when adding entries, and give the new entries `since: <new version>`: tokens created
-/// earlier must opt in to reach them.
-///
-/// Version 2 added `GET /api/search` as an *explicit* entry: it reads across every room
-/// at once, so it needs an explicit opt-in of each token, even of tokens created after
-/// version 2 (creation grants the ordinary entries of the current version only).
-pub const ALLOWLIST_VERSION: u32 = 2;
+pub use super::allowlist::ALLOWLIST_VERSION;
 
 /// Longest token name, in characters.
 pub const MAX_NAME_CHARS: usize = 100;
@@ -42,7 +35,7 @@ pub fn require_native(principal: &Principal) -> AppResult<&str> {
     match principal {
         Principal::User { user_id, .. } => Ok(user_id),
         Principal::ApiToken { .. } => Err(AppError::forbidden(
-            "forbidden_for_api_token",
+            ErrorCode::ForbiddenForApiToken,
             "personal API tokens cannot create, list or revoke tokens",
         )),
     }
@@ -118,7 +111,7 @@ pub async fn create(
             let tx = c.transaction()?;
             if api_tokens::count_live(&tx, &stored.user_id, now)? >= MAX_LIVE_TOKENS {
                 return Err(AppError::conflict(
-                    "too_many_tokens",
+                    ErrorCode::TooManyTokens,
                     format!(
                         "at most {MAX_LIVE_TOKENS} personal API tokens can be active at once; \
                          revoke one you no longer use (DELETE /api/developer/tokens/{{id}})"
@@ -172,7 +165,7 @@ pub async fn opt_in(state: &AppState, user_id: &str, token_id: &str) -> AppResul
                 .ok_or_else(|| AppError::not_found("token"))?;
             if row.revoked_at.is_some() {
                 return Err(AppError::bad_request(
-                    "token_revoked",
+                    ErrorCode::TokenRevoked,
                     "this token is revoked; create a new one instead",
                 ));
             }

@@ -6,7 +6,7 @@ use rusqlite::Connection;
 use crate::clock::unix_now;
 use crate::config::DefaultSubscription;
 use crate::crypto::{normalize_email, Aad, DataKey, MasterKey};
-use crate::error::{AppError, AppResult};
+use crate::error::{AppError, AppResult, ErrorCode};
 use crate::state::AppState;
 use crate::store::users::{self, UserRow};
 
@@ -236,7 +236,7 @@ pub async fn update_profile(
                 if let Some(other) = users::find_by_username(&tx, &name)? {
                     if other.id != user.id {
                         return Err(AppError::conflict(
-                            "username_taken",
+                            ErrorCode::UsernameTaken,
                             "this username is already taken",
                         ));
                     }
@@ -255,7 +255,7 @@ pub async fn update_profile(
                     if e.code == rusqlite::ErrorCode::ConstraintViolation =>
                 {
                     Err(AppError::conflict(
-                        "username_taken",
+                        ErrorCode::UsernameTaken,
                         "this username is already taken",
                     ))
                 }

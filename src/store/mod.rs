@@ -15,7 +15,9 @@ use crate::config::StorageConfig;
 pub mod api_tokens;
 pub mod bridge_logins;
 pub mod devices;
+pub mod email;
 pub mod epoch;
+pub mod history;
 pub mod linked_groups;
 pub mod login_codes;
 pub mod matrix_logouts;
@@ -87,8 +89,16 @@ const MIGRATIONS: &[(&str, &str)] = &[
         include_str!("../../migrations/0010_encrypted_rooms.sql"),
     ),
     (
-        "0012_search",
-        include_str!("../../migrations/0012_search.sql"),
+        "0011_history",
+        include_str!("../../migrations/0011_history.sql"),
+    ),
+    (
+        "0012_email",
+        include_str!("../../migrations/0012_email.sql"),
+    ),
+    (
+        "0013_search",
+        include_str!("../../migrations/0013_search.sql"),
     ),
 ];
 
@@ -201,6 +211,19 @@ impl Store {
                 Err(e) => Err(StoreError::Join(e.to_string()).into()),
             },
         }
+    }
+
+    /// [`Store::run`] for a job whose only errors are the store's own (SQLite or
+    /// [`StoreError`]): `store.query(move |c| rooms::find(c, &u, &r))` instead of wrapping
+    /// the call in `Ok::<_, AppError>(…?)`.
+    pub async fn query<T, E, F>(&self, job: F) -> Result<T, StoreError>
+    where
+        T: Send + 'static,
+        E: Send + 'static,
+        StoreError: From<E>,
+        F: FnOnce(&mut Conn) -> Result<T, E> + Send + 'static,
+    {
+        self.run(move |c| job(c).map_err(StoreError::from)).await
     }
 
     /// A store in a fresh temporary directory (kept while the returned guard lives).

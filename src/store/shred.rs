@@ -18,6 +18,9 @@ pub struct Shredded {
     pub scheduled: usize,
     pub linked_groups: usize,
     pub bridge_logins: usize,
+    /// Connected mailboxes (their cached mail goes with them) and signatures.
+    pub email_accounts: usize,
+    pub email_signatures: usize,
     /// Search index documents and AI vectors (blinded and sealed under the old key).
     pub search_docs: usize,
 }
@@ -47,5 +50,10 @@ pub fn content_of(conn: &Connection, user_id: &str) -> rusqlite::Result<Shredded
             "UPDATE bridge_logins SET remote_name_enc = NULL, remote_profile_enc = NULL \
              WHERE user_id = ?1 AND (remote_name_enc IS NOT NULL OR remote_profile_enc IS NOT NULL)",
         )?,
+        // The credentials and every cached message are sealed under the old key: the
+        // accounts go (cascading to mailboxes, threads and messages); the user connects
+        // them again. Their sync tasks stop when they find their account gone.
+        email_accounts: run("DELETE FROM email_accounts WHERE user_id = ?1")?,
+        email_signatures: run("DELETE FROM email_signatures WHERE user_id = ?1")?,
     })
 }

@@ -17,7 +17,6 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, OnceLock};
 
 use rusqlite::TransactionBehavior;
-use serde_json::json;
 use tokio::sync::{mpsc, Semaphore};
 use tokio::task::JoinSet;
 
@@ -25,7 +24,7 @@ use crate::clients::ai::{AiClient, AiError, ScoreRequest};
 use crate::clock::unix_now;
 use crate::config::AiConfig;
 use crate::error::{AppError, AppResult};
-use crate::events::kind;
+use crate::events::ChangeEvent;
 use crate::services::conversations::open_message;
 use crate::services::importance::NewMessage;
 use crate::services::importance::{self, Reader, Score};
@@ -157,20 +156,24 @@ async fn rescore(state: &AppState, shared: &Shared, job: Job) {
         msgtype: &loaded.msgtype,
         is_direct: loaded.is_direct,
         mentions_reader: loaded.mentions_reader,
+        categories: importance::CATEGORIES,
     };
     let score = match shared.client.score(&request).await {
-        Ok(score) => {
+        Ok(verdict) => {
             shared.succeeded();
-            score
+            Score::from(verdict)
         }
         Err(error) => return shared.failed(&error),
     };
     let (user_id, room_id) = (job.user_id.clone(), loaded.room_id.clone());
     match save(state, job.user_id, loaded, score).await {
         Ok(true) => {
-            state
-                .events
-                .publish(&user_id, kind::ROOM_UPDATED, json!({ "roomId": room_id }));
+            state.events.publish(
+                &user_id,
+                ChangeEvent::RoomUpdated {
+                    room_id: room_id.to_owned(),
+                },
+            );
         }
         Ok(false) => {
             tracing::debug!(%user_id, %room_id, "message changed while AI scoring; kept its new score");
@@ -212,7 +215,7 @@ async fn load(state: &AppState, job: &Job) -> AppResult<Option<Loaded>> {
             let Some(row) = messages::find_by_event(c, &uid, &event_id)? else {
                 return Ok(None);
             };
-            // After a key deletion nothing is read on the user's behalf (DESIGN §8).
+            // After a key deletion nothing is read on the user's behalf (README, "Deleting keys").
             if row.is_mine || row.redacted || user.keys_shredded {
                 return Ok(None);
             }

@@ -365,3 +365,51 @@ async fn key_deletion_destroys_the_crypto_store_and_another_user_sees_nothing() 
     s.nio.text(&s.room, again);
     wait_readable(&s.app, &s.token, &s.room, again).await;
 }
+
+/// Encrypted messages sent while the server was down, more than one timeline holds: the
+/// gap is fetched when paging back and decrypted on the way in (the room keys came as
+/// to-device events), in order, each once.
+#[tokio::test]
+async fn an_encrypted_gap_after_downtime_is_fetched_and_decrypted_when_paging() {
+    let mut s = setup().await;
+    let first = "before the downtime";
+    s.nio.text(&s.room, first);
+    wait_readable(&s.app, &s.token, &s.room, first).await;
+    s.app.kill9();
+    let mut sent = vec![first.to_owned()];
+    for i in 0..130 {
+        let text = format!("encrypted {i}");
+        s.nio.text(&s.room, &text);
+        sent.push(text);
+    }
+    s.app.spawn().await;
+    wait_readable(&s.app, &s.token, &s.room, sent.last().unwrap()).await;
+    let mut read = Vec::new();
+    let mut query = format!("?roomId={}&limit=50", enc(&s.room));
+    loop {
+        let page = expect_json(
+            s.app
+                .get_auth(&format!("/api/messages{query}"), &s.token)
+                .await,
+            200,
+        )
+        .await;
+        for m in page["messages"].as_array().unwrap() {
+            read.push(m["text"].as_str().unwrap().to_owned());
+        }
+        match page["nextCursor"].as_str() {
+            Some(c) => query = format!("?roomId={}&limit=50&cursor={c}", enc(&s.room)),
+            None => break,
+        }
+    }
+    sent.reverse();
+    assert_eq!(read, sent, "{}", s.app.log());
+    assert!(s
+        .app
+        .log()
+        .contains("fetched older history from the homeserver"));
+    assert!(
+        !contains(&db_bytes(&s.app), "encrypted 7"),
+        "plaintext in the db"
+    );
+}

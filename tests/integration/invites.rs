@@ -338,3 +338,55 @@ async fn forged_bridge_state_from_a_member_of_a_joined_room_is_ignored() {
     assert_eq!(r["isDirect"], false);
     assert_eq!(r["recipientId"], Value::Null);
 }
+
+/// `GET /api/bridges/chat-counts` against the room list, for a user with a joined plain
+/// Matrix room, a pending plain invitation and a bridged portal joined from the bot's
+/// invitation: the counts add up to the list, platform by platform (plain rooms under
+/// `matrix`), for the native session and for a personal token.
+#[tokio::test]
+async fn chat_counts_match_the_room_list_with_plain_bridged_and_invited_rooms() {
+    let bot = matrix::register("wabot").await;
+    let app = app_with_bot(&bot, "").await;
+    let session = app.sign_up("counts").await;
+    let me = me(&session);
+    let native = session.access_token.clone();
+    let script = personal_token(&app, &session).await;
+    let bob = matrix::register("bob").await;
+
+    let plain = bob.create_room(Some("Plain"), &[&me], false).await;
+    accept_invite(&app, &native, &plain).await;
+    let pending = bob.create_room(Some("Pending"), &[&me], false).await;
+    let portal = bridged_dm(&bot, &bot.user_id, &[&me]).await;
+    bot.wait_for_member(&portal, &me, WAIT).await;
+    wait_for_room(&app, &native, &portal, "portal bridged", |r| {
+        r["platform"] == "whatsapp" && r["membership"] == "join"
+    })
+    .await;
+    wait_for_room(&app, &native, &pending, "invitation listed", |r| {
+        r["membership"] == "invite"
+    })
+    .await;
+
+    for token in [&native, &script] {
+        let rooms = expect_json(app.get_auth("/api/rooms?limit=100", token).await, 200).await;
+        let rooms = rooms["rooms"].as_array().unwrap().clone();
+        let counts = expect_json(app.get_auth("/api/bridges/chat-counts", token).await, 200).await;
+        let count = |p: &str| {
+            counts["counts"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .find(|c| c["platform"] == p)
+                .unwrap_or_else(|| panic!("no {p} in {counts}"))["count"]
+                .as_i64()
+                .unwrap()
+        };
+        let listed =
+            |p: Option<&str>| rooms.iter().filter(|r| r["platform"].as_str() == p).count() as i64;
+        assert_eq!(rooms.len(), 3, "{rooms:?}");
+        assert_eq!(counts["total"], 3, "{counts}");
+        assert_eq!((count("whatsapp"), listed(Some("whatsapp"))), (1, 1));
+        assert_eq!((count("matrix"), listed(None)), (2, 2), "{counts}");
+        assert_eq!((count("telegram"), count("discord")), (0, 0));
+    }
+}

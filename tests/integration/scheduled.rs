@@ -576,7 +576,19 @@ async fn a_due_message_arrives_in_the_synapse_room_exactly_once() {
         )
         .await;
     expect_json(resp, 200).await;
-    tokio::time::sleep(Duration::from_secs(3)).await;
+    // Positive marker: a message due after the cancelled one is sent, so the scheduler has
+    // passed the cancelled one's time.
+    let marker_text = format!("marker {}", uuid::Uuid::new_v4());
+    let marker = schedule(&app, t, body(&key, &room, &marker_text, &at(2.0))).await;
+    let marker = wait_final(
+        &app,
+        t,
+        marker["id"].as_str().unwrap(),
+        Duration::from_secs(20),
+    )
+    .await;
+    assert_eq!(marker["status"], "sent", "{marker}");
+    assert_eq!(room_messages_with(&mx, &room, &marker_text).await.len(), 1);
     assert!(room_messages_with(&mx, &room, "never").await.is_empty());
     // Seconds later, still exactly one event per sent message (no second send).
     assert_eq!(room_messages_with(&mx, &room, &text).await.len(), 1);

@@ -5,8 +5,9 @@ use std::time::Duration;
 
 use reqwest::Method;
 use serde_json::json;
-use switchboard::api::routes::{
-    is_public, personal_token_allows, ALLOWLIST_VERSION, PERSONAL_TOKEN_ALLOWLIST,
+use switchboard::api::routes::route_table;
+use switchboard::services::allowlist::{
+    personal_token_allows, ALLOWLIST_VERSION, PERSONAL_TOKEN_ALLOWLIST,
 };
 
 use crate::admin::{admin_app, put_subscription, user_cli, user_id};
@@ -645,7 +646,7 @@ async fn every_operation_of_the_document_obeys_the_personal_token_allowlist() {
             if !["GET", "POST", "PUT", "PATCH", "DELETE"].contains(&method.as_str()) {
                 continue;
             }
-            if is_public(template) {
+            if route_table().is_public(template) {
                 public += 1;
                 continue;
             }

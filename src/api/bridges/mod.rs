@@ -15,7 +15,7 @@ use poem_openapi::payload::Json;
 use poem_openapi::{ApiResponse, Enum, Object, OpenApi};
 use serde_json::Value;
 
-use super::security::BearerAuth;
+use super::security::{NativeAuth, TokenAuth};
 use super::views::{time, MessageResponse};
 use super::ApiTags;
 use crate::clients::provisioning::{LoginStep, Platform};
@@ -64,7 +64,7 @@ impl BridgesApi {
     async fn list(
         &self,
         state: Data<&AppState>,
-        auth: BearerAuth,
+        auth: TokenAuth,
     ) -> Result<Json<BridgeList>, AppError> {
         let statuses = service::all_statuses(&state, auth.user_id()).await?;
         Ok(Json(BridgeList {
@@ -84,7 +84,7 @@ impl BridgesApi {
     async fn configured(
         &self,
         state: Data<&AppState>,
-        _auth: BearerAuth,
+        _auth: TokenAuth,
     ) -> Json<ConfiguredPlatforms> {
         Json(ConfiguredPlatforms {
             platforms: Platform::ALL
@@ -112,7 +112,7 @@ impl BridgesApi {
     async fn dashboard(
         &self,
         state: Data<&AppState>,
-        auth: BearerAuth,
+        auth: TokenAuth,
     ) -> Result<Json<BridgeDashboard>, AppError> {
         let statuses = service::all_statuses(&state, auth.user_id()).await?;
         Ok(Json(BridgeDashboard {
@@ -123,9 +123,10 @@ impl BridgesApi {
 
     /// Conversation counts per platform
     ///
-    /// Per platform, the number of visible non-archived conversations: the same filter as
-    /// the default room list, so the counts match what `GET /api/rooms` shows. Allowed for
-    /// personal API tokens.
+    /// Per platform, the number of visible non-archived conversations (joined or invited):
+    /// the same filter as the default room list, so the counts match what `GET /api/rooms`
+    /// shows. Plain Matrix rooms (no bridge) are counted under `matrix`, and `total` is
+    /// every conversation of the list. Allowed for personal API tokens.
     #[oai(
         path = "/chat-counts",
         method = "get",
@@ -134,16 +135,16 @@ impl BridgesApi {
     async fn chat_counts(
         &self,
         state: Data<&AppState>,
-        auth: BearerAuth,
+        auth: TokenAuth,
     ) -> Result<Json<ChatCounts>, AppError> {
         let counts = service::chat_counts(&state, auth.user_id()).await?;
         Ok(Json(ChatCounts {
-            total: counts.iter().map(|(_, n)| n).sum(),
+            total: counts.iter().map(|(_, _, n)| n).sum(),
             counts: counts
                 .into_iter()
-                .map(|(p, count)| ChatCount {
-                    platform: p.id().to_owned(),
-                    name: p.name().to_owned(),
+                .map(|(platform, name, count)| ChatCount {
+                    platform: platform.to_owned(),
+                    name: name.to_owned(),
                     count,
                 })
                 .collect(),
@@ -159,7 +160,7 @@ impl BridgesApi {
     async fn get(
         &self,
         state: Data<&AppState>,
-        auth: BearerAuth,
+        auth: NativeAuth,
         platform: Path<String>,
     ) -> Result<Json<BridgeStatus>, AppError> {
         let platform = platform_of(&platform)?;
@@ -184,7 +185,7 @@ impl BridgesApi {
     async fn delete(
         &self,
         state: Data<&AppState>,
-        auth: BearerAuth,
+        auth: NativeAuth,
         platform: Path<String>,
     ) -> Result<Json<MessageResponse>, AppError> {
         let platform = platform_of(&platform)?;
@@ -209,7 +210,7 @@ impl BridgesApi {
     async fn flows(
         &self,
         state: Data<&AppState>,
-        auth: BearerAuth,
+        auth: NativeAuth,
         platform: Path<String>,
     ) -> Result<Json<LoginFlows>, AppError> {
         let platform = platform_of(&platform)?;
@@ -244,7 +245,7 @@ impl BridgesApi {
     async fn login_start(
         &self,
         state: Data<&AppState>,
-        auth: BearerAuth,
+        auth: NativeAuth,
         platform: Path<String>,
         body: Json<LoginStartRequest>,
     ) -> Result<Json<LoginStarted>, AppError> {
@@ -277,7 +278,7 @@ impl BridgesApi {
     async fn login_step(
         &self,
         state: Data<&AppState>,
-        auth: BearerAuth,
+        auth: NativeAuth,
         platform: Path<String>,
         body: Json<LoginStepRequest>,
     ) -> Result<Json<LoginProgressObject>, AppError> {
@@ -319,7 +320,7 @@ impl BridgesApi {
     async fn login_wait(
         &self,
         state: Data<&AppState>,
-        auth: BearerAuth,
+        auth: NativeAuth,
         platform: Path<String>,
         body: Json<LoginWaitRequest>,
     ) -> Result<Json<LoginProgressObject>, AppError> {
@@ -358,7 +359,7 @@ impl BridgesApi {
     async fn status(
         &self,
         state: Data<&AppState>,
-        auth: BearerAuth,
+        auth: NativeAuth,
         platform: Path<String>,
     ) -> Result<Json<LiveStatus>, AppError> {
         let platform = platform_of(&platform)?;
@@ -385,7 +386,7 @@ impl BridgesApi {
     async fn logout(
         &self,
         state: Data<&AppState>,
-        auth: BearerAuth,
+        auth: NativeAuth,
         platform: Path<String>,
         body: Json<Option<LogoutRequest>>,
     ) -> Result<Json<MessageResponse>, AppError> {
@@ -414,7 +415,7 @@ impl BridgesApi {
     async fn connect(
         &self,
         state: Data<&AppState>,
-        auth: BearerAuth,
+        auth: NativeAuth,
         platform: Path<String>,
     ) -> Result<ConnectResponse, AppError> {
         let platform = platform_of(&platform)?;
@@ -460,7 +461,7 @@ impl BridgesApi {
     async fn disconnect(
         &self,
         state: Data<&AppState>,
-        auth: BearerAuth,
+        auth: NativeAuth,
         platform: Path<String>,
     ) -> Result<DisconnectResponse, AppError> {
         let platform = platform_of(&platform)?;
@@ -471,37 +472,5 @@ impl BridgesApi {
             ))),
             DEPRECATED.to_owned(),
         ))
-    }
-}
-
-fn started(update: LoginUpdate) -> LoginStarted {
-    let timeout = update.timeout.into();
-    let step = match update.progress {
-        LoginProgress::Step(step) => step.into(),
-        LoginProgress::Complete(c) => LoginStepObject {
-            step_id: String::new(),
-            step_type: LoginStep::COMPLETE.to_owned(),
-            instructions: String::new(),
-            display_and_wait: None,
-            user_input: None,
-            cookies: None,
-            complete: Some(StepComplete {
-                user_login_id: c.login_id,
-            }),
-        },
-        LoginProgress::Expired => LoginStepObject {
-            step_id: String::new(),
-            step_type: "expired".to_owned(),
-            instructions: "the login process expired".to_owned(),
-            display_and_wait: None,
-            user_input: None,
-            cookies: None,
-            complete: None,
-        },
-    };
-    LoginStarted {
-        login_process_id: update.process_id,
-        step,
-        timeout,
     }
 }

@@ -115,11 +115,11 @@ pub struct ConfiguredPlatforms {
 #[derive(Debug, Object)]
 #[oai(rename = "BridgeChatCount")]
 pub struct ChatCount {
-    /// `whatsapp`, `telegram` or `discord`.
+    /// `whatsapp`, `telegram` or `discord`; `matrix` for plain Matrix rooms (no bridge).
     pub platform: String,
     pub name: String,
-    /// Visible non-archived conversations bridged from the platform (the filter of the
-    /// room list).
+    /// Visible non-archived conversations (joined or invited) of the platform: the filter
+    /// of the room list.
     pub count: i64,
 }
 
@@ -127,7 +127,7 @@ pub struct ChatCount {
 #[oai(rename = "BridgeChatCounts")]
 pub struct ChatCounts {
     pub counts: Vec<ChatCount>,
-    /// Sum of `counts`.
+    /// Sum of `counts`: every conversation the default room list shows.
     pub total: i64,
 }
 
@@ -397,4 +397,37 @@ pub enum DisconnectResponse {
     /// Every login was logged out. Deprecated: use `logout`.
     #[oai(status = 200)]
     Ok(Json<MessageResponse>, #[oai(header = "Deprecation")] String),
+}
+
+/// The answer to a login start or step: the bridge's next step, or how it ended.
+pub(super) fn started(update: LoginUpdate) -> LoginStarted {
+    let timeout = update.timeout.into();
+    let step = match update.progress {
+        LoginProgress::Step(step) => step.into(),
+        LoginProgress::Complete(c) => LoginStepObject {
+            step_id: String::new(),
+            step_type: LoginStep::COMPLETE.to_owned(),
+            instructions: String::new(),
+            display_and_wait: None,
+            user_input: None,
+            cookies: None,
+            complete: Some(StepComplete {
+                user_login_id: c.login_id,
+            }),
+        },
+        LoginProgress::Expired => LoginStepObject {
+            step_id: String::new(),
+            step_type: "expired".to_owned(),
+            instructions: "the login process expired".to_owned(),
+            display_and_wait: None,
+            user_input: None,
+            cookies: None,
+            complete: None,
+        },
+    };
+    LoginStarted {
+        login_process_id: update.process_id,
+        step,
+        timeout,
+    }
 }

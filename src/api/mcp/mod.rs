@@ -24,7 +24,7 @@ use poem::endpoint::{DynEndpoint, TowerCompatExt};
 use poem::http::{header, HeaderValue, Method, StatusCode};
 use poem::{Endpoint, EndpointExt, IntoResponse, Request, Response};
 use rmcp::model::{
-    CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock, ErrorCode,
+    CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock, ErrorCode as RpcCode,
     Implementation, InitializeResult, ListToolsResult, PaginatedRequestParams, ServerCapabilities,
     ServerConfig,
 };
@@ -34,7 +34,7 @@ use rmcp::transport::streamable_http_server::{StreamableHttpServerConfig, Stream
 use rmcp::{ErrorData, RoleServer, ServerHandler};
 use serde_json::{json, Value};
 
-use crate::error::AppError;
+use crate::error::{AppError, ErrorCode};
 use crate::services::session::Principal;
 use crate::state::AppState;
 
@@ -75,7 +75,7 @@ async fn personal_tokens_only<E: Endpoint>(ep: Arc<E>, req: Request) -> poem::Re
     match req.extensions().get::<Principal>() {
         Some(Principal::ApiToken { .. }) => ep.call(req).await.map(IntoResponse::into_response),
         _ => Err(AppError::forbidden(
-            "personal_token_required",
+            ErrorCode::PersonalTokenRequired,
             "/mcp takes a personal API token (csk_…) as the bearer",
         )
         .into()),
@@ -116,9 +116,9 @@ async fn json_rpc_refusals<E: Endpoint>(ep: Arc<E>, req: Request) -> poem::Resul
 /// otherwise; `data` carries the route's body and status.
 fn route_error(status: StatusCode, code: &str, message: &str) -> ErrorData {
     let rpc = if status == StatusCode::BAD_REQUEST {
-        ErrorCode::INVALID_PARAMS
+        RpcCode::INVALID_PARAMS
     } else {
-        ErrorCode(-32000)
+        RpcCode(-32000)
     };
     ErrorData::new(
         rpc,

@@ -1,11 +1,11 @@
 //! The AI service (`[ai]`): an OpenAI-compatible chat-completions client that scores one
 //! incoming message, and the background [`Scorer`] that applies its answers.
 //!
-//! DESIGN §4 lets the AI service decide importance, category and question detection when
-//! it is configured. Ingest cannot wait for it (the sync transaction stays fast and the
+//! When it is configured, the AI service decides importance, category and question
+//! detection. Ingest cannot wait for it (the sync transaction stays fast and the
 //! service may be slow or down), so every message is first stored with the heuristic of
-//! [`crate::services::importance`], and the scorer refines it afterwards; see that
-//! module for the whole flow.
+//! `services::importance`, and the scorer refines it afterwards; see that module for the
+//! whole flow. The caller names the categories a verdict may carry.
 //!
 //! Wire protocol: `POST {url}/chat/completions` with `Authorization: Bearer <api_key>`
 //! when a key is set, a system prompt that asks for one JSON object, the message facts as
@@ -21,8 +21,6 @@ use serde::Deserialize;
 use serde_json::{json, Value};
 
 use crate::config::{AiConfig, Secret};
-use crate::error::AppError;
-use crate::services::importance::{self, Score};
 
 /// How long one scoring request may take, connection included.
 pub const REQUEST_TIMEOUT: Duration = Duration::from_secs(10);
@@ -57,27 +55,14 @@ pub enum AiError {
     Malformed(String),
 }
 
-impl From<AiError> for AppError {
-    fn from(e: AiError) -> Self {
-        match e {
-            // The transport detail is reqwest's text with the service's URL: log only.
-            AiError::Unreachable(_) => {
-                tracing::warn!(error = %e, "AI service unreachable");
-                AppError::Unavailable {
-                    code: "ai_unavailable",
-                    message: "the AI service is unreachable".to_owned(),
-                }
-            }
-            AiError::Timeout(_) => AppError::Unavailable {
-                code: "ai_unavailable",
-                message: e.to_string(),
-            },
-            AiError::Http { .. } | AiError::Malformed(_) => AppError::BadGateway {
-                code: "ai_error",
-                message: e.to_string(),
-            },
-        }
-    }
+/// The service's verdict on one message.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Verdict {
+    /// In `[0, 1]`, three decimals.
+    pub importance: f64,
+    /// One of the categories the caller allowed.
+    pub category: &'static str,
+    pub is_question: bool,
 }
 
 /// What the AI service is told about one incoming message.
@@ -86,8 +71,10 @@ pub struct ScoreRequest<'a> {
     pub text: &'a str,
     pub msgtype: &'a str,
     pub is_direct: bool,
-    /// As the heuristic decides it ([`importance::is_mentioned`]).
+    /// As the caller's heuristic decides it.
     pub mentions_reader: bool,
+    /// The categories a verdict may name; any other is [`AiError::Malformed`].
+    pub categories: &'static [&'static str],
 }
 
 /// A client of one configured AI service.
@@ -116,7 +103,7 @@ impl AiClient {
     }
 
     /// Asks for the score of one message.
-    pub async fn score(&self, facts: &ScoreRequest<'_>) -> Result<Score, AiError> {
+    pub async fn score(&self, facts: &ScoreRequest<'_>) -> Result<Verdict, AiError> {
         let mut request = self
             .http
             .post(&self.endpoint)
@@ -140,7 +127,7 @@ impl AiClient {
                 body.len()
             )));
         }
-        parse_completion(&body)
+        parse_completion(&body, facts.categories)
     }
 }
 
@@ -164,26 +151,32 @@ pub fn request_body(model: &str, facts: &ScoreRequest<'_>) -> Value {
 }
 
 /// Reads the verdict out of a chat-completions response body.
-pub fn parse_completion(body: &[u8]) -> Result<Score, AiError> {
+pub fn parse_completion(
+    body: &[u8],
+    categories: &'static [&'static str],
+) -> Result<Verdict, AiError> {
     let value: Value = serde_json::from_slice(body)
         .map_err(|e| AiError::Malformed(format!("the response is not JSON: {e}")))?;
     let content = value["choices"][0]["message"]["content"]
         .as_str()
         .ok_or_else(|| AiError::Malformed("no choices[0].message.content".into()))?;
-    parse_verdict(content)
+    parse_verdict(content, categories)
 }
 
 #[derive(Deserialize)]
 #[serde(rename_all = "camelCase")]
-struct Verdict {
+struct WireVerdict {
     importance: f64,
     category: String,
     is_question: bool,
 }
 
 /// Parses the model's JSON verdict: importance clamped to `[0, 1]` (three decimals), the
-/// category one of [`importance::CATEGORIES`].
-pub fn parse_verdict(content: &str) -> Result<Score, AiError> {
+/// category one of `categories`.
+pub fn parse_verdict(
+    content: &str,
+    categories: &'static [&'static str],
+) -> Result<Verdict, AiError> {
     let malformed = |e: serde_json::Error| {
         AiError::Malformed(format!("the verdict is not the expected JSON object: {e}"))
     };
@@ -193,15 +186,15 @@ pub fn parse_verdict(content: &str) -> Result<Score, AiError> {
             "the verdict is not a JSON object".into(),
         ));
     }
-    let verdict: Verdict = serde_json::from_value(value).map_err(malformed)?;
+    let verdict: WireVerdict = serde_json::from_value(value).map_err(malformed)?;
     let wanted = verdict.category.trim().to_ascii_lowercase();
-    let category = importance::CATEGORIES
+    let category = categories
         .iter()
         .copied()
         .find(|c| *c == wanted)
         .ok_or_else(|| AiError::Malformed(format!("unknown category {:?}", verdict.category)))?;
-    Ok(Score {
-        importance: importance::round_score(verdict.importance.clamp(0.0, 1.0)),
+    Ok(Verdict {
+        importance: (verdict.importance.clamp(0.0, 1.0) * 1000.0).round() / 1000.0,
         category,
         is_question: verdict.is_question,
     })

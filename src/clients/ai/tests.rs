@@ -1,5 +1,9 @@
 use super::*;
 
+const CATEGORIES: &[&str] = &[
+    "urgent", "mention", "question", "media", "direct", "general",
+];
+
 fn completion(content: &str) -> Vec<u8> {
     json!({
         "id": "chatcmpl-1",
@@ -18,8 +22,8 @@ fn completion(content: &str) -> Vec<u8> {
 fn a_good_answer_becomes_the_score() {
     let body = completion(r#"{"importance": 0.8125, "category": "question", "isQuestion": true}"#);
     assert_eq!(
-        parse_completion(&body).unwrap(),
-        Score {
+        parse_completion(&body, CATEGORIES).unwrap(),
+        Verdict {
             importance: 0.813,
             category: "question",
             is_question: true,
@@ -27,22 +31,31 @@ fn a_good_answer_becomes_the_score() {
     );
     let fenced =
         "```json\n{\"importance\": 0.2, \"category\": \"Media\", \"isQuestion\": false}\n```";
-    let s = parse_verdict(fenced).unwrap();
+    let s = parse_verdict(fenced, CATEGORIES).unwrap();
     assert_eq!((s.importance, s.category), (0.2, "media"));
 }
 
 #[test]
 fn importance_is_clamped_to_zero_and_one() {
-    let high = parse_verdict(r#"{"importance": 7, "category": "urgent", "isQuestion": false}"#);
+    let high = parse_verdict(
+        r#"{"importance": 7, "category": "urgent", "isQuestion": false}"#,
+        CATEGORIES,
+    );
     assert_eq!(high.unwrap().importance, 1.0);
-    let low = parse_verdict(r#"{"importance": -0.5, "category": "general", "isQuestion": false}"#);
+    let low = parse_verdict(
+        r#"{"importance": -0.5, "category": "general", "isQuestion": false}"#,
+        CATEGORIES,
+    );
     assert_eq!(low.unwrap().importance, 0.0);
 }
 
 #[test]
 fn an_unknown_category_is_an_error() {
-    let e = parse_verdict(r#"{"importance": 0.5, "category": "spam", "isQuestion": false}"#)
-        .unwrap_err();
+    let e = parse_verdict(
+        r#"{"importance": 0.5, "category": "spam", "isQuestion": false}"#,
+        CATEGORIES,
+    )
+    .unwrap_err();
     assert!(
         matches!(&e, AiError::Malformed(m) if m.contains("spam")),
         "{e}"
@@ -59,7 +72,10 @@ fn malformed_answers_are_errors() {
         "",
     ] {
         assert!(
-            matches!(parse_verdict(content), Err(AiError::Malformed(_))),
+            matches!(
+                parse_verdict(content, CATEGORIES),
+                Err(AiError::Malformed(_))
+            ),
             "{content:?}"
         );
     }
@@ -71,7 +87,7 @@ fn malformed_answers_are_errors() {
             .into_bytes(),
     ] {
         assert!(matches!(
-            parse_completion(&body),
+            parse_completion(&body, CATEGORIES),
             Err(AiError::Malformed(_))
         ));
     }
@@ -84,6 +100,7 @@ fn the_request_names_the_model_and_asks_for_json() {
         msgtype: "m.text",
         is_direct: true,
         mentions_reader: false,
+        categories: CATEGORIES,
     };
     let body = request_body("llama3.1", &facts);
     assert_eq!(body["model"], "llama3.1");
@@ -99,16 +116,7 @@ fn the_request_names_the_model_and_asks_for_json() {
 }
 
 #[test]
-fn failures_map_to_upstream_errors() {
-    assert_eq!(
-        AppError::from(AiError::Timeout(10)).code(),
-        "ai_unavailable"
-    );
-    let http = AiError::Http {
-        status: 500,
-        detail: "boom".into(),
-    };
-    assert_eq!(AppError::from(http).code(), "ai_error");
+fn error_bodies_are_shortened_for_the_log() {
     assert_eq!(snippet(b"  "), "(empty body)");
     assert_eq!(snippet("é".repeat(300).as_bytes()).chars().count(), 201);
 }

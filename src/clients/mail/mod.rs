@@ -1,4 +1,10 @@
 //! Outgoing mail: sign-in codes through SMTP (lettre) or, for local setups, the server log.
+//!
+//! The user's own mailboxes (issue #10) speak IMAP ([`imap`]) and SMTP ([`smtp`]).
+
+pub mod imap;
+pub mod smtp;
+mod uids;
 
 use std::time::Duration;
 

@@ -12,6 +12,7 @@ use crate::config::MatrixConfig;
 
 mod devices;
 pub mod e2ee;
+pub mod history;
 pub mod types;
 pub use types::SyncResponse;
 

@@ -1,11 +1,11 @@
-//! Typed provisioning errors and their one mapping onto [`AppError`].
+//! Typed provisioning errors and what each means for the caller ([`Failure`]); the
+//! mapping onto the API error is in `services::upstream`.
 //!
 //! Bridges before mautrix-go v0.30 send many bridge-level errors as HTTP 500, and
 //! `M_BAD_STATE` always as 500, so errors are classified by `errcode` first and by the
 //! HTTP status only when the code says nothing.
 
 use super::Platform;
-use crate::error::AppError;
 
 #[derive(Debug, Clone, thiserror::Error)]
 pub enum BridgeError {
@@ -92,82 +92,6 @@ impl BridgeError {
             } => classify(*status, errcode),
         }
     }
-
-    /// Maps onto the API error; `not_found_code` names what was not found
-    /// (`login_not_found`, `login_process_not_found`).
-    pub fn into_app(self, not_found_code: &'static str) -> AppError {
-        let name = self.platform().name();
-        let message = match &self {
-            Self::Http { message, .. } => message.clone(),
-            _ => String::new(),
-        };
-        let or = |fallback: String| {
-            if message.trim().is_empty() {
-                fallback
-            } else {
-                message.clone()
-            }
-        };
-        match self.failure() {
-            Failure::NotConfigured => AppError::Unavailable {
-                code: "bridge_not_configured",
-                message: format!(
-                    "the {name} bridge is not configured on this server \
-                     ([bridges.{}] provisioning_url)",
-                    self.platform().id()
-                ),
-            },
-            Failure::Unavailable => AppError::Unavailable {
-                code: "bridge_unavailable",
-                message: self.public_message(),
-            },
-            Failure::Auth => AppError::BadGateway {
-                code: "bridge_auth_failed",
-                message: format!(
-                    "the {name} bridge refused the request ({}); check the shared secret \
-                     and the bridge's login permissions",
-                    or("unauthorized".into())
-                ),
-            },
-            Failure::NotFound => AppError::NotFound {
-                code: not_found_code,
-                message: or(format!("not found at the {name} bridge")),
-            },
-            Failure::Rejected => AppError::BadRequest {
-                code: "bridge_rejected",
-                message: or(format!("the {name} bridge rejected the request")),
-            },
-            Failure::Expired => AppError::BadRequest {
-                code: "login_expired",
-                message: or("the login process timed out; start a new login".into()),
-            },
-            Failure::Ended => AppError::BadRequest {
-                code: "login_ended",
-                message: or("the login process has ended; start a new login".into()),
-            },
-            Failure::TooManyLogins => AppError::Conflict {
-                code: "too_many_logins",
-                message: or(format!(
-                    "the {name} bridge allows no more logins; pass loginId to re-authenticate"
-                )),
-            },
-            Failure::Upstream => AppError::BadGateway {
-                code: "bridge_error",
-                message: match &self {
-                    Self::Http { .. } => {
-                        format!("the {name} bridge failed: {}", or("no details".into()))
-                    }
-                    other => other.public_message(),
-                },
-            },
-        }
-    }
-}
-
-impl From<BridgeError> for AppError {
-    fn from(e: BridgeError) -> Self {
-        e.into_app("not_found")
-    }
 }
 
 fn classify(status: u16, errcode: &str) -> Failure {
@@ -196,18 +120,20 @@ fn classify(status: u16, errcode: &str) -> Failure {
     }
 }
 
+/// A WhatsApp bridge error answer with the message `msg`, for tests here and in services.
+#[cfg(test)]
+pub fn http(status: u16, errcode: &str) -> BridgeError {
+    BridgeError::Http {
+        platform: Platform::Whatsapp,
+        status,
+        errcode: errcode.into(),
+        message: "msg".into(),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    fn http(status: u16, errcode: &str) -> BridgeError {
-        BridgeError::Http {
-            platform: Platform::Whatsapp,
-            status,
-            errcode: errcode.into(),
-            message: "msg".into(),
-        }
-    }
 
     #[test]
     fn errors_are_classified_by_errcode_before_status() {
@@ -232,24 +158,5 @@ mod tests {
         assert_eq!(http(401, "M_UNKNOWN_TOKEN").failure(), Failure::Auth);
         assert_eq!(http(500, "M_UNKNOWN").failure(), Failure::Upstream);
         assert_eq!(http(502, "").failure(), Failure::Upstream);
-    }
-
-    #[test]
-    fn api_errors_carry_the_bridges_message_and_clear_codes() {
-        let e = http(400, "FI.MAU.TELEGRAM.PHONE_CODE_INVALID").into_app("x");
-        assert_eq!(
-            (e.code(), e.to_string().as_str()),
-            ("bridge_rejected", "msg")
-        );
-        assert_eq!(http(500, "M_UNKNOWN").into_app("x").code(), "bridge_error");
-        assert_eq!(
-            http(404, "M_NOT_FOUND").into_app("login_not_found").code(),
-            "login_not_found"
-        );
-        let down = BridgeError::Unreachable {
-            platform: Platform::Telegram,
-            detail: "connection refused".into(),
-        };
-        assert_eq!(AppError::from(down).code(), "bridge_unavailable");
     }
 }

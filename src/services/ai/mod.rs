@@ -20,7 +20,7 @@ use serde::Deserialize;
 
 use crate::clients::ai::{AiClient, AiError};
 use crate::crypto::{self, DataKey};
-use crate::error::{AppError, AppResult};
+use crate::error::{AppError, AppResult, ErrorCode};
 use crate::services::conversations;
 use crate::services::keys::validate_public_key;
 use crate::services::session::Principal;
@@ -75,7 +75,7 @@ pub fn require_native(principal: &Principal) -> AppResult<&str> {
     match principal {
         Principal::User { user_id, .. } => Ok(user_id),
         Principal::ApiToken { .. } => Err(AppError::forbidden(
-            "forbidden_for_api_token",
+            ErrorCode::ForbiddenForApiToken,
             "AI features are for native sessions only",
         )),
     }
@@ -94,7 +94,7 @@ pub fn client(state: &AppState) -> Option<AiClient> {
 pub fn unavailable(e: AiError) -> AppError {
     tracing::warn!(error = %e, "AI service request failed");
     AppError::BadGateway {
-        code: "ai_unavailable",
+        code: ErrorCode::AiUnavailable,
         message: match e {
             AiError::Timeout(_) => e.to_string(),
             AiError::Unreachable(_) => "the AI service is unreachable".to_owned(),
@@ -271,8 +271,9 @@ pub async fn translate(
     target: &str,
 ) -> AppResult<Translation> {
     let ai = client(state).ok_or_else(|| AppError::Unavailable {
-        code: "ai_not_configured",
+        code: ErrorCode::AiNotConfigured,
         message: "translation needs an AI service: configure [ai]".to_owned(),
+        retry_after_secs: None,
     })?;
     let master = state.master.clone();
     let uid = user_id.to_owned();

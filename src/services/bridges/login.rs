@@ -2,6 +2,7 @@
 //! and the deprecated `connect` that picks a flow itself.
 
 use super::*;
+use crate::error::ErrorCode;
 
 /// The bridge's login flows.
 pub async fn flows(
@@ -34,12 +35,13 @@ pub async fn start_login(
         .hit(&key, LOGIN_RATE_LIMIT, LOGIN_RATE_WINDOW)
         .await
     {
-        return Err(AppError::RateLimited {
+        return Err(AppError::TooManyRequests {
+            code: ErrorCode::RateLimited,
             message: format!(
                 "at most {LOGIN_RATE_LIMIT} bridge logins can be started per 10 minutes; retry in {} s",
                 quota.retry_after()
             ),
-            retry_after_secs: quota.retry_after(),
+            retry_after_secs: Some(quota.retry_after()),
         });
     }
     let (user, mxid) = acting_user(state, user_id).await?;
@@ -51,7 +53,7 @@ pub async fn start_login(
     if !whoami.login_flows.is_empty() && !whoami.login_flows.iter().any(|f| f.id == flow_id) {
         let ids: Vec<&str> = whoami.login_flows.iter().map(|f| f.id.as_str()).collect();
         return Err(AppError::bad_request(
-            "invalid_flow",
+            ErrorCode::InvalidFlow,
             format!(
                 "flowId: the {} bridge has no flow {flow_id:?}; its flows are {}",
                 platform.name(),
@@ -62,10 +64,10 @@ pub async fn start_login(
     let step = client
         .login_start(&mxid, flow_id, relogin)
         .await
-        .map_err(|e| e.into_app("login_not_found"))?;
+        .map_err(|e| bridge_error(e, ErrorCode::LoginNotFound))?;
     if step.login_id.is_empty() {
         return Err(AppError::BadGateway {
-            code: "bridge_error",
+            code: ErrorCode::BridgeError,
             message: format!(
                 "the {} bridge started a login without a process id",
                 platform.name()
@@ -187,7 +189,7 @@ async fn find_process(
         .get(&(user_id.to_owned(), platform, process_id.to_owned()))
         .await
         .ok_or_else(|| AppError::NotFound {
-            code: "login_process_not_found",
+            code: ErrorCode::LoginProcessNotFound,
             message: "unknown or expired login process; start a new login".into(),
         })
 }
@@ -214,7 +216,7 @@ pub async fn submit_step(
     if let Some(settled) = process.settled(&mut process.lock()) {
         return match settled? {
             LoginProgress::Expired => Err(AppError::bad_request(
-                "login_expired",
+                ErrorCode::LoginExpired,
                 "the login process timed out; start a new login",
             )),
             done => Ok(process.update(done)),
@@ -229,7 +231,7 @@ pub async fn submit_step(
             if e.failure() == Failure::Expired {
                 process.mark_expired(&mut process.lock());
             }
-            Err(e.into_app("login_process_not_found"))
+            Err(bridge_error(e, ErrorCode::LoginProcessNotFound))
         }
     }
 }
@@ -258,7 +260,7 @@ pub async fn wait_step(
             Some(polling) if polling == step_id => {}
             Some(polling) => {
                 return Err(AppError::bad_request(
-                    "invalid_step",
+                    ErrorCode::InvalidStep,
                     format!("stepId: the process is waiting on step {polling:?}, not {step_id:?}"),
                 ))
             }
@@ -270,7 +272,7 @@ pub async fn wait_step(
             None => {
                 if s.step.step_type != LoginStep::DISPLAY_AND_WAIT || s.step.step_id != step_id {
                     return Err(AppError::bad_request(
-                        "invalid_step",
+                        ErrorCode::InvalidStep,
                         format!(
                             "stepId: the current step is {:?} of type {}; {}",
                             s.step.step_id,
@@ -306,7 +308,7 @@ pub async fn wait_step(
     }
     if s.polling.is_none() {
         if let Some(e) = s.poll_error.clone() {
-            return Err(e.into_app("login_process_not_found"));
+            return Err(bridge_error(e, ErrorCode::LoginProcessNotFound));
         }
     }
     let step = s.step.clone();
@@ -389,7 +391,7 @@ pub async fn connect(state: &AppState, user_id: &str, platform: Platform) -> App
     let flow = pick_flow(platform, &flows)
         .cloned()
         .ok_or_else(|| AppError::BadGateway {
-            code: "bridge_error",
+            code: ErrorCode::BridgeError,
             message: format!("the {} bridge offers no login flows", platform.name()),
         })?;
     let update = start_login(state, user_id, platform, &flow.id, None).await?;

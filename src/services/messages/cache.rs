@@ -4,12 +4,10 @@
 //! An entry is used only while it still matches the row it was opened from: the exact
 //! sealed bytes (an edit or redaction re-seals the content) and the data key that opened it
 //! (identified by its SHA-256; `DELETE /api/keys` replaces the key, so shredded content is
-//! never served from here). Deleted rows are simply never asked for again. The cache is
-//! bounded: 16 shards, each keeping two generations; when the young generation is full the
-//! old one is dropped, so entries not read for two generations go.
+//! never served from here). Deleted rows are simply never asked for again. The cache is a
+//! bounded moka cache: entries that are rarely read make way for those read often.
 
-use std::collections::HashMap;
-use std::sync::{Arc, Mutex, OnceLock};
+use std::sync::{Arc, OnceLock};
 
 use sha2::{Digest, Sha256};
 
@@ -17,8 +15,7 @@ use crate::crypto::DataKey;
 use crate::services::conversations::MessageContent;
 
 /// Most entries kept (about 1 KiB each with the sealed copy).
-const CAPACITY: usize = 16_384;
-const SHARDS: usize = 16;
+const CAPACITY: u64 = 16_384;
 
 /// Identifies a data key without holding it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -36,45 +33,26 @@ struct Entry {
     content: Arc<MessageContent>,
 }
 
-#[derive(Default)]
-struct Shard {
-    young: HashMap<String, Arc<Entry>>,
-    old: HashMap<String, Arc<Entry>>,
-}
-
 pub struct ContentCache {
-    shards: Vec<Mutex<Shard>>,
+    entries: moka::sync::Cache<String, Arc<Entry>>,
 }
 
 /// The process-wide cache.
 pub fn cache() -> &'static ContentCache {
     static CACHE: OnceLock<ContentCache> = OnceLock::new();
-    CACHE.get_or_init(|| ContentCache {
-        shards: (0..SHARDS).map(|_| Mutex::default()).collect(),
-    })
+    CACHE.get_or_init(|| ContentCache::new(CAPACITY))
 }
 
 impl ContentCache {
-    fn shard(&self, message_id: &str) -> std::sync::MutexGuard<'_, Shard> {
-        let h = message_id
-            .bytes()
-            .fold(0usize, |h, b| h.wrapping_mul(31).wrapping_add(b as usize));
-        self.shards[h % SHARDS]
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
+    fn new(capacity: u64) -> Self {
+        Self {
+            entries: moka::sync::Cache::builder().max_capacity(capacity).build(),
+        }
     }
 
     /// The content opened earlier from exactly `sealed` with the key `key`.
     pub fn get(&self, message_id: &str, key: KeyTag, sealed: &[u8]) -> Option<Arc<MessageContent>> {
-        let mut shard = self.shard(message_id);
-        let entry = match shard.young.get(message_id) {
-            Some(e) => e.clone(),
-            None => {
-                let e = shard.old.remove(message_id)?;
-                shard.young.insert(message_id.to_owned(), e.clone());
-                e
-            }
-        };
+        let entry = self.entries.get(message_id)?;
         (entry.key == key && entry.sealed == sealed).then(|| entry.content.clone())
     }
 
@@ -84,11 +62,7 @@ impl ContentCache {
             sealed: sealed.to_vec(),
             content,
         });
-        let mut shard = self.shard(message_id);
-        if shard.young.len() >= CAPACITY / SHARDS / 2 {
-            shard.old = std::mem::take(&mut shard.young);
-        }
-        shard.young.insert(message_id.to_owned(), entry);
+        self.entries.insert(message_id.to_owned(), entry);
     }
 }
 
@@ -120,26 +94,22 @@ mod tests {
 
     #[test]
     fn the_cache_stays_bounded_and_keeps_recently_read_entries() {
-        let c = ContentCache {
-            shards: (0..SHARDS).map(|_| Mutex::default()).collect(),
-        };
+        let c = ContentCache::new(CAPACITY);
         let k = KeyTag::of(&DataKey::generate());
         let hot = "hot-message".to_owned();
         c.put(&hot, k, b"x", content("hot"));
-        for i in 0..CAPACITY * 3 {
+        for i in 0..CAPACITY as usize * 3 {
             c.put(&format!("m{i}"), k, b"x", content("cold"));
             if i % 100 == 0 {
                 assert!(c.get(&hot, k, b"x").is_some(), "read entries stay");
             }
         }
-        let total: usize = c
-            .shards
-            .iter()
-            .map(|s| {
-                let s = s.lock().unwrap();
-                s.young.len() + s.old.len()
-            })
-            .sum();
-        assert!(total <= CAPACITY + SHARDS, "{total}");
+        c.entries.run_pending_tasks();
+        assert!(
+            c.entries.entry_count() <= CAPACITY,
+            "{}",
+            c.entries.entry_count()
+        );
+        assert!(c.get(&hot, k, b"x").is_some(), "read entries stay");
     }
 }

@@ -4,7 +4,7 @@
 //! - History is one index range scan (`messages_room_ts`, order `ts DESC, event_id ASC`)
 //!   per page; only the page is opened, and everything runs in one blocking store job.
 //! - Native callers get each message's content sealed to their registered X25519 key
-//!   (DESIGN §8 Seal, one ephemeral key per page: [`sealed`]) as the JSON
+//!   (the `crypto::envelope` seal, one ephemeral key per page: [`sealed`]) as the JSON
 //!   `{"body", "content"}`; personal tokens get readable text and an opaque cursor.
 //! - Both views are rendered once and served from memory until the next write
 //!   ([`crate::services::pages`]).
@@ -25,16 +25,16 @@ use base64::Engine as _;
 use bytes::Bytes;
 use rusqlite::Connection;
 use serde::{Deserialize, Serialize};
-use serde_json::json;
 
 use super::conversations::{self, MessageContent};
+use super::history::{self, Fill, Rendered};
 use super::keys::validate_public_key;
 use super::pages::{PageKey, PageView};
 use super::session::Principal;
 use super::users;
 use crate::crypto::DataKey;
-use crate::error::{AppError, AppResult};
-use crate::events::kind;
+use crate::error::{AppError, AppResult, ErrorCode};
+use crate::events::ChangeEvent;
 use crate::state::AppState;
 use crate::store::messages::{self as stored, MessageRow, MessageStats, PageStart};
 use crate::store::user_keys;
@@ -42,13 +42,17 @@ use crate::store::users::UserRow;
 use cache::KeyTag;
 
 pub mod cache;
+mod delete;
 pub mod readable;
 mod sealed;
+
+pub use delete::{delete_matching, delete_one, Deleted};
 pub mod send;
 
 pub use readable::ReadableMessage;
 
-pub use send::{homeserver_error, send_multi, send_to_room, MultiSendItem, Sent};
+pub use crate::services::upstream::homeserver_error;
+pub use send::{send_multi, send_to_room, MultiSendItem, Sent};
 
 /// Page size when `limit` is absent; `limit` must be 1 to [`MAX_LIMIT`].
 pub const DEFAULT_LIMIT: i64 = 50;
@@ -202,15 +206,18 @@ pub async fn history(
             .pages
             .get_or_render(key, || async move {
                 let cursor = q.cursor.as_deref().map(Cursor::decode).transpose()?;
-                state
-                    .store
-                    .run(move |c| {
+                let user_id = uid.clone();
+                history::render_filling(state, &user_id, |fill| {
+                    let (uid, master) = (uid.clone(), master.clone());
+                    let (room_id, cursor) = (room_id.clone(), cursor.clone());
+                    state.store.run(move |c| {
                         let user = load_user(c, &uid)?;
                         conversations::require_readable(&user)?;
                         let dek = users::data_key(&master, &user)?;
-                        readable_page(c, &user, &dek, room_id, cursor, limit)
+                        readable_page(c, &user, &dek, room_id, cursor, limit, fill)
                     })
-                    .await
+                })
+                .await
             })
             .await?;
         return Ok(History::Readable(body));
@@ -233,7 +240,9 @@ pub async fn history(
             limit,
         },
     };
-    let render = || {
+    let render = |fill: Fill| {
+        let (uid, master) = (uid.clone(), master.clone());
+        let (room_id, start) = (room_id.clone(), start.clone());
         state.store.run(move |c| {
             let user = load_user(c, &uid)?;
             let key = user_keys::find(c, &uid)?.ok_or_else(conversations::keys_not_registered)?;
@@ -243,8 +252,18 @@ pub async fn history(
                 Some(room_id) => {
                     let platform =
                         stored::room_platform(c, &uid, &room_id)?.ok_or_else(room_not_found)?;
-                    stored::room_page(c, &uid, &room_id, &start, limit)?
-                        .into_iter()
+                    let rows = stored::room_page(c, &uid, &room_id, &start, limit)?;
+                    if fill == Fill::Allowed {
+                        let span = history::PageSpan {
+                            start: &start,
+                            last: rows.last().map(|r| (r.ts, r.event_id.as_str())),
+                            full: rows.len() as i64 == limit,
+                        };
+                        if let Some(gap) = history::gap_crossed(c, &uid, &room_id, &span)? {
+                            return Ok(Rendered::Gap(gap));
+                        }
+                    }
+                    rows.into_iter()
                         .map(|m| {
                             let m = MessageRow {
                                 room_id: room_id.clone(),
@@ -257,10 +276,14 @@ pub async fn history(
                 None => stored::user_page(c, &uid, &start, limit)?,
             };
             let dek = users::data_key(&master, &user)?;
-            sealed::seal_page(&user, &dek, &recipient, rows)
+            sealed::seal_page(&user, &dek, &recipient, rows).map(Rendered::Page)
         })
     };
-    let body = state.pages.get_or_render(key, render).await?;
+    let user_id = principal.user_id().to_owned();
+    let body = state
+        .pages
+        .get_or_render(key, || history::render_filling(state, &user_id, render))
+        .await?;
     Ok(History::Encrypted(body))
 }
 
@@ -297,7 +320,8 @@ fn readable_page(
     room_id: Option<String>,
     cursor: Option<Cursor>,
     limit: i64,
-) -> AppResult<Bytes> {
+    fill: Fill,
+) -> AppResult<Rendered> {
     let uid = user.id.as_str();
     let one = room_id.is_some();
     if cursor
@@ -333,7 +357,21 @@ fn readable_page(
         },
     };
     let mut rows = stored::room_page(c, uid, &room, &start, limit + 1)?;
-    let more = rows.len() as i64 > limit;
+    let span = history::PageSpan {
+        start: &start,
+        last: rows.last().map(|r| (r.ts, r.event_id.as_str())),
+        full: rows.len() as i64 > limit,
+    };
+    // A gap still ahead after this request's fetches: the next page goes on from here.
+    let gap_ahead = match fill {
+        Fill::Allowed => match history::gap_crossed(c, uid, &room, &span)? {
+            Some(gap) => return Ok(Rendered::Gap(gap)),
+            None => false,
+        },
+        Fill::Exhausted => history::gap_crossed(c, uid, &room, &span)?.is_some(),
+        Fill::Stalled => false,
+    };
+    let more = rows.len() as i64 > limit || gap_ahead;
     rows.truncate(limit as usize);
     let next = match rows.last() {
         Some(last) if more => Some(Cursor {
@@ -343,6 +381,17 @@ fn readable_page(
             t: Some(last.ts),
             e: Some(last.event_id.clone()),
         }),
+        None if gap_ahead => {
+            // Nothing stored yet past the start: the same position again.
+            let here = (start != PageStart::newest()).then(|| (start.ts, start.event_id.clone()));
+            Some(Cursor {
+                v: 1,
+                one,
+                r: room.clone(),
+                t: here.as_ref().map(|h| h.0),
+                e: here.map(|h| h.1),
+            })
+        }
         _ if one => None,
         _ => stored::room_from(c, uid, &room, false)?.map(|next| Cursor {
             v: 1,
@@ -374,79 +423,11 @@ fn readable_page(
         })
         .collect();
     readable::render(Some(&room), &messages, next.map(|c| c.encode()).as_deref())
+        .map(Rendered::Page)
 }
 
-fn empty_page() -> AppResult<Bytes> {
-    readable::render(None, &[], None)
-}
-
-/// What `DELETE /api/messages` removed, and the normalised criteria.
-#[derive(Debug, Clone)]
-pub struct Deleted {
-    pub count: usize,
-    pub room_id: Option<String>,
-    pub before_ms: Option<i64>,
-}
-
-/// `DELETE /api/messages`: the caller's stored messages, optionally of one room and/or
-/// older than `before`. Needs `X-Confirm-Delete: DELETE_MESSAGES` (400
-/// `confirmation_required`). Matrix is untouched.
-pub async fn delete_matching(
-    state: &AppState,
-    user_id: &str,
-    confirmation: Option<&str>,
-    room_id: Option<&str>,
-    before: Option<&str>,
-) -> AppResult<Deleted> {
-    if confirmation.map(str::trim) != Some(DELETE_CONFIRMATION) {
-        return Err(AppError::bad_request(
-            "confirmation_required",
-            format!("send the header X-Confirm-Delete: {DELETE_CONFIRMATION} to delete messages"),
-        ));
-    }
-    let room_id = parse_optional_room_id(room_id)?;
-    let before_ms = parse_before(before)?;
-    let uid = user_id.to_owned();
-    let room = room_id.clone();
-    let rooms: Vec<String> = state
-        .store
-        .run(move |c| {
-            Ok::<_, AppError>(stored::delete_matching(
-                c,
-                &uid,
-                room.as_deref(),
-                before_ms,
-            )?)
-        })
-        .await?;
-    let count = rooms.len();
-    for room in rooms.into_iter().collect::<BTreeSet<_>>() {
-        state
-            .events
-            .publish(user_id, kind::ROOM_UPDATED, json!({ "roomId": room }));
-    }
-    Ok(Deleted {
-        count,
-        room_id,
-        before_ms,
-    })
-}
-
-/// `DELETE /api/messages/{messageId}`: 400 for a non-UUID id, 404 unless it is one of the
-/// caller's messages. Returns the (normalised) id.
-pub async fn delete_one(state: &AppState, user_id: &str, message_id: &str) -> AppResult<String> {
-    let id = crate::services::scheduled::parse_id("messageId", message_id)?;
-    let uid = user_id.to_owned();
-    let mid = id.clone();
-    let room = state
-        .store
-        .run(move |c| Ok::<_, AppError>(stored::delete_one(c, &uid, &mid)?))
-        .await?
-        .ok_or_else(|| AppError::not_found("message"))?;
-    state
-        .events
-        .publish(user_id, kind::ROOM_UPDATED, json!({ "roomId": room }));
-    Ok(id)
+fn empty_page() -> AppResult<Rendered> {
+    readable::render(None, &[], None).map(Rendered::Page)
 }
 
 /// `GET /api/messages/stats`, rendered by `render` and served from the page cache until
@@ -476,61 +457,4 @@ pub async fn stats(state: &AppState, user_id: &str) -> AppResult<MessageStats> {
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn limits_outside_1_to_100_are_refused_not_clamped() {
-        assert_eq!(parse_limit(None).unwrap(), 50);
-        assert_eq!(parse_limit(Some(1)).unwrap(), 1);
-        assert_eq!(parse_limit(Some(100)).unwrap(), 100);
-        for bad in [0, -1, 101] {
-            assert_eq!(
-                parse_limit(Some(bad)).unwrap_err().code(),
-                "invalid_request"
-            );
-        }
-    }
-
-    #[test]
-    fn before_accepts_milliseconds_and_rfc3339() {
-        assert_eq!(parse_before(None).unwrap(), None);
-        assert_eq!(
-            parse_before(Some("1700000000123")).unwrap(),
-            Some(1_700_000_000_123)
-        );
-        assert_eq!(
-            parse_before(Some("2023-11-14T22:13:20.123Z")).unwrap(),
-            Some(1_700_000_000_123)
-        );
-        for bad in ["", "yesterday", "-5", "2023-13-01T00:00:00Z"] {
-            assert!(parse_before(Some(bad)).is_err(), "{bad}");
-        }
-    }
-
-    #[test]
-    fn cursors_round_trip_and_garbage_is_refused() {
-        let c = Cursor {
-            v: 1,
-            one: false,
-            r: "!room:example.org".into(),
-            t: Some(42),
-            e: Some("$ev".into()),
-        };
-        let encoded = c.encode();
-        assert!(!encoded.contains(':') && !encoded.contains('+') && !encoded.contains('/'));
-        assert_eq!(Cursor::decode(&encoded).unwrap(), c);
-        assert_eq!(
-            Cursor::decode(&encoded).unwrap().start(),
-            PageStart::after(42, "$ev")
-        );
-        let half = Cursor {
-            t: None,
-            ..c.clone()
-        }
-        .encode();
-        for bad in ["", "1700000000000", "%%%", &half, &"A".repeat(5000)] {
-            assert!(Cursor::decode(bad).is_err(), "{bad}");
-        }
-    }
-}
+mod tests;

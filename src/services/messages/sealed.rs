@@ -1,5 +1,5 @@
 //! The native history page: each message's content sealed to the caller's registered
-//! X25519 key (DESIGN §8 Seal), written in its wire form (`EncryptedMessagePage` of the API
+//! X25519 key (the envelope of `crypto::envelope`), written in its wire form (`EncryptedMessagePage` of the API
 //! document).
 //!
 //! One page, one ephemeral key: the X25519 agreement is done once per page
@@ -18,7 +18,7 @@ use serde_json::Value;
 use super::cache::KeyTag;
 use super::{is_mine, open};
 use crate::crypto::{self, DataKey};
-use crate::error::{AppError, AppResult};
+use crate::error::{AppError, AppResult, ErrorCode};
 use crate::store::messages::MessageRow;
 use crate::store::users::UserRow;
 
@@ -79,7 +79,7 @@ pub(super) fn seal_page(
     } else {
         Some(crypto::Sealer::to(recipient).map_err(|_| {
             AppError::conflict(
-                "invalid_public_key",
+                ErrorCode::InvalidPublicKey,
                 "the registered public key cannot be sealed to (a low-order X25519 point); \
                  replace it with PUT /api/keys",
             )

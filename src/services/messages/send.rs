@@ -9,9 +9,8 @@ use rusqlite::TransactionBehavior;
 use serde_json::{json, Value};
 
 use super::{load_user, parse_room_id, room_not_found};
-use crate::clients::matrix::MatrixError;
 use crate::clock::unix_now;
-use crate::error::{AppError, AppResult};
+use crate::error::{AppError, AppResult, ErrorCode};
 use crate::services::e2ee::{self, Outgoing, SendFailure};
 use crate::services::users;
 use crate::state::AppState;
@@ -60,39 +59,11 @@ pub fn validate_txn_id(txn_id: &str) -> AppResult<()> {
     Ok(())
 }
 
-/// A homeserver failure as the API reports it: 503 when unreachable, 502 otherwise. The
-/// transport and decoding detail go to the log only (they carry the homeserver's address).
-pub fn homeserver_error(e: MatrixError) -> AppError {
-    if !matches!(e, MatrixError::Http { .. }) {
-        tracing::warn!(error = %e, "homeserver request failed");
-    }
-    match e {
-        MatrixError::Unreachable(_) => AppError::Unavailable {
-            code: "homeserver_unavailable",
-            message: e.public_message(),
-        },
-        MatrixError::Http {
-            status,
-            errcode,
-            message,
-        } => AppError::BadGateway {
-            code: "homeserver_error",
-            message: format!(
-                "the Matrix homeserver refused the message ({status} {errcode}): {message}"
-            ),
-        },
-        MatrixError::Decode(_) => AppError::BadGateway {
-            code: "homeserver_error",
-            message: e.public_message(),
-        },
-    }
-}
-
 /// Sending needs the user in the room: an invitation (not from a configured bridge) must
 /// be accepted in the native app first, so a script cannot talk to whoever invited the user.
 fn not_joined() -> AppError {
     AppError::conflict(
-        "not_joined",
+        ErrorCode::NotJoined,
         "the user has not joined this room (an invitation not accepted yet, or a room left): \
          accept the invitation in the native app first",
     )
@@ -100,7 +71,8 @@ fn not_joined() -> AppError {
 
 fn no_homeserver() -> AppError {
     AppError::Unavailable {
-        code: "homeserver_unavailable",
+        retry_after_secs: None,
+        code: ErrorCode::HomeserverUnavailable,
         message: "no Matrix homeserver is configured on this server".into(),
     }
 }
@@ -108,7 +80,7 @@ fn no_homeserver() -> AppError {
 fn matrix_token(state: &AppState, user: &UserRow) -> AppResult<String> {
     users::matrix_token_of(&state.master, user)?.ok_or_else(|| {
         AppError::conflict(
-            "matrix_account_missing",
+            ErrorCode::MatrixAccountMissing,
             "this account has no Matrix session yet; sign in again in the native app",
         )
     })
@@ -160,7 +132,7 @@ pub async fn send_to_room(
             if let Some(t) = &earlier {
                 if t.room_id != room {
                     return Err(AppError::conflict(
-                        "txn_id_conflict",
+                        ErrorCode::TxnIdConflict,
                         "this txnId was already used for another room; use a new txnId per message",
                     ));
                 }
@@ -174,7 +146,7 @@ pub async fn send_to_room(
             }
             if r.is_direct && r.recipient_id.is_none() {
                 return Err(AppError::conflict(
-                    "recipient_unresolved",
+                    ErrorCode::RecipientUnresolved,
                     "the recipient of this direct conversation is not verified yet: \
                      verify this conversation in the native app first",
                 ));
@@ -318,10 +290,15 @@ pub async fn send_multi(
 /// The same error again (for reporting one cause on several rooms).
 fn clone_error(e: &AppError) -> AppError {
     match e {
-        AppError::Conflict { code, message } => AppError::conflict(code, message.clone()),
-        AppError::Unavailable { code, message } => AppError::Unavailable {
+        AppError::Conflict { code, message } => AppError::conflict(*code, message.clone()),
+        AppError::Unavailable {
             code,
+            message,
+            retry_after_secs,
+        } => AppError::Unavailable {
+            code: *code,
             message: message.clone(),
+            retry_after_secs: *retry_after_secs,
         },
         other => AppError::internal(other),
     }

@@ -80,8 +80,9 @@ pub async fn update(
         .await?;
     state.events.publish(
         principal.user_id(),
-        kind::ROOM_UPDATED,
-        json!({"roomId": room_id}),
+        ChangeEvent::RoomUpdated {
+            room_id: room_id.to_owned(),
+        },
     );
     Ok(())
 }
@@ -129,8 +130,10 @@ pub async fn delete(
         .await?;
     state.events.publish(
         principal.user_id(),
-        kind::ROOM_DELETED,
-        json!({"roomId": room_id, "messagesDeleted": with_messages}),
+        ChangeEvent::RoomDeleted {
+            room_id: room_id.to_owned(),
+            messages_deleted: with_messages,
+        },
     );
     Ok(Deleted {
         room_id,
@@ -221,8 +224,9 @@ pub async fn mark_read(
     };
     state.events.publish(
         principal.user_id(),
-        kind::ROOM_UPDATED,
-        json!({"roomId": room_id}),
+        ChangeEvent::RoomUpdated {
+            room_id: room_id.to_owned(),
+        },
     );
     Ok(outcome)
 }
@@ -250,8 +254,9 @@ pub async fn set_flag(
         .await?;
     state.events.publish(
         principal.user_id(),
-        kind::ROOM_UPDATED,
-        json!({"roomId": room_id}),
+        ChangeEvent::RoomUpdated {
+            room_id: room_id.to_owned(),
+        },
     );
     Ok(room_id)
 }

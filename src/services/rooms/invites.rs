@@ -3,38 +3,16 @@
 //! membership `invite` until the user accepts (Matrix join) or declines (Matrix leave) them.
 
 use super::*;
-use crate::clients::matrix::{MatrixClient, MatrixError};
+use crate::clients::matrix::MatrixClient;
+use crate::error::ErrorCode;
+use crate::events::ChangeEvent;
+use crate::services::upstream::homeserver_room_error;
 
 fn not_invited() -> AppError {
     AppError::conflict(
-        "not_invited",
+        ErrorCode::NotInvited,
         "this room is not an invitation: the user has already joined it",
     )
-}
-
-/// A homeserver failure: 503 when it cannot be reached, 502 when it refuses or answers
-/// nonsense.
-fn homeserver_failure(action: &str, e: MatrixError) -> AppError {
-    match e {
-        MatrixError::Unreachable(detail) => AppError::Unavailable {
-            code: "homeserver_unavailable",
-            message: format!("the Matrix homeserver is unreachable: {detail}"),
-        },
-        MatrixError::Http {
-            status,
-            errcode,
-            message,
-        } => AppError::BadGateway {
-            code: "homeserver_error",
-            message: format!(
-                "the Matrix homeserver refused to {action} the room ({status} {errcode}): {message}"
-            ),
-        },
-        MatrixError::Decode(detail) => AppError::BadGateway {
-            code: "homeserver_error",
-            message: format!("unexpected answer from the Matrix homeserver: {detail}"),
-        },
-    }
 }
 
 /// The invited room (404 when the user does not have it, 409 `not_invited` when joined)
@@ -55,12 +33,13 @@ async fn invitation(
         return Err(not_invited());
     }
     let matrix = state.matrix.clone().ok_or_else(|| AppError::Unavailable {
-        code: "homeserver_unavailable",
+        retry_after_secs: None,
+        code: ErrorCode::HomeserverUnavailable,
         message: "no Matrix homeserver is configured on this server".into(),
     })?;
     let token = users::matrix_token_of(&state.master, &user)?.ok_or_else(|| {
         AppError::conflict(
-            "matrix_account_missing",
+            ErrorCode::MatrixAccountMissing,
             "this account has no Matrix session yet; sign in again in the native app",
         )
     })?;
@@ -75,17 +54,18 @@ pub async fn accept(state: &AppState, principal: &Principal, room_id: &str) -> A
     matrix
         .join(&token, &room_id)
         .await
-        .map_err(|e| homeserver_failure("join", e))?;
+        .map_err(|e| homeserver_room_error("join", e))?;
     tracing::info!(user_id = %principal.user_id(), %room_id, "invitation accepted");
     let (uid, rid) = (principal.user_id().to_owned(), room_id.clone());
     state
         .store
-        .run(move |c| Ok::<_, AppError>(rooms::set_joined(c, &uid, &rid, unix_now() as i64)?))
+        .query(move |c| rooms::set_joined(c, &uid, &rid, unix_now() as i64))
         .await?;
     state.events.publish(
         principal.user_id(),
-        kind::ROOM_UPDATED,
-        json!({"roomId": room_id}),
+        ChangeEvent::RoomUpdated {
+            room_id: room_id.to_owned(),
+        },
     );
     // Reading the invitation may have refreshed its members moments ago: the joined
     // room's members come from the homeserver now, not from the throttled copy.
@@ -100,7 +80,7 @@ pub async fn decline(state: &AppState, principal: &Principal, room_id: &str) -> 
     matrix
         .leave(&token, &room_id)
         .await
-        .map_err(|e| homeserver_failure("leave", e))?;
+        .map_err(|e| homeserver_room_error("leave", e))?;
     tracing::info!(user_id = %principal.user_id(), %room_id, "invitation declined");
     let (uid, rid) = (principal.user_id().to_owned(), room_id.clone());
     state
@@ -117,8 +97,10 @@ pub async fn decline(state: &AppState, principal: &Principal, room_id: &str) -> 
         .await?;
     state.events.publish(
         principal.user_id(),
-        kind::ROOM_DELETED,
-        json!({"roomId": room_id, "messagesDeleted": false}),
+        ChangeEvent::RoomDeleted {
+            room_id: room_id.to_owned(),
+            messages_deleted: false,
+        },
     );
     Ok(room_id)
 }

@@ -24,13 +24,12 @@ use base64::engine::general_purpose::{STANDARD, URL_SAFE_NO_PAD};
 use base64::Engine as _;
 use rusqlite::TransactionBehavior;
 use serde::{Deserialize, Serialize};
-use serde_json::json;
 
 use super::conversations::{open_room_field, require_readable, wants_readable, RoomField};
 use super::users;
 use crate::clock::unix_now;
 use crate::error::{AppError, AppResult};
-use crate::events::kind;
+use crate::events::ChangeEvent;
 use crate::services::session::Principal;
 use crate::state::AppState;
 use crate::store::linked_groups;
@@ -89,102 +88,6 @@ impl ArchivedFilter {
             Self::All => None,
         }
     }
-}
-
-fn sort_name(sort: RoomSort) -> &'static str {
-    match sort {
-        RoomSort::Importance => "importance",
-        RoomSort::Recent => "recent",
-        RoomSort::Unread => "unread",
-    }
-}
-
-/// Native clients: importance (default), recent, unread. Personal tokens: recent
-/// (default), unread.
-fn parse_sort(value: Option<&str>, readable: bool) -> AppResult<RoomSort> {
-    match (value.map(str::trim), readable) {
-        (None, false) | (Some("importance"), false) => Ok(RoomSort::Importance),
-        (None, true) | (Some("recent"), _) => Ok(RoomSort::Recent),
-        (Some("unread"), _) => Ok(RoomSort::Unread),
-        (Some(_), false) => Err(AppError::invalid(
-            "sortBy",
-            "must be importance, recent or unread",
-        )),
-        (Some(_), true) => Err(AppError::invalid(
-            "sortBy",
-            "must be recent or unread for personal API tokens",
-        )),
-    }
-}
-
-pub fn parse_limit(limit: Option<i64>) -> AppResult<i64> {
-    let limit = limit.unwrap_or(DEFAULT_LIMIT);
-    if !(1..=MAX_LIMIT).contains(&limit) {
-        return Err(AppError::invalid(
-            "limit",
-            format!("must be 1 to {MAX_LIMIT}"),
-        ));
-    }
-    Ok(limit)
-}
-
-/// What the opaque cursor carries: the filters it was made for and the sort key of the
-/// last room of the page (the primary value as f64 bits, so it compares exactly).
-#[derive(Debug, Serialize, Deserialize)]
-struct Cursor {
-    v: u8,
-    s: String,
-    a: String,
-    p: bool,
-    k: u64,
-    t: i64,
-    r: String,
-}
-
-fn encode_cursor(sort: RoomSort, archived: ArchivedFilter, key: &RoomListKey) -> String {
-    let c = Cursor {
-        v: 1,
-        s: sort_name(sort).to_owned(),
-        a: archived.as_str().to_owned(),
-        p: key.pinned,
-        k: key.primary.to_bits(),
-        t: key.recency,
-        r: key.room_id.clone(),
-    };
-    URL_SAFE_NO_PAD.encode(serde_json::to_vec(&c).unwrap_or_default())
-}
-
-fn decode_cursor(text: &str, sort: RoomSort, archived: ArchivedFilter) -> AppResult<RoomListKey> {
-    let bad = || {
-        AppError::invalid(
-            "cursor",
-            "not a cursor of this list; pass nextCursor as returned",
-        )
-    };
-    let bytes = URL_SAFE_NO_PAD.decode(text.trim()).map_err(|_| bad())?;
-    let c: Cursor = serde_json::from_slice(&bytes).map_err(|_| bad())?;
-    if c.v != 1 || c.r.is_empty() {
-        return Err(bad());
-    }
-    if c.s != sort_name(sort) || c.a != archived.as_str() {
-        return Err(AppError::invalid(
-            "cursor",
-            format!(
-                "was made for sortBy={} and archived={}; keep the filters unchanged while paging",
-                c.s, c.a
-            ),
-        ));
-    }
-    let primary = f64::from_bits(c.k);
-    if !primary.is_finite() {
-        return Err(bad());
-    }
-    Ok(RoomListKey {
-        pinned: c.p,
-        primary,
-        recency: c.t,
-        room_id: c.r,
-    })
 }
 
 /// Readable fields of a room, for personal-token callers.
@@ -327,7 +230,7 @@ pub async fn priority(state: &AppState, principal: &Principal) -> AppResult<Vec<
     let uid = caller.user.id.clone();
     let rows = state
         .store
-        .run(move |c| Ok::<_, AppError>(rooms::priority(c, &uid, PRIORITY_THRESHOLD)?))
+        .query(move |c| rooms::priority(c, &uid, PRIORITY_THRESHOLD))
         .await?;
     Ok(rows.into_iter().map(|r| view(&caller, r, None)).collect())
 }
@@ -342,7 +245,7 @@ pub async fn visible_room_counts_by_platform(
     let uid = user_id.to_owned();
     let counts = state
         .store
-        .run(move |c| Ok::<_, AppError>(rooms::count_by_platform(c, &uid)?))
+        .query(move |c| rooms::count_by_platform(c, &uid))
         .await?;
     Ok(counts.into_iter().collect())
 }
@@ -525,6 +428,9 @@ pub fn resolve_recipient(
     }
 }
 
+mod cursor;
+pub use cursor::parse_limit;
+use cursor::*;
 mod actions;
 mod cached;
 mod invites;
@@ -533,116 +439,4 @@ pub use cached::{get_rendered, list_rendered, MEMBER_REFRESH_INTERVAL};
 pub use invites::{accept, decline};
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    fn map(entries: &[(&str, &[&str])]) -> HashMap<String, Vec<String>> {
-        entries
-            .iter()
-            .map(|(k, v)| (k.to_string(), v.iter().map(|s| s.to_string()).collect()))
-            .collect()
-    }
-
-    fn ids(v: &[&str]) -> Vec<String> {
-        v.iter().map(|s| s.to_string()).collect()
-    }
-
-    #[test]
-    fn m_direct_names_the_partner() {
-        let direct = map(&[("@bob:hs", &["!r:hs"]), ("@carol:hs", &["!other:hs"])]);
-        let got = resolve_recipient("@me:hs", "!r:hs", false, None, None, Some(&direct), &[]);
-        assert_eq!(got, (true, Some("@bob:hs".into())));
-    }
-
-    #[test]
-    fn a_direct_room_without_m_direct_uses_the_one_other_member_but_not_bridge_bots() {
-        let members = ids(&["@me:hs", "@whatsappbot:hs", "@whatsapp_123:hs"]);
-        let got = resolve_recipient(
-            "@me:hs",
-            "!r:hs",
-            true,
-            None,
-            Some(&members),
-            None,
-            &["@whatsappbot:hs"],
-        );
-        assert_eq!(got, (true, Some("@whatsapp_123:hs".into())));
-        let crowd = ids(&["@me:hs", "@a:hs", "@b:hs"]);
-        let got = resolve_recipient(
-            "@me:hs",
-            "!r:hs",
-            true,
-            Some("@a:hs"),
-            Some(&crowd),
-            None,
-            &[],
-        );
-        assert_eq!(got, (true, None));
-        let alone = ids(&["@me:hs"]);
-        let got = resolve_recipient(
-            "@me:hs",
-            "!r:hs",
-            true,
-            Some("@a:hs"),
-            Some(&alone),
-            None,
-            &[],
-        );
-        assert_eq!(got, (true, Some("@a:hs".into())));
-    }
-
-    #[test]
-    fn group_rooms_have_no_recipient_and_unknown_members_keep_the_stored_one() {
-        let members = ids(&["@me:hs", "@a:hs"]);
-        assert_eq!(
-            resolve_recipient(
-                "@me:hs",
-                "!r:hs",
-                false,
-                Some("@a:hs"),
-                Some(&members),
-                None,
-                &[]
-            ),
-            (false, None)
-        );
-        assert_eq!(
-            resolve_recipient("@me:hs", "!r:hs", true, Some("@a:hs"), None, None, &[]),
-            (true, Some("@a:hs".into()))
-        );
-    }
-
-    #[test]
-    fn cursors_round_trip_and_refuse_other_filters_and_garbage() {
-        let key = RoomListKey {
-            pinned: true,
-            primary: 0.1 + 0.2,
-            recency: 1_700_000_000_123,
-            room_id: "!abc:hs".into(),
-        };
-        let c = encode_cursor(RoomSort::Importance, ArchivedFilter::All, &key);
-        assert_eq!(
-            decode_cursor(&c, RoomSort::Importance, ArchivedFilter::All).unwrap(),
-            key
-        );
-        assert!(decode_cursor(&c, RoomSort::Recent, ArchivedFilter::All).is_err());
-        assert!(decode_cursor(&c, RoomSort::Importance, ArchivedFilter::Active).is_err());
-        for junk in ["garbage", "!!!", "e30", ""] {
-            assert!(decode_cursor(junk, RoomSort::Recent, ArchivedFilter::Active).is_err());
-        }
-    }
-
-    #[test]
-    fn query_values_are_strict() {
-        assert!(parse_limit(Some(0)).is_err());
-        assert!(parse_limit(Some(101)).is_err());
-        assert_eq!(parse_limit(None).unwrap(), 50);
-        assert_eq!(parse_sort(None, false).unwrap(), RoomSort::Importance);
-        assert_eq!(parse_sort(None, true).unwrap(), RoomSort::Recent);
-        assert!(parse_sort(Some("importance"), true).is_err());
-        assert!(parse_sort(Some("bogus"), false).is_err());
-        assert!(ArchivedFilter::parse(Some("maybe")).is_err());
-        assert!(parse_delete_messages(Some("yes")).is_err());
-        assert!(parse_delete_messages(Some("true")).unwrap());
-    }
-}
+mod tests;

@@ -5,11 +5,9 @@
 
 use std::time::Duration;
 
-use serde_json::json;
-
 use crate::clock::unix_now;
 use crate::error::AppResult;
-use crate::events::kind;
+use crate::events::ChangeEvent;
 use crate::services::importance;
 use crate::state::AppState;
 use crate::store::rooms;
@@ -38,9 +36,12 @@ pub async fn run(state: &AppState) -> AppResult<usize> {
     let now = unix_now() as i64;
     let changed = state.store.run(move |c| reage(c, now)).await?;
     for (user_id, room_id) in &changed {
-        state
-            .events
-            .publish(user_id, kind::ROOM_UPDATED, json!({ "roomId": room_id }));
+        state.events.publish(
+            user_id,
+            ChangeEvent::RoomUpdated {
+                room_id: room_id.to_owned(),
+            },
+        );
     }
     if !changed.is_empty() {
         tracing::debug!(rooms = changed.len(), "re-aged room importance");

@@ -244,7 +244,7 @@ async fn claim_and_start(
     let now = now_ms();
     let claimed = state
         .store
-        .run(move |c| Ok::<_, AppError>(store::claim_due(c, now, LEASE_MS, CLAIM_BATCH)?))
+        .query(move |c| store::claim_due(c, now, LEASE_MS, CLAIM_BATCH))
         .await?;
     if claimed.is_empty() {
         return Ok(0);
@@ -306,7 +306,7 @@ pub async fn send_due(state: &AppState) -> AppResult<usize> {
                 let n = ids.len();
                 let released = state
                     .store
-                    .run(move |c| Ok::<_, AppError>(store::release(c, &ids, now_ms())?))
+                    .query(move |c| store::release(c, &ids, now_ms()))
                     .await;
                 match released {
                     Err(e) => tracing::warn!(error = %e, "cannot release scheduled messages at shutdown"),

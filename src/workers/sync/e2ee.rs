@@ -19,7 +19,7 @@ use crate::clients::provisioning::identity::BridgeIdentities;
 use crate::clock::unix_now;
 use crate::crypto::DataKey;
 use crate::error::{AppError, AppResult};
-use crate::events::kind;
+use crate::events::ChangeEvent;
 use crate::services::conversations::{open_message, MessageContent};
 use crate::services::importance::Reader;
 use crate::services::users;
@@ -109,7 +109,7 @@ fn apply_decrypted(
             content: content.clone(),
             ..Event::default()
         };
-        ingest::apply_edit(tx, ctx, dek, &view, &ev, target, out)?;
+        super::amend::apply_edit(tx, ctx, dek, &view, &ev, target, out)?;
         messages::delete_one(tx, ctx.user_id, &row.id)?;
         return Ok(messages::find_by_event(tx, ctx.user_id, target)?.map(|m| m.id));
     }
@@ -219,14 +219,17 @@ pub async fn retry_undecryptable(
     for (room_id, event_id, message_id) in &changed {
         state.events.publish(
             who.user_id,
-            kind::MESSAGE_CREATED,
-            json!({"roomId": room_id, "eventId": event_id, "messageId": message_id}),
+            ChangeEvent::MessageCreated {
+                room_id: room_id.clone(),
+                event_id: event_id.clone(),
+                message_id: message_id.clone(),
+            },
         );
     }
     for room_id in rooms {
         state
             .events
-            .publish(who.user_id, kind::ROOM_UPDATED, json!({"roomId": room_id}));
+            .publish(who.user_id, ChangeEvent::RoomUpdated { room_id });
     }
     tracing::info!(
         user_id = who.user_id,

@@ -1,6 +1,6 @@
-//! Client-server calls only the sync worker needs, next to `MatrixClient`: paging back
-//! through a timeline gap, and looking up whether a room has a name (plus its members'
-//! display names) when its membership changed.
+//! Client-server calls only the sync worker needs, next to `MatrixClient`: looking up
+//! whether a room has a name (plus its members' display names) when its membership
+//! changed.
 
 use std::collections::HashMap;
 
@@ -8,12 +8,9 @@ use serde::Deserialize;
 use serde_json::Value;
 
 use super::room::RoomHint;
-use crate::clients::matrix::types::{Event, SyncResponse};
+use crate::clients::matrix::types::SyncResponse;
 use crate::clients::matrix::{decode, encode, unreachable, MatrixError};
 
-/// At most this many `/messages` pages (of [`PAGE`] events) are fetched per room gap.
-const MAX_GAP_PAGES: usize = 50;
-const PAGE: usize = 100;
 /// At most this many rooms are looked up per sync response.
 const MAX_HINTS: usize = 20;
 
@@ -40,59 +37,6 @@ impl Homeserver<'_> {
             .await
             .map_err(unreachable)?;
         decode(resp).await
-    }
-
-    /// For every joined room whose timeline is `limited`, pages back from its
-    /// `prev_batch` to `since` and puts the missed events in front of the timeline, so
-    /// no message is lost after a long downtime. Returns the number of events added.
-    pub async fn fill_gaps(
-        &self,
-        resp: &mut SyncResponse,
-        since: &str,
-        filter: &str,
-    ) -> Result<usize, MatrixError> {
-        #[derive(Deserialize)]
-        struct Page {
-            #[serde(default)]
-            chunk: Vec<Event>,
-            #[serde(default)]
-            end: Option<String>,
-        }
-        let mut added = 0;
-        for (room_id, room) in resp.rooms.join.iter_mut() {
-            let timeline = &mut room.timeline;
-            let (true, Some(mut from)) = (timeline.limited, timeline.prev_batch.clone()) else {
-                continue;
-            };
-            let path = format!("rooms/{}/messages", encode(room_id));
-            let limit = PAGE.to_string();
-            let mut missed: Vec<Event> = Vec::new();
-            for page in 0.. {
-                if page == MAX_GAP_PAGES {
-                    tracing::warn!(%room_id, events = missed.len(), "timeline gap too long; older messages skipped");
-                    break;
-                }
-                let query = [
-                    ("dir", "b"),
-                    ("from", from.as_str()),
-                    ("to", since),
-                    ("limit", limit.as_str()),
-                    ("filter", filter),
-                ];
-                let got: Page = self.get(&path, &query).await?;
-                let done = got.chunk.is_empty();
-                missed.extend(got.chunk);
-                match got.end {
-                    Some(end) if !done && end != from => from = end,
-                    _ => break,
-                }
-            }
-            added += missed.len();
-            missed.reverse();
-            missed.append(&mut timeline.events);
-            timeline.events = missed;
-        }
-        Ok(added)
     }
 
     /// Looks up rooms whose membership changed without an `m.room.name` in the response:

@@ -16,6 +16,9 @@
 //! - the global `m.direct` account data: direct flags and recipients.
 //!
 //! Messages are unique per (user, event id), so a response ingested twice adds nothing.
+//! Each joined timeline also records what is missing before it ([`history`]): the room's
+//! older history on its first appearance, the gap of a `limited` timeline later on.
+//! [`ingest_history`] stores what paging back fetches, through the same event path.
 //! Encrypted events arrive here decrypted (see [`super::e2ee`]); one still encrypted (its
 //! room key has not arrived) is stored as an undecryptable row ([`UNDECRYPTABLE`]) and
 //! rewritten when the key comes.
@@ -23,8 +26,11 @@
 use std::collections::{BTreeSet, HashMap};
 
 use rusqlite::Transaction;
-use serde_json::{json, Value};
+use serde::Deserialize as _;
+use serde_json::Value;
 
+use super::amend::{apply_edit, apply_redaction, redacted_content, update_read_marker};
+use super::history;
 use super::room::{DirectRooms, RoomHint, RoomView};
 use crate::clients::matrix::types::{Event, Events, JoinedRoom, SyncResponse};
 use crate::clients::provisioning::identity::BridgeIdentities;
@@ -34,6 +40,8 @@ use crate::services::importance::{self, MessageFacts, Reader, Score};
 use crate::store::messages::{self, MessageRow};
 use crate::store::rooms::RoomFlag;
 use crate::store::{rooms, sync_state};
+
+pub(super) use super::amend::rewrite;
 
 /// msgtype stored when an event has none (e.g. it arrived already redacted).
 const DEFAULT_MSGTYPE: &str = "m.text";
@@ -82,9 +90,19 @@ pub fn ingest(
 ) -> rusqlite::Result<IngestOutcome> {
     let mut out = IngestOutcome::default();
     let direct_changed = apply_account_data(direct, &resp.account_data);
+    // The position before this response: where a limited timeline's gap ends.
+    let since = sync_state::find(tx, ctx.user_id)?.and_then(|s| s.since);
     for room_id in sorted_keys(&resp.rooms.join) {
         let room = &resp.rooms.join[room_id];
-        ingest_joined(tx, ctx, dek, direct, room_id, room, &mut out)?;
+        let stored_until = ingest_joined(tx, ctx, dek, direct, room_id, room, &mut out)?;
+        history::note_timeline(
+            tx,
+            ctx,
+            room_id,
+            &room.timeline,
+            since.as_deref(),
+            stored_until,
+        )?;
     }
     for room_id in sorted_keys(&resp.rooms.invite) {
         let mut view = RoomView::load(tx, ctx, dek, room_id)?;
@@ -176,8 +194,9 @@ fn ingest_joined(
     room_id: &str,
     room: &JoinedRoom,
     out: &mut IngestOutcome,
-) -> rusqlite::Result<()> {
+) -> rusqlite::Result<Option<i64>> {
     let mut view = RoomView::load(tx, ctx, dek, room_id)?;
+    let stored_until = view.row.last_message_ts;
     view.row.membership = "join".to_owned();
     view.row.invited_by = None;
     for ev in &room.state.events {
@@ -199,7 +218,8 @@ fn ingest_joined(
     }
     view.finish(ctx, dek, Some(&room.summary));
     view.row.importance = importance::unread_room_importance(tx, &view.row, ctx.now)?;
-    save_if_changed(tx, ctx, &mut view, touched, out)
+    save_if_changed(tx, ctx, &mut view, touched, out)?;
+    Ok(stored_until)
 }
 
 fn save_if_changed(
@@ -214,6 +234,38 @@ fn save_if_changed(
         out.changed_rooms.insert(view.row.room_id.clone());
     }
     Ok(())
+}
+
+/// Stores events paged back from the homeserver (`/rooms/{id}/messages`, given oldest
+/// first) for one stored room, through the same per-event path as a sync. Only what is
+/// not room state: old state events describe the room as it was, not as it is. An edit
+/// that happened later comes bundled with the original (`unsigned.m.relations`), whose
+/// own event was paged earlier (before its original was stored), so it is applied here.
+pub fn ingest_history(
+    tx: &Transaction<'_>,
+    ctx: &IngestContext<'_>,
+    dek: &DataKey,
+    room_id: &str,
+    events: &[Event],
+) -> rusqlite::Result<IngestOutcome> {
+    let mut out = IngestOutcome::default();
+    let mut view = RoomView::load(tx, ctx, dek, room_id)?;
+    if view.is_new() {
+        return Ok(out); // removed meanwhile
+    }
+    let mut touched = false;
+    for ev in events.iter().filter(|e| e.state_key.is_none()) {
+        touched |= timeline_event(tx, ctx, dek, &mut view, ev, &mut out)?;
+        let bundled = ev.unsigned.as_ref().map(|u| &u["m.relations"]["m.replace"]);
+        if let Some(edit) = bundled.and_then(|e| Event::deserialize(e).ok()) {
+            touched |= timeline_event(tx, ctx, dek, &mut view, &edit, &mut out)?;
+        }
+    }
+    if touched {
+        view.row.importance = importance::unread_room_importance(tx, &view.row, ctx.now)?;
+    }
+    save_if_changed(tx, ctx, &mut view, touched, &mut out)?;
+    Ok(out)
 }
 
 /// Applies one timeline event; returns whether a message was added or changed.
@@ -357,152 +409,4 @@ fn insert_message(
         scorable: !is_mine && !redacted && !undecryptable,
     });
     Ok(true)
-}
-
-/// What a redacted message keeps: no text, no content, no score.
-fn redacted_content() -> (MessageContent, Score) {
-    (
-        MessageContent {
-            body: String::new(),
-            content: json!({}),
-        },
-        Score {
-            importance: 0.0,
-            category: "general",
-            is_question: false,
-        },
-    )
-}
-
-/// Re-seals `orig` with `content` and its new score (an edit or a redaction).
-pub(super) fn rewrite(
-    tx: &Transaction<'_>,
-    dek: &DataKey,
-    orig: &mut MessageRow,
-    content: &MessageContent,
-    s: Score,
-    out: &mut IngestOutcome,
-) -> rusqlite::Result<bool> {
-    orig.content_enc = seal_message(dek, &orig.id, content);
-    (orig.importance, orig.is_question) = (s.importance, s.is_question);
-    orig.category = s.category.to_owned();
-    messages::update_content(tx, orig)?;
-    crate::services::search::index_message(tx, dek, orig, &content.body)?;
-    out.updated_messages += 1;
-    Ok(true)
-}
-
-/// An edit rewrites the original (same sender, same room, not redacted) with
-/// `m.new_content`; no row is added for the edit event itself.
-pub(super) fn apply_edit(
-    tx: &Transaction<'_>,
-    ctx: &IngestContext<'_>,
-    dek: &DataKey,
-    view: &RoomView,
-    ev: &Event,
-    target: &str,
-    out: &mut IngestOutcome,
-) -> rusqlite::Result<bool> {
-    let Some(mut orig) = messages::find_by_event(tx, ctx.user_id, target)? else {
-        return Ok(false);
-    };
-    let new_content = &ev.content["m.new_content"];
-    if orig.redacted
-        || orig.room_id != view.row.room_id
-        || ev.sender.as_deref() != Some(orig.sender_id.as_str())
-        || !new_content.is_object()
-    {
-        return Ok(false);
-    }
-    if let Some(t) = new_content["msgtype"].as_str() {
-        orig.msgtype = t.to_owned();
-    }
-    let s = score(
-        ctx,
-        view.row.is_direct,
-        new_content,
-        &orig.msgtype,
-        orig.is_mine,
-    );
-    let content = MessageContent {
-        body: new_content["body"].as_str().unwrap_or_default().to_owned(),
-        content: new_content.clone(),
-    };
-    orig.edited = true;
-    rewrite(tx, dek, &mut orig, &content, s, out)
-}
-
-/// A redaction empties the original: body "", content {}, `redacted`.
-fn apply_redaction(
-    tx: &Transaction<'_>,
-    ctx: &IngestContext<'_>,
-    dek: &DataKey,
-    view: &RoomView,
-    ev: &Event,
-    out: &mut IngestOutcome,
-) -> rusqlite::Result<bool> {
-    // Room versions up to 10 carry `redacts` at the top level, v11 in the content.
-    let Some(target) = ev.redacts.as_deref().or(ev.content["redacts"].as_str()) else {
-        return Ok(false);
-    };
-    let Some(mut orig) = messages::find_by_event(tx, ctx.user_id, target)? else {
-        return Ok(false);
-    };
-    if orig.redacted || orig.room_id != view.row.room_id {
-        return Ok(false);
-    }
-    orig.redacted = true;
-    let (empty, s) = redacted_content();
-    rewrite(tx, dek, &mut orig, &empty, s, out)
-}
-
-/// The later of `m.fully_read` and the user's own read receipts (by message time when
-/// both are stored messages; otherwise the newest to arrive).
-fn update_read_marker(
-    tx: &Transaction<'_>,
-    ctx: &IngestContext<'_>,
-    view: &mut RoomView,
-    room: &JoinedRoom,
-) -> rusqlite::Result<()> {
-    let me = ctx.reader.matrix_user_id.as_str();
-    let mut candidates: Vec<&str> = room
-        .account_data
-        .events
-        .iter()
-        .filter(|e| e.kind == "m.fully_read")
-        .filter_map(|e| e.content["event_id"].as_str())
-        .collect();
-    for ev in room
-        .ephemeral
-        .events
-        .iter()
-        .filter(|e| e.kind == "m.receipt")
-    {
-        for (event_id, receipts) in ev.content.as_object().into_iter().flatten() {
-            if ["m.read", "m.read.private"]
-                .iter()
-                .any(|t| receipts[*t].get(me).is_some())
-            {
-                candidates.push(event_id);
-            }
-        }
-    }
-    for candidate in candidates {
-        let later = match view.row.last_read_event_id.as_deref() {
-            None => true,
-            Some(current) if current == candidate => false,
-            Some(current) => {
-                let current_ts = messages::ts_of_event(tx, ctx.user_id, current)?;
-                let candidate_ts = messages::ts_of_event(tx, ctx.user_id, candidate)?;
-                match (current_ts, candidate_ts) {
-                    (Some(a), Some(b)) => b >= a,
-                    _ => true,
-                }
-            }
-        };
-        if later {
-            view.row.last_read_event_id = Some(candidate.to_owned());
-        }
-    }
-    Ok(())
 }

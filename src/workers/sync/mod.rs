@@ -16,7 +16,9 @@ use crate::error::AppError;
 use crate::state::AppState;
 use crate::store::sync_state;
 
+mod amend;
 pub mod e2ee;
+pub mod history;
 pub mod homeserver;
 pub mod ingest;
 pub mod room;
@@ -24,6 +26,8 @@ mod worker;
 
 #[cfg(test)]
 mod tests;
+
+pub use history::HistoryIngest;
 
 /// How often the supervisor rescans without being woken.
 const RESCAN: Duration = Duration::from_secs(60);

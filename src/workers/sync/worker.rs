@@ -1,6 +1,7 @@
-//! One user's sync loop: long-poll `/sync`, fill timeline gaps, ingest in one
-//! transaction with the new `since`, publish change events, accept the invites of the
-//! configured bridges (bots and their ghosts; see `bridges::identity`).
+//! One user's sync loop: long-poll `/sync`, ingest in one transaction with the new
+//! `since` (recording timeline gaps, filled when paged into), publish change events,
+//! accept the invites of the configured bridges (bots and their ghosts; see
+//! `bridges::identity`).
 //!
 //! Homeserver or database errors never stop the loop: it records `last_error`, backs off
 //! (1 s doubling to 60 s) and tries again from the stored position; the API keeps
@@ -22,8 +23,8 @@ use crate::clients::matrix::e2ee::UserCrypto;
 use crate::clients::matrix::{MatrixClient, MatrixError, SyncResponse};
 use crate::clients::provisioning::identity::BridgeIdentities;
 use crate::clock::unix_now;
-use crate::error::{AppError, AppResult};
-use crate::events::kind;
+use crate::error::{AppError, AppResult, ErrorCode};
+use crate::events::ChangeEvent;
 use crate::services::importance::Reader;
 use crate::services::users;
 use crate::state::AppState;
@@ -31,9 +32,9 @@ use crate::store::{rooms, sync_state};
 
 /// How long one `/sync` long-poll waits for news.
 const POLL_MS: u64 = 30_000;
-/// Timeline events per room on the first sync (older history is not imported).
+/// Timeline events per room on the first sync (older history is fetched when paged into).
 const INITIAL_TIMELINE_LIMIT: u32 = 50;
-/// Timeline events per room on later syncs; longer gaps are paged in.
+/// Timeline events per room on later syncs; longer gaps are recorded and paged in.
 const TIMELINE_LIMIT: u32 = 100;
 const BACKOFF_START: Duration = Duration::from_secs(1);
 const BACKOFF_MAX: Duration = Duration::from_secs(60);
@@ -81,8 +82,8 @@ fn sync_filter(initial: bool) -> &'static str {
     &filters[usize::from(!initial)]
 }
 
-/// The `/messages` filter used to page through gaps.
-fn gap_filter() -> &'static str {
+/// The `/messages` filter for paging back through a room's history: the timeline's types.
+pub(crate) fn history_filter() -> &'static str {
     static FILTER: OnceLock<String> = OnceLock::new();
     FILTER.get_or_init(|| json!({"types": timeline_types()}).to_string())
 }
@@ -243,12 +244,13 @@ impl Session {
         Ok(Some(session))
     }
 
-    /// One poll: sync, fill gaps, ingest, publish, join invites.
+    /// One poll: sync, ingest, publish, join invites.
     async fn step(&mut self, state: &AppState, matrix: &MatrixClient) -> AppResult<()> {
         if !state.e2ee.is_current(&self.crypto).await {
             return Err(AppError::Unavailable {
-                code: "crypto_store_replaced",
+                code: ErrorCode::CryptoStoreReplaced,
                 message: "the crypto store was destroyed; reloading the sync session".into(),
+                retry_after_secs: None,
             });
         }
         // Device and one-time keys go up before the first sync and whenever they run low.
@@ -269,32 +271,14 @@ impl Session {
             token: &self.token,
         };
         let mut hints = HashMap::new();
-        if let Some(since) = self.since.clone() {
-            let extras = async {
-                let gap = match hs.fill_gaps(&mut resp, &since, gap_filter()).await {
-                    Ok(n) => n,
-                    // Refused for good (not a passing outage): go on without the gap
-                    // rather than retrying the same response forever.
-                    Err(MatrixError::Http {
-                        status: 400 | 403 | 404,
-                        ref message,
-                        ..
-                    }) => {
-                        tracing::warn!(user_id = %self.user_id, %message, "cannot page through a timeline gap; older messages skipped");
-                        0
-                    }
-                    Err(e) => return Err(e),
-                };
-                Ok::<_, MatrixError>((gap, hs.room_hints(&resp).await))
-            };
-            let (gap, found) = tokio::select! {
-                r = extras => r.map_err(upstream)?,
+        if self.since.is_some() {
+            // A limited timeline's gap is recorded by ingest and fetched when someone
+            // pages back into it (`services::history`), not here: a long downtime does
+            // not hold up the news, and nothing is skipped however long the gap is.
+            hints = tokio::select! {
+                found = hs.room_hints(&resp) => found,
                 _ = state.shutdown.wait() => return Ok(()),
             };
-            if gap > 0 {
-                tracing::info!(user_id = %self.user_id, events = gap, "filled timeline gaps");
-            }
-            hints = found;
         }
         for room in resp.rooms.join.keys() {
             self.pending_joins.remove(room);
@@ -449,7 +433,8 @@ impl Session {
 
 fn upstream(e: MatrixError) -> AppError {
     AppError::Unavailable {
-        code: "homeserver_unavailable",
+        retry_after_secs: None,
+        code: ErrorCode::HomeserverUnavailable,
         message: e.to_string(),
     }
 }
@@ -461,54 +446,24 @@ fn publish(state: &AppState, user_id: &str, outcome: &IngestOutcome) {
         for m in &outcome.new_messages {
             state.events.publish(
                 user_id,
-                kind::MESSAGE_CREATED,
-                json!({"roomId": m.room_id, "eventId": m.event_id, "messageId": m.message_id}),
+                ChangeEvent::MessageCreated {
+                    room_id: m.room_id.clone(),
+                    event_id: m.event_id.clone(),
+                    message_id: m.message_id.clone(),
+                },
             );
         }
     }
     for room_id in &outcome.changed_rooms {
-        state
-            .events
-            .publish(user_id, kind::ROOM_UPDATED, json!({"roomId": room_id}));
+        state.events.publish(
+            user_id,
+            ChangeEvent::RoomUpdated {
+                room_id: room_id.to_owned(),
+            },
+        );
     }
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn backoff_doubles_from_one_second_up_to_a_minute_and_resets() {
-        let mut b = Backoff::new();
-        let waits: Vec<u64> = (0..9).map(|_| b.next().as_secs()).collect();
-        assert_eq!(waits, vec![1, 2, 4, 8, 16, 32, 60, 60, 60]);
-        b.reset();
-        assert_eq!(b.next(), BACKOFF_START);
-    }
-
-    #[test]
-    fn the_filters_keep_timeline_messages_state_receipts_and_read_markers() {
-        let initial: serde_json::Value = serde_json::from_str(sync_filter(true)).unwrap();
-        let later: serde_json::Value = serde_json::from_str(sync_filter(false)).unwrap();
-        assert_eq!(initial["room"]["timeline"]["limit"], INITIAL_TIMELINE_LIMIT);
-        assert_eq!(later["room"]["timeline"]["limit"], TIMELINE_LIMIT);
-        let types = later["room"]["timeline"]["types"].as_array().unwrap();
-        for t in [
-            "m.room.message",
-            "m.room.redaction",
-            "m.room.encrypted",
-            "m.room.member",
-            "m.bridge",
-        ] {
-            assert!(types.contains(&serde_json::json!(t)), "{t}");
-        }
-        assert_eq!(
-            later["room"]["ephemeral"]["types"],
-            serde_json::json!(["m.receipt"])
-        );
-        assert_eq!(
-            later["account_data"]["types"],
-            serde_json::json!(["m.direct"])
-        );
-    }
-}
+#[path = "worker_tests.rs"]
+mod tests;

@@ -281,7 +281,7 @@ async fn chat_counts_use_the_room_lists_filter() {
     let t = &user.access_token;
     let empty = expect_json(app.get_auth("/api/bridges/chat-counts", t).await, 200).await;
     assert_eq!(empty["total"], 0);
-    assert_eq!(empty["counts"].as_array().unwrap().len(), 3);
+    assert_eq!(empty["counts"].as_array().unwrap().len(), 4);
 
     let uid = user.user["id"].as_str().unwrap().to_owned();
     let db = rusqlite::Connection::open(app.data_dir().join("switchboard.db")).unwrap();
@@ -317,11 +317,16 @@ async fn chat_counts_use_the_room_lists_filter() {
             .unwrap()
     };
     assert_eq!(
-        (count("whatsapp"), count("telegram"), count("discord")),
-        (2, 1, 0),
+        (
+            count("whatsapp"),
+            count("telegram"),
+            count("discord"),
+            count("matrix")
+        ),
+        (2, 1, 0, 1),
         "{counts}"
     );
-    assert_eq!(counts["total"], 3);
+    assert_eq!(counts["total"], 4);
 
     // The personal-token room list shows the same conversations.
     let resp = post(&app, t, "/api/developer/tokens", json!({"name": "counts"})).await;
@@ -345,6 +350,11 @@ async fn chat_counts_use_the_room_lists_filter() {
     assert_eq!(
         (listed("whatsapp"), listed("telegram")),
         (count("whatsapp"), count("telegram")),
+        "{rooms}"
+    );
+    assert_eq!(
+        rooms["rooms"].as_array().unwrap().len() as i64,
+        counts["total"].as_i64().unwrap(),
         "{rooms}"
     );
     let via_token = expect_json(app.get_auth("/api/bridges/chat-counts", &token).await, 200).await;

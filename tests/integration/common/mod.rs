@@ -11,6 +11,7 @@ use std::process::{Child, Command, ExitStatus, Stdio};
 use std::time::{Duration, Instant};
 
 pub mod ai;
+pub mod auth_api;
 pub mod bridge;
 pub mod matrix;
 pub mod synapse;
@@ -441,6 +442,7 @@ pub fn lines(path: &Path) -> Vec<String> {
     }
 }
 
+pub mod dovecot;
 pub mod mail;
 
 /// A signed-in user as the tests see it.
@@ -482,11 +484,7 @@ impl TestApp {
     /// Requests a code for `email`, reads it from the delivered mail and verifies it.
     pub async fn sign_in(&self, email: &str, public_key: Option<&str>) -> Session {
         let before = mail::messages_to(email).len();
-        let resp = self
-            .post_json("/api/auth/code", None, serde_json::json!({"email": email}))
-            .await;
-        expect_json(resp, 200).await;
-        let code = mail::wait_for_code(email, before).await;
+        let code = self.auth().mailed_code(email, before).await;
         let mut body = serde_json::json!({"email": email, "code": code});
         if let Some(key) = public_key {
             body["publicKey"] = serde_json::json!(key);

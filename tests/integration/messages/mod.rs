@@ -22,6 +22,7 @@ use x25519_dalek::{PublicKey, StaticSecret};
 use crate::common::matrix::MatrixUser;
 use crate::common::*;
 
+mod backfill;
 mod deletion_and_stats;
 mod history;
 mod sealed_pages;

@@ -3,6 +3,7 @@
 use std::time::{Duration, Instant};
 
 use serde_json::{json, Value};
+use switchboard::clients::matrix::encode;
 
 use crate::common::*;
 use crate::tokens::create_token;
@@ -57,8 +58,25 @@ async fn an_incoming_message_unarchives_a_room() {
     assert!(!room_ids(&list(&app, &t.token, "").await).contains(&room));
     // The user's own message does not bring it back.
     send_text(&matrix_token(&user), &room, "note to self").await;
-    tokio::time::sleep(Duration::from_secs(2)).await;
+    // Positive marker: the message is stored (readable through the messages API) before
+    // the room is looked at.
+    let history = format!("/api/messages?roomId={}", encode(&room));
+    let deadline = Instant::now() + Duration::from_secs(15);
+    while !app
+        .get_auth(&history, &t.token)
+        .await
+        .text()
+        .await
+        .unwrap()
+        .contains("note to self")
+    {
+        assert!(Instant::now() < deadline, "the own message was not stored");
+        tokio::time::sleep(Duration::from_millis(250)).await;
+    }
     assert!(!room_ids(&list(&app, &t.token, "").await).contains(&room));
+    // `archived_at` has whole seconds and a message from the archiving second may predate
+    // it, so the incoming message is sent in a later second.
+    tokio::time::sleep(Duration::from_millis(1100)).await;
     send_text(&bob_token, &room, "are you there?").await;
     let deadline = Instant::now() + Duration::from_secs(15);
     while !room_ids(&list(&app, &t.token, "").await).contains(&room) {

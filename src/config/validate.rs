@@ -1,0 +1,94 @@
+//! Checks of relations between keys that serde cannot express.
+
+use super::*;
+
+impl Config {
+    /// Checks relations between keys that serde cannot express.
+    pub fn validate(&self) -> Result<(), ConfigError> {
+        if let Some(url) = &self.server.base_url {
+            check_http_url("server.base_url", url)?;
+        }
+        if self.server.tls_cert.is_some() != self.server.tls_key.is_some() {
+            return Err(ConfigError::key(
+                "server.tls_cert",
+                "tls_cert and tls_key must be set together",
+            ));
+        }
+        self.server.validate()?;
+        for (key, d) in [
+            ("auth.access_token_ttl", self.auth.access_token_ttl),
+            ("auth.refresh_token_ttl", self.auth.refresh_token_ttl),
+            ("auth.code_ttl", self.auth.code_ttl),
+            ("rate_limit.window", self.rate_limit.window),
+            ("email.poll_interval", self.email.poll_interval),
+        ] {
+            if d.0.is_zero() {
+                return Err(ConfigError::key(key, "must be longer than zero"));
+            }
+        }
+        if self.auth.max_code_failures == 0 {
+            return Err(ConfigError::key(
+                "auth.max_code_failures",
+                "must be at least 1",
+            ));
+        }
+        if self.rate_limit.requests == 0 {
+            return Err(ConfigError::key(
+                "rate_limit.requests",
+                "must be at least 1",
+            ));
+        }
+        if self.mail.transport == MailTransport::Smtp && self.mail.smtp_host.is_none() {
+            return Err(ConfigError::key(
+                "mail.smtp_host",
+                "required when mail.transport = \"smtp\"",
+            ));
+        }
+        if self.mail.from.parse::<lettre::message::Mailbox>().is_err() {
+            return Err(ConfigError::key(
+                "mail.from",
+                format!("{:?} is not a valid mailbox", self.mail.from),
+            ));
+        }
+        if let Some(matrix) = &self.matrix {
+            check_http_url("matrix.homeserver_url", &matrix.homeserver_url)?;
+            if matrix.server_name.trim().is_empty() {
+                return Err(ConfigError::key("matrix.server_name", "must not be empty"));
+            }
+        }
+        for (name, bridge) in self.bridges.iter() {
+            if let Some(url) = &bridge.provisioning_url {
+                check_http_url(&format!("bridges.{name}.provisioning_url"), url)?;
+            }
+            if let Some(bot) = &bridge.bot_user_id {
+                if matrix_ids::server_of(bot).is_none() {
+                    return Err(ConfigError::key(
+                        &format!("bridges.{name}.bot_user_id"),
+                        format!("{bot:?} is not a Matrix user ID (@localpart:server)"),
+                    ));
+                }
+            }
+            if let Some(prefix) = &bridge.ghost_prefix {
+                matrix_ids::check_ghost_prefix(prefix)
+                    .map_err(|m| ConfigError::key(&format!("bridges.{name}.ghost_prefix"), m))?;
+            }
+        }
+        if let Some(ai) = &self.ai {
+            check_http_url("ai.url", &ai.url)?;
+        }
+        self.log
+            .level
+            .parse::<tracing_subscriber::EnvFilter>()
+            .map_err(|e| ConfigError::key("log.level", e.to_string()))?;
+        Ok(())
+    }
+}
+
+pub(super) fn check_http_url(key: &str, url: &str) -> Result<(), ConfigError> {
+    let parsed = reqwest::Url::parse(url)
+        .map_err(|e| ConfigError::key(key, format!("{url:?} is not a URL: {e}")))?;
+    if !matches!(parsed.scheme(), "http" | "https") {
+        return Err(ConfigError::key(key, "must be an http:// or https:// URL"));
+    }
+    Ok(())
+}

@@ -1,0 +1,113 @@
+//! The personal-token allowlist: the one table of the operations personal API tokens may
+//! call. The gate enforces it (`api::gate`), and the handlers of these operations take the
+//! `TokenAuth` scheme while every other authenticated one takes `NativeAuth`. Anything not
+//! listed is denied to personal tokens: a route added later is unavailable to them until
+//! it is listed, and tokens created before it was listed must opt in
+//! (`PATCH /api/developer/tokens/{id}` with `{"optIn": true}`).
+
+/// Current version of the allowlist. Bump it when adding entries, and give the new
+/// entries `since: <new version>`: tokens created earlier must opt in to reach them.
+///
+/// Version 3 added `GET /api/search` as an *explicit* entry: it reads across every room at
+/// once, so each token needs its own opt-in for it, also a token created after version 3
+/// (creation grants the ordinary entries of the current version only).
+pub const ALLOWLIST_VERSION: u32 = 3;
+
+/// One operation personal tokens may call.
+#[derive(Debug, Clone, Copy)]
+pub struct AllowedRoute {
+    pub method: &'static str,
+    pub path: &'static str,
+    /// Allowlist version that added the entry.
+    pub since: u32,
+    /// Only for tokens explicitly opted in at `since` or later, whatever their creation.
+    pub explicit: bool,
+}
+
+const fn allow(method: &'static str, path: &'static str) -> AllowedRoute {
+    allow_since(method, path, 1)
+}
+
+const fn allow_since(method: &'static str, path: &'static str, since: u32) -> AllowedRoute {
+    AllowedRoute {
+        method,
+        path,
+        since,
+        explicit: false,
+    }
+}
+
+/// An entry that needs each token's own opt-in (see [`ALLOWLIST_VERSION`]).
+const fn explicit(method: &'static str, path: &'static str, since: u32) -> AllowedRoute {
+    AllowedRoute {
+        method,
+        path,
+        since,
+        explicit: true,
+    }
+}
+
+/// The operations personal tokens may call (README, "Security model"), including the
+/// inverse actions of allowed ones (unarchive, unmute, unpin, unfavorite).
+pub const PERSONAL_TOKEN_ALLOWLIST: &[AllowedRoute] = &[
+    // Rooms: list, get, mark read, mute, archive, favorite, pin (and their inverses).
+    allow("GET", "/api/rooms"),
+    allow("GET", "/api/rooms/{roomId}"),
+    allow("POST", "/api/rooms/{roomId}/read"),
+    allow("POST", "/api/rooms/{roomId}/archive"),
+    allow("POST", "/api/rooms/{roomId}/unarchive"),
+    allow("POST", "/api/rooms/{roomId}/mute"),
+    allow("POST", "/api/rooms/{roomId}/unmute"),
+    allow("POST", "/api/rooms/{roomId}/favorite"),
+    allow("POST", "/api/rooms/{roomId}/unfavorite"),
+    allow("POST", "/api/rooms/{roomId}/pin"),
+    allow("POST", "/api/rooms/{roomId}/unpin"),
+    // Messages: readable history and approved text sending.
+    allow("GET", "/api/messages"),
+    allow("POST", "/api/rooms/{roomId}/messages"),
+    // Real-time sync.
+    allow("GET", "/api/sync"),
+    // E-mail.
+    allow("GET", "/api/email/threads"),
+    allow("PUT", "/api/email/threads/{id}"),
+    allow("GET", "/api/email/messages/{id}"),
+    allow("POST", "/api/email/compose"),
+    allow("GET", "/api/email/labels"),
+    allow("POST", "/api/email/labels"),
+    allow("GET", "/api/email/signatures"),
+    allow("POST", "/api/email/signatures"),
+    // E-mail routes added with the e-mail backend (version 2): one thread, attachments,
+    // editing and deleting signatures. The mailbox account routes are never listed.
+    allow_since("GET", "/api/email/threads/{id}", 2),
+    allow_since("GET", "/api/email/messages/{id}/attachments/{index}", 2),
+    allow_since("PUT", "/api/email/signatures/{id}", 2),
+    allow_since("DELETE", "/api/email/signatures/{id}", 2),
+    // Reminders.
+    allow("GET", "/api/reminders"),
+    allow("POST", "/api/reminders"),
+    allow("PUT", "/api/reminders/{id}"),
+    allow("DELETE", "/api/reminders/{id}"),
+    // Read-only bridges.
+    allow("GET", "/api/bridges"),
+    allow("GET", "/api/bridges/configured"),
+    allow("GET", "/api/bridges/dashboard"),
+    allow("GET", "/api/bridges/chat-counts"),
+    // Search across every room and mailbox (version 3): explicit opt-in of each token.
+    explicit("GET", "/api/search", 3),
+];
+
+/// Whether a personal token with allowlist version `token_version`, explicitly opted in at
+/// `opted_in_version` (0: never), may call `template`.
+pub fn personal_token_allows(
+    method: &str,
+    template: &str,
+    token_version: u32,
+    opted_in_version: u32,
+) -> bool {
+    PERSONAL_TOKEN_ALLOWLIST.iter().any(|r| {
+        r.method == method
+            && r.path == template
+            && r.since <= token_version
+            && (!r.explicit || r.since <= opted_in_version)
+    })
+}

@@ -1,0 +1,245 @@
+//! Connecting mailboxes: a real IMAP login and SMTP EHLO (+AUTH) before anything is
+//! stored; credentials sealed under the user's data key.
+
+use crate::clients::mail::imap::{self, Endpoint, ImapError, Security};
+use crate::clients::mail::smtp::{self, SmtpError};
+use crate::crypto::{Aad, DataKey};
+use crate::error::{AppError, AppResult, ErrorCode};
+use crate::state::AppState;
+use crate::store::email::{self as store, AccountRow};
+
+use super::{now_ms, parse_id, seal_json, user_key, Settings, T_ACCOUNTS};
+
+/// Mailboxes one user may connect.
+pub const MAX_ACCOUNTS: usize = 20;
+
+#[derive(Debug, Clone)]
+pub struct EndpointInput {
+    pub host: String,
+    pub port: u16,
+    pub security: String,
+    pub username: Option<String>,
+    pub password: Option<String>,
+}
+
+#[derive(Debug, Clone)]
+pub struct AccountInput {
+    pub email: String,
+    pub display_name: Option<String>,
+    pub imap: EndpointInput,
+    pub smtp: EndpointInput,
+}
+
+#[derive(Debug, Clone)]
+pub struct Account {
+    pub id: String,
+    pub email: String,
+    pub display_name: Option<String>,
+    pub status: String,
+    pub last_sync_at: Option<i64>,
+    pub error: Option<String>,
+    /// `(fetched, to fetch)` while a mailbox is being synced.
+    pub progress: Option<(u64, u64)>,
+}
+
+fn open(state: &AppState, dek: &DataKey, a: AccountRow) -> Account {
+    let email = dek
+        .open_string(&a.email_enc, &Aad::new(T_ACCOUNTS, "email", &a.id))
+        .unwrap_or_default();
+    let display_name = a.display_name_enc.as_ref().and_then(|d| {
+        dek.open_string(d, &Aad::new(T_ACCOUNTS, "display_name", &a.id))
+            .ok()
+    });
+    Account {
+        progress: state.email.progress(&a.id),
+        id: a.id,
+        email,
+        display_name,
+        status: a.status,
+        last_sync_at: a.last_sync_at,
+        error: a.error,
+    }
+}
+
+fn text(field: &str, value: &str, max: usize) -> AppResult<String> {
+    let v = value.trim();
+    if v.is_empty() || v.chars().count() > max || v.chars().any(char::is_control) {
+        return Err(AppError::invalid(
+            field,
+            format!("must be 1 to {max} characters without control characters"),
+        ));
+    }
+    Ok(v.to_owned())
+}
+
+fn endpoint(prefix: &str, e: &EndpointInput, need_login: bool) -> AppResult<Endpoint> {
+    let host = text(&format!("{prefix}.host"), &e.host, 253)?;
+    if host.contains(char::is_whitespace) {
+        return Err(AppError::invalid(
+            &format!("{prefix}.host"),
+            "must be a host name",
+        ));
+    }
+    if e.port == 0 {
+        return Err(AppError::invalid(
+            &format!("{prefix}.port"),
+            "must be 1 to 65535",
+        ));
+    }
+    let security = Security::parse(e.security.trim()).ok_or_else(|| {
+        AppError::invalid(
+            &format!("{prefix}.security"),
+            "must be tls, starttls or none",
+        )
+    })?;
+    let username = match e.username.as_deref() {
+        Some(u) if !u.trim().is_empty() => text(&format!("{prefix}.username"), u, 320)?,
+        _ if need_login => {
+            return Err(AppError::invalid(
+                &format!("{prefix}.username"),
+                "is required",
+            ))
+        }
+        _ => String::new(),
+    };
+    let password = e.password.clone().unwrap_or_default();
+    if password.len() > 1024 || password.contains(['\r', '\n', '\0']) {
+        return Err(AppError::invalid(
+            &format!("{prefix}.password"),
+            "must be at most 1024 bytes on one line",
+        ));
+    }
+    if need_login && password.is_empty() {
+        return Err(AppError::invalid(
+            &format!("{prefix}.password"),
+            "is required",
+        ));
+    }
+    Ok(Endpoint {
+        host,
+        port: e.port,
+        security,
+        username,
+        password,
+    })
+}
+
+fn login_failed(message: String) -> AppError {
+    AppError::bad_request(ErrorCode::MailLoginFailed, message)
+}
+
+fn unreachable(message: String) -> AppError {
+    AppError::bad_request(ErrorCode::MailServerUnreachable, message)
+}
+
+pub async fn connect(state: &AppState, user_id: &str, input: AccountInput) -> AppResult<Account> {
+    let email = input.email.trim().to_owned();
+    if email.parse::<lettre::Address>().is_err() || email.len() > 320 {
+        return Err(AppError::invalid("email", "must be an e-mail address"));
+    }
+    let display_name = match input.display_name.as_deref().map(str::trim) {
+        None | Some("") => None,
+        Some(d) => Some(text("displayName", d, 255)?),
+    };
+    let settings = Settings {
+        imap: endpoint("imap", &input.imap, true)?,
+        smtp: endpoint("smtp", &input.smtp, false)?,
+    };
+    let dek = user_key(state, user_id).await?;
+    let uid = user_id.to_owned();
+    let count = state
+        .store
+        .run(move |c| Ok::<_, AppError>(store::accounts_of(c, &uid)?.len()))
+        .await?;
+    if count >= MAX_ACCOUNTS {
+        return Err(AppError::bad_request(
+            ErrorCode::TooManyMailAccounts,
+            format!("at most {MAX_ACCOUNTS} mailboxes can be connected"),
+        ));
+    }
+    match imap::connect(&settings.imap).await {
+        Ok(s) => imap::logout(s).await,
+        Err(ImapError::Login(m)) => return Err(login_failed(format!("IMAP: {m}"))),
+        Err(ImapError::Unreachable(m)) => return Err(unreachable(format!("IMAP: {m}"))),
+        Err(ImapError::Refused(m) | ImapError::Protocol(m)) => {
+            return Err(login_failed(format!("IMAP: {m}")))
+        }
+    }
+    match smtp::check(&settings.smtp).await {
+        Ok(()) => {}
+        Err(SmtpError::Refused(m)) => return Err(login_failed(format!("SMTP: {m}"))),
+        Err(SmtpError::Config(m)) => return Err(AppError::invalid("smtp.host", m)),
+        Err(SmtpError::Unreachable(m)) => return Err(unreachable(format!("SMTP: {m}"))),
+    }
+    let id = uuid::Uuid::new_v4().to_string();
+    let row = AccountRow {
+        email_enc: dek.seal_str(&email, &Aad::new(T_ACCOUNTS, "email", &id)),
+        display_name_enc: display_name
+            .as_ref()
+            .map(|d| dek.seal_str(d, &Aad::new(T_ACCOUNTS, "display_name", &id))),
+        settings_enc: seal_json(&dek, &settings, T_ACCOUNTS, "settings", &id),
+        id,
+        user_id: user_id.to_owned(),
+        status: "syncing".into(),
+        error: None,
+        last_sync_at: None,
+        created_at: now_ms(),
+    };
+    let saved = row.clone();
+    state
+        .store
+        .run(move |c| Ok::<_, AppError>(store::insert_account(c, &saved)?))
+        .await?;
+    state.email.wakeup.notify_one();
+    Ok(open(state, &dek, row))
+}
+
+pub async fn list(state: &AppState, user_id: &str) -> AppResult<Vec<Account>> {
+    let dek = user_key(state, user_id).await?;
+    let uid = user_id.to_owned();
+    let rows = state
+        .store
+        .run(move |c| Ok::<_, AppError>(store::accounts_of(c, &uid)?))
+        .await?;
+    Ok(rows.into_iter().map(|a| open(state, &dek, a)).collect())
+}
+
+/// Removes the account and (by cascade) its cached mailboxes, threads and messages.
+pub async fn remove(state: &AppState, user_id: &str, id: &str) -> AppResult<String> {
+    let id = parse_id("mail account", id)?;
+    let uid = user_id.to_owned();
+    let aid = id.clone();
+    let n = state
+        .store
+        .run(move |c| Ok::<_, AppError>(store::delete_account(c, &uid, &aid)?))
+        .await?;
+    if n == 0 {
+        return Err(AppError::not_found("mail account"));
+    }
+    state.email.poke(&id);
+    Ok(id)
+}
+
+/// The account of the user to act with: `account_id` when given (404 when not theirs),
+/// else their first.
+pub async fn pick(
+    state: &AppState,
+    user_id: &str,
+    account_id: Option<&str>,
+) -> AppResult<AccountRow> {
+    let uid = user_id.to_owned();
+    let wanted = match account_id {
+        Some(a) => Some(parse_id("mail account", a)?),
+        None => None,
+    };
+    state
+        .store
+        .run(move |c| {
+            let found = match wanted {
+                Some(a) => store::find_account(c, &uid, &a)?,
+                None => store::accounts_of(c, &uid)?.into_iter().next(),
+            };
+            found.ok_or_else(|| AppError::not_found("mail account"))
+        })
+        .await
+}

@@ -1,0 +1,378 @@
+//! Thread actions and label creation: made on the IMAP server first, then the touched
+//! mailboxes are re-synced into the cache and the new thread is returned.
+
+use std::collections::{BTreeMap, BTreeSet};
+
+use super::sync::{self, AccountCtx};
+use super::threads::{self, Label, Thread};
+use super::{announce, imap_error, parse_id, user_key};
+use crate::clients::mail::imap::{self, Caps, Session};
+use crate::error::{AppError, AppResult, ErrorCode};
+use crate::state::AppState;
+use crate::store::email::{self as store, messages as mstore, MailboxRow};
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Action {
+    Read,
+    Unread,
+    Star,
+    Unstar,
+    Archive,
+    Unarchive,
+    Trash,
+    Delete,
+    AddLabel(String),
+    RemoveLabel(String),
+}
+
+pub fn parse_action(action: &str, label: Option<&str>) -> AppResult<Action> {
+    let need_label = || {
+        label
+            .map(str::trim)
+            .filter(|l| !l.is_empty())
+            .map(str::to_owned)
+            .ok_or_else(|| AppError::invalid("label", "is required for addLabel and removeLabel"))
+    };
+    Ok(match action.trim() {
+        "read" => Action::Read,
+        "unread" => Action::Unread,
+        "star" => Action::Star,
+        "unstar" => Action::Unstar,
+        "archive" => Action::Archive,
+        "unarchive" => Action::Unarchive,
+        "trash" => Action::Trash,
+        "delete" => Action::Delete,
+        "addLabel" => Action::AddLabel(need_label()?),
+        "removeLabel" => Action::RemoveLabel(need_label()?),
+        _ => {
+            return Err(AppError::invalid(
+                "action",
+                "must be read, unread, star, unstar, archive, unarchive, trash, delete, addLabel or removeLabel",
+            ))
+        }
+    })
+}
+
+async fn open_session(ctx: &AccountCtx) -> AppResult<(Session, Caps)> {
+    let mut s = imap::connect(&ctx.settings.imap)
+        .await
+        .map_err(imap_error)?;
+    let caps = imap::capabilities(&mut s).await.map_err(imap_error)?;
+    Ok((s, caps))
+}
+
+async fn account_ctx(state: &AppState, account_id: &str) -> AppResult<AccountCtx> {
+    sync::load_ctx(state, account_id)
+        .await?
+        .ok_or_else(|| AppError::not_found("mail account"))
+}
+
+fn special<'a>(boxes: &'a [MailboxRow], role: &str) -> Option<&'a MailboxRow> {
+    boxes
+        .iter()
+        .find(|b| b.special_use.as_deref() == Some(role))
+}
+
+/// The mailbox with `role`, created under `name` when the server has none.
+async fn ensure(
+    s: &mut Session,
+    boxes: &[MailboxRow],
+    role: &str,
+    name: &str,
+) -> AppResult<String> {
+    if let Some(b) = special(boxes, role) {
+        return Ok(b.name.clone());
+    }
+    if !boxes.iter().any(|b| b.name == name) {
+        imap::create_mailbox(s, name).await.map_err(imap_error)?;
+    }
+    Ok(name.to_owned())
+}
+
+pub async fn apply(
+    state: &AppState,
+    user_id: &str,
+    thread_id: &str,
+    action: Action,
+) -> AppResult<Thread> {
+    let thread_id = parse_id("thread", thread_id)?;
+    let dek = user_key(state, user_id).await?;
+    let before = threads::load(state, &dek, user_id, &thread_id).await?;
+    let ctx = account_ctx(state, &before.account_id).await?;
+    let (ids, aid) = (before.message_ids.clone(), ctx.account_id.clone());
+    let (locations, boxes) = state
+        .store
+        .run(move |c| {
+            Ok::<_, AppError>((mstore::locations_of(c, &ids)?, store::mailboxes(c, &aid)?))
+        })
+        .await?;
+    let mut by_box: BTreeMap<String, Vec<u32>> = BTreeMap::new();
+    for (_, name, uid) in &locations {
+        by_box.entry(name.clone()).or_default().push(*uid as u32);
+    }
+    if let Action::AddLabel(l) | Action::RemoveLabel(l) = &action {
+        let Some(b) = boxes.iter().find(|b| &b.name == l) else {
+            return Err(AppError::not_found("label"));
+        };
+        if matches!(action, Action::RemoveLabel(_)) && b.special_use.is_some() {
+            return Err(AppError::invalid(
+                "label",
+                "system labels are left with archive, unarchive or trash",
+            ));
+        }
+    }
+    let _guard = sync::account_lock(state, &ctx.account_id).await;
+    let (mut s, caps) = open_session(&ctx).await?;
+    let result = act(&mut s, caps, &boxes, &by_box, &locations, &action).await;
+    let touched = match result {
+        Ok(t) => t,
+        Err(e) => {
+            imap::logout(s).await;
+            return Err(e);
+        }
+    };
+    let changed = sync::sync_named(state, &ctx, &mut s, caps, &touched).await;
+    imap::logout(s).await;
+    let mut changed = changed.map_err(|e| match e {
+        sync::SyncError::Imap(e) => imap_error(e),
+        sync::SyncError::App(e) => e,
+    })?;
+    changed.insert(thread_id.clone());
+    for t in &changed {
+        announce(state, user_id, &ctx.account_id, t);
+    }
+    match threads::load(state, &dek, user_id, &thread_id).await {
+        Ok(t) => Ok(t),
+        // Deleted for good: the thread as it was, without messages or labels.
+        Err(AppError::NotFound { .. }) => Ok(Thread {
+            message_ids: Vec::new(),
+            labels: Vec::new(),
+            unread: false,
+            starred: false,
+            ..before
+        }),
+        Err(e) => Err(e),
+    }
+}
+
+/// Makes the change on the server; returns the mailboxes to re-sync.
+async fn act(
+    s: &mut Session,
+    caps: Caps,
+    boxes: &[MailboxRow],
+    by_box: &BTreeMap<String, Vec<u32>>,
+    locations: &[(String, String, i64)],
+    action: &Action,
+) -> AppResult<Vec<String>> {
+    let mut touched: BTreeSet<String> = BTreeSet::new();
+    let flag = |a: &Action| match a {
+        Action::Read => Some((true, "\\Seen")),
+        Action::Unread => Some((false, "\\Seen")),
+        Action::Star => Some((true, "\\Flagged")),
+        Action::Unstar => Some((false, "\\Flagged")),
+        _ => None,
+    };
+    let e = imap_error;
+    if let Some((add, f)) = flag(action) {
+        for (name, uids) in by_box {
+            imap::select(s, name, false).await.map_err(e)?;
+            imap::store_flag(s, &imap::uid_set(uids), add, f)
+                .await
+                .map_err(e)?;
+            touched.insert(name.clone());
+        }
+        return Ok(touched.into_iter().collect());
+    }
+    let inbox = special(boxes, "inbox")
+        .map(|b| b.name.clone())
+        .unwrap_or_else(|| "INBOX".into());
+    match action {
+        Action::Archive => {
+            if let Some(uids) = by_box.get(&inbox) {
+                let archive = ensure(s, boxes, "archive", "Archive").await?;
+                imap::select(s, &inbox, false).await.map_err(e)?;
+                imap::move_uids(s, caps, &imap::uid_set(uids), &archive)
+                    .await
+                    .map_err(e)?;
+                touched.extend([inbox, archive]);
+            }
+        }
+        Action::Unarchive => {
+            if let Some(archive) = special(boxes, "archive").map(|b| b.name.clone()) {
+                if let Some(uids) = by_box.get(&archive) {
+                    imap::select(s, &archive, false).await.map_err(e)?;
+                    imap::move_uids(s, caps, &imap::uid_set(uids), &inbox)
+                        .await
+                        .map_err(e)?;
+                    touched.extend([inbox, archive]);
+                }
+            }
+        }
+        Action::Trash => {
+            let trash = ensure(s, boxes, "trash", "Trash").await?;
+            for (name, uids) in by_box.iter().filter(|(n, _)| **n != trash) {
+                imap::select(s, name, false).await.map_err(e)?;
+                imap::move_uids(s, caps, &imap::uid_set(uids), &trash)
+                    .await
+                    .map_err(e)?;
+                touched.insert(name.clone());
+            }
+            touched.insert(trash);
+        }
+        Action::Delete => {
+            for (name, uids) in by_box {
+                imap::select(s, name, false).await.map_err(e)?;
+                imap::expunge_uids(s, caps, &imap::uid_set(uids))
+                    .await
+                    .map_err(e)?;
+                touched.insert(name.clone());
+            }
+        }
+        Action::AddLabel(label) => {
+            // One copy per message not in the label yet, from its first location.
+            let mut copy: BTreeMap<String, Vec<u32>> = BTreeMap::new();
+            let mut seen: BTreeSet<&str> = BTreeSet::new();
+            let already: BTreeSet<&str> = locations
+                .iter()
+                .filter(|(_, n, _)| n == label)
+                .map(|(m, _, _)| m.as_str())
+                .collect();
+            for (m, name, uid) in locations {
+                if already.contains(m.as_str()) || !seen.insert(m.as_str()) {
+                    continue;
+                }
+                copy.entry(name.clone()).or_default().push(*uid as u32);
+            }
+            for (name, uids) in &copy {
+                imap::select(s, name, false).await.map_err(e)?;
+                imap::copy_uids(s, &imap::uid_set(uids), label)
+                    .await
+                    .map_err(e)?;
+            }
+            touched.insert(label.clone());
+        }
+        Action::RemoveLabel(label) => {
+            if let Some(uids) = by_box.get(label) {
+                imap::select(s, label, false).await.map_err(e)?;
+                imap::expunge_uids(s, caps, &imap::uid_set(uids))
+                    .await
+                    .map_err(e)?;
+            }
+            touched.insert(label.clone());
+        }
+        _ => {}
+    }
+    Ok(touched.into_iter().collect())
+}
+
+fn validate_label(name: &str) -> AppResult<String> {
+    let n = name.trim();
+    if n.is_empty()
+        || n.chars().count() > 200
+        || n.chars()
+            .any(|c| c.is_control() || c == '*' || c == '%' || c == '"' || c == '\\')
+        || n.starts_with('/')
+        || n.ends_with('/')
+    {
+        return Err(AppError::invalid(
+            "name",
+            "must be 1 to 200 characters without control characters, * % \" \\ or a leading or trailing /",
+        ));
+    }
+    Ok(n.to_owned())
+}
+
+/// Creates a mailbox on the account (the user's first when `account_id` is absent).
+pub async fn create_label(
+    state: &AppState,
+    user_id: &str,
+    name: &str,
+    account_id: Option<&str>,
+) -> AppResult<Label> {
+    let name = validate_label(name)?;
+    let _ = user_key(state, user_id).await?;
+    let account = super::accounts::pick(state, user_id, account_id).await?;
+    let ctx = account_ctx(state, &account.id).await?;
+    let aid = ctx.account_id.clone();
+    let boxes = state
+        .store
+        .run(move |c| Ok::<_, AppError>(store::mailboxes(c, &aid)?))
+        .await?;
+    if boxes.iter().any(|b| b.name.eq_ignore_ascii_case(&name)) {
+        return Err(AppError::conflict(
+            ErrorCode::LabelExists,
+            "a label with this name exists",
+        ));
+    }
+    let _guard = sync::account_lock(state, &ctx.account_id).await;
+    let (mut s, _) = open_session(&ctx).await?;
+    let created = imap::create_mailbox(&mut s, &name)
+        .await
+        .map_err(imap_error);
+    let refreshed = match created {
+        Ok(()) => sync::refresh_mailboxes(state, &ctx, &mut s)
+            .await
+            .map(|_| ()),
+        Err(e) => {
+            imap::logout(s).await;
+            return Err(e);
+        }
+    };
+    imap::logout(s).await;
+    refreshed.map_err(|e| match e {
+        sync::SyncError::Imap(e) => imap_error(e),
+        sync::SyncError::App(e) => e,
+    })?;
+    Ok(Label {
+        id: name.clone(),
+        name,
+        system: false,
+        unread: 0,
+        total: 0,
+    })
+}
+
+/// Fetches attachment `index` of a message from the IMAP server:
+/// `(content type, filename, bytes)`.
+pub async fn attachment(
+    state: &AppState,
+    user_id: &str,
+    message_id: &str,
+    index: u32,
+) -> AppResult<(String, Option<String>, Vec<u8>)> {
+    let (m, meta) = threads::attachment_meta(state, user_id, message_id, index).await?;
+    let ctx = account_ctx(state, &m.account_id).await?;
+    let mid = m.id.clone();
+    let locations = state
+        .store
+        .run(move |c| Ok::<_, AppError>(mstore::locations_of(c, &[mid])?))
+        .await?;
+    let (_, mailbox, uid) = locations
+        .into_iter()
+        .next()
+        .ok_or_else(|| AppError::not_found("message"))?;
+    let (mut s, _) = open_session(&ctx).await?;
+    let fetched = async {
+        imap::select(&mut s, &mailbox, false).await?;
+        imap::fetch_messages(&mut s, &uid.to_string()).await
+    }
+    .await;
+    imap::logout(s).await;
+    let raw = fetched
+        .map_err(imap_error)?
+        .into_iter()
+        .next()
+        .ok_or_else(|| AppError::not_found("message"))?
+        .raw;
+    let (ctype, name, bytes) = super::parse::attachment(&raw, index as usize)
+        .ok_or_else(|| AppError::not_found("attachment"))?;
+    Ok((
+        if ctype.is_empty() {
+            meta.content_type
+        } else {
+            ctype
+        },
+        name,
+        bytes,
+    ))
+}

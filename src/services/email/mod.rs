@@ -1,0 +1,206 @@
+//! E-mail (DESIGN §9): the user's own mailboxes over IMAP and SMTP.
+//!
+//! The cache (store::email) is what lists and reads come from; actions go to the IMAP
+//! server first and then re-sync the touched mailboxes into the cache. Everything the
+//! messages say (addresses, subject, snippet, bodies) and the account credentials are
+//! sealed under the user's data key with AAD naming table, column and row. Threading uses
+//! keyed hashes of the Message-IDs (HMAC under a key derived from the data key), so the
+//! database holds no plaintext ids either, and `DELETE /api/keys` shreds them too.
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
+
+use hmac::{Hmac, KeyInit, Mac};
+use serde::{Deserialize, Serialize};
+use sha2::Sha256;
+
+use crate::clients::mail::imap::{Endpoint, ImapError};
+use crate::clients::mail::smtp::SmtpError;
+use crate::crypto::{Aad, DataKey};
+use crate::error::{AppError, AppResult, ErrorCode};
+use crate::services::conversations::require_readable;
+use crate::services::users;
+use crate::state::AppState;
+
+pub mod accounts;
+pub mod actions;
+pub mod compose;
+pub mod parse;
+pub mod signatures;
+pub mod sync;
+pub mod threads;
+
+/// Process-wide e-mail state: the sync supervisor's wake-up, per-account locks and wake-ups,
+/// and the progress of first syncs.
+#[derive(Default)]
+pub struct Runtime {
+    /// Wakes the mailbox sync supervisor (a new account).
+    pub wakeup: tokio::sync::Notify,
+    pub locks: Mutex<HashMap<String, Arc<tokio::sync::Mutex<()>>>>,
+    /// Wakes one account's sync task (removed, or asked to re-sync).
+    pub pokes: Mutex<HashMap<String, Arc<tokio::sync::Notify>>>,
+    progress: Mutex<HashMap<String, (u64, u64)>>,
+}
+
+impl Runtime {
+    pub fn poke_handle(&self, account_id: &str) -> Arc<tokio::sync::Notify> {
+        let mut p = self.pokes.lock().unwrap_or_else(|e| e.into_inner());
+        p.entry(account_id.to_owned()).or_default().clone()
+    }
+
+    pub fn poke(&self, account_id: &str) {
+        self.poke_handle(account_id).notify_one();
+    }
+
+    pub fn set_progress(&self, account_id: &str, done: u64, total: u64) {
+        if total == 0 {
+            return;
+        }
+        let mut p = self.progress.lock().unwrap_or_else(|e| e.into_inner());
+        p.insert(account_id.to_owned(), (done, total));
+    }
+
+    pub fn clear_progress(&self, account_id: &str) {
+        let mut p = self.progress.lock().unwrap_or_else(|e| e.into_inner());
+        p.remove(account_id);
+    }
+
+    /// `(fetched, to fetch)` of a mailbox being synced right now.
+    pub fn progress(&self, account_id: &str) -> Option<(u64, u64)> {
+        let p = self.progress.lock().unwrap_or_else(|e| e.into_inner());
+        p.get(account_id).copied()
+    }
+}
+
+/// A name and an address, as in `From`, `To`, `Cc`.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Person {
+    pub name: Option<String>,
+    pub email: String,
+}
+
+/// The sealed header document of a cached message.
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+pub struct Header {
+    pub from: Option<Person>,
+    pub to: Vec<Person>,
+    pub cc: Vec<Person>,
+    pub subject: String,
+    pub message_id: Option<String>,
+    pub in_reply_to: Option<String>,
+    pub references: Vec<String>,
+}
+
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct AttachmentMeta {
+    pub index: u32,
+    pub filename: Option<String>,
+    pub content_type: String,
+    pub size: u64,
+}
+
+/// The sealed body document of a cached message.
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+pub struct Body {
+    pub text: Option<String>,
+    pub html: Option<String>,
+    pub attachments: Vec<AttachmentMeta>,
+}
+
+/// IMAP and SMTP settings of an account, sealed as one document.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct Settings {
+    pub imap: Endpoint,
+    pub smtp: Endpoint,
+}
+
+pub const T_ACCOUNTS: &str = "email_accounts";
+pub const T_MESSAGES: &str = "email_messages";
+
+pub fn seal_json<T: Serialize>(dek: &DataKey, v: &T, table: &str, col: &str, id: &str) -> Vec<u8> {
+    let json = serde_json::to_vec(v).unwrap_or_default();
+    dek.seal(&json, &Aad::new(table, col, id))
+}
+
+pub fn open_json<T: for<'a> Deserialize<'a>>(
+    dek: &DataKey,
+    sealed: &[u8],
+    table: &str,
+    col: &str,
+    id: &str,
+) -> AppResult<T> {
+    let json = dek.open(sealed, &Aad::new(table, col, id))?;
+    serde_json::from_slice(&json).map_err(AppError::internal)
+}
+
+/// Keyed hash of a Message-ID or thread key: stable for the user, meaningless without
+/// their data key.
+pub fn ref_hash(dek: &DataKey, kind: &str, value: &str) -> String {
+    let mut mac = <Hmac<Sha256> as KeyInit>::new_from_slice(dek.as_bytes())
+        .expect("HMAC takes any key length");
+    mac.update(b"switchboard-email-ref-v1\0");
+    mac.update(kind.as_bytes());
+    mac.update(b"\0");
+    mac.update(value.trim().to_lowercase().as_bytes());
+    hex::encode(&mac.finalize().into_bytes()[..16])
+}
+
+/// The user's data key for a route (409 `NO_SIGNING_KEY` after `DELETE /api/keys`).
+pub async fn user_key(state: &AppState, user_id: &str) -> AppResult<DataKey> {
+    let user = users::load(state, user_id).await?;
+    require_readable(&user)?;
+    users::data_key(&state.master, &user)
+}
+
+pub fn now_ms() -> i64 {
+    crate::services::scheduled::now_ms()
+}
+
+/// A UUID path parameter; an id that is not one cannot name anything: 404.
+pub fn parse_id(what: &str, id: &str) -> AppResult<String> {
+    uuid::Uuid::parse_str(id.trim())
+        .map(|u| u.to_string())
+        .map_err(|_| AppError::not_found(what))
+}
+
+/// An IMAP failure during an action: the server refused (502 `mail_action_failed` with its
+/// words) or could not be reached (503 `mail_unreachable`).
+pub fn imap_error(e: ImapError) -> AppError {
+    match e {
+        ImapError::Refused(m) | ImapError::Protocol(m) | ImapError::Login(m) => {
+            AppError::BadGateway {
+                code: ErrorCode::MailActionFailed,
+                message: format!("the mail server refused: {m}"),
+            }
+        }
+        ImapError::Unreachable(m) => AppError::Unavailable {
+            code: ErrorCode::MailUnreachable,
+            message: format!("the mail server cannot be reached: {m}"),
+            retry_after_secs: None,
+        },
+    }
+}
+
+pub fn smtp_error(e: SmtpError) -> AppError {
+    match e {
+        SmtpError::Refused(m) | SmtpError::Config(m) => AppError::BadGateway {
+            code: ErrorCode::MailSendFailed,
+            message: format!("the SMTP server refused the message: {m}"),
+        },
+        SmtpError::Unreachable(m) => AppError::BadGateway {
+            code: ErrorCode::MailSendFailed,
+            message: format!("the SMTP server cannot be reached: {m}"),
+        },
+    }
+}
+
+/// Publishes `email.updated` `{accountId, threadId}`.
+pub fn announce(state: &AppState, user_id: &str, account_id: &str, thread_id: &str) {
+    state.events.publish(
+        user_id,
+        crate::events::ChangeEvent::EmailUpdated {
+            account_id: account_id.to_owned(),
+            thread_id: thread_id.to_owned(),
+        },
+    );
+}

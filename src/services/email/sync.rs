@@ -1,0 +1,383 @@
+//! Mirroring a mailbox into the cache: UIDVALIDITY/UID bookkeeping, new messages (bounded
+//! on the first sync), flags (CONDSTORE `CHANGEDSINCE` when offered), and messages gone
+//! from the server. Used by the sync worker and by actions after they changed the server.
+//!
+//! A message is matched by the keyed hash of its Message-ID, so one moved between
+//! mailboxes (archive, trash, labels) keeps its id; messages no mailbox holds any more
+//! are dropped only after every touched mailbox was synced ([`drop_orphans`]).
+
+use std::collections::{BTreeSet, HashMap, HashSet};
+use std::sync::Arc;
+
+use super::parse::{parse, thread_subject};
+use super::{now_ms, ref_hash, seal_json, Settings, T_ACCOUNTS, T_MESSAGES};
+use crate::clients::mail::imap::{self, Caps, Fetched, ImapError, Session};
+use crate::crypto::{Aad, DataKey};
+use crate::error::{AppError, AppResult};
+use crate::state::AppState;
+use crate::store::email::{self as store, messages as mstore, MailboxRow};
+
+/// Messages fetched per UID FETCH.
+const FETCH_BATCH: usize = 100;
+
+#[derive(Debug, thiserror::Error)]
+pub enum SyncError {
+    #[error(transparent)]
+    Imap(#[from] ImapError),
+    #[error(transparent)]
+    App(#[from] AppError),
+}
+
+/// What a sync needs to know about one account.
+#[derive(Clone)]
+pub struct AccountCtx {
+    pub account_id: String,
+    pub user_id: String,
+    pub dek: DataKey,
+    pub settings: Settings,
+}
+
+/// Loads the account and its owner's data key; `None` when the account is gone (or its
+/// owner's keys were deleted, which removes it).
+pub async fn load_ctx(state: &AppState, account_id: &str) -> AppResult<Option<AccountCtx>> {
+    let id = account_id.to_owned();
+    let found = state
+        .store
+        .run(move |c| {
+            let Some(a) = store::account_by_id(c, &id)? else {
+                return Ok::<_, AppError>(None);
+            };
+            let user = crate::store::users::find(c, &a.user_id)?;
+            Ok(user.map(|u| (a, u)))
+        })
+        .await?;
+    let Some((a, user)) = found else {
+        return Ok(None);
+    };
+    if user.keys_shredded {
+        return Ok(None);
+    }
+    let dek = crate::services::users::data_key(&state.master, &user)?;
+    let settings = super::open_json(&dek, &a.settings_enc, T_ACCOUNTS, "settings", &a.id)?;
+    Ok(Some(AccountCtx {
+        account_id: a.id,
+        user_id: a.user_id,
+        dek,
+        settings,
+    }))
+}
+
+/// The per-account lock: a worker round and an action never interleave their syncs, so
+/// a moved message is never dropped between leaving one mailbox and arriving in another.
+pub async fn account_lock(state: &AppState, account_id: &str) -> tokio::sync::OwnedMutexGuard<()> {
+    let lock = {
+        let mut locks = state.email.locks.lock().unwrap_or_else(|p| p.into_inner());
+        locks
+            .entry(account_id.to_owned())
+            .or_insert_with(|| Arc::new(tokio::sync::Mutex::new(())))
+            .clone()
+    };
+    lock.lock_owned().await
+}
+
+/// LISTs the server's mailboxes into the cache and returns them.
+pub async fn refresh_mailboxes(
+    state: &AppState,
+    ctx: &AccountCtx,
+    s: &mut Session,
+) -> Result<Vec<MailboxRow>, SyncError> {
+    let found = imap::list_mailboxes(s).await?;
+    let id = ctx.account_id.clone();
+    Ok(state
+        .store
+        .run(move |c| {
+            let tx = c.transaction()?;
+            let pairs: Vec<(String, Option<&str>)> =
+                found.iter().map(|m| (m.name.clone(), m.special)).collect();
+            store::replace_mailboxes(&tx, &id, &pairs)?;
+            let rows = store::mailboxes(&tx, &id)?;
+            tx.commit()?;
+            Ok::<_, AppError>(rows)
+        })
+        .await?)
+}
+
+/// Syncs every mailbox, then drops what no mailbox holds. Returns the changed threads.
+pub async fn full_round(
+    state: &AppState,
+    ctx: &AccountCtx,
+    s: &mut Session,
+    caps: Caps,
+) -> Result<BTreeSet<String>, SyncError> {
+    let boxes = refresh_mailboxes(state, ctx, s).await?;
+    let mut changed = BTreeSet::new();
+    for mb in &boxes {
+        changed.extend(sync_mailbox(state, ctx, s, caps, mb).await?);
+    }
+    changed.extend(drop_orphans(state, ctx).await?);
+    Ok(changed)
+}
+
+/// Syncs the named mailboxes (after an action), then drops orphans.
+pub async fn sync_named(
+    state: &AppState,
+    ctx: &AccountCtx,
+    s: &mut Session,
+    caps: Caps,
+    names: &[String],
+) -> Result<BTreeSet<String>, SyncError> {
+    let boxes = refresh_mailboxes(state, ctx, s).await?;
+    let mut changed = BTreeSet::new();
+    for mb in boxes.iter().filter(|b| names.contains(&b.name)) {
+        changed.extend(sync_mailbox(state, ctx, s, caps, mb).await?);
+    }
+    changed.extend(drop_orphans(state, ctx).await?);
+    Ok(changed)
+}
+
+pub async fn drop_orphans(state: &AppState, ctx: &AccountCtx) -> AppResult<Vec<String>> {
+    let id = ctx.account_id.clone();
+    state
+        .store
+        .run(move |c| {
+            let tx = c.transaction()?;
+            let t = mstore::drop_orphans(&tx, &id)?;
+            tx.commit()?;
+            Ok::<_, AppError>(t)
+        })
+        .await
+}
+
+/// Brings one mailbox's cached locations and flags in line with the server.
+pub async fn sync_mailbox(
+    state: &AppState,
+    ctx: &AccountCtx,
+    s: &mut Session,
+    caps: Caps,
+    mb: &MailboxRow,
+) -> Result<BTreeSet<String>, SyncError> {
+    let sel = imap::select(s, &mb.name, caps.condstore).await?;
+    let validity = i64::from(sel.uid_validity);
+    let mut last_uid = mb.last_uid;
+    let mut modseq = mb.highest_modseq;
+    if mb.uid_validity.is_some_and(|v| v != validity) {
+        let id = mb.id.clone();
+        state
+            .store
+            .run(move |c| Ok::<_, AppError>(store::reset_mailbox(c, &id)?))
+            .await?;
+        last_uid = 0;
+        modseq = None;
+    }
+    let server: HashSet<u32> = if sel.exists == 0 {
+        HashSet::new()
+    } else {
+        imap::all_uids(s).await?
+    };
+    let mbid = mb.id.clone();
+    let cached: HashMap<i64, (String, bool, bool)> = state
+        .store
+        .run(move |c| Ok::<_, AppError>(mstore::locations(c, &mbid)?))
+        .await?
+        .into_iter()
+        .map(|(uid, id, seen, flagged)| (uid, (id, seen, flagged)))
+        .collect();
+    let mut changed = BTreeSet::new();
+
+    // Gone from this mailbox (expunged or moved elsewhere).
+    let gone: Vec<i64> = cached
+        .keys()
+        .filter(|u| !server.contains(&(**u as u32)))
+        .copied()
+        .collect();
+    // New here: above the last UID seen (below it are only messages the bounded first
+    // sync left on the server).
+    let mut new: Vec<u32> = server
+        .iter()
+        .filter(|u| i64::from(**u) > last_uid && !cached.contains_key(&i64::from(**u)))
+        .copied()
+        .collect();
+    new.sort_unstable_by(|a, b| b.cmp(a));
+    if last_uid == 0 {
+        // First sync: only the newest messages (older ones stay on the server).
+        new.truncate(state.config.email.first_sync_limit as usize);
+    }
+    let total = new.len() as u64;
+    state.email.set_progress(&ctx.account_id, 0, total);
+    if !gone.is_empty() {
+        let mbid = mb.id.clone();
+        state
+            .store
+            .run(move |c| {
+                let tx = c.transaction()?;
+                for uid in gone {
+                    mstore::remove_location(&tx, &mbid, uid)?;
+                }
+                tx.commit()?;
+                Ok::<_, AppError>(())
+            })
+            .await?;
+    }
+    let mut done = 0u64;
+    for batch in new.chunks(FETCH_BATCH) {
+        let fetched = imap::fetch_messages(s, &imap::uid_set(batch)).await?;
+        done += batch.len() as u64;
+        let ctx2 = ctx.clone();
+        let mbid = mb.id.clone();
+        let threads = state
+            .store
+            .run(move |c| {
+                let tx = c.transaction()?;
+                let mut threads = Vec::new();
+                for f in fetched {
+                    threads.push(ingest(&tx, &ctx2, &mbid, validity, f)?);
+                }
+                tx.commit()?;
+                Ok::<_, AppError>(threads)
+            })
+            .await?;
+        changed.extend(threads);
+        state.email.set_progress(&ctx.account_id, done, total);
+    }
+    state.email.clear_progress(&ctx.account_id);
+
+    // Flags of what was already cached (CHANGEDSINCE when the server keeps mod-sequences).
+    let known: Vec<u32> = cached
+        .keys()
+        .map(|u| *u as u32)
+        .filter(|u| server.contains(u))
+        .collect();
+    if !known.is_empty() {
+        let flags = match (caps.condstore, modseq) {
+            (true, Some(m)) => imap::fetch_flags(s, "1:*", Some(m as u64)).await?,
+            _ => imap::fetch_flags(s, &imap::uid_set(&known), None).await?,
+        };
+        let updates: Vec<(String, bool, bool)> = flags
+            .into_iter()
+            .filter_map(|f| {
+                let (id, seen, flagged) = cached.get(&i64::from(f.uid))?;
+                (*seen != f.seen || *flagged != f.flagged).then(|| (id.clone(), f.seen, f.flagged))
+            })
+            .collect();
+        if !updates.is_empty() {
+            let threads = state
+                .store
+                .run(move |c| {
+                    let tx = c.transaction()?;
+                    let mut t = Vec::new();
+                    for (id, seen, flagged) in updates {
+                        t.extend(mstore::set_flags(&tx, &id, seen, flagged)?);
+                    }
+                    tx.commit()?;
+                    Ok::<_, AppError>(t)
+                })
+                .await?;
+            changed.extend(threads);
+        }
+    }
+    let top = server.iter().copied().max().map(i64::from).unwrap_or(0);
+    let mbid = mb.id.clone();
+    let highest = sel.highest_modseq.map(|m| m as i64);
+    state
+        .store
+        .run(move |c| {
+            Ok::<_, AppError>(store::set_position(
+                c,
+                &mbid,
+                validity,
+                last_uid.max(top),
+                highest,
+            )?)
+        })
+        .await?;
+    Ok(changed)
+}
+
+/// Caches one fetched message at `(mailbox, uid)`; returns its thread id.
+fn ingest(
+    tx: &rusqlite::Connection,
+    ctx: &AccountCtx,
+    mailbox_id: &str,
+    validity: i64,
+    f: Fetched,
+) -> AppResult<String> {
+    let dek = &ctx.dek;
+    let parsed = parse(&f.raw).unwrap_or_default();
+    let h = &parsed.header;
+    let key = match &h.message_id {
+        Some(mid) => ref_hash(dek, "mid", mid),
+        None => ref_hash(dek, "loc", &format!("{mailbox_id}/{validity}/{}", f.uid)),
+    };
+    if let Some((id, thread)) = mstore::find_by_key(tx, &ctx.account_id, &key)? {
+        mstore::add_location(tx, mailbox_id, i64::from(f.uid), &id)?;
+        mstore::set_flags(tx, &id, f.seen, f.flagged)?;
+        return Ok(thread);
+    }
+    // Threading: its own id and every id it refers to; the subject only for replies whose
+    // references are unknown here.
+    let mut refs: Vec<String> = h
+        .in_reply_to
+        .iter()
+        .chain(h.references.iter())
+        .map(|r| ref_hash(dek, "mid", r))
+        .collect();
+    let is_reply =
+        !refs.is_empty() || thread_subject(&h.subject) != h.subject.trim().to_lowercase();
+    let subject_key = ref_hash(dek, "subject", &thread_subject(&h.subject));
+    let mut thread = mstore::thread_by_refs(tx, &ctx.account_id, &refs)?;
+    if thread.is_none() && is_reply && !thread_subject(&h.subject).is_empty() {
+        thread = mstore::thread_by_refs(tx, &ctx.account_id, std::slice::from_ref(&subject_key))?;
+    }
+    let date = if parsed.date > 0 {
+        parsed.date
+    } else {
+        now_ms()
+    };
+    let thread = match thread {
+        Some(t) => t,
+        None => {
+            let t = uuid::Uuid::new_v4().to_string();
+            mstore::create_thread(tx, &t, &ctx.account_id, &ctx.user_id, date)?;
+            t
+        }
+    };
+    refs.push(key.clone());
+    if !thread_subject(&h.subject).is_empty() {
+        refs.push(subject_key);
+    }
+    mstore::add_refs(tx, &ctx.account_id, &refs, &thread)?;
+    let id = uuid::Uuid::new_v4().to_string();
+    let row = mstore::MessageRow {
+        header_enc: seal_json(dek, &parsed.header, T_MESSAGES, "header", &id),
+        snippet_enc: dek.seal_str(&parsed.snippet, &Aad::new(T_MESSAGES, "snippet", &id)),
+        body_enc: seal_json(dek, &parsed.body, T_MESSAGES, "body", &id),
+        id,
+        account_id: ctx.account_id.clone(),
+        thread_id: thread.clone(),
+        key_hash: key,
+        date,
+        seen: f.seen,
+        flagged: f.flagged,
+        size: f.raw.len() as i64,
+    };
+    mstore::insert(tx, &row)?;
+    mstore::add_location(tx, mailbox_id, i64::from(f.uid), &row.id)?;
+    Ok(thread)
+}
+
+/// Records the outcome of a round on the account (`ok` with the time, or the failure).
+pub async fn set_status(
+    state: &AppState,
+    account_id: &str,
+    status: &'static str,
+    error: Option<String>,
+) {
+    let id = account_id.to_owned();
+    let synced = (status == "ok").then(now_ms);
+    let _ = state
+        .store
+        .run(move |c| {
+            Ok::<_, AppError>(store::set_status(c, &id, status, error.as_deref(), synced)?)
+        })
+        .await;
+}

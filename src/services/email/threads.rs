@@ -1,0 +1,301 @@
+//! Reading the cache: threads, messages and labels. Nothing here waits on IMAP.
+
+use std::collections::BTreeSet;
+
+use base64::Engine;
+
+use crate::crypto::{Aad, DataKey};
+use crate::error::{AppError, AppResult};
+use crate::state::AppState;
+use crate::store::email::messages::{self as mstore, MessageMeta, ThreadRow};
+
+use super::{open_json, parse_id, user_key, AttachmentMeta, Body, Header, Person, T_MESSAGES};
+
+#[derive(Debug, Clone)]
+pub struct Thread {
+    pub id: String,
+    pub account_id: String,
+    pub subject: String,
+    pub snippet: String,
+    pub participants: Vec<Person>,
+    pub message_ids: Vec<String>,
+    pub unread: bool,
+    pub starred: bool,
+    pub labels: Vec<String>,
+    pub last_message_at: i64,
+}
+
+#[derive(Debug, Clone)]
+pub struct Message {
+    pub id: String,
+    pub thread_id: String,
+    pub account_id: String,
+    pub header: Header,
+    pub date: i64,
+    pub body: Body,
+    pub labels: Vec<String>,
+    pub unread: bool,
+    pub starred: bool,
+}
+
+#[derive(Debug, Clone)]
+pub struct Label {
+    pub id: String,
+    pub name: String,
+    pub system: bool,
+    pub unread: i64,
+    pub total: i64,
+}
+
+pub struct ThreadPage {
+    pub threads: Vec<Thread>,
+    pub next_cursor: Option<String>,
+}
+
+fn header(dek: &DataKey, m: &MessageMeta) -> Header {
+    open_json(dek, &m.header_enc, T_MESSAGES, "header", &m.id).unwrap_or_default()
+}
+
+/// Builds threads from their rows and messages (oldest first).
+fn assemble(dek: &DataKey, rows: Vec<ThreadRow>, messages: Vec<MessageMeta>) -> Vec<Thread> {
+    rows.into_iter()
+        .map(|t| {
+            let mine: Vec<&MessageMeta> = messages.iter().filter(|m| m.thread_id == t.id).collect();
+            let headers: Vec<Header> = mine.iter().map(|m| header(dek, m)).collect();
+            let mut participants: Vec<Person> = Vec::new();
+            for h in &headers {
+                for p in h.from.iter().chain(h.to.iter()).chain(h.cc.iter()) {
+                    if !participants
+                        .iter()
+                        .any(|q| q.email.eq_ignore_ascii_case(&p.email))
+                    {
+                        participants.push(p.clone());
+                    }
+                }
+            }
+            let labels: BTreeSet<String> = mine
+                .iter()
+                .flat_map(|m| m.mailboxes.iter().cloned())
+                .collect();
+            let snippet = mine
+                .last()
+                .and_then(|m| {
+                    dek.open_string(&m.snippet_enc, &Aad::new(T_MESSAGES, "snippet", &m.id))
+                        .ok()
+                })
+                .unwrap_or_default();
+            Thread {
+                subject: headers
+                    .first()
+                    .map(|h| h.subject.clone())
+                    .unwrap_or_default(),
+                snippet,
+                participants,
+                message_ids: mine.iter().map(|m| m.id.clone()).collect(),
+                unread: mine.iter().any(|m| !m.seen),
+                starred: mine.iter().any(|m| m.flagged),
+                labels: labels.into_iter().collect(),
+                last_message_at: t.last_message_at,
+                account_id: t.account_id,
+                id: t.id,
+            }
+        })
+        .collect()
+}
+
+fn encode_cursor(t: &Thread) -> String {
+    base64::engine::general_purpose::URL_SAFE_NO_PAD
+        .encode(format!("{}|{}", t.last_message_at, t.id))
+}
+
+fn decode_cursor(c: &str) -> AppResult<(i64, String)> {
+    let bad = || AppError::invalid("cursor", "is not a cursor this server issued");
+    let raw = base64::engine::general_purpose::URL_SAFE_NO_PAD
+        .decode(c.trim())
+        .map_err(|_| bad())?;
+    let s = String::from_utf8(raw).map_err(|_| bad())?;
+    let (at, id) = s.split_once('|').ok_or_else(bad)?;
+    Ok((at.parse().map_err(|_| bad())?, id.to_owned()))
+}
+
+pub fn parse_limit(limit: Option<&str>) -> AppResult<i64> {
+    match limit.map(str::trim) {
+        None | Some("") => Ok(50),
+        Some(l) => l
+            .parse::<i64>()
+            .ok()
+            .filter(|n| (1..=100).contains(n))
+            .ok_or_else(|| AppError::invalid("limit", "must be 1 to 100")),
+    }
+}
+
+fn matches(t: &Thread, q: &str) -> bool {
+    let q = q.to_lowercase();
+    t.subject.to_lowercase().contains(&q)
+        || t.snippet.to_lowercase().contains(&q)
+        || t.participants.iter().any(|p| {
+            p.email.to_lowercase().contains(&q)
+                || p.name
+                    .as_deref()
+                    .is_some_and(|n| n.to_lowercase().contains(&q))
+        })
+}
+
+pub async fn list(
+    state: &AppState,
+    user_id: &str,
+    label: Option<&str>,
+    q: Option<&str>,
+    cursor: Option<&str>,
+    limit: Option<&str>,
+) -> AppResult<ThreadPage> {
+    let limit = parse_limit(limit)?;
+    let after = match cursor.map(str::trim) {
+        None | Some("") => None,
+        Some(c) => Some(decode_cursor(c)?),
+    };
+    let label = label
+        .map(str::trim)
+        .filter(|l| !l.is_empty())
+        .map(str::to_owned);
+    if label.as_ref().is_some_and(|l| l.len() > 1000) {
+        return Err(AppError::invalid("label", "is too long"));
+    }
+    let q = q
+        .map(str::trim)
+        .filter(|q| !q.is_empty())
+        .map(str::to_owned);
+    if q.as_ref().is_some_and(|q| q.chars().count() > 200) {
+        return Err(AppError::invalid("q", "must be at most 200 characters"));
+    }
+    let dek = user_key(state, user_id).await?;
+    let uid = user_id.to_owned();
+    // With `q` the sealed fields are searched after opening them: read in larger pages
+    // until `limit` matches are found.
+    let batch = if q.is_some() { 200 } else { limit + 1 };
+    let mut out: Vec<Thread> = Vec::new();
+    let mut after = after;
+    loop {
+        let (uid2, label2, after2) = (uid.clone(), label.clone(), after.clone());
+        let (rows, messages) = state
+            .store
+            .run(move |c| {
+                let rows = mstore::thread_page(
+                    c,
+                    &uid2,
+                    label2.as_deref(),
+                    after2.as_ref().map(|(a, i)| (*a, i.as_str())),
+                    batch,
+                )?;
+                let ids: Vec<String> = rows.iter().map(|r| r.id.clone()).collect();
+                let messages = mstore::messages_of_threads(c, &ids)?;
+                Ok::<_, AppError>((rows, messages))
+            })
+            .await?;
+        let exhausted = (rows.len() as i64) < batch;
+        after = rows.last().map(|r| (r.last_message_at, r.id.clone()));
+        let threads = assemble(&dek, rows, messages);
+        out.extend(
+            threads
+                .into_iter()
+                .filter(|t| q.as_deref().is_none_or(|q| matches(t, q))),
+        );
+        if exhausted || out.len() as i64 > limit {
+            break;
+        }
+    }
+    let next_cursor = if out.len() as i64 > limit {
+        out.truncate(limit as usize);
+        out.last().map(encode_cursor)
+    } else {
+        None
+    };
+    Ok(ThreadPage {
+        threads: out,
+        next_cursor,
+    })
+}
+
+pub async fn get(state: &AppState, user_id: &str, id: &str) -> AppResult<Thread> {
+    let id = parse_id("thread", id)?;
+    let dek = user_key(state, user_id).await?;
+    load(state, &dek, user_id, &id).await
+}
+
+/// One thread of the user from the cache (404 when it is not theirs or is gone).
+pub async fn load(state: &AppState, dek: &DataKey, user_id: &str, id: &str) -> AppResult<Thread> {
+    let (uid, tid) = (user_id.to_owned(), id.to_owned());
+    let (row, messages) = state
+        .store
+        .run(move |c| {
+            let row =
+                mstore::find_thread(c, &uid, &tid)?.ok_or_else(|| AppError::not_found("thread"))?;
+            let messages = mstore::messages_of_threads(c, std::slice::from_ref(&row.id))?;
+            Ok::<_, AppError>((row, messages))
+        })
+        .await?;
+    Ok(assemble(dek, vec![row], messages).remove(0))
+}
+
+pub async fn message(state: &AppState, user_id: &str, id: &str) -> AppResult<Message> {
+    let id = parse_id("message", id)?;
+    let dek = user_key(state, user_id).await?;
+    let uid = user_id.to_owned();
+    let (meta, body_enc) = state
+        .store
+        .run(move |c| {
+            mstore::find_message(c, &uid, &id)?.ok_or_else(|| AppError::not_found("message"))
+        })
+        .await?;
+    let body: Body = open_json(&dek, &body_enc, T_MESSAGES, "body", &meta.id)?;
+    let mut labels = meta.mailboxes.clone();
+    labels.sort();
+    Ok(Message {
+        header: header(&dek, &meta),
+        id: meta.id,
+        thread_id: meta.thread_id,
+        account_id: meta.account_id,
+        date: meta.date,
+        body,
+        labels,
+        unread: !meta.seen,
+        starred: meta.flagged,
+    })
+}
+
+/// The attachment list of a cached message (for the download route).
+pub async fn attachment_meta(
+    state: &AppState,
+    user_id: &str,
+    id: &str,
+    index: u32,
+) -> AppResult<(Message, AttachmentMeta)> {
+    let m = message(state, user_id, id).await?;
+    let a = m
+        .body
+        .attachments
+        .iter()
+        .find(|a| a.index == index)
+        .cloned()
+        .ok_or_else(|| AppError::not_found("attachment"))?;
+    Ok((m, a))
+}
+
+pub async fn labels(state: &AppState, user_id: &str) -> AppResult<Vec<Label>> {
+    let _ = user_key(state, user_id).await?;
+    let uid = user_id.to_owned();
+    let rows = state
+        .store
+        .run(move |c| Ok::<_, AppError>(mstore::label_counts(c, &uid)?))
+        .await?;
+    Ok(rows
+        .into_iter()
+        .map(|(name, special, unread, total)| Label {
+            id: name.clone(),
+            name,
+            system: special.is_some(),
+            unread,
+            total,
+        })
+        .collect())
+}

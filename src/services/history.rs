@@ -1,0 +1,321 @@
+//! Full history: when a history page of one room reaches a stretch that is not stored
+//! (a gap recorded at sync, see [`crate::store::history`]), the missing events are fetched
+//! from the homeserver (`/rooms/{id}/messages?dir=b` with the user's Matrix token), stored
+//! through the sync's own ingest path ([`TimelineSink`]) and the page is read again; the
+//! next page continues from there, back to the room's creation.
+//!
+//! - Encrypted events are decrypted with the user's crypto machine first, as the sync does
+//!   (those whose room key is missing are stored undecryptable and decrypted later).
+//! - One fetch per room at a time: concurrent pagers of a room wait for the fetch under
+//!   way and then read what it stored (a per-room async lock; the gap is read again
+//!   under it, so the second pager finds it moved and fetches nothing).
+//! - Back-filled messages are history, not news: no `message.created`, no push, no AI
+//!   scoring (the local score of ingest applies). Stored rows end cached pages through the
+//!   write epoch like every write.
+//! - Homeserver down or slow: the page answers what is stored, and the room is not asked
+//!   again for [`RETRY_AFTER`]; a refusal for good (403/404: the user may not see older
+//!   events) closes the gap.
+
+use std::future::Future;
+use std::sync::{Arc, OnceLock};
+use std::time::{Duration, Instant};
+
+use bytes::Bytes;
+use futures_util::future::BoxFuture;
+use rusqlite::{Connection, Transaction, TransactionBehavior};
+
+use super::users;
+use crate::clients::matrix::e2ee::UserCrypto;
+use crate::clients::matrix::types::Event;
+use crate::clients::matrix::MatrixError;
+use crate::clock::unix_now;
+use crate::crypto::DataKey;
+use crate::error::{AppError, AppResult, ErrorCode};
+use crate::state::AppState;
+use crate::store::history::{self as stored, Gap};
+use crate::store::messages::PageStart;
+use crate::store::users::UserRow;
+
+/// Events asked for per `/messages` page.
+const FETCH: u32 = 100;
+/// At most this many pages are fetched while one history page waits.
+const MAX_FETCHES_PER_PAGE: usize = 5;
+/// After a failed fetch, a room's pages answer what is stored for this long.
+const RETRY_AFTER: Duration = Duration::from_secs(10);
+
+/// Stores back-filled events: implemented by the sync worker's ingest, so that they take
+/// exactly the path of synced events (sealing, scoring, edits, redactions, decryption).
+pub trait TimelineSink: Send + Sync {
+    /// The `/messages` filter: the event types the sync timeline asks for.
+    fn filter(&self) -> &str;
+    /// Decrypts the `m.room.encrypted` events of `room_id` in place, as the sync does
+    /// before ingest; those without a key stay encrypted (stored undecryptable).
+    fn decrypt<'a>(
+        &'a self,
+        crypto: &'a UserCrypto,
+        room_id: &'a str,
+        events: &'a mut [Event],
+    ) -> BoxFuture<'a, usize>;
+    /// Stores `events` (oldest first) of a stored room; returns the messages added.
+    fn ingest(
+        &self,
+        tx: &Transaction<'_>,
+        user: &UserRow,
+        dek: &DataKey,
+        room_id: &str,
+        events: &[Event],
+        now: i64,
+    ) -> rusqlite::Result<usize>;
+}
+
+/// A rendered page, or the gap it would have to cross first.
+pub enum Rendered {
+    Page(Bytes),
+    Gap(Gap),
+}
+
+/// What a history page of one room read: from `start` (exclusive), `rows` rows of the
+/// `asked` it asked for, the last one at (`ts`, `event_id`).
+pub struct PageSpan<'a> {
+    pub start: &'a PageStart,
+    pub last: Option<(i64, &'a str)>,
+    pub full: bool,
+}
+
+/// Whether (`ts`, `event`) comes after (`ts2`, `event2`) in history order
+/// (`ts DESC, event_id ASC`), i.e. is older.
+fn after(a: (i64, &str), b: (i64, &str)) -> bool {
+    a.0 < b.0 || (a.0 == b.0 && a.1 > b.1)
+}
+
+/// The gap a page of `room_id` reaches into, nearest first: one whose missing stretch
+/// begins inside the page, or one the page starts in (a native `before` can point there).
+pub fn gap_crossed(
+    c: &Connection,
+    user_id: &str,
+    room_id: &str,
+    span: &PageSpan<'_>,
+) -> rusqlite::Result<Option<Gap>> {
+    let start = (span.start.ts, span.start.event_id.as_str());
+    for gap in stored::gaps(c, user_id, room_id)? {
+        let edge = (gap.before_ts, gap.before_event.as_str());
+        let crossed = if after(start, edge) {
+            // The page starts below the gap's top: inside it unless below its bottom.
+            gap.after_ts.is_none_or(|bottom| span.start.ts > bottom)
+        } else {
+            !span.full || span.last.is_some_and(|last| after(last, edge))
+        };
+        if crossed {
+            return Ok(Some(gap));
+        }
+    }
+    Ok(None)
+}
+
+/// Whether a render may stop at a gap to have it filled.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Fill {
+    /// Report a gap the page reaches ([`Rendered::Gap`]).
+    Allowed,
+    /// Render what is stored: this request fetched all it may; the gap is still there
+    /// (a page can say there is more to read).
+    Exhausted,
+    /// Render what is stored: the homeserver cannot be asked now.
+    Stalled,
+}
+
+/// Renders a page with `render(fill)`; while it reports a gap, fills the gap and renders
+/// again. `render` must return a page unless `fill` is [`Fill::Allowed`].
+pub async fn render_filling<F, Fut>(
+    state: &AppState,
+    user_id: &str,
+    mut render: F,
+) -> AppResult<Bytes>
+where
+    F: FnMut(Fill) -> Fut,
+    Fut: Future<Output = AppResult<Rendered>>,
+{
+    let mut fetches = 0;
+    let mut fill = Fill::Allowed;
+    loop {
+        match render(fill).await? {
+            Rendered::Page(body) => return Ok(body),
+            Rendered::Gap(gap) if fill == Fill::Allowed => {
+                fetches += 1;
+                if !self::fill(state, user_id, gap).await {
+                    fill = Fill::Stalled;
+                } else if fetches == MAX_FETCHES_PER_PAGE {
+                    fill = Fill::Exhausted;
+                }
+            }
+            Rendered::Gap(_) => return Err(AppError::internal("page renderer ignored Fill")),
+        }
+    }
+}
+
+type RoomLocks = moka::sync::Cache<(String, String), Arc<tokio::sync::Mutex<Option<Instant>>>>;
+
+/// One lock per (user, room); it holds when the last fetch failed.
+fn room_lock(user_id: &str, room_id: &str) -> Arc<tokio::sync::Mutex<Option<Instant>>> {
+    static LOCKS: OnceLock<RoomLocks> = OnceLock::new();
+    LOCKS
+        .get_or_init(|| {
+            moka::sync::Cache::builder()
+                .max_capacity(10_000)
+                .time_to_idle(Duration::from_secs(60))
+                .build()
+        })
+        .get_with((user_id.to_owned(), room_id.to_owned()), Default::default)
+}
+
+/// Fetches and stores one page of `gap`; returns whether the gap moved (by this call or
+/// by another pager meanwhile), i.e. whether reading the page again can show more.
+async fn fill(state: &AppState, user_id: &str, gap: Gap) -> bool {
+    let lock = room_lock(user_id, &gap.room_id);
+    let mut failed_at = lock.lock().await;
+    if failed_at.is_some_and(|t| t.elapsed() < RETRY_AFTER) {
+        return false;
+    }
+    match fetch_and_store(state, user_id, &gap).await {
+        Ok(moved) => {
+            *failed_at = None;
+            moved
+        }
+        Err(e) => {
+            tracing::warn!(%user_id, room_id = %gap.room_id, error = %e,
+                "cannot fetch older history; answering what is stored");
+            *failed_at = Some(Instant::now());
+            false
+        }
+    }
+}
+
+async fn fetch_and_store(state: &AppState, user_id: &str, gap: &Gap) -> AppResult<bool> {
+    let Some(matrix) = state.matrix.clone() else {
+        return Ok(false);
+    };
+    let (uid, id) = (user_id.to_owned(), gap.id);
+    let (user, current) = state
+        .store
+        .run(move |c| {
+            let user = crate::store::users::find(c, &uid)?;
+            Ok::<_, AppError>((user, stored::find_gap(c, &uid, id)?))
+        })
+        .await?;
+    // Moved or closed by another pager while this one waited: read the page again.
+    let Some(gap) = current.filter(|g| g == gap) else {
+        return Ok(true);
+    };
+    let Some(user) = user else {
+        return Ok(false);
+    };
+    let Some(token) = users::matrix_token_of(&state.master, &user)? else {
+        return Ok(false);
+    };
+    let sink = state.history.clone();
+    let page = matrix
+        .messages_back(
+            &token,
+            &gap.room_id,
+            &gap.from_token,
+            gap.to_token.as_deref(),
+            FETCH,
+            sink.filter(),
+        )
+        .await;
+    let page = match page {
+        Ok(page) => page,
+        Err(MatrixError::Http {
+            status: 400 | 403 | 404,
+            message,
+            ..
+        }) => {
+            tracing::info!(%user_id, room_id = %gap.room_id, %message,
+                "the homeserver refuses older history of this room; gap closed");
+            Default::default()
+        }
+        Err(e) => {
+            return Err(AppError::Unavailable {
+                code: ErrorCode::HomeserverUnavailable,
+                retry_after_secs: None,
+                message: e.to_string(),
+            })
+        }
+    };
+    let mut page = page;
+    if page.chunk.iter().any(|e| e.kind == "m.room.encrypted") {
+        match super::e2ee::machine_for(state, &user).await {
+            Ok(Some(crypto)) => {
+                sink.decrypt(&crypto, &gap.room_id, &mut page.chunk).await;
+            }
+            Ok(None) => {}
+            // Stored undecryptable then, and decrypted when the machine works again.
+            Err(e) => tracing::warn!(%user_id, room_id = %gap.room_id, error = %e,
+                "cannot open the crypto store for back-filled history"),
+        }
+    }
+    let fetched = page.chunk.len();
+    let room_id = gap.room_id.clone();
+    let master = state.master.clone();
+    let uid = user_id.to_owned();
+    let added = state
+        .store
+        .run(move |c| {
+            let tx = c.transaction_with_behavior(TransactionBehavior::Immediate)?;
+            let Some(user) = crate::store::users::find(&tx, &uid)? else {
+                return Ok(0);
+            };
+            let dek = users::data_key(&master, &user)?;
+            let mut events = page.chunk;
+            events.reverse();
+            let now = unix_now() as i64;
+            let added = sink.ingest(&tx, &user, &dek, &gap.room_id, &events, now)?;
+            advance(&tx, &uid, &gap, events.first(), page.end.as_deref(), now)?;
+            tx.commit()?;
+            Ok::<_, AppError>(added)
+        })
+        .await?;
+    tracing::info!(%user_id, %room_id, events = fetched, messages = added,
+        "fetched older history from the homeserver");
+    Ok(true)
+}
+
+/// Moves the gap below the stored page (`oldest` is its oldest event), or closes it when
+/// the homeserver has nothing older (`end` absent) or the room's creation was reached.
+fn advance(
+    tx: &Transaction<'_>,
+    user_id: &str,
+    gap: &Gap,
+    oldest: Option<&Event>,
+    end: Option<&str>,
+    now: i64,
+) -> rusqlite::Result<()> {
+    let created = oldest.is_some_and(|e| e.kind == "m.room.create");
+    match end {
+        Some(end) if !created && end != gap.from_token => {
+            let mut edge = (gap.before_ts, gap.before_event.clone());
+            if let Some(e) = oldest {
+                let ts = e.origin_server_ts.unwrap_or(now * 1000);
+                let id = e.event_id.clone().unwrap_or_default();
+                if after((ts, &id), (edge.0, &edge.1)) {
+                    edge = (ts, id);
+                }
+            }
+            stored::narrow_gap(tx, gap.id, edge.0, &edge.1, end)
+        }
+        _ => stored::close_gap(tx, user_id, gap),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn history_order_is_newest_first_then_event_id() {
+        assert!(after((1, "$a"), (2, "$a")));
+        assert!(after((2, "$b"), (2, "$a")));
+        assert!(!after((2, "$a"), (2, "$a")));
+        assert!(!after((3, "$a"), (2, "$z")));
+    }
+}

@@ -1,0 +1,211 @@
+//! Upstream failures (homeserver, bridges, AI service) as the API reports them, in one
+//! place: 503 when the upstream cannot be reached or is not configured, 502 when it
+//! refuses or answers nonsense. Transport and decoding detail (which can name an
+//! upstream's address) goes to the log, not to the client.
+
+use crate::clients::ai::AiError;
+use crate::clients::matrix::MatrixError;
+use crate::clients::provisioning::{BridgeError, Failure};
+use crate::error::{AppError, ErrorCode};
+
+impl From<AiError> for AppError {
+    fn from(e: AiError) -> Self {
+        match e {
+            // The transport detail is reqwest's text with the service's URL: log only.
+            AiError::Unreachable(_) => {
+                tracing::warn!(error = %e, "AI service unreachable");
+                AppError::Unavailable {
+                    retry_after_secs: None,
+                    code: ErrorCode::AiUnavailable,
+                    message: "the AI service is unreachable".to_owned(),
+                }
+            }
+            AiError::Timeout(_) => AppError::Unavailable {
+                retry_after_secs: None,
+                code: ErrorCode::AiUnavailable,
+                message: e.to_string(),
+            },
+            AiError::Http { .. } | AiError::Malformed(_) => AppError::BadGateway {
+                code: ErrorCode::AiError,
+                message: e.to_string(),
+            },
+        }
+    }
+}
+
+impl From<BridgeError> for AppError {
+    fn from(e: BridgeError) -> Self {
+        bridge_error(e, ErrorCode::NotFound)
+    }
+}
+
+/// A bridge failure as the API reports it; `not_found_code` names what was not found
+/// (`login_not_found`, `login_process_not_found`).
+pub fn bridge_error(e: BridgeError, not_found_code: ErrorCode) -> AppError {
+    let name = e.platform().name();
+    let message = match &e {
+        BridgeError::Http { message, .. } => message.clone(),
+        _ => String::new(),
+    };
+    let or = |fallback: String| {
+        if message.trim().is_empty() {
+            fallback
+        } else {
+            message.clone()
+        }
+    };
+    match e.failure() {
+        Failure::NotConfigured => AppError::Unavailable {
+            retry_after_secs: None,
+            code: ErrorCode::BridgeNotConfigured,
+            message: format!(
+                "the {name} bridge is not configured on this server \
+                 ([bridges.{}] provisioning_url)",
+                e.platform().id()
+            ),
+        },
+        Failure::Unavailable => AppError::Unavailable {
+            retry_after_secs: None,
+            code: ErrorCode::BridgeUnavailable,
+            message: e.public_message(),
+        },
+        Failure::Auth => AppError::BadGateway {
+            code: ErrorCode::BridgeAuthFailed,
+            message: format!(
+                "the {name} bridge refused the request ({}); check the shared secret \
+                 and the bridge's login permissions",
+                or("unauthorized".into())
+            ),
+        },
+        Failure::NotFound => AppError::NotFound {
+            code: not_found_code,
+            message: or(format!("not found at the {name} bridge")),
+        },
+        Failure::Rejected => AppError::BadRequest {
+            code: ErrorCode::BridgeRejected,
+            message: or(format!("the {name} bridge rejected the request")),
+        },
+        Failure::Expired => AppError::BadRequest {
+            code: ErrorCode::LoginExpired,
+            message: or("the login process timed out; start a new login".into()),
+        },
+        Failure::Ended => AppError::BadRequest {
+            code: ErrorCode::LoginEnded,
+            message: or("the login process has ended; start a new login".into()),
+        },
+        Failure::TooManyLogins => AppError::Conflict {
+            code: ErrorCode::TooManyLogins,
+            message: or(format!(
+                "the {name} bridge allows no more logins; pass loginId to re-authenticate"
+            )),
+        },
+        Failure::Upstream => AppError::BadGateway {
+            code: ErrorCode::BridgeError,
+            message: match &e {
+                BridgeError::Http { .. } => {
+                    format!("the {name} bridge failed: {}", or("no details".into()))
+                }
+                other => other.public_message(),
+            },
+        },
+    }
+}
+
+/// A homeserver failure as the API reports it: 503 when unreachable, 502 otherwise. The
+/// transport and decoding detail go to the log only (they carry the homeserver's address).
+pub fn homeserver_error(e: MatrixError) -> AppError {
+    if !matches!(e, MatrixError::Http { .. }) {
+        tracing::warn!(error = %e, "homeserver request failed");
+    }
+    match e {
+        MatrixError::Unreachable(_) => AppError::Unavailable {
+            retry_after_secs: None,
+            code: ErrorCode::HomeserverUnavailable,
+            message: e.public_message(),
+        },
+        MatrixError::Http {
+            status,
+            errcode,
+            message,
+        } => AppError::BadGateway {
+            code: ErrorCode::HomeserverError,
+            message: format!(
+                "the Matrix homeserver refused the message ({status} {errcode}): {message}"
+            ),
+        },
+        MatrixError::Decode(_) => AppError::BadGateway {
+            code: ErrorCode::HomeserverError,
+            message: e.public_message(),
+        },
+    }
+}
+
+/// A homeserver failure while joining or leaving a room (`action`).
+pub fn homeserver_room_error(action: &str, e: MatrixError) -> AppError {
+    match e {
+        MatrixError::Unreachable(detail) => AppError::Unavailable {
+            retry_after_secs: None,
+            code: ErrorCode::HomeserverUnavailable,
+            message: format!("the Matrix homeserver is unreachable: {detail}"),
+        },
+        MatrixError::Http {
+            status,
+            errcode,
+            message,
+        } => AppError::BadGateway {
+            code: ErrorCode::HomeserverError,
+            message: format!(
+                "the Matrix homeserver refused to {action} the room ({status} {errcode}): {message}"
+            ),
+        },
+        MatrixError::Decode(detail) => AppError::BadGateway {
+            code: ErrorCode::HomeserverError,
+            message: format!("unexpected answer from the Matrix homeserver: {detail}"),
+        },
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::clients::provisioning::error::http;
+    use crate::clients::provisioning::Platform;
+
+    #[test]
+    fn api_errors_carry_the_bridges_message_and_clear_codes() {
+        let e = bridge_error(
+            http(400, "FI.MAU.TELEGRAM.PHONE_CODE_INVALID"),
+            ErrorCode::LoginNotFound,
+        );
+        assert_eq!(
+            (e.code(), e.to_string().as_str()),
+            ("bridge_rejected", "msg")
+        );
+        assert_eq!(
+            bridge_error(http(500, "M_UNKNOWN"), ErrorCode::LoginNotFound).code(),
+            "bridge_error"
+        );
+        assert_eq!(
+            bridge_error(http(404, "M_NOT_FOUND"), ErrorCode::LoginNotFound).code(),
+            "login_not_found"
+        );
+        let down = BridgeError::Unreachable {
+            platform: Platform::Telegram,
+            detail: "connection refused".into(),
+        };
+        assert_eq!(AppError::from(down).code(), "bridge_unavailable");
+    }
+
+    #[test]
+    fn failures_map_to_upstream_errors() {
+        assert_eq!(
+            AppError::from(AiError::Timeout(10)).code(),
+            "ai_unavailable"
+        );
+        let http = AiError::Http {
+            status: 500,
+            detail: "boom".into(),
+        };
+        assert_eq!(AppError::from(http).code(), "ai_error");
+    }
+}

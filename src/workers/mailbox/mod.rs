@@ -1,0 +1,144 @@
+//! Mailbox sync (issue #10): one supervised task per connected account.
+//!
+//! Each task logs in, mirrors every mailbox into the cache ([`sync::full_round`]), then
+//! waits in IMAP IDLE on INBOX (or sleeps without IDLE) until the server reports a change,
+//! `[email] poll_interval` passes (the other mailboxes are polled then), or it is poked.
+//! Failures set the account's `status` (`auth_failed`, `unreachable`) and `error` and
+//! retry with exponential backoff (2 s doubling to 5 min); the cache stays readable
+//! meanwhile. A task ends when its account is removed or the process stops.
+
+use std::collections::HashMap;
+use std::time::Duration;
+
+use tokio::task::JoinHandle;
+
+use crate::clients::mail::imap::{self, ImapError};
+use crate::error::AppError;
+use crate::services::email::announce;
+use crate::services::email::sync::{self, AccountCtx, SyncError};
+use crate::state::AppState;
+
+const RESCAN: Duration = Duration::from_secs(60);
+const BACKOFF_MIN: Duration = Duration::from_secs(2);
+const BACKOFF_MAX: Duration = Duration::from_secs(300);
+
+pub fn spawn(state: &AppState) {
+    tokio::spawn(supervise(state.clone()));
+}
+
+async fn supervise(state: AppState) {
+    let mut tasks: HashMap<String, JoinHandle<()>> = HashMap::new();
+    loop {
+        tasks.retain(|_, h| !h.is_finished());
+        let ids = state
+            .store
+            .run(|c| Ok::<_, AppError>(crate::store::email::all_account_ids(c)?))
+            .await;
+        match ids {
+            Ok(ids) => {
+                for id in ids {
+                    if let std::collections::hash_map::Entry::Vacant(slot) = tasks.entry(id) {
+                        let task = run_account(state.clone(), slot.key().clone());
+                        slot.insert(tokio::spawn(task));
+                    }
+                }
+            }
+            Err(e) => tracing::warn!(error = %e, "mailbox supervisor cannot list accounts"),
+        }
+        tokio::select! {
+            _ = state.email.wakeup.notified() => {}
+            _ = tokio::time::sleep(RESCAN) => {}
+            _ = state.shutdown.wait() => break,
+        }
+    }
+}
+
+async fn run_account(state: AppState, account_id: String) {
+    let poke = state.email.poke_handle(&account_id);
+    let mut backoff = BACKOFF_MIN;
+    loop {
+        let ctx = match sync::load_ctx(&state, &account_id).await {
+            Ok(Some(ctx)) => ctx,
+            Ok(None) => break,
+            Err(e) => {
+                tracing::warn!(account = %account_id, error = %e, "mailbox sync cannot load its account");
+                return;
+            }
+        };
+        match session(&state, &ctx, &poke, &mut backoff).await {
+            Ok(()) => break,
+            Err(e) => {
+                let (status, message) = match &e {
+                    SyncError::Imap(ImapError::Login(m)) => ("auth_failed", m.clone()),
+                    other => ("unreachable", other.to_string()),
+                };
+                tracing::info!(account = %account_id, status, error = %message, "mailbox sync failed; retrying");
+                sync::set_status(&state, &account_id, status, Some(message)).await;
+            }
+        }
+        tokio::select! {
+            _ = tokio::time::sleep(backoff) => {}
+            _ = poke.notified() => {}
+            _ = state.shutdown.wait() => break,
+        }
+        backoff = (backoff * 2).min(BACKOFF_MAX);
+    }
+    state
+        .email
+        .pokes
+        .lock()
+        .unwrap_or_else(|e| e.into_inner())
+        .remove(&account_id);
+    tracing::debug!(account = %account_id, "mailbox sync stopped");
+}
+
+/// One connection's life: rounds and IDLE until an error, removal or shutdown (`Ok`).
+async fn session(
+    state: &AppState,
+    ctx: &AccountCtx,
+    poke: &tokio::sync::Notify,
+    backoff: &mut Duration,
+) -> Result<(), SyncError> {
+    let mut s = imap::connect(&ctx.settings.imap).await?;
+    let caps = imap::capabilities(&mut s).await?;
+    let poll = state.config.email.poll_interval.0;
+    loop {
+        if state.shutdown.is_triggered() || !exists(state, &ctx.account_id).await? {
+            imap::logout(s).await;
+            return Ok(());
+        }
+        {
+            let _guard = sync::account_lock(state, &ctx.account_id).await;
+            let changed = sync::full_round(state, ctx, &mut s, caps).await?;
+            for t in &changed {
+                announce(state, &ctx.user_id, &ctx.account_id, t);
+            }
+        }
+        sync::set_status(state, &ctx.account_id, "ok", None).await;
+        *backoff = BACKOFF_MIN;
+        if caps.idle {
+            imap::select(&mut s, "INBOX", false).await?;
+            let wake = async {
+                tokio::select! {
+                    _ = poke.notified() => {}
+                    _ = state.shutdown.wait() => {}
+                }
+            };
+            s = imap::idle(s, poll, wake).await?.0;
+        } else {
+            tokio::select! {
+                _ = tokio::time::sleep(poll) => {}
+                _ = poke.notified() => {}
+                _ = state.shutdown.wait() => {}
+            }
+        }
+    }
+}
+
+async fn exists(state: &AppState, account_id: &str) -> Result<bool, SyncError> {
+    let id = account_id.to_owned();
+    Ok(state
+        .store
+        .run(move |c| Ok::<_, AppError>(crate::store::email::account_by_id(c, &id)?.is_some()))
+        .await?)
+}

@@ -1,0 +1,160 @@
+//! A real IMAP server for the e-mail tests: Dovecot from the Debian packages, started once
+//! per run by `scripts/dovecot.sh` in `SWITCHBOARD_TEST_DOVECOT_DIR` (default
+//! `target/test-dovecot`, reused while it runs), and helpers that act on it as another
+//! mail client would (APPEND, flags, mailboxes) through the IMAP protocol.
+
+use std::collections::HashMap;
+use std::path::PathBuf;
+use std::process::Command;
+use std::sync::OnceLock;
+
+use switchboard::clients::mail::imap::{self, Endpoint, Security, Session};
+
+use super::repo_root;
+
+pub struct Dovecot {
+    pub port: u16,
+    pub dir: PathBuf,
+}
+
+fn parse_env(text: &str) -> HashMap<String, String> {
+    text.lines()
+        .filter_map(|l| l.split_once('='))
+        .map(|(k, v)| (k.trim().to_owned(), v.trim().to_owned()))
+        .collect()
+}
+
+pub fn dovecot() -> &'static Dovecot {
+    static DOVECOT: OnceLock<Dovecot> = OnceLock::new();
+    DOVECOT.get_or_init(|| {
+        let script = repo_root().join("scripts/dovecot.sh");
+        let dir = std::env::var_os("SWITCHBOARD_TEST_DOVECOT_DIR")
+            .map(PathBuf::from)
+            .unwrap_or_else(|| repo_root().join("target/test-dovecot"));
+        let status = Command::new("bash")
+            .arg(&script)
+            .arg("--status")
+            .arg(&dir)
+            .output()
+            .expect("bash");
+        let out = if status.status.success() {
+            status.stdout
+        } else {
+            let _ = Command::new("bash").arg(&script).arg("--stop").arg(&dir).output();
+            let out = Command::new("bash")
+                .arg(&script)
+                .arg(&dir)
+                .arg(super::free_port().to_string())
+                .output()
+                .expect("run scripts/dovecot.sh");
+            assert!(
+                out.status.success(),
+                "scripts/dovecot.sh failed (is dovecot-imapd installed? scripts/test.sh installs it):\n{}{}",
+                String::from_utf8_lossy(&out.stdout),
+                String::from_utf8_lossy(&out.stderr)
+            );
+            out.stdout
+        };
+        let env = parse_env(&String::from_utf8_lossy(&out));
+        Dovecot {
+            port: env["DOVECOT_PORT"].parse().expect("DOVECOT_PORT"),
+            dir,
+        }
+    })
+}
+
+/// A fresh mailbox user on the test Dovecot; returns its address.
+pub fn add_user(prefix: &str, password: &str) -> String {
+    let d = dovecot();
+    let email = super::unique_email(prefix);
+    let out = Command::new("bash")
+        .arg(repo_root().join("scripts/dovecot.sh"))
+        .arg("--add-user")
+        .arg(&d.dir)
+        .arg(&email)
+        .arg(password)
+        .output()
+        .expect("add user");
+    assert!(out.status.success(), "add user: {out:?}");
+    email
+}
+
+pub fn endpoint(user: &str, password: &str) -> Endpoint {
+    Endpoint {
+        host: "127.0.0.1".into(),
+        port: dovecot().port,
+        security: Security::None,
+        username: user.into(),
+        password: password.into(),
+    }
+}
+
+/// An IMAP session of `user`, as another mail client.
+pub async fn login(user: &str, password: &str) -> Session {
+    imap::connect(&endpoint(user, password))
+        .await
+        .expect("IMAP login to the test Dovecot")
+}
+
+/// Delivers a message into `mailbox` by IMAP APPEND.
+pub async fn deliver(user: &str, password: &str, mailbox: &str, raw: &str) {
+    let mut s = login(user, password).await;
+    imap::append(&mut s, mailbox, "()", raw.replace('\n', "\r\n").as_bytes())
+        .await
+        .expect("APPEND");
+    imap::logout(s).await;
+}
+
+/// `(uid, seen, flagged, Message-ID header)` of every message in `mailbox`.
+pub async fn list(user: &str, password: &str, mailbox: &str) -> Vec<(u32, bool, bool, String)> {
+    let mut s = login(user, password).await;
+    let sel = imap::select(&mut s, mailbox, false).await.expect("SELECT");
+    let mut out = Vec::new();
+    if sel.exists > 0 {
+        for f in imap::fetch_messages(&mut s, "1:*").await.expect("FETCH") {
+            let text = String::from_utf8_lossy(&f.raw).into_owned();
+            let mid = text
+                .lines()
+                .find_map(|l| {
+                    l.strip_prefix("Message-ID:")
+                        .or_else(|| l.strip_prefix("Message-Id:"))
+                })
+                .unwrap_or_default()
+                .trim()
+                .to_owned();
+            out.push((f.uid, f.seen, f.flagged, mid));
+        }
+    }
+    imap::logout(s).await;
+    out
+}
+
+/// Sets or clears a flag on every message of `mailbox`, as another client would.
+pub async fn set_flag(user: &str, password: &str, mailbox: &str, add: bool, flag: &str) {
+    let mut s = login(user, password).await;
+    imap::select(&mut s, mailbox, false).await.expect("SELECT");
+    imap::store_flag(&mut s, "1:*", add, flag)
+        .await
+        .expect("STORE");
+    imap::logout(s).await;
+}
+
+/// Whether `mailbox` exists for `user`.
+pub async fn mailbox_names(user: &str, password: &str) -> Vec<String> {
+    let mut s = login(user, password).await;
+    let names = imap::list_mailboxes(&mut s)
+        .await
+        .expect("LIST")
+        .into_iter()
+        .map(|m| m.name)
+        .collect();
+    imap::logout(s).await;
+    names
+}
+
+/// Deletes a mailbox behind Switchboard's back.
+pub async fn delete_mailbox(user: &str, password: &str, mailbox: &str) {
+    let mut s = login(user, password).await;
+    s.delete(mailbox).await.expect("DELETE mailbox");
+    imap::logout(s).await;
+}
