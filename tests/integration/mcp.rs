@@ -94,6 +94,7 @@ async fn the_python_sdk_lists_tools_and_calls_them_as_the_routes_they_wrap() {
             {"tool": "read_room_history", "args": {}},
             {"tool": "list_rooms", "args": {"limit": 0}},
             {"tool": "list_email_threads", "args": {}},
+            {"tool": "read_email_thread", "args": {"id": "no-such-thread"}},
         ]),
     )
     .await;
@@ -169,8 +170,11 @@ async fn the_python_sdk_lists_tools_and_calls_them_as_the_routes_they_wrap() {
         "{}",
         r[7]
     );
-    // E-mail tools wrap the e-mail routes, which answer 501 until e-mail is built.
-    assert_eq!(error_code(&r[8]), "not_implemented");
+    // E-mail tools wrap the e-mail routes: no mailbox connected, no threads; an unknown
+    // thread is the route's 404.
+    assert_eq!(r[8]["ok"]["threads"], json!([]), "{}", r[8]);
+    assert_eq!(error_code(&r[9]), "not_found", "{}", r[9]);
+    assert_eq!(r[9]["error"]["data"]["status"], 404);
 
     // The message really went out through the homeserver.
     wait_for_history(&app, &token, &room, 2).await;
