@@ -29,9 +29,13 @@ CREATE TABLE search_terms (
 ) WITHOUT ROWID;
 CREATE INDEX search_terms_doc ON search_terms(doc);
 
--- A deleted message takes its index entry with it, whichever path deletes it.
+-- A deleted message or mail takes its index entry with it, whichever path deletes it
+-- (foreign-key cascades included).
 CREATE TRIGGER messages_search_cleanup AFTER DELETE ON messages BEGIN
     DELETE FROM search_docs WHERE kind = 'message' AND item_id = old.id;
+END;
+CREATE TRIGGER email_messages_search_cleanup AFTER DELETE ON email_messages BEGIN
+    DELETE FROM search_docs WHERE kind = 'email' AND item_id = old.id;
 END;
 
 -- Search reads across every room at once: a personal token reaches it only after its own

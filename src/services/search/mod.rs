@@ -7,8 +7,9 @@
 //!   unmatchable (new data key, new search key) and deletes them.
 //! - **Indexing** happens when an item is stored: chat messages in the sync ingest (new
 //!   messages, edits, redactions, late decryption, back-filled history all pass through
-//!   [`index_message`]); e-mail calls [`index_item`] with kind [`KIND_EMAIL`] (and
-//!   [`remove_item`] when a mail is deleted). `switchboard reindex` rebuilds ([`reindex`]).
+//!   [`index_message`]); the mailbox sync indexes each cached mail ([`index_email`]);
+//!   deletions of either remove their entries by trigger. `switchboard reindex` rebuilds
+//!   the chat messages' part ([`reindex`]).
 //! - **Search** looks up one term per query word, takes the documents holding all of
 //!   them newest first, then decrypts each candidate and checks it against the query
 //!   ([`query`]) before it is returned: prefix and collision false positives never show,
@@ -81,8 +82,68 @@ pub fn index_message(
     index_item(conn, &SearchKey::of(dek), &doc, text)
 }
 
-/// The readable text of a candidate, or `None` when it is gone or unreadable. E-mail
-/// plugs in here when it stores mail.
+/// Indexes a cached e-mail (subject and text) under its thread: called by the mailbox
+/// sync for every mail it stores. The sender is sealed with the mail, so it is not filed
+/// (the `sender` filter applies to chat messages).
+#[allow(clippy::too_many_arguments)]
+pub fn index_email(
+    conn: &Connection,
+    dek: &DataKey,
+    user_id: &str,
+    message_id: &str,
+    thread_id: &str,
+    date_ms: i64,
+    subject: &str,
+    text: &str,
+) -> rusqlite::Result<()> {
+    let doc = DocMeta {
+        user_id,
+        kind: KIND_EMAIL,
+        item_id: message_id,
+        scope: thread_id,
+        sender: None,
+        ts: date_ms,
+    };
+    index_item(
+        conn,
+        &SearchKey::of(dek),
+        &doc,
+        &format!("{subject}\n{text}"),
+    )
+}
+
+/// A cached mail's subject and text, if it is the user's and readable.
+fn open_email(
+    conn: &Connection,
+    dek: &DataKey,
+    user_id: &str,
+    id: &str,
+) -> AppResult<Option<String>> {
+    use crate::services::email::{open_json, Body, Header, T_MESSAGES};
+    use rusqlite::OptionalExtension;
+    let row: Option<(Vec<u8>, Vec<u8>)> = conn
+        .prepare_cached(
+            "SELECT m.header_enc, m.body_enc FROM email_messages m \
+             JOIN email_accounts a ON a.id = m.account_id WHERE m.id = ?1 AND a.user_id = ?2",
+        )?
+        .query_row([id, user_id], |r| Ok((r.get(0)?, r.get(1)?)))
+        .optional()?;
+    let Some((header, body)) = row else {
+        return Ok(None);
+    };
+    let header: Option<Header> = open_json(dek, &header, T_MESSAGES, "header", id).ok();
+    let body: Option<Body> = open_json(dek, &body, T_MESSAGES, "body", id).ok();
+    let (Some(header), Some(body)) = (header, body) else {
+        return Ok(None);
+    };
+    Ok(Some(format!(
+        "{}\n{}",
+        header.subject,
+        body.text.unwrap_or_default()
+    )))
+}
+
+/// The readable text of a candidate, or `None` when it is gone or unreadable.
 /// Opened messages go through the history's content cache (`tag` names the data key), so
 /// a result read again is not decrypted again.
 pub(crate) fn open_item(
@@ -111,6 +172,7 @@ pub(crate) fn open_item(
             cache.put(&row.id, tag, &row.content_enc, std::sync::Arc::new(content));
             Ok(Some(body))
         }
+        KIND_EMAIL => open_email(conn, dek, user_id, &c.item_id),
         _ => Ok(None),
     }
 }
