@@ -29,6 +29,7 @@ mod reminders;
 mod rooms;
 mod scheduled;
 mod search;
+mod search_email;
 mod sessions;
 mod storage;
 mod streams;
