@@ -3,7 +3,7 @@
 #
 # 1. Makes sure the Python venv ./.synapse/venv exists with matrix-synapse
 #    (installed by scripts/synapse.sh --install, ~1 min the first time) and the
-#    test helpers openapi-spec-validator, aiosmtpd and matrix-nio[e2e] (pip, only if missing).
+#    test helpers openapi-spec-validator, aiosmtpd, matrix-nio[e2e] and mcp (pip, only if missing).
 #    Installs the tools of the client and package tests into target/test-tools (each
 #    only when missing or when its pinned version changed): a venv with
 #    openapi-python-client (tests/clients/requirements.txt), openapi-typescript via
@@ -55,6 +55,8 @@ missing=()
 "$PY" -c 'import aiosmtpd' 2>/dev/null || missing+=(aiosmtpd)
 # The independent end-to-end encryption client of tests/e2ee_client.py (vodozemac, no libolm).
 "$PY" -c 'import nio.crypto' 2>/dev/null || missing+=('matrix-nio[e2e]==0.26.*')
+# The independent MCP client of tests/mcp/mcp_client.py (the official Python SDK).
+"$PY" -c 'import mcp.client.streamable_http' 2>/dev/null || missing+=('mcp==2.3.*')
 if ((${#missing[@]})); then
   log "installing ${missing[*]} into $VENV_DIR ..."
   "$PY" -m pip install -q --disable-pip-version-check "${missing[@]}" >&2 \

@@ -200,6 +200,38 @@ pub fn backup(overrides: &Overrides, file: &Path) -> CmdResult {
     Ok(())
 }
 
+/// Rebuilds the search index of every user (or one) from the stored messages; safe while
+/// the service runs (batches of 500 messages, each its own transaction).
+pub fn reindex(overrides: &Overrides, user: Option<&str>) -> CmdResult {
+    let config = load(overrides)?;
+    let master = crate::crypto::MasterKey::load(&config.storage.master_key_path())
+        .map_err(|e| format!("cannot read the master key: {e}"))?;
+    let store = Store::open(&config.storage).map_err(|e| e.to_string())?;
+    let mut conn = store.conn().map_err(|e| e.to_string())?;
+    let users: Vec<String> = match user {
+        Some(u) => vec![u.to_owned()],
+        None => {
+            let mut stmt = conn
+                .prepare("SELECT id FROM users ORDER BY id")
+                .map_err(|e| e.to_string())?;
+            let ids = stmt
+                .query_map([], |r| r.get(0))
+                .and_then(Iterator::collect)
+                .map_err(|e| e.to_string())?;
+            ids
+        }
+    };
+    for id in users {
+        let done = crate::services::search::reindex(&mut conn, &master, &id)
+            .map_err(|e| format!("user {id}: {e}"))?;
+        println!(
+            "user {id}: {} messages indexed, {} unreadable (sealed under a deleted key)",
+            done.messages, done.unreadable
+        );
+    }
+    Ok(())
+}
+
 pub fn restore(overrides: &Overrides, file: &Path) -> CmdResult {
     let config = load(overrides)?;
     let source =

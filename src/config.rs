@@ -216,6 +216,9 @@ pub struct AiConfig {
     pub model: String,
     #[serde(default)]
     pub api_key: Option<Secret>,
+    /// Model of the `/embeddings` endpoint used by `POST /api/ai/search`; default `model`.
+    #[serde(default)]
+    pub embedding_model: Option<String>,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, Serialize)]

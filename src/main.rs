@@ -48,6 +48,12 @@ enum Command {
         /// Destination file; must not exist.
         file: PathBuf,
     },
+    /// Rebuild the encrypted search index from the stored messages (all users, or one).
+    Reindex {
+        /// Only this user (id or e-mail is not accepted: the user id, see `user list`).
+        #[arg(long, value_name = "USER_ID")]
+        user: Option<String>,
+    },
     /// Replace the database with the copy in FILE (stop the service first).
     Restore {
         /// A file written by `switchboard backup`.
@@ -71,6 +77,7 @@ fn main() -> ExitCode {
         Command::User { command } => commands::user(&overrides, command),
         Command::Backup { file } => commands::backup(&overrides, &file),
         Command::Restore { file } => commands::restore(&overrides, &file),
+        Command::Reindex { user } => commands::reindex(&overrides, user.as_deref()),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,

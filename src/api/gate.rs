@@ -117,7 +117,9 @@ fn admit(
         Some(result) => result?,
     };
     if let Principal::ApiToken {
-        allowlist_version, ..
+        allowlist_version,
+        opted_in_version,
+        ..
     } = &principal
     {
         // The router answers HEAD with the GET handler, so HEAD is judged as GET.
@@ -126,7 +128,14 @@ fn admit(
             m => m.as_str(),
         };
         match route_table().resolve(method, path) {
-            Some(template) if !personal_token_allows(method, template, *allowlist_version) => {
+            Some(template)
+                if !personal_token_allows(
+                    method,
+                    template,
+                    *allowlist_version,
+                    *opted_in_version,
+                ) =>
+            {
                 return Err(AppError::forbidden(
                     ErrorCode::ForbiddenForApiToken,
                     format!("{method} {template} is not available to personal API tokens"),

@@ -13,6 +13,7 @@ use crate::state::AppState;
 
 pub mod accounts;
 pub mod admin;
+pub mod ai;
 pub mod attestation;
 pub mod auth;
 pub mod bridges;
@@ -25,12 +26,14 @@ pub mod health;
 pub mod invites;
 pub mod keys;
 pub mod linked;
+pub mod mcp;
 pub mod messages;
 pub mod openapi;
 pub mod reminders;
 pub mod rooms;
 pub mod routes;
 pub mod scheduled;
+pub mod search;
 pub mod security;
 pub mod strict_json;
 pub mod sync;
@@ -75,6 +78,10 @@ pub enum ApiTags {
     /// The user's own mailboxes over IMAP and SMTP: accounts, threads, messages, labels,
     /// signatures.
     Email,
+    /// Encrypted full-text search over messages (and e-mail).
+    Search,
+    /// Summaries, translations and search by meaning (native sessions only).
+    Ai,
 }
 
 fn apis() -> impl OpenApi {
@@ -95,7 +102,12 @@ fn apis() -> impl OpenApi {
         (rooms::RoomsApi, invites::InvitesApi),
         linked::LinkedApi,
         sync::SyncApi,
-        (bridges::BridgesApi, email::EmailApi),
+        (
+            bridges::BridgesApi,
+            email::EmailApi,
+            search::SearchApi,
+            ai::AiApi,
+        ),
     )
 }
 
@@ -128,8 +140,20 @@ pub fn spec_yaml() -> String {
         .clone()
 }
 
-/// The whole HTTP application: routes, the gate, panic and size guards, request logging.
+/// The whole HTTP application: routes, the gate, panic and size guards, request logging,
+/// and `/mcp`, whose tools are sent through the rest of the application ([`mcp`]).
 pub fn app(state: AppState) -> impl Endpoint {
+    let core: mcp::Core = std::sync::Arc::new(poem::endpoint::ToDynEndpoint(
+        core(state.clone()).map_to_response(),
+    ));
+    Route::new()
+        .at("/mcp", mcp::endpoint(state, core.clone()))
+        .nest("/", core)
+        .with(Tracing)
+}
+
+/// Every route but `/mcp`, behind the gate.
+fn core(state: AppState) -> impl Endpoint {
     let yaml = spec_yaml();
     Route::new()
         .at(
@@ -152,7 +176,6 @@ pub fn app(state: AppState) -> impl Endpoint {
         }))
         .around(gate::gate)
         .data(state)
-        .with(Tracing)
 }
 
 /// Treats an empty body without Content-Type as JSON, and refuses bodies over

@@ -171,10 +171,33 @@ mod tests {
 
     #[test]
     fn personal_tokens_are_denied_what_is_not_listed() {
-        assert!(personal_token_allows("GET", "/api/rooms", 1));
-        assert!(!personal_token_allows("DELETE", "/api/rooms/{roomId}", 1));
-        assert!(!personal_token_allows("GET", "/api/rooms/linked", 1));
-        assert!(!personal_token_allows("GET", "/api/rooms", 0));
+        assert!(personal_token_allows("GET", "/api/rooms", 1, 0));
+        assert!(!personal_token_allows(
+            "DELETE",
+            "/api/rooms/{roomId}",
+            1,
+            0
+        ));
+        assert!(!personal_token_allows("GET", "/api/rooms/linked", 1, 0));
+        assert!(!personal_token_allows("GET", "/api/rooms", 0, 0));
+    }
+
+    #[test]
+    fn search_needs_an_explicit_opt_in_even_for_new_tokens() {
+        // A token created under the current version, never opted in.
+        assert!(!personal_token_allows(
+            "GET",
+            "/api/search",
+            ALLOWLIST_VERSION,
+            0
+        ));
+        assert!(personal_token_allows(
+            "GET",
+            "/api/search",
+            ALLOWLIST_VERSION,
+            ALLOWLIST_VERSION
+        ));
+        assert!(!personal_token_allows("GET", "/api/search", 1, 1));
     }
 
     #[test]

@@ -75,6 +75,10 @@ pub struct TokenInfo {
     /// Allowlist version the token may use: routes added to the allowlist after this
     /// version need an opt-in (`PATCH /api/developer/tokens/{id}`).
     pub allowlist_version: u32,
+    /// Allowlist version of the token's last explicit opt-in (`PATCH`), 0 if never. Routes
+    /// that read across every room at once (`GET /api/search`) need an explicit opt-in of
+    /// each token, also of tokens created after they were added.
+    pub opted_in_version: u32,
 }
 
 impl From<ApiTokenRow> for TokenInfo {
@@ -88,6 +92,7 @@ impl From<ApiTokenRow> for TokenInfo {
             expires_at: opt_time(r.expires_at),
             revoked_at: opt_time(r.revoked_at),
             allowlist_version: r.allowlist_version,
+            opted_in_version: r.opted_in_version,
         }
     }
 }
@@ -204,8 +209,10 @@ impl TokensApi {
     /// Opt a token in to the current allowlist
     ///
     /// Body `{"optIn": true}`. New routes are unavailable to existing tokens until opted
-    /// in: this sets the token's `allowlistVersion` to the server's current version, so
-    /// every route on today's allowlist becomes available to it. Returns the token (without
+    /// in: this sets the token's `allowlistVersion` (and `optedInVersion`) to the server's
+    /// current version, so every route on today's allowlist becomes available to it.
+    /// Search (`GET /api/search`, also the MCP `search` tool) reads across every room at
+    /// once and needs this explicit opt-in from every token, new ones included. Returns the token (without
     /// the secret). 400 `invalid_request` when `optIn` is not `true`; 400 `token_revoked`
     /// for a revoked token; 404 for an unknown id or a token of another user. Native
     /// sessions only.

@@ -148,6 +148,10 @@ pub enum ErrorCode {
     PushNotConfigured,
     /// 503: APNs is unreachable.
     PushUnavailable,
+    /// 503: the route needs an AI service and `[ai]` is not configured.
+    AiNotConfigured,
+    /// 403: `/mcp` was called with a native session instead of a personal token.
+    PersonalTokenRequired,
     /// 503: the mailbox's IMAP server cannot be reached; cached mail stays readable.
     MailUnreachable,
 }
@@ -228,6 +232,8 @@ impl ErrorCode {
         Self::PushNotConfigured,
         Self::PushUnavailable,
         Self::MailUnreachable,
+        Self::AiNotConfigured,
+        Self::PersonalTokenRequired,
     ];
 
     /// The snake_case string of the contract (`NO_SIGNING_KEY` as the contract spells it).
@@ -306,6 +312,8 @@ impl ErrorCode {
             Self::PushNotConfigured => "push_not_configured",
             Self::PushUnavailable => "push_unavailable",
             Self::MailUnreachable => "mail_unreachable",
+            Self::AiNotConfigured => "ai_not_configured",
+            Self::PersonalTokenRequired => "personal_token_required",
         }
     }
 }

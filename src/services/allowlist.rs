@@ -7,7 +7,11 @@
 
 /// Current version of the allowlist. Bump it when adding entries, and give the new
 /// entries `since: <new version>`: tokens created earlier must opt in to reach them.
-pub const ALLOWLIST_VERSION: u32 = 2;
+///
+/// Version 3 added `GET /api/search` as an *explicit* entry: it reads across every room at
+/// once, so each token needs its own opt-in for it, also a token created after version 3
+/// (creation grants the ordinary entries of the current version only).
+pub const ALLOWLIST_VERSION: u32 = 3;
 
 /// One operation personal tokens may call.
 #[derive(Debug, Clone, Copy)]
@@ -16,6 +20,8 @@ pub struct AllowedRoute {
     pub path: &'static str,
     /// Allowlist version that added the entry.
     pub since: u32,
+    /// Only for tokens explicitly opted in at `since` or later, whatever their creation.
+    pub explicit: bool,
 }
 
 const fn allow(method: &'static str, path: &'static str) -> AllowedRoute {
@@ -27,6 +33,17 @@ const fn allow_since(method: &'static str, path: &'static str, since: u32) -> Al
         method,
         path,
         since,
+        explicit: false,
+    }
+}
+
+/// An entry that needs each token's own opt-in (see [`ALLOWLIST_VERSION`]).
+const fn explicit(method: &'static str, path: &'static str, since: u32) -> AllowedRoute {
+    AllowedRoute {
+        method,
+        path,
+        since,
+        explicit: true,
     }
 }
 
@@ -75,11 +92,22 @@ pub const PERSONAL_TOKEN_ALLOWLIST: &[AllowedRoute] = &[
     allow("GET", "/api/bridges/configured"),
     allow("GET", "/api/bridges/dashboard"),
     allow("GET", "/api/bridges/chat-counts"),
+    // Search across every room and mailbox (version 3): explicit opt-in of each token.
+    explicit("GET", "/api/search", 3),
 ];
 
-/// Whether a personal token created under `token_version` may call `template`.
-pub fn personal_token_allows(method: &str, template: &str, token_version: u32) -> bool {
-    PERSONAL_TOKEN_ALLOWLIST
-        .iter()
-        .any(|r| r.method == method && r.path == template && r.since <= token_version)
+/// Whether a personal token with allowlist version `token_version`, explicitly opted in at
+/// `opted_in_version` (0: never), may call `template`.
+pub fn personal_token_allows(
+    method: &str,
+    template: &str,
+    token_version: u32,
+    opted_in_version: u32,
+) -> bool {
+    PERSONAL_TOKEN_ALLOWLIST.iter().any(|r| {
+        r.method == method
+            && r.path == template
+            && r.since <= token_version
+            && (!r.explicit || r.since <= opted_in_version)
+    })
 }

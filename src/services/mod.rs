@@ -2,6 +2,7 @@
 
 pub mod accounts;
 pub mod admin;
+pub mod ai;
 pub mod allowlist;
 pub mod attestation;
 pub mod auth;
@@ -21,6 +22,7 @@ pub mod pages;
 pub mod reminders;
 pub mod rooms;
 pub mod scheduled;
+pub mod search;
 pub mod session;
 pub mod tokens;
 pub mod upstream;

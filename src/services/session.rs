@@ -109,6 +109,8 @@ pub enum Principal {
         user_id: String,
         token_id: String,
         allowlist_version: u32,
+        /// Allowlist version of the token's last explicit opt-in (0: never).
+        opted_in_version: u32,
     },
 }
 
@@ -254,6 +256,7 @@ async fn authenticate_personal(state: &AppState, token: &str) -> AppResult<Princ
                     user_id: row.user_id,
                     token_id: row.id,
                     allowlist_version: row.allowlist_version,
+                    opted_in_version: row.opted_in_version,
                 },
                 expires_at: row.expires_at,
                 subscription_active: user.subscription_active,

@@ -96,6 +96,7 @@ pub async fn create(
         token_hash: crypto::sha256_hex(&token),
         last_four: last_four(&token),
         allowlist_version: ALLOWLIST_VERSION,
+        opted_in_version: 0,
         created_at: now,
         last_used_at: None,
         expires_at,
@@ -258,6 +259,7 @@ mod tests {
                 user_id: user_id.clone(),
                 token_id: created.row.id.clone(),
                 allowlist_version: ALLOWLIST_VERSION,
+                opted_in_version: 0,
             }
         );
 
@@ -328,6 +330,7 @@ mod tests {
             user_id: "u".into(),
             token_id: "t".into(),
             allowlist_version: 1,
+            opted_in_version: 0,
         };
         assert_eq!(
             require_native(&token).unwrap_err().code(),

@@ -10,6 +10,9 @@ pub struct ApiTokenRow {
     pub token_hash: String,
     pub last_four: String,
     pub allowlist_version: u32,
+    /// Allowlist version of the token's last explicit opt-in (0: never). Routes marked
+    /// explicit in the allowlist (search) need it, whatever the token's creation date.
+    pub opted_in_version: u32,
     pub created_at: i64,
     pub last_used_at: Option<i64>,
     pub expires_at: Option<i64>,
@@ -17,7 +20,7 @@ pub struct ApiTokenRow {
 }
 
 const COLUMNS: &str = "id, user_id, name, token_hash, last_four, allowlist_version, created_at, \
-    last_used_at, expires_at, revoked_at";
+    last_used_at, expires_at, revoked_at, opted_in_version";
 
 fn from_row(r: &Row<'_>) -> rusqlite::Result<ApiTokenRow> {
     Ok(ApiTokenRow {
@@ -31,13 +34,14 @@ fn from_row(r: &Row<'_>) -> rusqlite::Result<ApiTokenRow> {
         last_used_at: r.get(7)?,
         expires_at: r.get(8)?,
         revoked_at: r.get(9)?,
+        opted_in_version: r.get(10)?,
     })
 }
 
 pub fn insert(conn: &Connection, t: &ApiTokenRow) -> rusqlite::Result<()> {
     conn.execute(
         &format!(
-            "INSERT INTO api_tokens ({COLUMNS}) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10)"
+            "INSERT INTO api_tokens ({COLUMNS}) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11)"
         ),
         params![
             t.id,
@@ -49,7 +53,8 @@ pub fn insert(conn: &Connection, t: &ApiTokenRow) -> rusqlite::Result<()> {
             t.created_at,
             t.last_used_at,
             t.expires_at,
-            t.revoked_at
+            t.revoked_at,
+            t.opted_in_version
         ],
     )?;
     Ok(())
@@ -91,6 +96,8 @@ pub fn revoke(conn: &Connection, user_id: &str, id: &str, now: i64) -> rusqlite:
     )
 }
 
+/// An explicit opt-in: the token may use the allowlist of `version`, explicit routes
+/// included.
 pub fn set_allowlist_version(
     conn: &Connection,
     user_id: &str,
@@ -98,7 +105,8 @@ pub fn set_allowlist_version(
     version: u32,
 ) -> rusqlite::Result<usize> {
     conn.execute(
-        "UPDATE api_tokens SET allowlist_version = ?3 WHERE id = ?1 AND user_id = ?2",
+        "UPDATE api_tokens SET allowlist_version = ?3, opted_in_version = ?3 \
+         WHERE id = ?1 AND user_id = ?2",
         params![id, user_id, version],
     )
 }

@@ -26,6 +26,7 @@ pub mod refresh_tokens;
 pub mod reminders;
 pub mod rooms;
 pub mod scheduled_messages;
+pub mod search_index;
 pub mod sent_transactions;
 pub mod shred;
 pub mod sync_state;
@@ -94,6 +95,10 @@ const MIGRATIONS: &[(&str, &str)] = &[
     (
         "0012_email",
         include_str!("../../migrations/0012_email.sql"),
+    ),
+    (
+        "0013_search",
+        include_str!("../../migrations/0013_search.sql"),
     ),
 ];
 

@@ -21,13 +21,18 @@ pub struct Shredded {
     /// Connected mailboxes (their cached mail goes with them) and signatures.
     pub email_accounts: usize,
     pub email_signatures: usize,
+    /// Search index documents and AI vectors (blinded and sealed under the old key).
+    pub search_docs: usize,
 }
 
 /// Deletes or clears, in the caller's transaction, everything of `user_id` sealed under its
 /// data key except the identity columns and push tokens (re-sealed by the caller).
 pub fn content_of(conn: &Connection, user_id: &str) -> rusqlite::Result<Shredded> {
     let run = |sql: &str| conn.execute(sql, [user_id]);
+    // Before the messages: their delete trigger would otherwise remove these one by one.
+    let search_docs = super::search_index::remove_user(conn, user_id)?;
     Ok(Shredded {
+        search_docs,
         messages: run("DELETE FROM messages WHERE user_id = ?1")?,
         rooms: run(
             "UPDATE rooms SET name_enc = NULL, avatar_enc = NULL, topic_enc = NULL \

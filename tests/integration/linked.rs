@@ -539,6 +539,7 @@ async fn room_for_platform_and_chat_counts_follow_groups_and_the_list_filter() {
         user_id: uid.clone(),
         token_id: "t".into(),
         allowlist_version: 1,
+        opted_in_version: 0,
     };
     let page = rooms::list(&state, &principal, rooms::ListParams::default())
         .await

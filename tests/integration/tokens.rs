@@ -213,6 +213,7 @@ async fn the_list_shows_every_token_but_never_a_secret() {
                 "lastFour",
                 "lastUsedAt",
                 "name",
+                "optedInVersion",
                 "revokedAt"
             ]
         );
@@ -659,7 +660,8 @@ async fn every_operation_of_the_document_obeys_the_personal_token_allowlist() {
             if matches!(method.as_str(), "POST" | "PUT" | "PATCH") {
                 req = req.json(&json!({}));
             }
-            let is_allowed = personal_token_allows(&method, template, ALLOWLIST_VERSION);
+            // A new token that never opted in: explicit entries (search) stay closed to it.
+            let is_allowed = personal_token_allows(&method, template, ALLOWLIST_VERSION, 0);
             let resp = match req.send().await {
                 Ok(r) => r,
                 // A stream (e.g. the sync route) that passed the gate may not answer at once.

@@ -27,6 +27,8 @@ pub const REQUEST_TIMEOUT: Duration = Duration::from_secs(10);
 /// Larger answers are refused unread (one verdict is a few hundred bytes).
 const MAX_ANSWER_BYTES: usize = 256 * 1024;
 
+pub mod assist;
+
 const SYSTEM_PROMPT: &str = "You triage chat messages for a unified inbox. You get one \
 incoming message as JSON: its text, its Matrix msgtype, whether the room is a direct \
 (one-to-one) chat and whether the reader is mentioned. Rate how much the reader's attention \
@@ -81,6 +83,7 @@ pub struct AiClient {
     http: reqwest::Client,
     endpoint: String,
     model: String,
+    embedding_model: String,
     api_key: Option<Secret>,
 }
 
@@ -91,6 +94,10 @@ impl AiClient {
             http,
             endpoint: format!("{}/chat/completions", config.url.trim_end_matches('/')),
             model: config.model.clone(),
+            embedding_model: config
+                .embedding_model
+                .clone()
+                .unwrap_or_else(|| config.model.clone()),
             api_key: config.api_key.clone(),
         }
     }

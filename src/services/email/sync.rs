@@ -361,6 +361,16 @@ fn ingest(
         size: f.raw.len() as i64,
     };
     mstore::insert(tx, &row)?;
+    crate::services::search::index_email(
+        tx,
+        dek,
+        &ctx.user_id,
+        &row.id,
+        &thread,
+        date,
+        &h.subject,
+        parsed.body.text.as_deref().unwrap_or(&parsed.snippet),
+    )?;
     mstore::add_location(tx, mailbox_id, i64::from(f.uid), &row.id)?;
     Ok(thread)
 }

@@ -40,6 +40,7 @@ pub(super) fn rewrite(
     (orig.importance, orig.is_question) = (s.importance, s.is_question);
     orig.category = s.category.to_owned();
     messages::update_content(tx, orig)?;
+    crate::services::search::index_message(tx, dek, orig, &content.body)?;
     out.updated_messages += 1;
     Ok(true)
 }

@@ -384,6 +384,7 @@ fn insert_message(
     if !messages::insert_if_new(tx, &row)? {
         return Ok(false);
     }
+    crate::services::search::index_message(tx, dek, &row, &content.body)?;
     // An incoming message sent after the archiving brings the conversation back to the
     // active list. `archived_at` has whole seconds: a message from that same second may
     // predate the archiving, so only later seconds count.

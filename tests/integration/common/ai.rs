@@ -29,6 +29,8 @@ pub enum Answer {
     Status(u16),
     /// HTTP 200 whose message content is not the expected JSON.
     Garbage,
+    /// HTTP 200 with this message content (summaries, translations).
+    Text(String),
 }
 
 impl Answer {
@@ -60,7 +62,33 @@ impl Recorded {
 
 struct Inner {
     answer: Mutex<Answer>,
+    /// Status `/v1/embeddings` answers with instead of vectors (None: vectors).
+    embeddings_status: Mutex<Option<u16>>,
     requests: Mutex<Vec<Recorded>>,
+}
+
+/// Concepts of the stand-in's embeddings: a text's vector counts, per concept, the words of
+/// it the text contains, so texts about the same thing are near whatever their words.
+pub const CONCEPTS: &[&[&str]] = &[
+    &["car", "automobile", "vehicle", "garage", "mechanic"],
+    &["dog", "puppy", "leash", "vet"],
+    &["dinner", "restaurant", "pizza", "pasta", "lunch"],
+    &["invoice", "payment", "bill", "money"],
+];
+
+/// The stand-in's embedding of one text (one dimension per concept, plus a constant).
+pub fn concept_vector(text: &str) -> Vec<f64> {
+    let lower = text.to_lowercase();
+    let words: Vec<&str> = lower
+        .split(|c: char| !c.is_alphanumeric())
+        .filter(|w| !w.is_empty())
+        .collect();
+    let mut v: Vec<f64> = CONCEPTS
+        .iter()
+        .map(|c| words.iter().filter(|w| c.contains(w)).count() as f64)
+        .collect();
+    v.push(0.05);
+    v
 }
 
 /// A running stand-in; stopped on drop.
@@ -77,6 +105,7 @@ impl AiStandIn {
         let port = listener.local_addr().expect("addr").port();
         let inner = Arc::new(Inner {
             answer: Mutex::new(answer),
+            embeddings_status: Mutex::new(None),
             requests: Mutex::new(Vec::new()),
         });
         let app = {
@@ -104,6 +133,19 @@ impl AiStandIn {
 
     pub fn set_answer(&self, answer: Answer) {
         *self.inner.answer.lock().unwrap() = answer;
+    }
+
+    /// Makes `/v1/embeddings` answer `status` (None: vectors again).
+    pub fn set_embeddings_status(&self, status: Option<u16>) {
+        *self.inner.embeddings_status.lock().unwrap() = status;
+    }
+
+    /// The requests received at `path` (e.g. `/v1/embeddings`).
+    pub fn requests_to(&self, path: &str) -> Vec<Recorded> {
+        self.requests()
+            .into_iter()
+            .filter(|r| r.path == path)
+            .collect()
     }
 
     pub fn requests(&self) -> Vec<Recorded> {
@@ -155,6 +197,7 @@ impl Inner {
                 ]}),
             ),
             ("POST", "/v1/chat/completions") => self.complete(&body),
+            ("POST", "/v1/embeddings") => self.embed(&body),
             _ => error(404, "not_found", "Unknown endpoint"),
         }
     }
@@ -172,6 +215,7 @@ impl Inner {
             } => json!({"importance": importance, "category": category, "isQuestion": is_question})
                 .to_string(),
             Answer::Garbage => "Sure! This message looks fairly important to me.".to_owned(),
+            Answer::Text(text) => text,
             Answer::Status(status) => {
                 return error(status, "server_error", "The server had an error")
             }
@@ -190,6 +234,39 @@ impl Inner {
                 }],
                 "usage": {"prompt_tokens": 80, "completion_tokens": 20, "total_tokens": 100},
             }),
+        )
+    }
+}
+
+impl Inner {
+    /// OpenAI `/v1/embeddings`: `{model, input: string | [string]}` →
+    /// `{object: "list", data: [{object: "embedding", index, embedding}], model, usage}`.
+    fn embed(&self, body: &Value) -> Response {
+        if body["model"] != MODEL {
+            return error(404, "model_not_found", "The model does not exist");
+        }
+        if let Some(status) = *self.embeddings_status.lock().unwrap() {
+            return error(status, "server_error", "The server had an error");
+        }
+        let inputs: Vec<String> = match &body["input"] {
+            Value::String(s) => vec![s.clone()],
+            Value::Array(a) => a
+                .iter()
+                .filter_map(|x| x.as_str().map(str::to_owned))
+                .collect(),
+            _ => return error(400, "invalid_input", "input must be a string or an array"),
+        };
+        let data: Vec<Value> = inputs
+            .iter()
+            .enumerate()
+            .map(
+                |(i, t)| json!({"object": "embedding", "index": i, "embedding": concept_vector(t)}),
+            )
+            .collect();
+        json_response(
+            200,
+            json!({"object": "list", "data": data, "model": MODEL,
+                   "usage": {"prompt_tokens": 8, "total_tokens": 8}}),
         )
     }
 }

@@ -1,0 +1,297 @@
+//! The MCP tools: each one names the HTTP route it wraps, and its arguments are named like
+//! that route's parameters (path, query or body fields), so a tool call is that request.
+
+use std::sync::Arc;
+
+use poem::http::Method;
+use rmcp::model::{JsonObject, Tool};
+use serde_json::{json, Map, Value};
+
+/// One tool and the route it wraps.
+pub struct ToolSpec {
+    pub name: &'static str,
+    pub description: &'static str,
+    pub method: Method,
+    /// Route template; `{name}` segments are filled from the arguments of that name.
+    pub path: &'static str,
+    /// Argument name → JSON Schema of the value.
+    pub args: &'static [(&'static str, &'static str, &'static str)],
+    pub required: &'static [&'static str],
+}
+
+const STR: &str = "string";
+const INT: &str = "integer";
+const BOOL: &str = "boolean";
+const STRS: &str = "string[]";
+
+/// Every tool, in the order they are listed.
+pub fn specs() -> &'static [ToolSpec] {
+    static SPECS: std::sync::OnceLock<Vec<ToolSpec>> = std::sync::OnceLock::new();
+    SPECS.get_or_init(build)
+}
+
+fn build() -> Vec<ToolSpec> {
+    vec![
+        ToolSpec {
+            name: "list_rooms",
+            description: "List the user's conversations (GET /api/rooms): readable names, \
+                newest first, pinned first; page with nextCursor.",
+            method: Method::GET,
+            path: "/api/rooms",
+            args: &[
+                ("limit", INT, "1 to 100, default 50"),
+                ("sortBy", STR, "recent or unread"),
+                ("archived", STR, "false (default), true or all"),
+                ("cursor", STR, "nextCursor of the previous page"),
+            ],
+            required: &[],
+        },
+        ToolSpec {
+            name: "read_room_history",
+            description: "Read a conversation's messages, newest first (GET /api/messages \
+                with roomId); page with nextCursor.",
+            method: Method::GET,
+            path: "/api/messages",
+            args: &[
+                ("roomId", STR, "Matrix room id"),
+                ("limit", INT, "1 to 100, default 50"),
+                ("cursor", STR, "nextCursor of the previous page"),
+            ],
+            required: &["roomId"],
+        },
+        ToolSpec {
+            name: "search",
+            description: "Search messages across every room (GET /api/search): words, \
+                prefixes from 3 characters, \"quoted phrases\". Needs the token's explicit \
+                search opt-in.",
+            method: Method::GET,
+            path: "/api/search",
+            args: &[
+                ("q", STR, "words and \"quoted phrases\""),
+                ("roomId", STR, "only this room"),
+                ("platform", STR, "whatsapp, telegram, discord or matrix"),
+                ("sender", STR, "only this sender's Matrix ID"),
+                ("after", STR, "milliseconds or RFC 3339, exclusive"),
+                ("before", STR, "milliseconds or RFC 3339, exclusive"),
+                ("cursor", STR, "nextCursor of the previous page"),
+                ("limit", INT, "1 to 100, default 20"),
+            ],
+            required: &["q"],
+        },
+        ToolSpec {
+            name: "send_text",
+            description: "Send approved text to a conversation (POST \
+                /api/rooms/{roomId}/messages). Read the room first: a room whose recipientId \
+                is null must be verified in the native app.",
+            method: Method::POST,
+            path: "/api/rooms/{roomId}/messages",
+            args: &[
+                ("roomId", STR, "Matrix room id"),
+                ("content", STR, "the text, 1 to 65536 characters"),
+                ("txnId", STR, "idempotency key; a repeat sends nothing"),
+            ],
+            required: &["roomId", "content", "txnId"],
+        },
+        ToolSpec {
+            name: "list_reminders",
+            description: "List reminders, earliest due first (GET /api/reminders).",
+            method: Method::GET,
+            path: "/api/reminders",
+            args: &[
+                ("completed", STR, "true or false"),
+                ("limit", INT, "1 to 100, default 50"),
+                ("offset", INT, "at least 0"),
+            ],
+            required: &[],
+        },
+        ToolSpec {
+            name: "create_reminder",
+            description: "Create a reminder (POST /api/reminders).",
+            method: Method::POST,
+            path: "/api/reminders",
+            args: &[
+                ("title", STR, "what to be reminded of"),
+                ("notes", STR, "details"),
+                ("dueAt", STR, "RFC 3339 date-time"),
+                ("roomId", STR, "related room"),
+                ("eventId", STR, "related message event"),
+            ],
+            required: &["title", "dueAt"],
+        },
+        ToolSpec {
+            name: "update_reminder",
+            description: "Change a reminder (PUT /api/reminders/{id}); only the given fields \
+                change.",
+            method: Method::PUT,
+            path: "/api/reminders/{id}",
+            args: &[
+                ("id", STR, "reminder id"),
+                ("title", STR, "what to be reminded of"),
+                ("notes", STR, "details"),
+                ("dueAt", STR, "RFC 3339 date-time"),
+                ("completed", BOOL, "done"),
+            ],
+            required: &["id"],
+        },
+        ToolSpec {
+            name: "list_email_threads",
+            description: "List e-mail threads (GET /api/email/threads).",
+            method: Method::GET,
+            path: "/api/email/threads",
+            args: &[
+                ("label", STR, "a label id, e.g. INBOX"),
+                ("q", STR, "search words"),
+                ("cursor", STR, "nextCursor of the previous page"),
+                ("limit", INT, "1 to 100"),
+            ],
+            required: &[],
+        },
+        ToolSpec {
+            name: "read_email_thread",
+            description: "Read one e-mail thread (GET /api/email/threads/{id}).",
+            method: Method::GET,
+            path: "/api/email/threads/{id}",
+            args: &[("id", STR, "thread id")],
+            required: &["id"],
+        },
+        ToolSpec {
+            name: "read_email_message",
+            description: "Read one e-mail message (GET /api/email/messages/{id}).",
+            method: Method::GET,
+            path: "/api/email/messages/{id}",
+            args: &[("id", STR, "message id")],
+            required: &["id"],
+        },
+        ToolSpec {
+            name: "compose_email",
+            description: "Send, reply to or forward an e-mail (POST /api/email/compose).",
+            method: Method::POST,
+            path: "/api/email/compose",
+            args: &[
+                ("accountId", STR, "sending account; default the first"),
+                ("to", STRS, "\"addr\" or \"Name <addr>\""),
+                ("cc", STRS, "\"addr\" or \"Name <addr>\""),
+                ("bcc", STRS, "\"addr\" or \"Name <addr>\""),
+                ("subject", STR, "subject"),
+                ("text", STR, "plain-text body"),
+                ("replyTo", STR, "message id this replies to"),
+                ("forward", STR, "message id this forwards"),
+                ("signatureId", STR, "signature to append"),
+            ],
+            required: &["to", "subject", "text"],
+        },
+    ]
+}
+
+impl ToolSpec {
+    pub fn tool(&self) -> Tool {
+        let mut props = Map::new();
+        for (name, ty, about) in self.args {
+            let schema = match *ty {
+                STRS => json!({"type": "array", "items": {"type": "string"}, "description": about}),
+                t => json!({"type": t, "description": about}),
+            };
+            props.insert((*name).to_owned(), schema);
+        }
+        let schema: JsonObject = match json!({
+            "type": "object",
+            "properties": props,
+            "required": self.required,
+            "additionalProperties": false,
+        }) {
+            Value::Object(o) => o,
+            _ => JsonObject::new(),
+        };
+        Tool::new(self.name, self.description, Arc::new(schema))
+    }
+
+    /// The request this call makes: (path and query, JSON body). Errors name the argument.
+    pub fn request(&self, args: &JsonObject) -> Result<(String, Option<Value>), String> {
+        for name in self.required {
+            if args.get(*name).is_none_or(Value::is_null) {
+                return Err(format!("{name}: is required"));
+            }
+        }
+        if let Some(unknown) = args
+            .keys()
+            .find(|k| !self.args.iter().any(|(n, _, _)| n == k))
+        {
+            return Err(format!("{unknown}: is not an argument of {}", self.name));
+        }
+        let mut path = self.path.to_owned();
+        let mut rest = Map::new();
+        for (name, value) in args {
+            let slot = format!("{{{name}}}");
+            if path.contains(&slot) {
+                let text = scalar(value).ok_or_else(|| format!("{name}: must be a string"))?;
+                path = path.replace(&slot, &crate::clients::matrix::encode(&text));
+            } else if !value.is_null() {
+                rest.insert(name.clone(), value.clone());
+            }
+        }
+        if self.method == Method::GET {
+            let mut query = Vec::new();
+            for (name, value) in &rest {
+                let text = scalar(value)
+                    .ok_or_else(|| format!("{name}: must be a string, number or boolean"))?;
+                query.push(format!(
+                    "{}={}",
+                    crate::clients::matrix::encode(name),
+                    crate::clients::matrix::encode(&text)
+                ));
+            }
+            if !query.is_empty() {
+                path = format!("{path}?{}", query.join("&"));
+            }
+            Ok((path, None))
+        } else {
+            Ok((path, Some(Value::Object(rest))))
+        }
+    }
+}
+
+fn scalar(v: &Value) -> Option<String> {
+    match v {
+        Value::String(s) => Some(s.clone()),
+        Value::Number(n) => Some(n.to_string()),
+        Value::Bool(b) => Some(b.to_string()),
+        _ => None,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn spec(name: &str) -> &'static ToolSpec {
+        specs().iter().find(|s| s.name == name).unwrap()
+    }
+
+    #[test]
+    fn calls_become_the_wrapped_requests() {
+        let args = |v: Value| v.as_object().unwrap().clone();
+        let (path, body) = spec("search")
+            .request(&args(json!({"q": "new york", "limit": 5})))
+            .unwrap();
+        assert!(path.starts_with("/api/search?"), "{path}");
+        assert!(
+            path.contains("q=new%20york") && path.contains("limit=5"),
+            "{path}"
+        );
+        assert!(body.is_none());
+        let (path, body) = spec("send_text")
+            .request(&args(
+                json!({"roomId": "!a:b", "content": "hi", "txnId": "t1"}),
+            ))
+            .unwrap();
+        assert_eq!(path, "/api/rooms/%21a%3Ab/messages");
+        assert_eq!(body.unwrap(), json!({"content": "hi", "txnId": "t1"}));
+        let err = spec("read_room_history")
+            .request(&args(json!({})))
+            .unwrap_err();
+        assert_eq!(err, "roomId: is required");
+        assert!(spec("search")
+            .request(&args(json!({"q": "x", "bogus": 1})))
+            .is_err());
+    }
+}

@@ -1,0 +1,291 @@
+//! One search: validate, look up candidates, decrypt and verify, render the page.
+
+use rusqlite::Connection;
+
+use super::query::{snippet, Highlight, Query};
+use super::terms::SearchKey;
+use super::{open_item, Cursor, KIND_EMAIL};
+use crate::crypto::{self, DataKey};
+use crate::error::{AppError, AppResult};
+use crate::services::conversations;
+use crate::services::keys::validate_public_key;
+use crate::services::session::Principal;
+use crate::services::users;
+use crate::state::AppState;
+use crate::store::search_index::{self, Candidate, Filters};
+use crate::store::{user_keys, users::UserRow};
+
+pub const DEFAULT_LIMIT: i64 = 20;
+pub const MAX_LIMIT: i64 = 100;
+/// Most candidates decrypted for one page: bounds the cost of a query whose words are
+/// common but whose exact form is rare. The page may then be short with a `nextCursor`.
+pub const MAX_SCAN: usize = 2_000;
+const PLATFORMS: [&str; 4] = ["whatsapp", "telegram", "discord", "matrix"];
+
+/// The query of `GET /api/search`, as received.
+#[derive(Debug, Clone, Default)]
+pub struct SearchParams {
+    pub q: Option<String>,
+    pub room_id: Option<String>,
+    pub platform: Option<String>,
+    pub sender: Option<String>,
+    pub after: Option<String>,
+    pub before: Option<String>,
+    pub cursor: Option<String>,
+    pub limit: Option<i64>,
+}
+
+/// A snippet as text (personal tokens; native users without a registered key) or sealed
+/// to the user's X25519 key (native sessions): `(ephemeralPubkey, nonce, ciphertext)`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum SnippetText {
+    Plain(String),
+    Sealed {
+        ephemeral_pubkey: String,
+        nonce: String,
+        ciphertext: String,
+    },
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub struct SearchHit {
+    pub kind: &'static str,
+    pub id: String,
+    /// Room id of a message; thread id of an e-mail.
+    pub scope: String,
+    pub sender_id: Option<String>,
+    pub timestamp: i64,
+    pub snippet: SnippetText,
+    pub highlights: Vec<Highlight>,
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub struct SearchPage {
+    pub results: Vec<SearchHit>,
+    pub next_cursor: Option<String>,
+}
+
+/// A verified match before rendering.
+#[derive(Debug, Clone)]
+pub struct Verified {
+    pub candidate: Candidate,
+    pub text: String,
+    pub hits: Vec<(usize, usize)>,
+}
+
+pub fn parse_time(field: &str, raw: Option<&str>) -> AppResult<Option<i64>> {
+    let Some(raw) = raw.map(str::trim) else {
+        return Ok(None);
+    };
+    let bad = || {
+        AppError::invalid(
+            field,
+            "must be a timestamp in milliseconds or an RFC 3339 date-time",
+        )
+    };
+    if let Ok(ms) = raw.parse::<i64>() {
+        return if ms >= 0 { Ok(Some(ms)) } else { Err(bad()) };
+    }
+    chrono::DateTime::parse_from_rfc3339(raw)
+        .map(|t| Some(t.timestamp_millis()))
+        .map_err(|_| bad())
+}
+
+fn parse_text(field: &str, raw: Option<&str>, max: usize) -> AppResult<Option<String>> {
+    let Some(v) = raw.map(str::trim) else {
+        return Ok(None);
+    };
+    if v.is_empty() || v.chars().count() > max || v.chars().any(char::is_control) {
+        return Err(AppError::invalid(
+            field,
+            format!("must be 1 to {max} characters without control characters"),
+        ));
+    }
+    Ok(Some(v.to_owned()))
+}
+
+/// Validated query, filters, position and page size.
+pub fn parse(p: &SearchParams) -> AppResult<(Query, Filters, Option<Cursor>, i64)> {
+    let q =
+        p.q.as_deref()
+            .ok_or_else(|| AppError::invalid("q", "is required"))?;
+    let query = Query::parse(q)?;
+    let limit = match p.limit {
+        None => DEFAULT_LIMIT,
+        Some(n) if (1..=MAX_LIMIT).contains(&n) => n,
+        Some(_) => {
+            return Err(AppError::invalid(
+                "limit",
+                format!("must be an integer from 1 to {MAX_LIMIT}"),
+            ))
+        }
+    };
+    let platform = parse_text("platform", p.platform.as_deref(), 16)?;
+    if let Some(pl) = &platform {
+        if !PLATFORMS.contains(&pl.as_str()) {
+            return Err(AppError::invalid(
+                "platform",
+                "must be one of whatsapp, telegram, discord, matrix",
+            ));
+        }
+    }
+    let filters = Filters {
+        scope: parse_text("roomId", p.room_id.as_deref(), 255)?,
+        sender: parse_text("sender", p.sender.as_deref(), 255)?,
+        platform,
+        after: parse_time("after", p.after.as_deref())?,
+        before: parse_time("before", p.before.as_deref())?,
+    };
+    let cursor = p.cursor.as_deref().map(Cursor::decode).transpose()?;
+    Ok((query, filters, cursor, limit))
+}
+
+/// Candidates from the blind index, decrypted and checked, newest first: at most
+/// `limit` matches, and the position to continue from (`None` at the end).
+pub fn verified_matches(
+    c: &Connection,
+    user_id: &str,
+    dek: &DataKey,
+    query: &Query,
+    filters: &Filters,
+    from: Option<(i64, i64)>,
+    limit: usize,
+) -> AppResult<(Vec<Verified>, Option<Cursor>)> {
+    let key = SearchKey::of(dek);
+    let tag = crate::services::messages::cache::KeyTag::of(dek);
+    let terms: Vec<_> = query
+        .lookup_words()
+        .into_iter()
+        .map(|w| key.query_term(w))
+        .collect();
+    let batch = (limit as i64 * 2).max(50);
+    let mut from = from;
+    let mut scanned = 0usize;
+    let mut found = Vec::new();
+    loop {
+        let cands = search_index::candidates(c, user_id, &terms, filters, from, batch)?;
+        let exhausted = (cands.len() as i64) < batch;
+        for cand in cands {
+            scanned += 1;
+            let here = (cand.ts, cand.doc);
+            if let Some(text) = open_item(c, dek, tag, user_id, &cand)? {
+                if let Some(hits) = query.matches(&text) {
+                    found.push(Verified {
+                        candidate: cand,
+                        text,
+                        hits,
+                    });
+                    if found.len() == limit {
+                        return Ok((found, Some(Cursor::at(here.0, here.1))));
+                    }
+                }
+            }
+            from = Some(here);
+            if scanned >= MAX_SCAN {
+                return Ok((found, from.map(|(t, d)| Cursor::at(t, d))));
+            }
+        }
+        if exhausted {
+            return Ok((found, None));
+        }
+    }
+}
+
+/// `GET /api/search` for `principal`.
+pub async fn search(
+    state: &AppState,
+    principal: &Principal,
+    params: SearchParams,
+) -> AppResult<SearchPage> {
+    let (query, filters, cursor, limit) = parse(&params)?;
+    let master = state.master.clone();
+    let uid = principal.user_id().to_owned();
+    let native = !principal.is_api_token();
+    state
+        .store
+        .run(move |c| {
+            let user = load_user(c, &uid)?;
+            conversations::require_readable(&user)?;
+            let dek = users::data_key(&master, &user)?;
+            // One more than the page: whether another page exists without a second query.
+            let (mut found, mut next) = verified_matches(
+                c,
+                &uid,
+                &dek,
+                &query,
+                &filters,
+                cursor.map(Cursor::position),
+                limit as usize + 1,
+            )?;
+            if found.len() > limit as usize {
+                found.truncate(limit as usize);
+                next = found
+                    .last()
+                    .map(|v| Cursor::at(v.candidate.ts, v.candidate.doc));
+            }
+            let recipient = if native {
+                user_keys::find(c, &uid)?
+                    .map(|k| validate_public_key(&k.public_key))
+                    .transpose()
+                    .map_err(|_| AppError::internal("stored public key is malformed"))?
+            } else {
+                None
+            };
+            render(found, recipient, next)
+        })
+        .await
+}
+
+fn load_user(c: &Connection, user_id: &str) -> AppResult<UserRow> {
+    crate::store::users::find(c, user_id)?.ok_or_else(|| AppError::not_found("user"))
+}
+
+/// Renders verified matches: snippets as text, or sealed under one ephemeral key per page
+/// to `recipient` (DESIGN §8 Seal, as history pages are).
+pub fn render(
+    found: Vec<Verified>,
+    recipient: Option<[u8; 32]>,
+    next: Option<Cursor>,
+) -> AppResult<SearchPage> {
+    let sealer = match recipient {
+        Some(r) if !found.is_empty() => {
+            Some(crypto::Sealer::to(&r).map_err(|_| AppError::internal("cannot seal to the key"))?)
+        }
+        _ => None,
+    };
+    let results = found
+        .into_iter()
+        .map(|v| {
+            let (text, highlights) = snippet(&v.text, &v.hits);
+            let snippet = match &sealer {
+                Some(s) => {
+                    let (eph, nonce, ct) = s.seal(text.as_bytes()).to_base64();
+                    SnippetText::Sealed {
+                        ephemeral_pubkey: eph,
+                        nonce,
+                        ciphertext: ct,
+                    }
+                }
+                None => SnippetText::Plain(text),
+            };
+            let kind = if v.candidate.kind == KIND_EMAIL {
+                KIND_EMAIL
+            } else {
+                super::KIND_MESSAGE
+            };
+            SearchHit {
+                kind,
+                id: v.candidate.item_id,
+                scope: v.candidate.scope,
+                sender_id: v.candidate.sender,
+                timestamp: v.candidate.ts,
+                snippet,
+                highlights,
+            }
+        })
+        .collect();
+    Ok(SearchPage {
+        results,
+        next_cursor: next.map(Cursor::encode),
+    })
+}
