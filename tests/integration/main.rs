@@ -15,6 +15,7 @@ mod clients;
 mod data;
 mod devices;
 mod e2ee;
+mod e2ee_sync;
 mod email;
 mod foundation;
 mod hardening;

@@ -17,6 +17,7 @@ use crate::state::AppState;
 use crate::store::sync_state;
 
 mod amend;
+mod crypto_rooms;
 pub mod e2ee;
 pub mod history;
 pub mod homeserver;
