@@ -189,4 +189,15 @@ async fn megolm_sessions_rotate_per_the_rooms_settings_known_from_the_sync() {
     for f in &files {
         assert_eq!(mode(f), 0o600, "{f:?}");
     }
+
+    // The dashboard shows the Matrix sync as healthy.
+    let dashboard = expect_json(
+        s.app.get_auth("/api/bridges/dashboard", &s.token).await,
+        200,
+    )
+    .await;
+    let sync = &dashboard["matrixSync"];
+    assert_eq!(sync["healthy"], true, "{dashboard}");
+    assert!(sync["lastSyncAt"].is_string(), "{dashboard}");
+    assert!(sync["errorCode"].is_null(), "{dashboard}");
 }

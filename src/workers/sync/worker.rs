@@ -165,7 +165,8 @@ pub async fn run(state: AppState, matrix: MatrixClient, user_id: String) {
                 } else {
                     backoff.next()
                 };
-                let error = e.to_string();
+                // "code: message": the dashboard shows the code (`services::bridges`).
+                let error = format!("{}: {e}", e.code());
                 tracing::warn!(%user_id, %error, retry_in_secs = wait.as_secs(), "sync failed; retrying with backoff");
                 // Reload token, key and position before the next attempt.
                 session = None;
