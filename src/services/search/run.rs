@@ -11,7 +11,7 @@ use crate::services::conversations;
 use crate::services::keys::validate_public_key;
 use crate::services::session::Principal;
 use crate::services::users;
-use crate::state::AppState;
+use crate::services::Context;
 use crate::store::search_index::{self, Candidate, Filters};
 use crate::store::{user_keys, users::UserRow};
 
@@ -193,7 +193,7 @@ pub fn verified_matches(
 
 /// `GET /api/search` for `principal`.
 pub async fn search(
-    state: &AppState,
+    state: &Context,
     principal: &Principal,
     params: SearchParams,
 ) -> AppResult<SearchPage> {
