@@ -241,7 +241,7 @@ fn load_user(c: &Connection, user_id: &str) -> AppResult<UserRow> {
 }
 
 /// Renders verified matches: snippets as text, or sealed under one ephemeral key per page
-/// to `recipient` (DESIGN §8 Seal, as history pages are).
+/// to `recipient`, as history pages are (`services::messages::sealed`).
 pub fn render(
     found: Vec<Verified>,
     recipient: Option<[u8; 32]>,
