@@ -1,4 +1,4 @@
-//! Each user's sync device as an end-to-end encryption device (DESIGN §10): opening its
+//! Each user's sync device as an end-to-end encryption device (README, "Encrypted rooms"): opening its
 //! machine (and replacing the device when a destroyed store left its keys on the
 //! homeserver), sending into encrypted rooms, and destroying the crypto store on key
 //! deletion and account removal.
@@ -17,7 +17,7 @@ use crate::clients::matrix::e2ee::{
 use crate::clients::matrix::{MatrixClient, MatrixError};
 use crate::clock::unix_now;
 use crate::error::{AppError, AppResult, ErrorCode};
-use crate::state::AppState;
+use crate::services::Context;
 use crate::store::users::UserRow;
 
 /// How long a homeserver's "not encrypted" answer stands for sends (see [`plain_rooms`]).
@@ -41,7 +41,7 @@ pub fn error(e: E2eeError) -> AppError {
 
 /// The user's machine; `None` without a homeserver or a Matrix account. Replaces the
 /// sync device once when its keys on the homeserver belong to a destroyed store.
-pub async fn machine_for(state: &AppState, user: &UserRow) -> AppResult<Option<Arc<UserCrypto>>> {
+pub async fn machine_for(state: &Context, user: &UserRow) -> AppResult<Option<Arc<UserCrypto>>> {
     let Some(matrix) = &state.matrix else {
         return Ok(None);
     };
@@ -78,7 +78,7 @@ pub async fn machine_for(state: &AppState, user: &UserRow) -> AppResult<Option<A
 /// removes its keys from the homeserver). Serialised so that the sync worker and a send
 /// never both replace it.
 async fn replace_sync_device(
-    state: &AppState,
+    state: &Context,
     matrix: &MatrixClient,
     user: &UserRow,
     old_token: &str,
@@ -154,7 +154,7 @@ impl SendFailure {
 /// Sends one event as `user_id`'s sync device (`token`), encrypted when the room is (see
 /// [`route`]). Room keys go to every joined member's devices. Returns the event id.
 pub async fn send_event(
-    state: &AppState,
+    state: &Context,
     matrix: &MatrixClient,
     user_id: &str,
     token: &str,
@@ -231,7 +231,7 @@ fn plain_rooms() -> &'static moka::sync::Cache<(String, String), ()> {
 /// encrypted). The homeserver is asked only about a room the sync has not told about;
 /// an encrypted room never gets a message in the clear (503 `encryption_unavailable`).
 async fn route(
-    state: &AppState,
+    state: &Context,
     matrix: &MatrixClient,
     user_id: &str,
     token: &str,
@@ -297,7 +297,7 @@ async fn route(
     }
 }
 
-async fn machine_for_id(state: &AppState, user_id: &str) -> AppResult<Arc<UserCrypto>> {
+async fn machine_for_id(state: &Context, user_id: &str) -> AppResult<Arc<UserCrypto>> {
     let uid = user_id.to_owned();
     let user = state
         .store
@@ -311,7 +311,7 @@ async fn machine_for_id(state: &AppState, user_id: &str) -> AppResult<Arc<UserCr
 
 /// Destroys the user's crypto store (key deletion, account removal). The sync device's
 /// keys on the homeserver are replaced with a new device when the machine is next needed.
-pub async fn destroy(state: &AppState, user_id: &str) {
+pub async fn destroy(state: &Context, user_id: &str) {
     match state.e2ee.destroy(user_id).await {
         Ok(true) => tracing::info!(%user_id, "crypto store destroyed"),
         Ok(false) => {}

@@ -8,16 +8,16 @@
 use rusqlite::TransactionBehavior;
 
 use super::users;
+use super::Context;
 use crate::clients::matrix::MatrixError;
 use crate::clock::unix_now;
 use crate::error::{AppError, AppResult, ErrorCode};
-use crate::state::AppState;
 use crate::store::history::{self as stored, Gap, NewGap};
 
 /// Tracks the room of `gap` (an [`stored::UNTRACKED`] one) from its oldest stored message;
 /// returns whether that changed anything a page reads (always, unless there is no
 /// homeserver or Matrix account).
-pub async fn start_tracking(state: &AppState, user_id: &str, gap: &Gap) -> AppResult<bool> {
+pub async fn start_tracking(state: &Context, user_id: &str, gap: &Gap) -> AppResult<bool> {
     let Some(matrix) = state.matrix.clone() else {
         return Ok(false);
     };

@@ -13,7 +13,7 @@ use serde_json::Value;
 use crate::clients::matrix::e2ee::UserCrypto;
 use crate::clients::matrix::{MatrixClient, SyncResponse};
 use crate::error::AppError;
-use crate::state::AppState;
+use crate::services::Context;
 
 /// The encryption-relevant room changes of one `/sync` response.
 #[derive(Debug, Default)]
@@ -57,7 +57,7 @@ impl RoomChanges {
 /// user's encrypted rooms with `None`, when the worker starts) and queries their device
 /// lists now. Failures are logged; the send path falls back to asking the homeserver.
 pub async fn apply(
-    state: &AppState,
+    state: &Context,
     matrix: &MatrixClient,
     crypto: &UserCrypto,
     user_id: &str,

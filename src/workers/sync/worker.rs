@@ -28,7 +28,7 @@ use crate::error::{AppError, AppResult, ErrorCode};
 use crate::events::ChangeEvent;
 use crate::services::importance::Reader;
 use crate::services::users;
-use crate::state::AppState;
+use crate::services::Context;
 use crate::store::{rooms, sync_state};
 
 /// How long one `/sync` long-poll waits for news.
@@ -122,7 +122,7 @@ impl Backoff {
 }
 
 /// Sleeps `d` unless shutdown comes first; returns false on shutdown.
-async fn pause(state: &AppState, d: Duration) -> bool {
+async fn pause(state: &Context, d: Duration) -> bool {
     tokio::select! {
         _ = tokio::time::sleep(d) => true,
         _ = state.shutdown.wait() => false,
@@ -130,7 +130,7 @@ async fn pause(state: &AppState, d: Duration) -> bool {
 }
 
 /// Runs until shutdown or until the user has no Matrix account.
-pub async fn run(state: AppState, matrix: MatrixClient, user_id: String) {
+pub async fn run(state: Context, matrix: MatrixClient, user_id: String) {
     let mut backoff = Backoff::new();
     // Opening the crypto machine failed (e.g. the homeserver refused even a new sync
     // device's keys): each attempt may log in another device, so these wait longer.
@@ -207,7 +207,7 @@ struct Session {
 impl Session {
     /// Token, identity, stored position and pending invites; `None` without a Matrix account.
     async fn load(
-        state: &AppState,
+        state: &Context,
         matrix: &MatrixClient,
         user_id: &str,
     ) -> AppResult<Option<Self>> {
@@ -275,7 +275,7 @@ impl Session {
     }
 
     /// One poll: sync, ingest, publish, join invites.
-    async fn step(&mut self, state: &AppState, matrix: &MatrixClient) -> AppResult<()> {
+    async fn step(&mut self, state: &Context, matrix: &MatrixClient) -> AppResult<()> {
         if !state.e2ee.is_current(&self.crypto).await {
             return Err(AppError::Unavailable {
                 code: ErrorCode::CryptoStoreReplaced,
@@ -366,7 +366,7 @@ impl Session {
     }
 
     /// Decrypts stored undecryptable messages of `rooms` (all: `None`) whose keys arrived.
-    async fn retry_undecryptable(&self, state: &AppState, rooms: Option<&[String]>) {
+    async fn retry_undecryptable(&self, state: &Context, rooms: Option<&[String]>) {
         let who = Syncer {
             user_id: &self.user_id,
             reader: &self.reader,
@@ -381,7 +381,7 @@ impl Session {
     /// concurrent key deletion cannot interleave.
     async fn ingest(
         &mut self,
-        state: &AppState,
+        state: &Context,
         resp: SyncResponse,
         hints: HashMap<String, RoomHint>,
     ) -> AppResult<IngestOutcome> {
@@ -424,7 +424,7 @@ fn upstream(e: MatrixError) -> AppError {
 
 /// `message.created` per new message (unless the batch is large), then `room.updated`
 /// per changed room.
-fn publish(state: &AppState, user_id: &str, outcome: &IngestOutcome) {
+fn publish(state: &Context, user_id: &str, outcome: &IngestOutcome) {
     if outcome.new_messages.len() <= MAX_MESSAGE_EVENTS {
         for m in &outcome.new_messages {
             state.events.publish(

@@ -6,13 +6,13 @@ use std::time::Instant;
 use super::{Session, BACKOFF_START, MAX_JOIN_ATTEMPTS};
 use crate::clients::matrix::MatrixClient;
 use crate::error::AppError;
-use crate::state::AppState;
+use crate::services::Context;
 use crate::store::rooms;
 
 impl Session {
     /// Accepts pending trusted invites (bridges invite users to their portal rooms),
     /// retrying failures with backoff up to [`MAX_JOIN_ATTEMPTS`] times.
-    pub(super) async fn join_invites(&mut self, state: &AppState, matrix: &MatrixClient) {
+    pub(super) async fn join_invites(&mut self, state: &Context, matrix: &MatrixClient) {
         let now = Instant::now();
         let due: Vec<String> = self
             .pending_joins
