@@ -220,8 +220,7 @@ pub async fn delete(state: &Context, user_id: &str, confirmation: Option<&str>) 
     let uid = user_id.to_owned();
     let now = unix_now() as i64;
     state
-        .store
-        .run(move |c| {
+        .db(move |c| {
             let tx = c.transaction_with_behavior(TransactionBehavior::Immediate)?;
             let mut user = load_user(&tx, &uid)?;
             if let Some(last) = user.last_key_deletion_at {
@@ -270,7 +269,7 @@ pub async fn delete(state: &Context, user_id: &str, confirmation: Option<&str>) 
                 ),
                 Err(e) => tracing::warn!(error = %e, "WAL checkpoint after a key deletion failed"),
             }
-            Ok::<_, AppError>(())
+            Ok(())
         })
         .await?;
     // The crypto store's key derives from the old data key: unreadable now, and removed.

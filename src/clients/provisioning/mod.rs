@@ -234,33 +234,20 @@ impl ProvisioningClient {
     /// `POST /v3/logout/{loginID}`; `None` logs out every login (`all`).
     pub async fn logout(&self, user_id: &str, login_id: Option<&str>) -> Result<(), BridgeError> {
         let path = format!("/v3/logout/{}", encode(login_id.unwrap_or("all")));
-        let body = serde_json::json!({});
-        let _: serde_json::Value = self
-            .call(
-                reqwest::Method::POST,
-                &path,
-                user_id,
-                &[],
-                Some(&body),
-                None,
-            )
-            .await?;
-        Ok(())
+        self.post_empty(user_id, &path).await
     }
 
     /// `POST /v3/login/cancel/{process}` (bridges from mautrix-go v0.28.1).
     pub async fn login_cancel(&self, user_id: &str, process_id: &str) -> Result<(), BridgeError> {
         let path = format!("/v3/login/cancel/{}", encode(process_id));
+        self.post_empty(user_id, &path).await
+    }
+
+    /// A `POST` with an empty JSON object whose answer does not matter.
+    async fn post_empty(&self, user_id: &str, path: &str) -> Result<(), BridgeError> {
         let body = serde_json::json!({});
         let _: serde_json::Value = self
-            .call(
-                reqwest::Method::POST,
-                &path,
-                user_id,
-                &[],
-                Some(&body),
-                None,
-            )
+            .call(reqwest::Method::POST, path, user_id, &[], Some(&body), None)
             .await?;
         Ok(())
     }
