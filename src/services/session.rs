@@ -209,8 +209,7 @@ pub async fn authenticate(state: &Context, token: &str) -> AppResult<Principal> 
         let since = state.auth_cache.users.epoch();
         let uid = user_id.clone();
         let exists = state
-            .store
-            .run(move |c| Ok::<_, AppError>(users::find(c, &uid)?.is_some()))
+            .db(move |c| Ok(users::find(c, &uid)?.is_some()))
             .await?;
         if !exists {
             return Err(AppError::unauthorized(

@@ -117,37 +117,31 @@ pub fn homeserver_error(e: MatrixError) -> AppError {
     if !matches!(e, MatrixError::Http { .. }) {
         tracing::warn!(error = %e, "homeserver request failed");
     }
-    match e {
-        MatrixError::Unreachable(_) => AppError::Unavailable {
-            retry_after_secs: None,
-            code: ErrorCode::HomeserverUnavailable,
-            message: e.public_message(),
-        },
-        MatrixError::Http {
-            status,
-            errcode,
-            message,
-        } => AppError::BadGateway {
-            code: ErrorCode::HomeserverError,
-            message: format!(
-                "the Matrix homeserver refused the message ({status} {errcode}): {message}"
-            ),
-        },
-        MatrixError::Decode(_) => AppError::BadGateway {
-            code: ErrorCode::HomeserverError,
-            message: e.public_message(),
-        },
-    }
+    let public = e.public_message();
+    homeserver_failure(e, "the message", |_| public)
 }
 
 /// A homeserver failure while joining or leaving a room (`action`).
 pub fn homeserver_room_error(action: &str, e: MatrixError) -> AppError {
+    homeserver_failure(e, &format!("to {action} the room"), |e| match e {
+        MatrixError::Unreachable(detail) => {
+            format!("the Matrix homeserver is unreachable: {detail}")
+        }
+        MatrixError::Decode(detail) => {
+            format!("unexpected answer from the Matrix homeserver: {detail}")
+        }
+        MatrixError::Http { .. } => e.public_message(),
+    })
+}
+
+/// 503 when unreachable, 502 otherwise; a refusal names what was `refused`, transport and
+/// decoding failures read as `other` renders them.
+fn homeserver_failure(
+    e: MatrixError,
+    refused: &str,
+    other: impl FnOnce(&MatrixError) -> String,
+) -> AppError {
     match e {
-        MatrixError::Unreachable(detail) => AppError::Unavailable {
-            retry_after_secs: None,
-            code: ErrorCode::HomeserverUnavailable,
-            message: format!("the Matrix homeserver is unreachable: {detail}"),
-        },
         MatrixError::Http {
             status,
             errcode,
@@ -155,12 +149,17 @@ pub fn homeserver_room_error(action: &str, e: MatrixError) -> AppError {
         } => AppError::BadGateway {
             code: ErrorCode::HomeserverError,
             message: format!(
-                "the Matrix homeserver refused to {action} the room ({status} {errcode}): {message}"
+                "the Matrix homeserver refused {refused} ({status} {errcode}): {message}"
             ),
         },
-        MatrixError::Decode(detail) => AppError::BadGateway {
+        MatrixError::Unreachable(_) => AppError::Unavailable {
+            retry_after_secs: None,
+            code: ErrorCode::HomeserverUnavailable,
+            message: other(&e),
+        },
+        MatrixError::Decode(_) => AppError::BadGateway {
             code: ErrorCode::HomeserverError,
-            message: format!("unexpected answer from the Matrix homeserver: {detail}"),
+            message: other(&e),
         },
     }
 }
