@@ -63,7 +63,8 @@ pub enum AccountStatus {
     AuthFailed,
     /// The server could not be reached (see `error`); cached mail stays readable.
     Unreachable,
-    /// The first sync has not finished yet (see `progress`).
+    /// The first sync, or a fetch of older mail a client paged into, is running (see
+    /// `progress`).
     Syncing,
 }
 
