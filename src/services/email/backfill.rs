@@ -16,7 +16,7 @@ use super::announce;
 use super::sync::{self, AccountCtx, SyncError, FETCH_BATCH};
 use crate::clients::mail::imap::{self, ImapError, Session};
 use crate::error::{AppError, AppResult};
-use crate::state::AppState;
+use crate::services::Context;
 use crate::store::email::{self as store, messages as mstore, MailboxRow};
 
 /// What a back-fill did for a page.
@@ -31,7 +31,7 @@ pub struct Outcome {
 /// The user's accounts (whose last sync succeeded) with mailboxes in view that hold older
 /// mail on the server: `(account id, mailbox ids)`.
 async fn pending(
-    state: &AppState,
+    state: &Context,
     user_id: &str,
     label: Option<&str>,
 ) -> AppResult<Vec<(String, Vec<String>)>> {
@@ -66,7 +66,7 @@ async fn pending(
 
 /// Fetches the next older batch of every mailbox in view (`label`: one mailbox name) that
 /// has one.
-pub async fn more(state: &AppState, user_id: &str, label: Option<&str>) -> AppResult<Outcome> {
+pub async fn more(state: &Context, user_id: &str, label: Option<&str>) -> AppResult<Outcome> {
     let todo = pending(state, user_id, label).await?;
     let mut out = Outcome::default();
     for (account_id, mailbox_ids) in todo {
@@ -92,7 +92,7 @@ pub async fn more(state: &AppState, user_id: &str, label: Option<&str>) -> AppRe
 
 /// Back-fills the account's mailboxes `mailbox_ids`; returns how many messages it cached.
 async fn fetch_account(
-    state: &AppState,
+    state: &Context,
     account_id: &str,
     mailbox_ids: &[String],
 ) -> Result<u64, SyncError> {
@@ -141,7 +141,7 @@ async fn fetch_account(
 /// Caches the newest `first_sync_limit` of the messages below what the mailbox's sync has
 /// cached; returns how many.
 async fn fetch_older(
-    state: &AppState,
+    state: &Context,
     ctx: &AccountCtx,
     s: &mut Session,
     mb: &MailboxRow,

@@ -10,7 +10,7 @@ use super::{announce, parse_id, ref_hash, user_key};
 use crate::clients::mail::{imap, smtp};
 use crate::error::{AppError, AppResult, ErrorCode};
 use crate::services::upstream::{imap_error, smtp_error};
-use crate::state::AppState;
+use crate::services::Context;
 use crate::store::email::{self as store, messages as mstore};
 
 pub const MAX_RECIPIENTS: usize = 100;
@@ -79,7 +79,7 @@ fn angle(id: &str) -> String {
     )
 }
 
-pub async fn send(state: &AppState, user_id: &str, input: ComposeInput) -> AppResult<Sent> {
+pub async fn send(state: &Context, user_id: &str, input: ComposeInput) -> AppResult<Sent> {
     let to = mailboxes("to", &input.to)?;
     let cc = mailboxes("cc", &input.cc)?;
     let bcc = mailboxes("bcc", &input.bcc)?;
@@ -215,7 +215,7 @@ pub async fn send(state: &AppState, user_id: &str, input: ComposeInput) -> AppRe
     }
 }
 
-async fn append_sent(state: &AppState, ctx: &AccountCtx, raw: &[u8]) -> AppResult<()> {
+async fn append_sent(state: &Context, ctx: &AccountCtx, raw: &[u8]) -> AppResult<()> {
     let mut s = imap::connect(&ctx.settings.imap, &state.config.email.allow_private_hosts)
         .await
         .map_err(imap_error)?;
