@@ -17,6 +17,8 @@ mod devices;
 mod e2ee;
 mod e2ee_sync;
 mod email;
+mod email_backfill;
+mod email_safety;
 mod foundation;
 mod hardening;
 mod invites;
