@@ -5,7 +5,7 @@ use std::time::Duration;
 use serde::Deserialize;
 
 use super::types::Event;
-use super::{decode, encode, unreachable, MatrixClient, MatrixError};
+use super::{encode, MatrixClient, MatrixError};
 
 /// One page of `/messages`, newest first.
 #[derive(Debug, Default, Deserialize)]
@@ -42,22 +42,9 @@ impl MatrixClient {
         if let Some(to) = to {
             query.push(("to", to));
         }
-        let url = format!(
-            "{}/_matrix/client/v3/rooms/{}/messages",
-            self.base,
-            encode(room_id)
-        );
-        let url = reqwest::Url::parse_with_params(&url, &query)
-            .map_err(|e| MatrixError::Decode(e.to_string()))?;
-        let resp = self
-            .api
-            .get(url)
-            .bearer_auth(token)
-            .timeout(PAGE_TIMEOUT)
-            .send()
+        let path = format!("rooms/{}/messages", encode(room_id));
+        self.get_with_query(token, &path, &query, PAGE_TIMEOUT)
             .await
-            .map_err(unreachable)?;
-        decode(resp).await
     }
 }
 
@@ -76,21 +63,10 @@ impl MatrixClient {
         room_id: &str,
         event_id: &str,
     ) -> Result<Option<String>, MatrixError> {
-        let url = format!(
-            "{}/_matrix/client/v3/rooms/{}/context/{}?limit=0",
-            self.base,
-            encode(room_id),
-            encode(event_id)
-        );
-        let resp = self
-            .api
-            .get(url)
-            .bearer_auth(token)
-            .timeout(PAGE_TIMEOUT)
-            .send()
-            .await
-            .map_err(unreachable)?;
-        let context: Context = decode(resp).await?;
+        let path = format!("rooms/{}/context/{}", encode(room_id), encode(event_id));
+        let context: Context = self
+            .get_with_query(token, &path, &[("limit", "0")], PAGE_TIMEOUT)
+            .await?;
         Ok(context.start)
     }
 }

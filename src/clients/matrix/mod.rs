@@ -238,21 +238,35 @@ impl MatrixClient {
         timeout_ms: u64,
         filter: Option<&str>,
     ) -> Result<SyncResponse, MatrixError> {
-        let url = format!("{}/_matrix/client/v3/sync", self.base);
-        let mut query: Vec<(&str, String)> = vec![("timeout", timeout_ms.to_string())];
+        let timeout = timeout_ms.to_string();
+        let mut query = vec![("timeout", timeout.as_str())];
         if let Some(since) = since {
-            query.push(("since", since.to_owned()));
+            query.push(("since", since));
         }
         if let Some(filter) = filter {
-            query.push(("filter", filter.to_owned()));
+            query.push(("filter", filter));
         }
-        let url = reqwest::Url::parse_with_params(&url, &query)
+        let wait = Duration::from_millis(timeout_ms) + Duration::from_secs(30);
+        self.get_with_query(token, "sync", &query, wait).await
+    }
+
+    /// `GET /_matrix/client/v3/{path}?{query}` as the holder of `token`, waited for at most
+    /// `timeout`: its decoded JSON answer. `path` is already percent-encoded.
+    pub(crate) async fn get_with_query<T: serde::de::DeserializeOwned>(
+        &self,
+        token: &str,
+        path: &str,
+        query: &[(&str, &str)],
+        timeout: Duration,
+    ) -> Result<T, MatrixError> {
+        let url = format!("{}/_matrix/client/v3/{path}", self.base);
+        let url = reqwest::Url::parse_with_params(&url, query)
             .map_err(|e| MatrixError::Decode(e.to_string()))?;
         let resp = self
             .api
             .get(url)
             .bearer_auth(token)
-            .timeout(Duration::from_millis(timeout_ms) + Duration::from_secs(30))
+            .timeout(timeout)
             .send()
             .await
             .map_err(unreachable)?;
