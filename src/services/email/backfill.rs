@@ -13,7 +13,7 @@
 use std::collections::{BTreeSet, HashSet};
 
 use super::announce;
-use super::sync::{self, AccountCtx, SyncError, FETCH_BATCH};
+use super::sync::{self, AccountCtx, SyncError};
 use crate::clients::mail::imap::{self, ImapError, Session};
 use crate::error::{AppError, AppResult};
 use crate::services::Context;
@@ -175,28 +175,9 @@ async fn fetch_older(
         .min(state.config.email.first_sync_limit as usize);
     let batch = &older[..take];
     let total = batch.len() as u64;
-    let mut done = 0u64;
     let mut changed = BTreeSet::new();
     state.email.set_progress(&ctx.account_id, 0, total);
-    for chunk in batch.chunks(FETCH_BATCH) {
-        let fetched = imap::fetch_messages(s, &imap::uid_set(chunk)).await?;
-        done += chunk.len() as u64;
-        let (ctx2, mbid) = (ctx.clone(), mb.id.clone());
-        let threads = state
-            .store
-            .run(move |c| {
-                let tx = c.transaction()?;
-                let mut threads = Vec::new();
-                for f in fetched {
-                    threads.push(sync::ingest(&tx, &ctx2, &mbid, validity, f)?);
-                }
-                tx.commit()?;
-                Ok::<_, AppError>(threads)
-            })
-            .await?;
-        changed.extend(threads);
-        state.email.set_progress(&ctx.account_id, done, total);
-    }
+    sync::fetch_into_cache(state, ctx, s, (&mb.id, validity), batch, &mut changed).await?;
     state
         .email
         .set_older(&ctx.account_id, &mb.id, (older.len() - take) as u64);

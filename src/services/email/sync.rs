@@ -236,27 +236,7 @@ pub async fn sync_mailbox(
             })
             .await?;
     }
-    let mut done = 0u64;
-    for batch in new.chunks(FETCH_BATCH) {
-        let fetched = imap::fetch_messages(s, &imap::uid_set(batch)).await?;
-        done += batch.len() as u64;
-        let ctx2 = ctx.clone();
-        let mbid = mb.id.clone();
-        let threads = state
-            .store
-            .run(move |c| {
-                let tx = c.transaction()?;
-                let mut threads = Vec::new();
-                for f in fetched {
-                    threads.push(ingest(&tx, &ctx2, &mbid, validity, f)?);
-                }
-                tx.commit()?;
-                Ok::<_, AppError>(threads)
-            })
-            .await?;
-        changed.extend(threads);
-        state.email.set_progress(&ctx.account_id, done, total);
-    }
+    fetch_into_cache(state, ctx, s, (&mb.id, validity), &new, &mut changed).await?;
     state.email.clear_progress(&ctx.account_id);
 
     // Flags of what was already cached (CHANGEDSINCE when the server keeps mod-sequences).
@@ -309,6 +289,40 @@ pub async fn sync_mailbox(
         })
         .await?;
     Ok((changed, sel))
+}
+
+/// Fetches `uids` of the selected mailbox `(id, validity)` in batches of [`FETCH_BATCH`],
+/// caches each batch in one transaction, adds the threads it touched to `changed` and
+/// reports the progress (of `uids.len()`) after each batch.
+pub(super) async fn fetch_into_cache(
+    state: &Context,
+    ctx: &AccountCtx,
+    s: &mut Session,
+    (mailbox_id, validity): (&str, i64),
+    uids: &[u32],
+    changed: &mut BTreeSet<String>,
+) -> Result<(), SyncError> {
+    let total = uids.len() as u64;
+    let mut done = 0u64;
+    for batch in uids.chunks(FETCH_BATCH) {
+        let fetched = imap::fetch_messages(s, &imap::uid_set(batch)).await?;
+        done += batch.len() as u64;
+        let (ctx2, mbid) = (ctx.clone(), mailbox_id.to_owned());
+        let threads = state
+            .db(move |c| {
+                let tx = c.transaction()?;
+                let mut threads = Vec::new();
+                for f in fetched {
+                    threads.push(ingest(&tx, &ctx2, &mbid, validity, f)?);
+                }
+                tx.commit()?;
+                Ok(threads)
+            })
+            .await?;
+        changed.extend(threads);
+        state.email.set_progress(&ctx.account_id, done, total);
+    }
+    Ok(())
 }
 
 /// Caches one fetched message at `(mailbox, uid)`; returns its thread id.
