@@ -125,7 +125,7 @@ fn main() {
     println!("load average before: {}", loadavg());
     let rt = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
-        .thread_name("server")
+        .thread_name("client")
         .build()
         .expect("runtime");
     rt.block_on(async move {

@@ -25,7 +25,7 @@ use crate::services::messages::cache::KeyTag;
 use crate::services::search::open_item;
 use crate::services::search::run::{render, verified_matches, Verified};
 use crate::services::search::{Query, SearchPage};
-use crate::state::AppState;
+use crate::services::Context;
 use crate::store::search_index::{self, Candidate, Filters, VectorRow};
 
 /// Items embedded at most per search (in batches of [`EMBED_BATCH`]).
@@ -115,7 +115,7 @@ fn unembedded(
 
 /// `POST /api/ai/search`.
 pub async fn search(
-    state: &AppState,
+    state: &Context,
     user_id: &str,
     query_text: &str,
     limit: Option<i64>,

@@ -16,7 +16,7 @@ use crate::error::{AppError, AppResult};
 use crate::services::email::{parse_id, T_ACCOUNTS};
 use crate::services::importance::{self, MessageFacts, Reader};
 use crate::services::search::open_email_doc;
-use crate::state::AppState;
+use crate::services::Context;
 use crate::store::email::messages as mstore;
 use crate::store::search_index;
 
@@ -31,7 +31,7 @@ of the reader.";
 
 /// `POST /api/ai/summarize` with `threadId`.
 pub async fn summarize_thread(
-    state: &AppState,
+    state: &Context,
     user_id: &str,
     thread_id: &str,
     since: Option<i64>,
