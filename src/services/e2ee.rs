@@ -3,20 +3,25 @@
 //! homeserver), sending into encrypted rooms, and destroying the crypto store on key
 //! deletion and account removal.
 
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
+use std::time::Duration;
 
 use serde_json::Value;
 
 use super::matrix_sessions::matrix_password;
 use super::upstream::homeserver_error;
 use super::users;
-use crate::clients::matrix::e2ee::{self, E2eeError, Identity, Opened, UserCrypto};
+use crate::clients::matrix::e2ee::{
+    self, E2eeError, EncryptionSettings, Identity, Opened, UserCrypto,
+};
 use crate::clients::matrix::{MatrixClient, MatrixError};
 use crate::clock::unix_now;
 use crate::error::{AppError, AppResult, ErrorCode};
 use crate::services::Context;
 use crate::store::users::UserRow;
 
+/// How long a homeserver's "not encrypted" answer stands for sends (see [`plain_rooms`]).
+const PLAIN_FOR: Duration = Duration::from_secs(3600);
 /// HKDF label of the crypto store key (derived from the user's data key).
 const STORE_KEY_LABEL: &str = "switchboard/v1/matrix-crypto-store";
 
@@ -146,9 +151,8 @@ impl SendFailure {
     }
 }
 
-/// Sends one event as `user_id`'s sync device (`token`), encrypted when the room is: asked
-/// of the homeserver each time, so nothing goes out in the clear because the sync lagged.
-/// Room keys go to every joined member's devices. Returns the event id.
+/// Sends one event as `user_id`'s sync device (`token`), encrypted when the room is (see
+/// [`route`]). Room keys go to every joined member's devices. Returns the event id.
 pub async fn send_event(
     state: &Context,
     matrix: &MatrixClient,
@@ -156,25 +160,24 @@ pub async fn send_event(
     token: &str,
     out: &Outgoing<'_>,
 ) -> Result<String, SendFailure> {
-    let settings = match e2ee::room_encryption(matrix, token, out.room_id).await {
-        Ok(s) => s,
-        Err(E2eeError::Matrix(e)) => return Err(SendFailure::Homeserver(e)),
-        Err(e) => return Err(SendFailure::Encryption(error(e))),
-    };
-    let Some(settings) = settings else {
-        return matrix
-            .send_event(token, out.room_id, out.event_type, out.txn_id, out.content)
-            .await
-            .map_err(SendFailure::Homeserver);
-    };
-    let crypto = machine_for_id(state, user_id)
-        .await
-        .map_err(SendFailure::Encryption)?;
+    let (crypto, settings, members) =
+        match route(state, matrix, user_id, token, out.room_id).await? {
+            Route::Plain => {
+                return matrix
+                    .send_event(token, out.room_id, out.event_type, out.txn_id, out.content)
+                    .await
+                    .map_err(SendFailure::Homeserver)
+            }
+            Route::Encrypted(crypto, settings, members) => (crypto, settings, members),
+        };
     let token = crypto.token();
-    let members = matrix
-        .joined_members(&token, out.room_id)
-        .await
-        .map_err(SendFailure::Homeserver)?;
+    let members = match members {
+        Some(m) => m,
+        None => matrix
+            .joined_members(&token, out.room_id)
+            .await
+            .map_err(SendFailure::Homeserver)?,
+    };
     let encrypted = crypto
         .encrypt(
             matrix,
@@ -199,6 +202,99 @@ pub async fn send_event(
         )
         .await
         .map_err(SendFailure::Homeserver)
+}
+
+/// How a send into a room goes out: in the clear, or encrypted with the room's settings
+/// for its joined members (`None`: not stored, ask the homeserver).
+enum Route {
+    Plain,
+    Encrypted(Arc<UserCrypto>, EncryptionSettings, Option<Vec<String>>),
+}
+
+/// Rooms the homeserver said were not encrypted, per (user, room). The stored `encrypted`
+/// flag of a room may predate encryption tracking (rooms synced before it default to
+/// not encrypted), so a room counts as plain only once the homeserver said so in this
+/// process; a room that turns encrypted later is seen by the sync first (its flag and
+/// the crypto store's settings are read before this).
+fn plain_rooms() -> &'static moka::sync::Cache<(String, String), ()> {
+    static PLAIN: OnceLock<moka::sync::Cache<(String, String), ()>> = OnceLock::new();
+    PLAIN.get_or_init(|| {
+        moka::sync::Cache::builder()
+            .max_capacity(100_000)
+            .time_to_live(PLAIN_FOR)
+            .build()
+    })
+}
+
+/// Whether the room is encrypted, from what the sync saw (the room's stored flag and
+/// members, the `m.room.encryption` settings in the crypto store: once encrypted, always
+/// encrypted). The homeserver is asked only about a room the sync has not told about;
+/// an encrypted room never gets a message in the clear (503 `encryption_unavailable`).
+async fn route(
+    state: &Context,
+    matrix: &MatrixClient,
+    user_id: &str,
+    token: &str,
+    room_id: &str,
+) -> Result<Route, SendFailure> {
+    let (uid, rid) = (user_id.to_owned(), room_id.to_owned());
+    let (flagged, members) = state
+        .store
+        .run(move |c| {
+            let row = crate::store::rooms::find(c, &uid, &rid)?;
+            let members = match &row {
+                Some(r) if r.membership == "join" => crate::store::rooms::members(c, &uid, &rid)?,
+                _ => Vec::new(),
+            };
+            Ok::<_, AppError>((row.is_some_and(|r| r.encrypted), members))
+        })
+        .await
+        .map_err(SendFailure::Encryption)?;
+    let members = (!members.is_empty()).then_some(members);
+    let key = (user_id.to_owned(), room_id.to_owned());
+    if !flagged && plain_rooms().contains_key(&key) {
+        return Ok(Route::Plain);
+    }
+    let crypto = match machine_for_id(state, user_id).await {
+        Ok(c) => Some(c),
+        // A plain room can still be written to; an encrypted one cannot.
+        Err(e) if !flagged => {
+            tracing::warn!(%user_id, error = %e, "crypto machine unavailable; asking whether the room is encrypted");
+            None
+        }
+        Err(e) => return Err(SendFailure::Encryption(e)),
+    };
+    if let Some(c) = &crypto {
+        let known = c
+            .encryption_of(room_id)
+            .await
+            .map_err(|e| SendFailure::Encryption(error(e)))?;
+        if let Some(settings) = known {
+            return Ok(Route::Encrypted(c.clone(), settings, members));
+        }
+    }
+    tracing::info!(%user_id, %room_id, "asked the homeserver whether the room is encrypted");
+    let content = match e2ee::room_encryption(matrix, token, room_id).await {
+        Ok(c) => c,
+        Err(E2eeError::Matrix(e)) => return Err(SendFailure::Homeserver(e)),
+        Err(e) => return Err(SendFailure::Encryption(error(e))),
+    };
+    let unavailable = |why: &str| SendFailure::Encryption(error(E2eeError::Crypto(why.into())));
+    match (content, crypto) {
+        (Some(content), Some(c)) => {
+            c.remember_encryption(room_id, &content).await;
+            match c.encryption_of(room_id).await {
+                Ok(Some(settings)) => Ok(Route::Encrypted(c, settings, members)),
+                _ => Err(unavailable("unusable m.room.encryption")),
+            }
+        }
+        (Some(_), None) => Err(unavailable("no crypto machine")),
+        (None, _) if flagged => Err(unavailable("encrypted room without encryption state")),
+        (None, _) => {
+            plain_rooms().insert(key, ());
+            Ok(Route::Plain)
+        }
+    }
 }
 
 async fn machine_for_id(state: &Context, user_id: &str) -> AppResult<Arc<UserCrypto>> {

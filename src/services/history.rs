@@ -33,7 +33,7 @@ use crate::crypto::DataKey;
 use crate::error::{AppError, AppResult, ErrorCode};
 use crate::services::Context;
 use crate::store::history::{self as stored, Gap};
-use crate::store::messages::PageStart;
+use crate::store::messages::{self, MessageRow, PageStart};
 use crate::store::users::UserRow;
 
 /// Events asked for per `/messages` page.
@@ -88,28 +88,100 @@ fn after(a: (i64, &str), b: (i64, &str)) -> bool {
     a.0 < b.0 || (a.0 == b.0 && a.1 > b.1)
 }
 
-/// The gap a page of `room_id` reaches into, nearest first: one whose missing stretch
-/// begins inside the page, or one the page starts in (a native `before` can point there).
+/// Whether a page reaches into `gap`'s missing stretch: one that begins inside the page,
+/// or one the page starts in (a native `before` can point there).
+fn crosses(gap: &Gap, span: &PageSpan<'_>) -> bool {
+    let start = (span.start.ts, span.start.event_id.as_str());
+    let edge = (gap.before_ts, gap.before_event.as_str());
+    if after(start, edge) {
+        // The page starts below the gap's top: inside it unless below its bottom.
+        gap.after_ts.is_none_or(|bottom| span.start.ts > bottom)
+    } else {
+        !span.full || span.last.is_some_and(|last| after(last, edge))
+    }
+}
+
+/// The gap a page of `room_id` reaches into, nearest first. A room stored before its
+/// history was tracked has its start as a gap too ([`stored::untracked`]).
 pub fn gap_crossed(
     c: &Connection,
     user_id: &str,
     room_id: &str,
     span: &PageSpan<'_>,
 ) -> rusqlite::Result<Option<Gap>> {
-    let start = (span.start.ts, span.start.event_id.as_str());
-    for gap in stored::gaps(c, user_id, room_id)? {
-        let edge = (gap.before_ts, gap.before_event.as_str());
-        let crossed = if after(start, edge) {
-            // The page starts below the gap's top: inside it unless below its bottom.
-            gap.after_ts.is_none_or(|bottom| span.start.ts > bottom)
-        } else {
-            !span.full || span.last.is_some_and(|last| after(last, edge))
-        };
-        if crossed {
-            return Ok(Some(gap));
-        }
+    if let Some(gap) = stored::gaps(c, user_id, room_id)?
+        .into_iter()
+        .find(|g| crosses(g, span))
+    {
+        return Ok(Some(gap));
     }
-    Ok(None)
+    if span.full {
+        return Ok(None);
+    }
+    Ok(stored::untracked(c, user_id, Some(room_id))?
+        .into_iter()
+        .find(|g| crosses(g, span)))
+}
+
+/// [`gap_crossed`] for a page of all the user's rooms (native history without a room):
+/// the nearest gap of any room the page reaches into.
+pub fn gap_crossed_any(
+    c: &Connection,
+    user_id: &str,
+    span: &PageSpan<'_>,
+) -> rusqlite::Result<Option<Gap>> {
+    let mut gaps = stored::user_gaps(c, user_id)?;
+    gaps.extend(stored::untracked(c, user_id, None)?);
+    Ok(gaps
+        .into_iter()
+        .filter(|g| crosses(g, span))
+        .min_by(|a, b| {
+            let (a, b) = (
+                (a.before_ts, &a.before_event),
+                (b.before_ts, &b.before_event),
+            );
+            b.0.cmp(&a.0).then_with(|| a.1.cmp(b.1))
+        }))
+}
+
+/// Leaves out of an all-rooms page the rows below `gap` (one this request could not fill
+/// any more): a later page, read after it is filled, starts above its missing stretch,
+/// so nothing is skipped. A page that would be left empty keeps its rows.
+pub fn above_gap<T>(rows: &mut Vec<T>, gap: &Gap, at: impl Fn(&T) -> (i64, &str)) {
+    let edge = (gap.before_ts, gap.before_event.as_str());
+    let keep = rows.iter().take_while(|r| !after(at(r), edge)).count();
+    if keep > 0 {
+        rows.truncate(keep);
+    }
+}
+
+/// A message row with its room's platform (a row of the all-rooms history).
+pub type PlacedRow = (MessageRow, Option<String>);
+
+/// The rows of a page of all the user's rooms (native history without a room), or the
+/// gap it reaches into first while `fill` allows filling.
+pub fn all_rooms_rows(
+    c: &Connection,
+    user_id: &str,
+    start: &PageStart,
+    limit: i64,
+    fill: Fill,
+) -> rusqlite::Result<Result<Vec<PlacedRow>, Gap>> {
+    let mut rows = messages::user_page(c, user_id, start, limit)?;
+    if fill == Fill::Stalled {
+        return Ok(Ok(rows));
+    }
+    let span = PageSpan {
+        start,
+        last: rows.last().map(|(r, _)| (r.ts, r.event_id.as_str())),
+        full: rows.len() as i64 == limit,
+    };
+    match (fill, gap_crossed_any(c, user_id, &span)?) {
+        (Fill::Allowed, Some(gap)) => return Ok(Err(gap)),
+        (_, Some(gap)) => above_gap(&mut rows, &gap, |(r, _)| (r.ts, r.event_id.as_str())),
+        (_, None) => {}
+    }
+    Ok(Ok(rows))
 }
 
 /// Whether a render may stop at a gap to have it filled.
@@ -168,7 +240,8 @@ fn room_lock(user_id: &str, room_id: &str) -> Arc<tokio::sync::Mutex<Option<Inst
         .get_with((user_id.to_owned(), room_id.to_owned()), Default::default)
 }
 
-/// Fetches and stores one page of `gap`; returns whether the gap moved (by this call or
+/// Fetches and stores one page of `gap` (or finds where an untracked room's history
+/// continues); returns whether the gap moved (by this call or
 /// by another pager meanwhile), i.e. whether reading the page again can show more.
 async fn fill(state: &Context, user_id: &str, gap: Gap) -> bool {
     let lock = room_lock(user_id, &gap.room_id);
@@ -176,7 +249,12 @@ async fn fill(state: &Context, user_id: &str, gap: Gap) -> bool {
     if failed_at.is_some_and(|t| t.elapsed() < RETRY_AFTER) {
         return false;
     }
-    match fetch_and_store(state, user_id, &gap).await {
+    let fetched = if gap.id == stored::UNTRACKED {
+        super::history_start::start_tracking(state, user_id, &gap).await
+    } else {
+        fetch_and_store(state, user_id, &gap).await
+    };
+    match fetched {
         Ok(moved) => {
             *failed_at = None;
             moved

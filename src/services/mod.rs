@@ -16,6 +16,7 @@ pub mod e2ee;
 pub mod email;
 pub mod health;
 pub mod history;
+mod history_start;
 pub mod importance;
 pub mod keys;
 pub mod linked;

@@ -85,42 +85,78 @@ pub fn add_gap(
 
 /// The room's gaps, nearest to the newest message first.
 pub fn gaps(conn: &Connection, user_id: &str, room_id: &str) -> rusqlite::Result<Vec<Gap>> {
+    let mut stmt = conn.prepare_cached(&format!(
+        "SELECT {GAP_COLUMNS} FROM history_gaps WHERE user_id = ?1 AND room_id = ?2 \
+         ORDER BY before_ts DESC, before_event ASC"
+    ))?;
+    let rows = stmt.query_map([user_id, room_id], gap_from_row)?;
+    rows.collect()
+}
+
+/// Every gap of the user, nearest to the newest message first (the all-rooms history).
+pub fn user_gaps(conn: &Connection, user_id: &str) -> rusqlite::Result<Vec<Gap>> {
+    let mut stmt = conn.prepare_cached(&format!(
+        "SELECT {GAP_COLUMNS} FROM history_gaps WHERE user_id = ?1 \
+         ORDER BY before_ts DESC, before_event ASC"
+    ))?;
+    let rows = stmt.query_map([user_id], gap_from_row)?;
+    rows.collect()
+}
+
+/// Id of the gap [`untracked`] reports: not stored, its start token is still unknown.
+pub const UNTRACKED: i64 = 0;
+
+/// The stored rooms (`room_id` only, when given) whose history is not tracked (stored
+/// before history was, and without a timeline since), each as the gap from its oldest
+/// stored message back to its creation ([`UNTRACKED`]; no token yet). Rooms without
+/// messages are left out: there is no event to page back from.
+pub fn untracked(
+    conn: &Connection,
+    user_id: &str,
+    room_id: Option<&str>,
+) -> rusqlite::Result<Vec<Gap>> {
     let mut stmt = conn.prepare_cached(
-        "SELECT id, room_id, before_ts, before_event, from_token, to_token, after_ts \
-         FROM history_gaps WHERE user_id = ?1 AND room_id = ?2 \
-         ORDER BY before_ts DESC, before_event ASC",
+        "SELECT r.room_id, o.ts, o.event_id FROM rooms r \
+         JOIN messages o ON o.rowid = (SELECT m.rowid FROM messages m \
+           WHERE m.user_id = r.user_id AND m.room_id = r.room_id \
+           ORDER BY m.ts ASC, m.event_id DESC LIMIT 1) \
+         WHERE r.user_id = ?1 AND (?2 IS NULL OR r.room_id = ?2) AND NOT EXISTS \
+           (SELECT 1 FROM history_rooms h WHERE h.user_id = r.user_id AND h.room_id = r.room_id)",
     )?;
-    let rows = stmt.query_map([user_id, room_id], |r| {
+    let rows = stmt.query_map(params![user_id, room_id], |r| {
         Ok(Gap {
-            id: r.get(0)?,
-            room_id: r.get(1)?,
-            before_ts: r.get(2)?,
-            before_event: r.get(3)?,
-            from_token: r.get(4)?,
-            to_token: r.get(5)?,
-            after_ts: r.get(6)?,
+            id: UNTRACKED,
+            room_id: r.get(0)?,
+            before_ts: r.get(1)?,
+            before_event: r.get(2)?,
+            from_token: String::new(),
+            to_token: None,
+            after_ts: None,
         })
     })?;
     rows.collect()
 }
 
+const GAP_COLUMNS: &str = "id, room_id, before_ts, before_event, from_token, to_token, after_ts";
+
+fn gap_from_row(r: &rusqlite::Row<'_>) -> rusqlite::Result<Gap> {
+    Ok(Gap {
+        id: r.get(0)?,
+        room_id: r.get(1)?,
+        before_ts: r.get(2)?,
+        before_event: r.get(3)?,
+        from_token: r.get(4)?,
+        to_token: r.get(5)?,
+        after_ts: r.get(6)?,
+    })
+}
+
 /// The gap as stored now (another pager may have moved or closed it).
 pub fn find_gap(conn: &Connection, user_id: &str, id: i64) -> rusqlite::Result<Option<Gap>> {
-    conn.prepare_cached(
-        "SELECT id, room_id, before_ts, before_event, from_token, to_token, after_ts \
-         FROM history_gaps WHERE user_id = ?1 AND id = ?2",
-    )?
-    .query_row(params![user_id, id], |r| {
-        Ok(Gap {
-            id: r.get(0)?,
-            room_id: r.get(1)?,
-            before_ts: r.get(2)?,
-            before_event: r.get(3)?,
-            from_token: r.get(4)?,
-            to_token: r.get(5)?,
-            after_ts: r.get(6)?,
-        })
-    })
+    conn.prepare_cached(&format!(
+        "SELECT {GAP_COLUMNS} FROM history_gaps WHERE user_id = ?1 AND id = ?2"
+    ))?
+    .query_row(params![user_id, id], gap_from_row)
     .optional()
 }
 

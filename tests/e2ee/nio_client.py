@@ -3,28 +3,34 @@
 Reads one JSON command per line on stdin and answers one JSON line on stdout, on one
 asyncio loop. Commands (all answer {"ok": true, ...} or {"ok": false, "error": ...}):
   login        {base, user_id, password, store}        -> device_id
-  create_room  {invite: [mxid]}                        -> room_id (encrypted, private chat)
+  create_room  {invite: [mxid], encryption?: {...}}    -> room_id (encrypted, private chat)
   wait_joined  {room, user_id, timeout}                -> the user joined
   send         {room, text}                            -> event_id (room keys shared first)
   send_late    {room, text}                            -> event_id; its room key is NOT sent
   share_late   {room}                                  -> sends the held-back room key
   wait_device  {room, user_id, device_id, timeout}     -> nio knows the device; new room key
-  wait_text    {room, text, timeout}                   -> sender of an m.text, and whether
-                                                          it arrived encrypted (decrypted)
+  wait_text    {room, text, timeout}                   -> sender of an m.text, whether it
+                                                          arrived encrypted (decrypted) and
+                                                          its megolm session_id
+  whoami       {}                                      -> user_id, device_id
+  wait_key_request {session_id, timeout}               -> an m.room_key_request for that
+                                                          session reached this device
 """
 import asyncio
 import json
 import sys
 import time
 
-from nio import (AsyncClient, AsyncClientConfig, RoomMessageText, RoomSendResponse)
+from nio import (AsyncClient, AsyncClientConfig, RoomKeyRequest, RoomMessageText,
+                 RoomSendResponse)
 from nio.api import Api
 
 
 class Driver:
     def __init__(self):
         self.client = None
-        self.texts = []  # (room_id, sender, body) of decrypted text messages
+        self.texts = []  # (room_id, sender, body, decrypted, session_id) of text messages
+        self.key_requests = []  # (session_id, requesting_device_id) received
 
     async def sync(self, timeout=0):
         resp = await self.client.sync(timeout=timeout, full_state=False)
@@ -42,26 +48,37 @@ class Driver:
         resp = await self.client.login(password, device_name="nio test client")
         if not getattr(resp, "device_id", None):
             raise RuntimeError(f"login failed: {resp}")
+        await self.started()
+        return {"device_id": resp.device_id}
 
+    async def started(self):
         def on_text(room, event):
             # `decrypted` is set only for events that arrived as m.room.encrypted.
             self.texts.append((room.room_id, event.sender, event.body,
-                               bool(getattr(event, "decrypted", False))))
+                               bool(getattr(event, "decrypted", False)),
+                               getattr(event, "session_id", None)))
 
         self.client.add_event_callback(on_text, RoomMessageText)
+        # nio hands key requests to callbacks only when it holds the key and the
+        # requester is unverified; the test wants to see every request that arrives.
+        olm = self.client.olm
+        handle = olm._handle_key_requests
+
+        def recording(event):
+            if isinstance(event, RoomKeyRequest):
+                self.key_requests.append((event.session_id, event.requesting_device_id))
+            return handle(event)
+
+        olm._handle_key_requests = recording
         await self.client.keys_upload()
         await self.sync()
-        return {"device_id": resp.device_id}
 
-    async def create_room(self, invite):
+    async def create_room(self, invite, encryption=None):
+        content = {"algorithm": "m.megolm.v1.aes-sha2", **(encryption or {})}
         resp = await self.client.room_create(
             invite=invite,
             is_direct=True,
-            initial_state=[{
-                "type": "m.room.encryption",
-                "state_key": "",
-                "content": {"algorithm": "m.megolm.v1.aes-sha2"},
-            }],
+            initial_state=[{"type": "m.room.encryption", "state_key": "", "content": content}],
         )
         if not getattr(resp, "room_id", None):
             raise RuntimeError(f"room_create failed: {resp}")
@@ -107,7 +124,7 @@ class Driver:
         resp = await self.client._send(RoomSendResponse, method, path, data, (room,))
         if not isinstance(resp, RoomSendResponse):
             raise RuntimeError(f"send failed: {resp}")
-        return {"event_id": resp.event_id}
+        return {"event_id": resp.event_id, "session_id": content["session_id"]}
 
     async def share_late(self, room):
         await self.sync()
@@ -133,12 +150,26 @@ class Driver:
     async def wait_text(self, room, text, timeout):
         deadline = time.monotonic() + timeout
         while True:
-            for r, sender, body, decrypted in self.texts:
+            for r, sender, body, decrypted, session in self.texts:
                 if r == room and body == text:
-                    return {"sender": sender, "decrypted": decrypted}
+                    return {"sender": sender, "decrypted": decrypted, "session_id": session}
             if time.monotonic() > deadline:
-                seen = [b for r, _, b, _ in self.texts if r == room]
+                seen = [b for r, _, b, _, _ in self.texts if r == room]
                 raise RuntimeError(f"{text!r} not decrypted within {timeout}s; saw {seen}")
+            await self.sync(timeout=500)
+
+    async def whoami(self):
+        return {"user_id": self.client.user_id, "device_id": self.client.device_id}
+
+    async def wait_key_request(self, session_id, timeout):
+        deadline = time.monotonic() + timeout
+        while True:
+            for session, device in self.key_requests:
+                if session == session_id:
+                    return {"requesting_device_id": device}
+            if time.monotonic() > deadline:
+                raise RuntimeError(f"no key request for {session_id} within {timeout}s; "
+                                   f"saw {self.key_requests}")
             await self.sync(timeout=500)
 
 

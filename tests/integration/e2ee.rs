@@ -10,10 +10,10 @@ use serde_json::{json, Value};
 use crate::common::matrix;
 use crate::common::*;
 
-const WAIT: Duration = Duration::from_secs(30);
+pub(crate) const WAIT: Duration = Duration::from_secs(30);
 
 /// The nio client process, one JSON command per line.
-struct Nio {
+pub(crate) struct Nio {
     child: Child,
     stdin: ChildStdin,
     stdout: BufReader<ChildStdout>,
@@ -22,9 +22,28 @@ struct Nio {
 
 impl Nio {
     /// A new Matrix user, logged in with nio as an E2EE device.
-    async fn start() -> Self {
+    pub(crate) async fn start() -> Self {
         let user = matrix::register("nio").await;
-        let localpart = user.user_id[1..].split(':').next().unwrap().to_owned();
+        Self::login_as(&user.user_id).await
+    }
+
+    /// Another nio device of `user_id` (registered by [`Nio::start`] or `matrix::register`).
+    pub(crate) async fn login_as(user_id: &str) -> Self {
+        let localpart = user_id[1..].split(':').next().unwrap().to_owned();
+        let mut nio = Self::spawn();
+        let store_path = nio._store.path().to_str().unwrap().to_owned();
+        nio.call(json!({
+            "op": "login",
+            "base": crate::common::synapse::synapse().base_url,
+            "user_id": user_id,
+            "password": format!("pw-{localpart}"),
+            "store": store_path,
+        }));
+        nio
+    }
+
+    /// A nio process, not logged in yet.
+    fn spawn() -> Self {
         let store = tempfile::tempdir().unwrap();
         let mut child = Command::new(python())
             .arg(repo_root().join("tests/e2ee/nio_client.py"))
@@ -34,24 +53,15 @@ impl Nio {
             .expect("start the nio client");
         let stdin = child.stdin.take().unwrap();
         let stdout = BufReader::new(child.stdout.take().unwrap());
-        let mut nio = Self {
+        Self {
             child,
             stdin,
             stdout,
             _store: store,
-        };
-        let store_path = nio._store.path().to_str().unwrap().to_owned();
-        nio.call(json!({
-            "op": "login",
-            "base": crate::common::synapse::synapse().base_url,
-            "user_id": user.user_id,
-            "password": format!("pw-{localpart}"),
-            "store": store_path,
-        }));
-        nio
+        }
     }
 
-    fn call(&mut self, cmd: Value) -> Value {
+    pub(crate) fn call(&mut self, cmd: Value) -> Value {
         writeln!(self.stdin, "{cmd}").unwrap();
         self.stdin.flush().unwrap();
         let mut line = String::new();
@@ -62,14 +72,14 @@ impl Nio {
         answer
     }
 
-    fn text(&mut self, room: &str, text: &str) -> String {
+    pub(crate) fn text(&mut self, room: &str, text: &str) -> String {
         let a = self.call(json!({"op": "send", "room": room, "text": text}));
         a["event_id"].as_str().unwrap().to_owned()
     }
 
     /// Waits until nio has `text` in `room`; asserts it arrived encrypted and returns
     /// its sender.
-    fn wait_encrypted_text(&mut self, room: &str, text: &str) -> String {
+    pub(crate) fn wait_encrypted_text(&mut self, room: &str, text: &str) -> String {
         let a = self.call(json!({"op": "wait_text", "room": room, "text": text, "timeout": 30}));
         assert_eq!(a["decrypted"], true, "{text:?} was not sent encrypted: {a}");
         a["sender"].as_str().unwrap().to_owned()
@@ -84,21 +94,27 @@ impl Drop for Nio {
 }
 
 /// A Switchboard user in an encrypted direct room the nio user created and invited it to.
-struct Setup {
-    app: TestApp,
-    session: Session,
-    me: String,
-    token: String,
-    nio: Nio,
-    room: String,
+pub(crate) struct Setup {
+    pub(crate) app: TestApp,
+    pub(crate) session: Session,
+    pub(crate) me: String,
+    pub(crate) token: String,
+    pub(crate) nio: Nio,
+    pub(crate) room: String,
 }
 
 async fn setup() -> Setup {
+    setup_with(json!({})).await
+}
+
+/// [`setup`] with more of the room's `m.room.encryption` content (e.g. its rotation).
+pub(crate) async fn setup_with(encryption: Value) -> Setup {
     let app = TestApp::start_with_mail().await;
     let session = app.sign_up("e2ee").await;
     let me = session.user["matrixUserId"].as_str().unwrap().to_owned();
     let mut nio = Nio::start().await;
-    let room = nio.call(json!({"op": "create_room", "invite": [me]}))["room_id"]
+    let room = nio.call(json!({"op": "create_room", "invite": [me], "encryption": encryption}))
+        ["room_id"]
         .as_str()
         .unwrap()
         .to_owned();
@@ -115,12 +131,12 @@ async fn setup() -> Setup {
     }
 }
 
-fn enc(s: &str) -> String {
+pub(crate) fn enc(s: &str) -> String {
     switchboard::clients::matrix::encode(s)
 }
 
 /// Polls the readable history (personal token) until a message with `text` appears.
-async fn wait_readable(app: &TestApp, token: &str, room: &str, text: &str) -> Value {
+pub(crate) async fn wait_readable(app: &TestApp, token: &str, room: &str, text: &str) -> Value {
     let deadline = Instant::now() + WAIT;
     loop {
         let page = expect_json(

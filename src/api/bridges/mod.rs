@@ -102,8 +102,8 @@ impl BridgesApi {
     ///
     /// Per platform: configured, reachable (a live whoami answered within its timeout,
     /// through a cache of at most 10 s), connected, the logins with their `stateEvent`,
-    /// and `lastCheckedAt`. Never fails because of a bridge. Allowed for personal API
-    /// tokens.
+    /// and `lastCheckedAt`; and `matrixSync`, the health of the user's Matrix sync. Never
+    /// fails because of a bridge. Allowed for personal API tokens.
     #[oai(
         path = "/dashboard",
         method = "get",
@@ -115,8 +115,10 @@ impl BridgesApi {
         auth: TokenAuth,
     ) -> Result<Json<BridgeDashboard>, AppError> {
         let statuses = service::all_statuses(&state, auth.user_id()).await?;
+        let sync = service::sync_health(&state, auth.user_id()).await?;
         Ok(Json(BridgeDashboard {
             bridges: statuses.into_iter().map(Into::into).collect(),
+            matrix_sync: sync.into(),
             generated_at: Utc::now(),
         }))
     }

@@ -93,7 +93,32 @@ pub struct BridgeList {
 pub struct BridgeDashboard {
     /// WhatsApp, Telegram and Discord, in that order, configured or not.
     pub bridges: Vec<BridgeStatus>,
+    /// The user's Matrix sync, which brings every bridged message in.
+    pub matrix_sync: MatrixSyncHealth,
     pub generated_at: DateTime<Utc>,
+}
+
+#[derive(Debug, Object)]
+#[oai(rename = "MatrixSyncHealth", rename_all = "camelCase")]
+pub struct MatrixSyncHealth {
+    /// False while the last sync attempt failed (the worker retries with backoff; from a
+    /// minute up to an hour when end-to-end encryption cannot start).
+    pub healthy: bool,
+    /// The last successful sync; null before the first.
+    pub last_sync_at: Option<DateTime<Utc>>,
+    /// The error code of the failing attempt (e.g. `homeserver_unavailable`,
+    /// `encryption_unavailable`); null while healthy.
+    pub error_code: Option<String>,
+}
+
+impl From<crate::services::bridges::SyncHealth> for MatrixSyncHealth {
+    fn from(h: crate::services::bridges::SyncHealth) -> Self {
+        Self {
+            healthy: h.error_code.is_none() && h.last_ok_at.is_some(),
+            last_sync_at: crate::api::views::opt_time(h.last_ok_at),
+            error_code: h.error_code,
+        }
+    }
 }
 
 #[derive(Debug, Object)]

@@ -60,3 +60,37 @@ impl MatrixClient {
         decode(resp).await
     }
 }
+
+#[derive(Debug, Default, Deserialize)]
+struct Context {
+    #[serde(default)]
+    start: Option<String>,
+}
+
+impl MatrixClient {
+    /// `GET /rooms/{roomId}/context/{eventId}?limit=0`: the token to page back from
+    /// `event_id` with `dir=b` (`None`: the homeserver has nothing before it).
+    pub async fn context_start(
+        &self,
+        token: &str,
+        room_id: &str,
+        event_id: &str,
+    ) -> Result<Option<String>, MatrixError> {
+        let url = format!(
+            "{}/_matrix/client/v3/rooms/{}/context/{}?limit=0",
+            self.base,
+            encode(room_id),
+            encode(event_id)
+        );
+        let resp = self
+            .api
+            .get(url)
+            .bearer_auth(token)
+            .timeout(PAGE_TIMEOUT)
+            .send()
+            .await
+            .map_err(unreachable)?;
+        let context: Context = decode(resp).await?;
+        Ok(context.start)
+    }
+}

@@ -326,4 +326,6 @@ pub use login::{connect, flows, pick_flow, start_login, submit_step, wait_step, 
 pub use record::parse_platform;
 use record::*;
 use status::*;
-pub use status::{all_statuses, chat_counts, live_status, platform_status};
+pub use status::{
+    all_statuses, chat_counts, live_status, platform_status, sync_health, SyncHealth,
+};

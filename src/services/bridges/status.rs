@@ -132,3 +132,53 @@ pub async fn chat_counts(
     out.push((PLAIN_MATRIX.0, PLAIN_MATRIX.1, counts.values().sum()));
     Ok(out)
 }
+
+/// The user's Matrix sync worker as `sync_state` records it (shown on the dashboard).
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct SyncHealth {
+    /// Unix seconds of the last successful sync.
+    pub last_ok_at: Option<i64>,
+    /// The error code of the last attempt, while it failed (the worker retries with backoff).
+    pub error_code: Option<String>,
+}
+
+/// The error code of a recorded sync error (`"code: message"`, see the sync worker).
+fn error_code_of(recorded: &str) -> String {
+    match recorded.split_once(": ") {
+        Some((code, _))
+            if !code.is_empty() && code.bytes().all(|b| b.is_ascii_lowercase() || b == b'_') =>
+        {
+            code.to_owned()
+        }
+        _ => "sync_failed".to_owned(),
+    }
+}
+
+pub async fn sync_health(state: &Context, user_id: &str) -> AppResult<SyncHealth> {
+    let uid = user_id.to_owned();
+    let row = state
+        .store
+        .run(move |c| crate::store::sync_state::find(c, &uid).map_err(AppError::from))
+        .await?;
+    Ok(row.map_or_else(SyncHealth::default, |r| SyncHealth {
+        last_ok_at: r.last_ok_at,
+        error_code: r.last_error.as_deref().map(error_code_of),
+    }))
+}
+
+#[cfg(test)]
+mod sync_health_tests {
+    #[test]
+    fn the_dashboard_shows_only_the_code_of_a_recorded_sync_error() {
+        let code = super::error_code_of;
+        assert_eq!(
+            code("encryption_unavailable: refused as well"),
+            "encryption_unavailable"
+        );
+        assert_eq!(
+            code("homeserver unreachable: http://10.0.0.1"),
+            "sync_failed"
+        );
+        assert_eq!(code("no code at all"), "sync_failed");
+    }
+}

@@ -273,7 +273,10 @@ pub async fn history(
                         })
                         .collect()
                 }
-                None => stored::user_page(c, &uid, &start, limit)?,
+                None => match history::all_rooms_rows(c, &uid, &start, limit, fill)? {
+                    Ok(rows) => rows,
+                    Err(gap) => return Ok(Rendered::Gap(gap)),
+                },
             };
             let dek = users::data_key(&master, &user)?;
             sealed::seal_page(&user, &dek, &recipient, rows).map(Rendered::Page)
@@ -451,8 +454,7 @@ pub async fn stats_rendered(
 pub async fn stats(state: &Context, user_id: &str) -> AppResult<MessageStats> {
     let uid = user_id.to_owned();
     state
-        .store
-        .run(move |c| Ok::<_, AppError>(stored::stats(c, &uid, HIGH_IMPORTANCE)?))
+        .db(move |c| Ok(stored::stats(c, &uid, HIGH_IMPORTANCE)?))
         .await
 }
 

@@ -155,3 +155,22 @@ pub fn priority(
     let rows = stmt.query_map(params![user_id, min_importance], from_row)?;
     rows.collect()
 }
+
+/// The joined members of the user's joined encrypted rooms (of `rooms` only, when given),
+/// each once: whose device lists the crypto machine tracks.
+pub fn encrypted_members(
+    conn: &Connection,
+    user_id: &str,
+    rooms: Option<&[String]>,
+) -> rusqlite::Result<Vec<String>> {
+    let rooms = rooms.map(|r| serde_json::to_string(r).unwrap_or_default());
+    let mut stmt = conn.prepare_cached(
+        "SELECT DISTINCT m.member_id FROM room_members m \
+         JOIN rooms r ON r.user_id = m.user_id AND r.room_id = m.room_id \
+         WHERE m.user_id = ?1 AND r.encrypted = 1 AND r.membership = 'join' \
+         AND (?2 IS NULL OR m.room_id IN (SELECT value FROM json_each(?2))) \
+         ORDER BY m.member_id",
+    )?;
+    let rows = stmt.query_map(rusqlite::params![user_id, rooms], |r| r.get(0))?;
+    rows.collect()
+}

@@ -15,6 +15,7 @@ use std::time::{Duration, Instant};
 use rusqlite::TransactionBehavior;
 use serde_json::json;
 
+use super::crypto_rooms;
 use super::e2ee::{self as decrypt, Syncer};
 use super::homeserver::Homeserver;
 use super::ingest::{self, IngestContext, IngestOutcome};
@@ -38,6 +39,8 @@ const INITIAL_TIMELINE_LIMIT: u32 = 50;
 const TIMELINE_LIMIT: u32 = 100;
 const BACKOFF_START: Duration = Duration::from_secs(1);
 const BACKOFF_MAX: Duration = Duration::from_secs(60);
+const CRYPTO_BACKOFF_START: Duration = Duration::from_secs(60);
+const CRYPTO_BACKOFF_MAX: Duration = Duration::from_secs(3600);
 /// Batches with more new messages than this (e.g. the first sync) are announced with one
 /// `room.updated` per room instead of a `message.created` per message.
 const MAX_MESSAGE_EVENTS: usize = 256;
@@ -88,21 +91,33 @@ pub(crate) fn history_filter() -> &'static str {
     FILTER.get_or_init(|| json!({"types": timeline_types()}).to_string())
 }
 
-struct Backoff(Duration);
+struct Backoff {
+    next: Duration,
+    start: Duration,
+    max: Duration,
+}
 
 impl Backoff {
     fn new() -> Self {
-        Self(BACKOFF_START)
+        Self::between(BACKOFF_START, BACKOFF_MAX)
+    }
+
+    fn between(start: Duration, max: Duration) -> Self {
+        Self {
+            next: start,
+            start,
+            max,
+        }
     }
 
     fn next(&mut self) -> Duration {
-        let d = self.0;
-        self.0 = (self.0 * 2).min(BACKOFF_MAX);
+        let d = self.next;
+        self.next = (self.next * 2).min(self.max);
         d
     }
 
     fn reset(&mut self) {
-        self.0 = BACKOFF_START;
+        self.next = self.start;
     }
 }
 
@@ -117,8 +132,12 @@ async fn pause(state: &Context, d: Duration) -> bool {
 /// Runs until shutdown or until the user has no Matrix account.
 pub async fn run(state: Context, matrix: MatrixClient, user_id: String) {
     let mut backoff = Backoff::new();
+    // Opening the crypto machine failed (e.g. the homeserver refused even a new sync
+    // device's keys): each attempt may log in another device, so these wait longer.
+    let mut crypto_backoff = Backoff::between(CRYPTO_BACKOFF_START, CRYPTO_BACKOFF_MAX);
     let mut session: Option<Session> = None;
     while !state.shutdown.is_triggered() {
+        let loading = session.is_none();
         let result = match session.as_mut() {
             Some(s) => s.step(&state, &matrix).await,
             None => match Session::load(&state, &matrix, &user_id).await {
@@ -135,10 +154,20 @@ pub async fn run(state: Context, matrix: MatrixClient, user_id: String) {
             },
         };
         match result {
-            Ok(()) => backoff.reset(),
+            Ok(()) => {
+                backoff.reset();
+                crypto_backoff.reset();
+            }
             Err(e) => {
-                let error = e.to_string();
-                tracing::warn!(%user_id, %error, "sync failed; retrying with backoff");
+                let crypto = loading && e.error_code() == ErrorCode::EncryptionUnavailable;
+                let wait = if crypto {
+                    crypto_backoff.next()
+                } else {
+                    backoff.next()
+                };
+                // "code: message": the dashboard shows the code (`services::bridges`).
+                let error = format!("{}: {e}", e.code());
+                tracing::warn!(%user_id, %error, retry_in_secs = wait.as_secs(), "sync failed; retrying with backoff");
                 // Reload token, key and position before the next attempt.
                 session = None;
                 let uid = user_id.clone();
@@ -149,7 +178,7 @@ pub async fn run(state: Context, matrix: MatrixClient, user_id: String) {
                         sync_state::record_error(c, &uid, &error, now).map_err(AppError::from)
                     })
                     .await;
-                if !pause(&state, backoff.next()).await {
+                if !pause(&state, wait).await {
                     return;
                 }
             }
@@ -241,6 +270,7 @@ impl Session {
         };
         // Keys stored before a restart may open messages stored undecryptable.
         session.retry_undecryptable(state, None).await;
+        crypto_rooms::apply(state, matrix, &session.crypto, &session.user_id, None).await;
         Ok(Some(session))
     }
 
@@ -296,7 +326,18 @@ impl Session {
         decrypt::decrypt_response(&self.crypto, &mut resp).await;
         let next_batch = resp.next_batch.clone();
         let started = Instant::now();
+        let room_changes = crypto_rooms::RoomChanges::of(&resp);
         let outcome = self.ingest(state, resp, hints).await?;
+        if !room_changes.is_empty() {
+            crypto_rooms::apply(
+                state,
+                matrix,
+                &self.crypto,
+                &self.user_id,
+                Some(&room_changes),
+            )
+            .await;
+        }
         self.since = Some(next_batch);
         publish(state, &self.user_id, &outcome);
         if let Some(scorer) = &state.ai_scorer {
@@ -371,64 +412,6 @@ impl Session {
         self.direct = direct;
         Ok(outcome)
     }
-
-    /// Accepts pending trusted invites (bridges invite users to their portal rooms),
-    /// retrying failures with backoff up to [`MAX_JOIN_ATTEMPTS`] times.
-    async fn join_invites(&mut self, state: &Context, matrix: &MatrixClient) {
-        let now = Instant::now();
-        let due: Vec<String> = self
-            .pending_joins
-            .iter()
-            .filter(|(_, a)| a.next_at <= now)
-            .map(|(r, _)| r.clone())
-            .collect();
-        if due.is_empty() {
-            return;
-        }
-        // The user may have declined (or accepted) one meanwhile: join only what is
-        // still an invitation.
-        let uid = self.user_id.clone();
-        let still = match state
-            .store
-            .run(move |c| rooms::invites(c, &uid).map_err(AppError::from))
-            .await
-        {
-            Ok(still) => still,
-            Err(e) => {
-                tracing::warn!(user_id = %self.user_id, error = %e, "cannot read invites; joining later");
-                return;
-            }
-        };
-        for room_id in due {
-            if !still.iter().any(|(r, _)| *r == room_id) {
-                self.pending_joins.remove(&room_id);
-                continue;
-            }
-            let joined = tokio::select! {
-                r = matrix.join(&self.token, &room_id) => r,
-                _ = state.shutdown.wait() => return,
-            };
-            match joined {
-                Ok(()) => {
-                    tracing::info!(user_id = %self.user_id, %room_id, "accepted room invite");
-                    self.pending_joins.remove(&room_id);
-                }
-                Err(error) => {
-                    let Some(attempt) = self.pending_joins.get_mut(&room_id) else {
-                        continue;
-                    };
-                    attempt.failures += 1;
-                    if attempt.failures >= MAX_JOIN_ATTEMPTS {
-                        tracing::warn!(user_id = %self.user_id, %room_id, %error, "giving up on room invite");
-                        self.pending_joins.remove(&room_id);
-                    } else {
-                        tracing::info!(user_id = %self.user_id, %room_id, %error, "joining failed; will retry");
-                        attempt.next_at = now + BACKOFF_START * 5 * 2u32.pow(attempt.failures);
-                    }
-                }
-            }
-        }
-    }
 }
 
 fn upstream(e: MatrixError) -> AppError {
@@ -463,6 +446,9 @@ fn publish(state: &Context, user_id: &str, outcome: &IngestOutcome) {
         );
     }
 }
+
+#[path = "worker_joins.rs"]
+mod joins;
 
 #[cfg(test)]
 #[path = "worker_tests.rs"]

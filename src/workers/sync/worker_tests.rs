@@ -36,3 +36,10 @@ fn the_filters_keep_timeline_messages_state_receipts_and_read_markers() {
         serde_json::json!(["m.direct"])
     );
 }
+
+#[test]
+fn a_failing_crypto_machine_is_retried_from_a_minute_up_to_an_hour() {
+    let mut b = Backoff::between(CRYPTO_BACKOFF_START, CRYPTO_BACKOFF_MAX);
+    let waits: Vec<u64> = (0..8).map(|_| b.next().as_secs()).collect();
+    assert_eq!(waits, vec![60, 120, 240, 480, 960, 1920, 3600, 3600]);
+}

@@ -16,11 +16,15 @@ use crate::sync::{is_message_created, open_sse};
 
 use super::{decrypt, enc, history, me_on_matrix, personal_token, register_key};
 
-const FETCHED: &str = "fetched older history from the homeserver";
+pub(super) const FETCHED: &str = "fetched older history from the homeserver";
 
 /// Bob's room with `n` messages "m0".."m{n-1}", sent one after the other (distinct
 /// timestamps), which the user then joins on Matrix; returns (room, last event id).
-async fn room_with_history(bob: &MatrixUser, me: &MatrixUser, n: usize) -> (String, String) {
+pub(super) async fn room_with_history(
+    bob: &MatrixUser,
+    me: &MatrixUser,
+    n: usize,
+) -> (String, String) {
     let room = bob.create_room(Some("Long story"), &[], false).await;
     let mut last = String::new();
     for i in 0..n {
@@ -33,7 +37,7 @@ async fn room_with_history(bob: &MatrixUser, me: &MatrixUser, n: usize) -> (Stri
 
 /// Waits until the newest message of `room` is in the readable history (the worker
 /// ingested the room's first timeline).
-async fn wait_for_newest(app: &TestApp, token: &str, room: &str, body: &str) {
+pub(super) async fn wait_for_newest(app: &TestApp, token: &str, room: &str, body: &str) {
     let deadline = Instant::now() + Duration::from_secs(30);
     loop {
         let resp = app
@@ -58,7 +62,7 @@ async fn wait_for_newest(app: &TestApp, token: &str, room: &str, body: &str) {
 }
 
 /// The whole readable history of `room`, newest first, page by page.
-async fn read_all_readable(app: &TestApp, token: &str, room: &str) -> Vec<String> {
+pub(super) async fn read_all_readable(app: &TestApp, token: &str, room: &str) -> Vec<String> {
     let mut out = Vec::new();
     let mut query = format!("?roomId={}&limit=100", enc(room));
     for _ in 0..100 {
@@ -100,7 +104,7 @@ async fn read_all_native(
     panic!("native history of {room} does not end");
 }
 
-fn expected(n: usize) -> Vec<String> {
+pub(super) fn expected(n: usize) -> Vec<String> {
     (0..n).rev().map(|i| format!("m{i}")).collect()
 }
 
@@ -332,7 +336,7 @@ async fn with_the_homeserver_down_paging_answers_what_is_stored() {
 }
 
 /// Messages of `room` in the server's database.
-fn stored_messages(app: &TestApp, room: &str) -> i64 {
+pub(super) fn stored_messages(app: &TestApp, room: &str) -> i64 {
     let conn = rusqlite::Connection::open_with_flags(
         app.data_dir().join("switchboard.db"),
         rusqlite::OpenFlags::SQLITE_OPEN_READ_ONLY,

@@ -23,6 +23,7 @@ use crate::common::matrix::MatrixUser;
 use crate::common::*;
 
 mod backfill;
+mod backfill_starts;
 mod deletion_and_stats;
 mod history;
 mod sealed_pages;

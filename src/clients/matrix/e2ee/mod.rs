@@ -7,9 +7,9 @@
 //! conflicting one-time keys and sessions, so the sync worker and every send path share
 //! it. The app sign-ins' own Matrix devices are not E2EE devices here.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::io::Write;
-use std::os::unix::fs::{DirBuilderExt, PermissionsExt};
+use std::os::unix::fs::{DirBuilderExt, OpenOptionsExt, PermissionsExt};
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, RwLock};
 
@@ -24,7 +24,11 @@ use super::{MatrixClient, MatrixError};
 mod requests;
 mod room;
 
+pub use matrix_sdk_crypto::EncryptionSettings;
 pub use room::{room_encryption, SyncCrypto};
+
+/// The crypto store's database file (`matrix-sdk-sqlite`'s name for it).
+const STORE_FILE: &str = "matrix-sdk-crypto.sqlite3";
 
 #[derive(Debug, thiserror::Error)]
 pub enum E2eeError {
@@ -77,6 +81,8 @@ pub struct UserCrypto {
     requests_lock: Mutex<()>,
     /// Serialises session claims and room key sharing.
     share_lock: Mutex<()>,
+    /// (room, megolm session) whose keys this process asked for already.
+    key_requests: std::sync::Mutex<HashSet<(String, String)>>,
 }
 
 impl UserCrypto {
@@ -94,6 +100,7 @@ impl UserCrypto {
             token: RwLock::new(String::new()),
             requests_lock: Mutex::new(()),
             share_lock: Mutex::new(()),
+            key_requests: Default::default(),
         })
     }
 
@@ -180,6 +187,7 @@ impl E2ee {
             token: RwLock::new(id.token.to_owned()),
             requests_lock: Mutex::new(()),
             share_lock: Mutex::new(()),
+            key_requests: Default::default(),
         });
         if fresh && crypto.device_taken(matrix).await? {
             drop(crypto);
@@ -219,11 +227,7 @@ async fn open_machine(
     user: &OwnedUserId,
     device: &OwnedDeviceId,
 ) -> Result<Option<(OlmMachine, bool)>, E2eeError> {
-    std::fs::DirBuilder::new()
-        .recursive(true)
-        .mode(0o700)
-        .create(dir)
-        .map_err(E2eeError::store)?;
+    private_store(dir).map_err(E2eeError::store)?;
     let store = SqliteCryptoStore::open_with_key(dir, Some(id.store_key))
         .await
         .map_err(E2eeError::store)?;
@@ -237,6 +241,26 @@ async fn open_machine(
         Err(CryptoStoreError::MismatchedAccount { .. }) => Ok(None),
         Err(e) => Err(E2eeError::store(e)),
     }
+}
+
+/// SQLite creates a database's `-wal`, `-shm` and `-journal` files with the database
+/// file's own mode, so the store file is created 0600 before SQLite opens it (the umask
+/// would apply otherwise), inside directories that are 0700 whatever existed before.
+fn private_store(dir: &Path) -> std::io::Result<()> {
+    std::fs::DirBuilder::new()
+        .recursive(true)
+        .mode(0o700)
+        .create(dir)?;
+    for d in [dir, dir.parent().unwrap_or(dir)] {
+        std::fs::set_permissions(d, std::fs::Permissions::from_mode(0o700))?;
+    }
+    std::fs::OpenOptions::new()
+        .create(true)
+        .append(true)
+        .mode(0o600)
+        .open(dir.join(STORE_FILE))?;
+    private_files(dir);
+    Ok(())
 }
 
 /// Store files readable by the service user only (the directory is 0700 as well).

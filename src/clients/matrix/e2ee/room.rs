@@ -4,9 +4,12 @@
 
 use std::collections::BTreeMap;
 use std::ops::Deref;
+use std::time::Duration;
 
+use matrix_sdk_crypto::store::types::RoomSettings;
 use matrix_sdk_crypto::types::events::room::encrypted::EncryptedEvent;
-use matrix_sdk_crypto::{CollectStrategy, EncryptionSettings, EncryptionSyncChanges};
+use matrix_sdk_crypto::vodozemac::megolm::DecryptionError;
+use matrix_sdk_crypto::{CollectStrategy, EncryptionSettings, EncryptionSyncChanges, MegolmError};
 use ruma::api::client::keys::get_keys;
 use ruma::api::client::sync::sync_events::DeviceLists;
 use ruma::events::room::encryption::RoomEncryptionEventContent;
@@ -32,28 +35,64 @@ fn raw<T>(v: &Value) -> Option<Raw<T>> {
     serde_json::value::to_raw_value(v).ok().map(Raw::from_json)
 }
 
-/// The room's encryption settings (its `m.room.encryption` state, asked of the homeserver
-/// so that a send never goes out in the clear because the sync had not caught up), or
-/// `None` for a room without encryption.
+/// The room's `m.room.encryption` content as the homeserver has it now, or `None` for a
+/// room without encryption. Asked only for a room the sync has not told about yet (see
+/// `services::e2ee`).
 pub async fn room_encryption(
     matrix: &MatrixClient,
     token: &str,
     room_id: &str,
-) -> Result<Option<EncryptionSettings>, E2eeError> {
+) -> Result<Option<Value>, E2eeError> {
     let path = format!("rooms/{}/state/m.room.encryption/", encode(room_id));
-    let content: Value = match matrix.get_json(token, &path).await {
-        Ok(v) => v,
-        Err(MatrixError::Http { status: 404, .. }) => return Ok(None),
-        Err(e) => return Err(e.into()),
-    };
+    match matrix.get_json(token, &path).await {
+        Ok(v) => Ok(Some(v)),
+        Err(MatrixError::Http { status: 404, .. }) => Ok(None),
+        Err(e) => Err(e.into()),
+    }
+}
+
+/// What the crypto store keeps of an `m.room.encryption` content: the algorithm and the
+/// room's megolm rotation (`rotation_period_ms`, `rotation_period_msgs`).
+fn room_settings(content: &Value) -> Result<RoomSettings, E2eeError> {
     let content: RoomEncryptionEventContent =
-        serde_json::from_value(content).map_err(E2eeError::crypto)?;
-    // Shared with every joined member's devices, verified or not, as Element does.
-    Ok(Some(EncryptionSettings::new(
-        content,
-        HistoryVisibility::Shared,
-        CollectStrategy::AllDevices,
-    )))
+        serde_json::from_value(content.clone()).map_err(E2eeError::crypto)?;
+    Ok(RoomSettings {
+        algorithm: content.algorithm.as_str().into(),
+        only_allow_trusted_devices: false,
+        session_rotation_period: content
+            .rotation_period_ms
+            .map(|ms| Duration::from_millis(ms.into())),
+        session_rotation_period_messages: content
+            .rotation_period_msgs
+            .and_then(|n| usize::try_from(u64::from(n)).ok()),
+    })
+}
+
+/// How a room key of a room with `settings` is made and shared.
+fn encryption_settings(settings: &RoomSettings) -> EncryptionSettings {
+    let mut out = EncryptionSettings {
+        algorithm: settings.algorithm.clone(),
+        // Shared with every joined member's devices, verified or not, as Element does.
+        history_visibility: HistoryVisibility::Shared,
+        sharing_strategy: CollectStrategy::AllDevices,
+        ..EncryptionSettings::default()
+    };
+    if let Some(period) = settings.session_rotation_period {
+        out.rotation_period = period;
+    }
+    if let Some(n) = settings.session_rotation_period_messages {
+        out.rotation_period_msgs = n as u64;
+    }
+    out
+}
+
+/// Whether decryption failed for want of the room key (or of its earlier part).
+fn missing_key(e: &MegolmError) -> bool {
+    matches!(
+        e,
+        MegolmError::MissingRoomKey(_)
+            | MegolmError::Decryption(DecryptionError::UnknownMessageIndex(..))
+    )
 }
 
 impl UserCrypto {
@@ -64,6 +103,7 @@ impl UserCrypto {
         let to_device_events = s.to_device.iter().filter_map(raw).collect();
         let changed_devices: DeviceLists =
             serde_json::from_value(s.device_lists.clone()).unwrap_or_default();
+
         let one_time_keys_counts: BTreeMap<ruma::OneTimeKeyAlgorithm, UInt> =
             serde_json::from_value(s.one_time_keys_count.clone()).unwrap_or_default();
         let fallback: Option<Vec<ruma::OneTimeKeyAlgorithm>> = s
@@ -81,6 +121,10 @@ impl UserCrypto {
             .receive_sync_changes(changes, &Self::decryption_settings())
             .await
             .map_err(E2eeError::crypto)?;
+        if !changed_devices.changed.is_empty() {
+            // Tracked users among them are queried by the next `process_outgoing`.
+            tracing::info!(user_id = %self.user_id, changed = ?changed_devices.changed, "device lists changed");
+        }
         let mut rooms: Vec<String> = keys.into_iter().map(|k| k.room_id.to_string()).collect();
         rooms.sort();
         rooms.dedup();
@@ -101,6 +145,9 @@ impl UserCrypto {
             Ok(d) => d,
             Err(e) => {
                 tracing::debug!(user_id = %self.user_id, %room_id, event_id = ?event["event_id"], error = %e, "cannot decrypt (yet)");
+                if missing_key(&e) {
+                    self.request_key(&room, &encrypted).await;
+                }
                 return None;
             }
         };
@@ -115,6 +162,77 @@ impl UserCrypto {
             obj.entry("m.relates_to").or_insert_with(|| rel.clone());
         }
         Some((kind, content))
+    }
+
+    /// Asks the user's other devices for a missing room key (`m.room_key_request`, sent by
+    /// the next [`UserCrypto::process_outgoing`]), once per session and process. The crate
+    /// accepts the `m.forwarded_room_key` answer from the user's own verified devices only;
+    /// the sender's re-shares (`m.room_key`) arrive as to-device events anyway.
+    async fn request_key(&self, room: &RoomId, event: &Raw<EncryptedEvent>) {
+        let session = event
+            .get_field::<Value>("content")
+            .ok()
+            .flatten()
+            .and_then(|c| c["session_id"].as_str().map(str::to_owned));
+        let Some(session) = session else { return };
+        {
+            let Ok(mut asked) = self.key_requests.lock() else {
+                return;
+            };
+            if !asked.insert((room.to_string(), session.clone())) {
+                return;
+            }
+        }
+        match self.machine.request_room_key(event, room).await {
+            // Queued in the store: `outgoing_requests` hands it out until marked sent.
+            Ok(_) => {
+                tracing::info!(user_id = %self.user_id, room_id = %room, session_id = %session, "requested a missing room key")
+            }
+            Err(e) => {
+                tracing::debug!(user_id = %self.user_id, room_id = %room, error = %e, "cannot request the room key")
+            }
+        }
+    }
+
+    /// Keeps `room_id`'s `m.room.encryption` content (from the sync, or asked of the
+    /// homeserver) in the crypto store: a room once encrypted stays encrypted. The first
+    /// content stays: the crate refuses changed settings as a possible downgrade.
+    pub async fn remember_encryption(&self, room_id: &str, content: &Value) {
+        let (Ok(room), Ok(settings)) = (RoomId::parse(room_id), room_settings(content)) else {
+            tracing::warn!(user_id = %self.user_id, %room_id, "unusable m.room.encryption content");
+            return;
+        };
+        if let Err(e) = self.machine.set_room_settings(&room, &settings).await {
+            tracing::info!(user_id = %self.user_id, %room_id, error = %e, "room encryption settings kept as first seen");
+        }
+    }
+
+    /// The room's encryption as remembered ([`UserCrypto::remember_encryption`]).
+    pub async fn encryption_of(
+        &self,
+        room_id: &str,
+    ) -> Result<Option<EncryptionSettings>, E2eeError> {
+        let room = RoomId::parse(room_id).map_err(E2eeError::crypto)?;
+        let settings = self
+            .machine
+            .room_settings(&room)
+            .await
+            .map_err(E2eeError::store)?;
+        Ok(settings.as_ref().map(encryption_settings))
+    }
+
+    /// Tracks the device lists of `users` (members of encrypted rooms): their devices are
+    /// queried by the next [`UserCrypto::process_outgoing`] and again whenever the sync
+    /// says they changed, so a member's new device gets the room key on the next send.
+    pub async fn track_users(&self, users: &[String]) -> Result<(), E2eeError> {
+        let owned: Vec<OwnedUserId> = users
+            .iter()
+            .filter_map(|m| OwnedUserId::try_from(m.as_str()).ok())
+            .collect();
+        self.machine
+            .update_tracked_users(owned.iter().map(Deref::deref))
+            .await
+            .map_err(E2eeError::store)
     }
 
     /// Encrypts `content` for `room_id`: tracks `members`, fetches their device lists,
@@ -150,10 +268,7 @@ impl UserCrypto {
             .iter()
             .filter_map(|m| OwnedUserId::try_from(m.as_str()).ok())
             .collect();
-        self.machine
-            .update_tracked_users(owned.iter().map(Deref::deref))
-            .await
-            .map_err(E2eeError::store)?;
+        self.track_users(members).await?;
         let _share = self.share_lock.lock().await;
         // Device lists of newly tracked or changed users (keys/query).
         self.process_outgoing(matrix).await?;
