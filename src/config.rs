@@ -258,7 +258,7 @@ impl Default for RateLimitConfig {
     }
 }
 
-/// The users' own mailboxes (IMAP/SMTP, DESIGN §9).
+/// The users' own mailboxes (IMAP/SMTP; README, "E-mail: your own mailboxes").
 #[derive(Debug, Clone, Deserialize, Serialize)]
 #[serde(deny_unknown_fields, default)]
 pub struct EmailConfig {

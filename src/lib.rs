@@ -69,7 +69,7 @@ pub async fn serve(
         // Background tasks and open event streams end first, so in-flight requests can.
         app_shutdown.trigger();
     };
-    workers::sync::spawn(state.clone());
+    workers::sync::spawn(state.context().clone());
     workers::scheduler::spawn(&state);
     workers::mailbox::spawn(&state);
     let limits = http_server::ConnectionLimits {

@@ -1,4 +1,5 @@
-//! Shared application state, built once at startup and handed to every handler.
+//! The composition root: builds the keys, store, clients, caches and workers' handles
+//! once at startup into the services' [`Context`] that every handler and worker uses.
 
 use std::ops::Deref;
 use std::sync::Arc;
@@ -12,6 +13,7 @@ use crate::config::Config;
 use crate::crypto::{MasterKey, ServerKeys};
 use crate::events::{EventHub, Shutdown};
 use crate::ratelimit::RateLimiter;
+use crate::services::context::{Context, Resources};
 use crate::services::session::JwtKeys;
 use crate::store::Store;
 
@@ -25,57 +27,24 @@ pub enum StartupError {
     Other(String),
 }
 
-pub struct Inner {
-    pub config: Config,
-    pub store: Store,
-    pub master: Arc<MasterKey>,
-    pub server_keys: ServerKeys,
-    pub limiter: RateLimiter,
-    pub jwt: JwtKeys,
-    /// Recently verified credentials (see [`crate::services::session::AuthCache`]).
-    pub auth_cache: crate::services::session::AuthCache,
-    /// Rendered read pages: history, room lists, statistics (see [`crate::services::pages`]).
-    pub pages: crate::services::pages::PageCache,
-    pub mailer: Mailer,
-    pub matrix: Option<MatrixClient>,
-    /// Each user's end-to-end encryption machine (the sync device's; `services::e2ee`).
-    pub e2ee: crate::clients::matrix::e2ee::E2ee,
-    /// Provisioning clients of the configured bridges, their status cache and login processes.
-    pub bridges: crate::services::bridges::Bridges,
-    /// General outbound client (AI service); upstreams with their own needs have their own.
-    pub http: reqwest::Client,
-    /// Refines message scores with the AI service; `None` without an `[ai]` section.
-    pub ai_scorer: Option<crate::workers::scorer::Scorer>,
-    /// Probed by the health check to prove the cache works.
-    pub health_cache: Cache<&'static str, u64>,
-    /// Change notifications for `GET /api/sync`.
-    pub events: EventHub,
-    /// Triggered when the process is asked to stop.
-    pub shutdown: Shutdown,
-    /// Wakes the sync supervisor when a user gets (or changes) its Matrix account.
-    pub sync_wakeup: tokio::sync::Notify,
-    /// Wakes the scheduler when scheduled messages or reminders change.
-    pub scheduler_wakeup: tokio::sync::Notify,
-    /// APNs client; `None` without a `[push]` section.
-    pub push: Option<crate::clients::push::PushClient>,
-    /// Stores history paged back from the homeserver through the sync's ingest (see
-    /// [`crate::services::history`]).
-    pub history: Arc<dyn crate::services::history::TimelineSink>,
-    /// The users' own mailboxes: sync wake-ups, locks, progress.
-    pub email: crate::services::email::Runtime,
-}
-
+/// The application: the services' shared [`Context`], handed to every handler. Handlers
+/// pass `&state` where a service takes `&Context` (it dereferences to it).
 #[derive(Clone)]
-pub struct AppState(Arc<Inner>);
+pub struct AppState(Context);
 
 impl Deref for AppState {
-    type Target = Inner;
-    fn deref(&self) -> &Inner {
+    type Target = Context;
+    fn deref(&self) -> &Context {
         &self.0
     }
 }
 
 impl AppState {
+    /// The services' context, for a task that outlives the request (workers, spawned jobs).
+    pub fn context(&self) -> &Context {
+        &self.0
+    }
+
     /// Loads keys, opens and migrates the database, and builds the clients.
     pub fn build(config: Config) -> Result<Self, StartupError> {
         crate::store::create_private_dir(&config.storage.data_dir)?;
@@ -108,7 +77,9 @@ impl AppState {
         let pages =
             crate::services::pages::PageCache::new(store.epoch(), config.storage.history_cache_mb);
         let mailer = Mailer::new(&config.mail).map_err(|e| StartupError::Other(e.to_string()))?;
-        Ok(Self(Arc::new(Inner {
+        let ai_scorer = crate::workers::scorer::Scorer::new(config.ai.as_ref(), &http)
+            .map(|s| Arc::new(s) as Arc<dyn crate::services::importance::Rescorer>);
+        Ok(Self(Context::new(Resources {
             mailer,
             store,
             master,
@@ -120,7 +91,7 @@ impl AppState {
             e2ee: crate::clients::matrix::e2ee::E2ee::new(&config.storage.data_dir),
             matrix,
             bridges,
-            ai_scorer: crate::workers::scorer::Scorer::new(config.ai.as_ref(), &http),
+            ai_scorer,
             http,
             health_cache: Cache::builder().max_capacity(16).build(),
             events: EventHub::new(),
@@ -134,3 +105,6 @@ impl AppState {
         })))
     }
 }
+
+#[cfg(test)]
+mod tests;

@@ -30,7 +30,7 @@ use super::matrix_sessions;
 use super::users::{self, Profile};
 use crate::clock::unix_now;
 use crate::error::{AppError, AppResult, ErrorCode};
-use crate::state::AppState;
+use crate::services::Context;
 use crate::store::users::UserRow;
 use crate::store::{self, login_codes, matrix_logouts, refresh_tokens};
 
@@ -46,7 +46,7 @@ pub struct Account {
 }
 
 impl Account {
-    fn of(state: &AppState, user: UserRow, caller_id: &str) -> AppResult<Self> {
+    fn of(state: &Context, user: UserRow, caller_id: &str) -> AppResult<Self> {
         let Profile { user, email } = users::profile_of(&state.master, user)?;
         Ok(Self {
             is_primary: user.primary_user_id.is_none(),
@@ -122,7 +122,7 @@ fn check_joinable(conn: &Connection, candidate: &UserRow, group_id: &str) -> App
 }
 
 /// `GET /api/accounts`.
-pub async fn list(state: &AppState, caller_id: &str) -> AppResult<AccountList> {
+pub async fn list(state: &Context, caller_id: &str) -> AppResult<AccountList> {
     let uid = caller_id.to_owned();
     let rows = state
         .store
@@ -147,7 +147,7 @@ pub async fn list(state: &AppState, caller_id: &str) -> AppResult<AccountList> {
 /// caller's session (the Matrix account is created first when it does not exist yet; see
 /// [`matrix_sessions::session_token`]).
 pub async fn active(
-    state: &AppState,
+    state: &Context,
     caller_id: &str,
     session_id: Option<&str>,
 ) -> AppResult<(Account, Option<String>)> {
@@ -158,7 +158,7 @@ pub async fn active(
 }
 
 /// `POST /api/accounts/add/code`: mails an add-account code to `email`.
-pub async fn request_add_code(state: &AppState, caller_id: &str, email: &str) -> AppResult<()> {
+pub async fn request_add_code(state: &Context, caller_id: &str, email: &str) -> AppResult<()> {
     let email = auth::validate_email(email)?;
     let index = users::email_index(&state.master, &email);
     let uid = caller_id.to_owned();
@@ -184,7 +184,7 @@ pub async fn request_add_code(state: &AppState, caller_id: &str, email: &str) ->
 /// `POST /api/accounts/add/verify`: checks the code and adds the address to the caller's
 /// group, creating the user (and its Matrix account) when the address is unknown.
 pub async fn verify_add(
-    state: &AppState,
+    state: &Context,
     caller_id: &str,
     email: &str,
     code: &str,
@@ -207,7 +207,7 @@ pub async fn verify_add(
 
     let (code_id, requested_by) =
         auth::check_code(state, &email, code, CodePurpose::AddAccount).await?;
-    let release = |state: &AppState| {
+    let release = |state: &Context| {
         let store = state.store.clone();
         async move {
             let _ = store.query(move |c| login_codes::release(c, code_id)).await;
@@ -275,7 +275,7 @@ pub async fn verify_add(
 }
 
 /// Moves the stand-alone user `user_id` into the group `group_id` (re-checking the rules).
-async fn attach(state: &AppState, user_id: &str, group_id: &str) -> AppResult<UserRow> {
+async fn attach(state: &Context, user_id: &str, group_id: &str) -> AppResult<UserRow> {
     let uid = user_id.to_owned();
     let gid = group_id.to_owned();
     state
@@ -312,7 +312,7 @@ fn detach_row(conn: &Connection, user_id: &str) -> AppResult<()> {
 }
 
 /// `POST /api/accounts/{id}/switch`: opens a session for an account of the caller's group.
-pub async fn switch(state: &AppState, caller_id: &str, id: &str) -> AppResult<Switched> {
+pub async fn switch(state: &Context, caller_id: &str, id: &str) -> AppResult<Switched> {
     let id = parse_account_id(id)?;
     let uid = caller_id.to_owned();
     let target = state
@@ -338,7 +338,7 @@ pub struct AccountChange {
 
 /// `PATCH /api/accounts/{id}`.
 pub async fn update(
-    state: &AppState,
+    state: &Context,
     caller_id: &str,
     id: &str,
     change: AccountChange,
@@ -381,7 +381,7 @@ pub async fn update(
 
 /// `DELETE /api/accounts/{id}`: detaches an added account from the group. Returns its
 /// e-mail address.
-pub async fn remove(state: &AppState, caller_id: &str, id: &str) -> AppResult<String> {
+pub async fn remove(state: &Context, caller_id: &str, id: &str) -> AppResult<String> {
     let id = parse_account_id(id)?;
     let uid = caller_id.to_owned();
     let now = unix_now() as i64;

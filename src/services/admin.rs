@@ -6,7 +6,7 @@ use super::session::Principal;
 use super::users::{email_of, find_by_id_or_email, load, profile_of, Profile};
 use crate::clock::unix_now;
 use crate::error::{AppError, AppResult, ErrorCode};
-use crate::state::AppState;
+use crate::services::Context;
 use crate::store::users::{self, UserRow};
 
 #[derive(Debug, clap::Subcommand)]
@@ -99,7 +99,7 @@ impl SubscriptionChange {
 
 /// Sets the subscription of a user given by id or e-mail (the CLI).
 pub async fn set_subscription(
-    state: &AppState,
+    state: &Context,
     who: String,
     change: SubscriptionChange,
 ) -> AppResult<UserRow> {
@@ -121,7 +121,7 @@ pub async fn set_subscription(
 /// Sets the subscription of the user with this id (the admin API). Takes effect on the
 /// next personal-token request of the user: the gate reads the tier on every request.
 pub async fn set_user_subscription(
-    state: &AppState,
+    state: &Context,
     user_id: &str,
     change: SubscriptionChange,
 ) -> AppResult<UserRow> {
@@ -144,7 +144,7 @@ pub async fn set_user_subscription(
 /// The caller if it is an administrator: a native session of a user whose `is_admin` flag
 /// is set (by `auth.admin_emails` at sign-up or `switchboard user promote`). Personal
 /// tokens get 403 `forbidden_for_api_token`, other users 403 `admin_required`.
-pub async fn require_admin(state: &AppState, principal: &Principal) -> AppResult<UserRow> {
+pub async fn require_admin(state: &Context, principal: &Principal) -> AppResult<UserRow> {
     let user_id = match principal {
         Principal::User { user_id, .. } => user_id.clone(),
         Principal::ApiToken { .. } => {
@@ -187,7 +187,7 @@ impl UserPage {
 /// Lists users; `limit` 1 to 100 (default 50), `offset` at least 0 (default 0); values
 /// outside are 400, not clamped.
 pub async fn list_users(
-    state: &AppState,
+    state: &Context,
     limit: Option<i64>,
     offset: Option<i64>,
 ) -> AppResult<UserPage> {
@@ -225,11 +225,11 @@ pub async fn list_users(
 }
 
 /// One user by id; 404 when unknown (ids are UUIDs: anything else is simply not found).
-pub async fn show_user(state: &AppState, user_id: &str) -> AppResult<Profile> {
+pub async fn show_user(state: &Context, user_id: &str) -> AppResult<Profile> {
     profile_of(&state.master, load(state, user_id).await?)
 }
 
-pub async fn promote(state: &AppState, who: String) -> AppResult<UserRow> {
+pub async fn promote(state: &Context, who: String) -> AppResult<UserRow> {
     let master = state.master.clone();
     state
         .store
@@ -245,7 +245,7 @@ pub async fn promote(state: &AppState, who: String) -> AppResult<UserRow> {
         .await
 }
 
-fn describe(state: &AppState, u: &UserRow) -> String {
+fn describe(state: &Context, u: &UserRow) -> String {
     let email = email_of(&state.master, u).unwrap_or_else(|_| "<unreadable>".to_owned());
     let now = unix_now() as i64;
     let subscription = match (u.subscription_is_active(now), u.subscription_until) {
@@ -271,7 +271,7 @@ pub fn fmt_time(secs: i64) -> String {
 }
 
 /// Runs a `switchboard user …` command and returns what to print.
-pub async fn run_cli(state: &AppState, command: UserCommand) -> AppResult<String> {
+pub async fn run_cli(state: &Context, command: UserCommand) -> AppResult<String> {
     match command {
         UserCommand::List => {
             let rows = state

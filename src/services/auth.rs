@@ -12,7 +12,7 @@ use super::users::{self, Profile};
 use crate::clock::unix_now;
 use crate::crypto;
 use crate::error::{AppError, AppResult, ErrorCode};
-use crate::state::AppState;
+use crate::services::Context;
 use crate::store::users::UserRow;
 use crate::store::{self, login_codes, matrix_logouts, refresh_tokens, user_keys};
 
@@ -100,7 +100,7 @@ pub fn validate_code(code: &str) -> AppResult<()> {
 
 /// Creates a code for `email`, stores its hash and mails it.
 pub async fn request_code(
-    state: &AppState,
+    state: &Context,
     email: &str,
     purpose: CodePurpose,
     requested_by: Option<String>,
@@ -158,7 +158,7 @@ pub async fn request_code(
 /// Checks `code` against the newest usable code of `email`; consumes it on success.
 /// Returns the code's row id and who requested it.
 pub async fn check_code(
-    state: &AppState,
+    state: &Context,
     email: &str,
     code: &str,
     purpose: CodePurpose,
@@ -244,7 +244,7 @@ fn check_code_budget(c: &rusqlite::Connection, index: &[u8], now: i64) -> AppRes
 /// `POST /api/auth/verify`: checks the code, creates the user on first sign-in (with its
 /// optional X25519 key), makes sure the Matrix account exists, and opens a session.
 pub async fn sign_in(
-    state: &AppState,
+    state: &Context,
     email: &str,
     code: &str,
     public_key: Option<String>,
@@ -272,7 +272,7 @@ pub async fn sign_in(
 
 /// The user with this e-mail, created (as a member of `primary` when given) if unknown.
 pub async fn find_or_create(
-    state: &AppState,
+    state: &Context,
     email: &str,
     primary: Option<String>,
     public_key: Option<String>,
@@ -308,7 +308,7 @@ pub async fn find_or_create(
 
 /// Registers the user's Matrix account (shared-secret registration; login if it already
 /// exists) when it has none yet, and stores the access token sealed.
-pub async fn ensure_matrix_account(state: &AppState, user: UserRow) -> AppResult<UserRow> {
+pub async fn ensure_matrix_account(state: &Context, user: UserRow) -> AppResult<UserRow> {
     if user.matrix_access_token_enc.is_some() {
         return Ok(user);
     }
@@ -362,11 +362,7 @@ pub async fn ensure_matrix_account(state: &AppState, user: UserRow) -> AppResult
 
 /// Opens a session for `user`: a Matrix device of its own (see
 /// [`super::matrix_sessions`]), an access token naming the session and a refresh token.
-pub async fn open_session(
-    state: &AppState,
-    user: UserRow,
-    is_new_user: bool,
-) -> AppResult<Session> {
+pub async fn open_session(state: &Context, user: UserRow, is_new_user: bool) -> AppResult<Session> {
     let session_id = uuid::Uuid::new_v4().simple().to_string();
     let device = matrix_sessions::open_device(state, &user).await?;
     let sealed = match &device {
@@ -419,7 +415,7 @@ pub async fn open_session(
 }
 
 /// `POST /api/auth/refresh`: a new access token for a valid refresh token.
-pub async fn refresh(state: &AppState, refresh_token: &str) -> AppResult<(String, u64)> {
+pub async fn refresh(state: &Context, refresh_token: &str) -> AppResult<(String, u64)> {
     let hash = crypto::sha256_hex(refresh_token.trim());
     let now = unix_now() as i64;
     let (user_id, session_id) = state
@@ -432,7 +428,7 @@ pub async fn refresh(state: &AppState, refresh_token: &str) -> AppResult<(String
 
 /// `POST /api/auth/logout`: revokes every refresh token of the user and logs the Matrix
 /// devices of those sessions out (queued for later when the homeserver does not confirm).
-pub async fn logout(state: &AppState, user_id: &str) -> AppResult<usize> {
+pub async fn logout(state: &Context, user_id: &str) -> AppResult<usize> {
     let uid = user_id.to_owned();
     let now = unix_now() as i64;
     let revoked = state
@@ -450,6 +446,6 @@ pub async fn logout(state: &AppState, user_id: &str) -> AppResult<usize> {
 }
 
 /// Lifetime of codes, for messages.
-pub fn code_ttl(state: &AppState) -> Duration {
+pub fn code_ttl(state: &Context) -> Duration {
     state.config.auth.code_ttl.0
 }

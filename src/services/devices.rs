@@ -22,7 +22,7 @@ use crate::config::PushEnvironment;
 use crate::crypto::{Aad, DataKey};
 use crate::error::{AppError, AppResult, ErrorCode};
 use crate::events::ChangeEvent;
-use crate::state::AppState;
+use crate::services::Context;
 use crate::store::devices::{self as store, DeviceRow};
 
 pub const MAX_DEVICE_NAME: usize = 100;
@@ -122,7 +122,7 @@ pub fn environment_name(env: PushEnvironment) -> &'static str {
     }
 }
 
-fn token_index(state: &AppState, token: &str) -> Vec<u8> {
+fn token_index(state: &Context, token: &str) -> Vec<u8> {
     state.master.blind_index(INDEX_DOMAIN, token)
 }
 
@@ -137,7 +137,7 @@ pub struct Registration {
 }
 
 /// Registers (or updates) a device; returns its `tokenId`.
-pub async fn register(state: &AppState, user_id: &str, reg: Registration) -> AppResult<String> {
+pub async fn register(state: &Context, user_id: &str, reg: Registration) -> AppResult<String> {
     let token = validate_token(&reg.token)?;
     let device_name = optional_field("deviceName", reg.device_name, MAX_DEVICE_NAME)?;
     let device_model = optional_field("deviceModel", reg.device_model, MAX_DEVICE_MODEL)?;
@@ -209,7 +209,7 @@ pub async fn register(state: &AppState, user_id: &str, reg: Registration) -> App
 }
 
 /// Removes the caller's device with this token; 404 when the caller has none.
-pub async fn unregister(state: &AppState, user_id: &str, token: &str) -> AppResult<()> {
+pub async fn unregister(state: &Context, user_id: &str, token: &str) -> AppResult<()> {
     let token = validate_token(token)?;
     let index = token_index(state, &token);
     let uid = user_id.to_owned();
@@ -231,7 +231,7 @@ pub async fn unregister(state: &AppState, user_id: &str, token: &str) -> AppResu
     Ok(())
 }
 
-pub async fn delete(state: &AppState, user_id: &str, token_id: &str) -> AppResult<()> {
+pub async fn delete(state: &Context, user_id: &str, token_id: &str) -> AppResult<()> {
     let id = parse_id("tokenId", token_id)?;
     let uid = user_id.to_owned();
     let n = state
@@ -248,7 +248,7 @@ fn open_token(dek: Option<&DataKey>, row: &DeviceRow) -> Option<String> {
     dek?.open_string(&row.token_enc, &aad(&row.id)).ok()
 }
 
-pub async fn list(state: &AppState, user_id: &str) -> AppResult<Vec<Device>> {
+pub async fn list(state: &Context, user_id: &str) -> AppResult<Vec<Device>> {
     let user = users::load(state, user_id).await?;
     let dek = users::data_key(&state.master, &user).ok();
     let uid = user_id.to_owned();
@@ -282,7 +282,7 @@ fn env_of(row: &DeviceRow) -> PushEnvironment {
 /// Sends to one device; forgets the device when APNs says its token is dead, records the
 /// use otherwise.
 async fn push_to(
-    state: &AppState,
+    state: &Context,
     row: &DeviceRow,
     token: &str,
     n: &Notification,
@@ -319,7 +319,7 @@ async fn push_to(
 /// `POST /api/devices/{tokenId}/test`: 503 `push_not_configured` without `[push]`, 404 for
 /// an unknown device, 502 `push_rejected` with the APNs reason (the device is removed when
 /// the token is dead), 503 `push_unavailable` when APNs cannot be reached.
-pub async fn test(state: &AppState, user_id: &str, token_id: &str) -> AppResult<()> {
+pub async fn test(state: &Context, user_id: &str, token_id: &str) -> AppResult<()> {
     let id = parse_id("tokenId", token_id)?;
     if state.push.is_none() {
         return Err(not_configured());
@@ -380,7 +380,7 @@ pub struct PushStatus {
     pub bundle_id: Option<String>,
 }
 
-pub fn status(state: &AppState) -> PushStatus {
+pub fn status(state: &Context) -> PushStatus {
     match &state.push {
         Some(p) => PushStatus {
             configured: true,
@@ -400,7 +400,7 @@ pub fn status(state: &AppState) -> PushStatus {
 ///
 /// Public so other services can notify a user (e.g. the sync engine for important
 /// messages, if it prefers calling this over the event hook).
-pub async fn notify_user(state: &AppState, user_id: &str, notification: Notification) -> usize {
+pub async fn notify_user(state: &Context, user_id: &str, notification: Notification) -> usize {
     if state.push.is_none() {
         return 0;
     }

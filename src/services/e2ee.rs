@@ -1,4 +1,4 @@
-//! Each user's sync device as an end-to-end encryption device (DESIGN §10): opening its
+//! Each user's sync device as an end-to-end encryption device (README, "Encrypted rooms"): opening its
 //! machine (and replacing the device when a destroyed store left its keys on the
 //! homeserver), sending into encrypted rooms, and destroying the crypto store on key
 //! deletion and account removal.
@@ -14,7 +14,7 @@ use crate::clients::matrix::e2ee::{self, E2eeError, Identity, Opened, UserCrypto
 use crate::clients::matrix::{MatrixClient, MatrixError};
 use crate::clock::unix_now;
 use crate::error::{AppError, AppResult, ErrorCode};
-use crate::state::AppState;
+use crate::services::Context;
 use crate::store::users::UserRow;
 
 /// HKDF label of the crypto store key (derived from the user's data key).
@@ -36,7 +36,7 @@ pub fn error(e: E2eeError) -> AppError {
 
 /// The user's machine; `None` without a homeserver or a Matrix account. Replaces the
 /// sync device once when its keys on the homeserver belong to a destroyed store.
-pub async fn machine_for(state: &AppState, user: &UserRow) -> AppResult<Option<Arc<UserCrypto>>> {
+pub async fn machine_for(state: &Context, user: &UserRow) -> AppResult<Option<Arc<UserCrypto>>> {
     let Some(matrix) = &state.matrix else {
         return Ok(None);
     };
@@ -73,7 +73,7 @@ pub async fn machine_for(state: &AppState, user: &UserRow) -> AppResult<Option<A
 /// removes its keys from the homeserver). Serialised so that the sync worker and a send
 /// never both replace it.
 async fn replace_sync_device(
-    state: &AppState,
+    state: &Context,
     matrix: &MatrixClient,
     user: &UserRow,
     old_token: &str,
@@ -150,7 +150,7 @@ impl SendFailure {
 /// of the homeserver each time, so nothing goes out in the clear because the sync lagged.
 /// Room keys go to every joined member's devices. Returns the event id.
 pub async fn send_event(
-    state: &AppState,
+    state: &Context,
     matrix: &MatrixClient,
     user_id: &str,
     token: &str,
@@ -201,7 +201,7 @@ pub async fn send_event(
         .map_err(SendFailure::Homeserver)
 }
 
-async fn machine_for_id(state: &AppState, user_id: &str) -> AppResult<Arc<UserCrypto>> {
+async fn machine_for_id(state: &Context, user_id: &str) -> AppResult<Arc<UserCrypto>> {
     let uid = user_id.to_owned();
     let user = state
         .store
@@ -215,7 +215,7 @@ async fn machine_for_id(state: &AppState, user_id: &str) -> AppResult<Arc<UserCr
 
 /// Destroys the user's crypto store (key deletion, account removal). The sync device's
 /// keys on the homeserver are replaced with a new device when the machine is next needed.
-pub async fn destroy(state: &AppState, user_id: &str) {
+pub async fn destroy(state: &Context, user_id: &str) {
     match state.e2ee.destroy(user_id).await {
         Ok(true) => tracing::info!(%user_id, "crypto store destroyed"),
         Ok(false) => {}

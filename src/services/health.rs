@@ -4,7 +4,7 @@
 use std::time::{Duration, Instant};
 
 use crate::error::AppError;
-use crate::state::AppState;
+use crate::services::Context;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum CheckStatus {
@@ -83,7 +83,7 @@ impl Report {
     }
 }
 
-pub async fn check_all(state: &AppState) -> Report {
+pub async fn check_all(state: &Context) -> Report {
     let (database, cache, ai, matrix) = tokio::join!(
         check_database(state),
         check_cache(state),
@@ -102,7 +102,7 @@ pub async fn check_all(state: &AppState) -> Report {
 /// `log_only` with the `log` transport (whatever the listen address: behind a reverse
 /// proxy a loopback server is public too); `ok` with SMTP, which is not contacted here
 /// (a failing SMTP server shows as 500 on `POST /api/auth/code` and in the log).
-fn check_mail(state: &AppState) -> Check {
+fn check_mail(state: &Context) -> Check {
     match state.config.mail.transport {
         crate::config::MailTransport::Log => Check::without(
             CheckStatus::LogOnly,
@@ -114,7 +114,7 @@ fn check_mail(state: &AppState) -> Check {
     }
 }
 
-async fn check_database(state: &AppState) -> Check {
+async fn check_database(state: &Context) -> Check {
     let started = Instant::now();
     let result = state
         .store
@@ -127,7 +127,7 @@ async fn check_database(state: &AppState) -> Check {
 }
 
 /// Writes and reads back a value through the in-process cache.
-async fn check_cache(state: &AppState) -> Check {
+async fn check_cache(state: &Context) -> Check {
     let started = Instant::now();
     let probe = started.elapsed().as_nanos() as u64 ^ 0x5eed;
     state.health_cache.insert("probe", probe).await;
@@ -138,7 +138,7 @@ async fn check_cache(state: &AppState) -> Check {
     Check::timed(started, result)
 }
 
-async fn check_ai(state: &AppState) -> Check {
+async fn check_ai(state: &Context) -> Check {
     let Some(ai) = &state.config.ai else {
         return Check::without(CheckStatus::Disabled, None);
     };
@@ -163,7 +163,7 @@ async fn check_ai(state: &AppState) -> Check {
     Check::timed(started, result)
 }
 
-async fn check_matrix(state: &AppState) -> Check {
+async fn check_matrix(state: &Context) -> Check {
     let Some(matrix) = &state.matrix else {
         return Check::without(
             CheckStatus::NotConfigured,

@@ -31,7 +31,7 @@ use crate::clients::matrix::MatrixError;
 use crate::clock::unix_now;
 use crate::crypto::DataKey;
 use crate::error::{AppError, AppResult, ErrorCode};
-use crate::state::AppState;
+use crate::services::Context;
 use crate::store::history::{self as stored, Gap};
 use crate::store::messages::PageStart;
 use crate::store::users::UserRow;
@@ -127,7 +127,7 @@ pub enum Fill {
 /// Renders a page with `render(fill)`; while it reports a gap, fills the gap and renders
 /// again. `render` must return a page unless `fill` is [`Fill::Allowed`].
 pub async fn render_filling<F, Fut>(
-    state: &AppState,
+    state: &Context,
     user_id: &str,
     mut render: F,
 ) -> AppResult<Bytes>
@@ -170,7 +170,7 @@ fn room_lock(user_id: &str, room_id: &str) -> Arc<tokio::sync::Mutex<Option<Inst
 
 /// Fetches and stores one page of `gap`; returns whether the gap moved (by this call or
 /// by another pager meanwhile), i.e. whether reading the page again can show more.
-async fn fill(state: &AppState, user_id: &str, gap: Gap) -> bool {
+async fn fill(state: &Context, user_id: &str, gap: Gap) -> bool {
     let lock = room_lock(user_id, &gap.room_id);
     let mut failed_at = lock.lock().await;
     if failed_at.is_some_and(|t| t.elapsed() < RETRY_AFTER) {
@@ -190,7 +190,7 @@ async fn fill(state: &AppState, user_id: &str, gap: Gap) -> bool {
     }
 }
 
-async fn fetch_and_store(state: &AppState, user_id: &str, gap: &Gap) -> AppResult<bool> {
+async fn fetch_and_store(state: &Context, user_id: &str, gap: &Gap) -> AppResult<bool> {
     let Some(matrix) = state.matrix.clone() else {
         return Ok(false);
     };

@@ -328,6 +328,18 @@ pub struct NewMessage {
     pub scorable: bool,
 }
 
+/// Refines the scores of newly stored messages off the sync path (the AI scorer in
+/// `workers::scorer`); the sync hands each committed batch over and never waits.
+pub trait Rescorer: Send + Sync {
+    fn submit(
+        &self,
+        ctx: &crate::services::Context,
+        user_id: &str,
+        reader: &Reader,
+        new: &[NewMessage],
+    );
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -20,7 +20,7 @@ use super::users;
 use crate::clock::unix_now;
 use crate::crypto::{self, Aad, DataKey, MasterKey};
 use crate::error::{AppError, AppResult, ErrorCode};
-use crate::state::AppState;
+use crate::services::Context;
 use crate::store::user_keys::{self, UserKeyRow};
 use crate::store::users::UserRow;
 
@@ -136,7 +136,7 @@ fn load_user(conn: &rusqlite::Connection, user_id: &str) -> AppResult<UserRow> {
 /// `POST /api/keys/register`: the user's first key (or first after a deletion). Returns the
 /// key version. 400 `keys_already_registered` when a key record exists.
 pub async fn register(
-    state: &AppState,
+    state: &Context,
     user_id: &str,
     public_key: String,
     encrypted_master_key: Option<String>,
@@ -175,7 +175,7 @@ pub async fn register(
 /// replaces the stored one (with a new salt); without it the stored material stays. 404
 /// when no keys are registered.
 pub async fn rotate(
-    state: &AppState,
+    state: &Context,
     user_id: &str,
     public_key: String,
     encrypted_master_key: Option<String>,
@@ -209,7 +209,7 @@ pub async fn rotate(
 /// the old one, marks the user `keys_shredded`, and queues the app's Matrix devices for
 /// logout (their tokens were sealed under the old DEK; Switchboard's own sync device
 /// stays); after the commit the WAL is truncated.
-pub async fn delete(state: &AppState, user_id: &str, confirmation: Option<&str>) -> AppResult<()> {
+pub async fn delete(state: &Context, user_id: &str, confirmation: Option<&str>) -> AppResult<()> {
     if confirmation.map(str::trim) != Some(DELETION_CONFIRMATION) {
         return Err(AppError::bad_request(
             ErrorCode::ConfirmationRequired,
@@ -289,7 +289,7 @@ pub struct KeyInfo {
     pub updated_at: Option<i64>,
 }
 
-pub async fn info(state: &AppState, user_id: &str) -> AppResult<KeyInfo> {
+pub async fn info(state: &Context, user_id: &str) -> AppResult<KeyInfo> {
     let uid = user_id.to_owned();
     let row = state.store.query(move |c| user_keys::find(c, &uid)).await?;
     Ok(match row {
@@ -312,7 +312,7 @@ pub async fn info(state: &AppState, user_id: &str) -> AppResult<KeyInfo> {
 
 /// `GET /api/keys/public/{target}`: the public key of the user whose id or Matrix user id
 /// is `target`; 404 when there is no such user or it has no keys.
-pub async fn public_key_of(state: &AppState, target: &str) -> AppResult<(String, i64)> {
+pub async fn public_key_of(state: &Context, target: &str) -> AppResult<(String, i64)> {
     let who = target.trim().to_owned();
     if who.is_empty() || who.len() > 255 {
         return Err(AppError::not_found("user key"));
@@ -327,7 +327,7 @@ pub async fn public_key_of(state: &AppState, target: &str) -> AppResult<(String,
 
 /// `GET /api/keys/recovery`: the stored recovery material (opened) and its salt; 404 when
 /// none is stored.
-pub async fn recovery(state: &AppState, user_id: &str) -> AppResult<(String, String)> {
+pub async fn recovery(state: &Context, user_id: &str) -> AppResult<(String, String)> {
     let master = state.master.clone();
     let uid = user_id.to_owned();
     state

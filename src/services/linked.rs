@@ -20,7 +20,7 @@ use super::users;
 use crate::clock::unix_now;
 use crate::crypto::{Aad, DataKey};
 use crate::error::{AppError, AppResult, ErrorCode};
-use crate::state::AppState;
+use crate::services::Context;
 use crate::store::linked_groups::{self, GroupRow};
 use crate::store::rooms;
 use rusqlite::Connection;
@@ -98,7 +98,7 @@ pub fn validate_room_ids(ids: &[String], min: usize) -> AppResult<Vec<String>> {
     Ok(out)
 }
 
-fn dek_of(state: &AppState, conn: &Connection, user_id: &str) -> AppResult<DataKey> {
+fn dek_of(state: &Context, conn: &Connection, user_id: &str) -> AppResult<DataKey> {
     let user = crate::store::users::find(conn, user_id)?
         .ok_or_else(|| AppError::unauthorized("the signed-in user no longer exists"))?;
     users::data_key(&state.master, &user)
@@ -192,7 +192,7 @@ pub struct NewGroup {
     pub nonce: Option<String>,
 }
 
-pub async fn create(state: &AppState, user_id: &str, new: NewGroup) -> AppResult<GroupView> {
+pub async fn create(state: &Context, user_id: &str, new: NewGroup) -> AppResult<GroupView> {
     let room_ids = validate_room_ids(&new.room_ids, 2)?;
     let name = new
         .name
@@ -238,7 +238,7 @@ pub async fn create(state: &AppState, user_id: &str, new: NewGroup) -> AppResult
         .await
 }
 
-pub async fn list(state: &AppState, user_id: &str) -> AppResult<Vec<GroupView>> {
+pub async fn list(state: &Context, user_id: &str) -> AppResult<Vec<GroupView>> {
     let uid = user_id.to_owned();
     let state2 = state.clone();
     state
@@ -257,7 +257,7 @@ fn find_group(conn: &Connection, user_id: &str, group_id: &str) -> AppResult<Gro
     linked_groups::find(conn, user_id, group_id)?.ok_or_else(|| AppError::not_found("linked group"))
 }
 
-pub async fn get(state: &AppState, user_id: &str, group_id: &str) -> AppResult<GroupView> {
+pub async fn get(state: &Context, user_id: &str, group_id: &str) -> AppResult<GroupView> {
     let gid = parse_group_id(group_id)?;
     let uid = user_id.to_owned();
     let state2 = state.clone();
@@ -273,7 +273,7 @@ pub async fn get(state: &AppState, user_id: &str, group_id: &str) -> AppResult<G
 
 /// The group of a room; 404 when the user does not have the room.
 pub async fn of_room(
-    state: &AppState,
+    state: &Context,
     user_id: &str,
     room_id: &str,
 ) -> AppResult<Option<GroupView>> {
@@ -304,7 +304,7 @@ pub struct GroupChange {
 }
 
 pub async fn update(
-    state: &AppState,
+    state: &Context,
     user_id: &str,
     group_id: &str,
     change: GroupChange,
@@ -343,7 +343,7 @@ pub async fn update(
 }
 
 /// Deletes a group (its rooms stay); returns the normalized group id.
-pub async fn delete(state: &AppState, user_id: &str, group_id: &str) -> AppResult<String> {
+pub async fn delete(state: &Context, user_id: &str, group_id: &str) -> AppResult<String> {
     let gid = parse_group_id(group_id)?;
     let uid = user_id.to_owned();
     state
@@ -360,7 +360,7 @@ pub async fn delete(state: &AppState, user_id: &str, group_id: &str) -> AppResul
 /// `POST /api/rooms/linked/{groupId}/rooms`: returns the rooms added (rooms already in
 /// this group are skipped; a room in another group is 409 and nothing is added).
 pub async fn add_rooms(
-    state: &AppState,
+    state: &Context,
     user_id: &str,
     group_id: &str,
     room_ids: Vec<String>,
@@ -388,7 +388,7 @@ pub async fn add_rooms(
 /// `DELETE /api/rooms/linked/{groupId}/rooms/{roomId}`: returns whether the group was
 /// deleted because it lost its last room. 404 when the room is not in the group.
 pub async fn remove_room(
-    state: &AppState,
+    state: &Context,
     user_id: &str,
     group_id: &str,
     room_id: &str,
@@ -425,7 +425,7 @@ pub async fn remove_room(
 /// itself when it is on that platform; the earliest added one when several are); otherwise,
 /// or when the group has no room on that platform, `room_id` unchanged.
 pub async fn room_for_platform(
-    state: &AppState,
+    state: &Context,
     user_id: &str,
     room_id: &str,
     platform: &str,

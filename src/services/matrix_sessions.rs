@@ -16,7 +16,7 @@ use crate::clients::matrix::{MatrixClient, MatrixSession};
 use crate::clock::unix_now;
 use crate::crypto::{Aad, MasterKey};
 use crate::error::{AppError, AppResult, ErrorCode};
-use crate::state::AppState;
+use crate::services::Context;
 use crate::store::users::UserRow;
 use crate::store::{matrix_logouts, refresh_tokens};
 
@@ -65,7 +65,7 @@ fn homeserver_unavailable(e: impl std::fmt::Display) -> AppError {
 /// Logs in to `user`'s Matrix account as a new app device. `None` without a homeserver
 /// or before the user has a Matrix account; 503 `homeserver_unavailable` when the
 /// homeserver refuses or cannot be reached.
-pub async fn open_device(state: &AppState, user: &UserRow) -> AppResult<Option<MatrixSession>> {
+pub async fn open_device(state: &Context, user: &UserRow) -> AppResult<Option<MatrixSession>> {
     let (Some(matrix), Some(mxid)) = (&state.matrix, &user.matrix_user_id) else {
         return Ok(None);
     };
@@ -84,7 +84,7 @@ pub async fn open_device(state: &AppState, user: &UserRow) -> AppResult<Option<M
 
 /// Logs out a device whose session could not be stored (best effort: nothing refers to
 /// it, so it is queued when the homeserver does not confirm).
-pub async fn discard_device(state: &AppState, user_id: &str, device: &MatrixSession) {
+pub async fn discard_device(state: &Context, user_id: &str, device: &MatrixSession) {
     let Some(matrix) = &state.matrix else { return };
     if matrix.logout(&device.access_token).await.is_ok() {
         return;
@@ -104,7 +104,7 @@ pub async fn discard_device(state: &AppState, user_id: &str, device: &MatrixSess
 /// key deletion), `None` when the session has ended, the access token names no session,
 /// or there is no homeserver.
 pub async fn session_token(
-    state: &AppState,
+    state: &Context,
     user: &UserRow,
     session_id: Option<&str>,
 ) -> AppResult<Option<String>> {
@@ -152,7 +152,7 @@ pub async fn session_token(
 /// Logs out `user_id`'s queued devices now, waiting at most [`IMMEDIATE_WAIT`]; what is
 /// not confirmed by then stays queued for the background loop. Never fails: the caller's
 /// own change (a logout, a removal) is already committed.
-pub async fn log_out_queued(state: &AppState, user_id: &str) {
+pub async fn log_out_queued(state: &Context, user_id: &str) {
     let Some(matrix) = state.matrix.clone() else {
         return;
     };
@@ -168,7 +168,7 @@ pub async fn log_out_queued(state: &AppState, user_id: &str) {
 
 /// One attempt at `user_id`'s queued devices (all, or those due by `due_by`).
 async fn log_out_user(
-    state: &AppState,
+    state: &Context,
     matrix: &MatrixClient,
     user_id: &str,
     due_by: Option<i64>,
@@ -234,7 +234,7 @@ async fn log_out_user(
 /// logouts (with a homeserver only). Its first round, at start, tries every queued device
 /// whatever its retry time: the outage may have been this process's (a wrong URL, a
 /// network that came up late). Ends on shutdown.
-pub fn spawn(state: &AppState) -> Option<tokio::task::JoinHandle<()>> {
+pub fn spawn(state: &Context) -> Option<tokio::task::JoinHandle<()>> {
     let matrix = state.matrix.clone()?;
     let state = state.clone();
     Some(tokio::spawn(async move {
@@ -253,7 +253,7 @@ pub fn spawn(state: &AppState) -> Option<tokio::task::JoinHandle<()>> {
     }))
 }
 
-async fn round(state: &AppState, matrix: &MatrixClient, everything: bool) -> AppResult<()> {
+async fn round(state: &Context, matrix: &MatrixClient, everything: bool) -> AppResult<()> {
     let now = unix_now() as i64;
     let due_by = if everything { i64::MAX } else { now };
     let users = state

@@ -1,5 +1,7 @@
 //! Domain services: the logic behind the HTTP handlers, free of poem types.
 
+pub use context::Context;
+
 pub mod accounts;
 pub mod admin;
 pub mod ai;
@@ -7,6 +9,7 @@ pub mod allowlist;
 pub mod attestation;
 pub mod auth;
 pub mod bridges;
+pub mod context;
 pub mod conversations;
 pub mod devices;
 pub mod e2ee;

@@ -17,7 +17,7 @@ use crate::crypto::{Aad, DataKey, MasterKey};
 use crate::error::{AppError, AppResult};
 use crate::events::ChangeEvent;
 use crate::services::conversations::require_readable;
-use crate::state::AppState;
+use crate::services::Context;
 use crate::store::reminders::{self as store, ReminderRow};
 
 pub const MAX_TITLE_CHARS: usize = 500;
@@ -121,7 +121,7 @@ pub struct ReminderInput {
     pub completed: Option<bool>,
 }
 
-async fn user_and_key(state: &AppState, user_id: &str) -> AppResult<DataKey> {
+async fn user_and_key(state: &Context, user_id: &str) -> AppResult<DataKey> {
     let user = users::load(state, user_id).await?;
     require_readable(&user)?;
     users::data_key(&state.master, &user)
@@ -181,7 +181,7 @@ fn apply(dek: &DataKey, row: &mut ReminderRow, input: ReminderInput, now: i64) -
     Ok(())
 }
 
-pub async fn create(state: &AppState, user_id: &str, input: ReminderInput) -> AppResult<Reminder> {
+pub async fn create(state: &Context, user_id: &str, input: ReminderInput) -> AppResult<Reminder> {
     if input.title.is_none() {
         return Err(AppError::invalid("title", "is required"));
     }
@@ -214,7 +214,7 @@ pub async fn create(state: &AppState, user_id: &str, input: ReminderInput) -> Ap
 }
 
 pub async fn update(
-    state: &AppState,
+    state: &Context,
     user_id: &str,
     id: &str,
     input: ReminderInput,
@@ -239,7 +239,7 @@ pub async fn update(
     Ok(open(&row.1, row.0))
 }
 
-pub async fn delete(state: &AppState, user_id: &str, id: &str) -> AppResult<String> {
+pub async fn delete(state: &Context, user_id: &str, id: &str) -> AppResult<String> {
     let id = parse_id("id", id)?;
     let user = users::load(state, user_id).await?;
     require_readable(&user)?;
@@ -263,7 +263,7 @@ pub struct ReminderPage {
 }
 
 pub async fn list(
-    state: &AppState,
+    state: &Context,
     user_id: &str,
     completed: Option<&str>,
     limit: Option<&str>,
@@ -293,7 +293,7 @@ pub async fn list(
 /// Announces due reminders (called by the scheduler): marks them notified, publishes
 /// `reminder.due` `{id, dueAt}` and pushes "Reminder: <title>" to the owner's devices.
 /// Returns how many were announced.
-pub async fn announce_due(state: &AppState) -> AppResult<usize> {
+pub async fn announce_due(state: &Context) -> AppResult<usize> {
     let now = now_ms();
     let due = state
         .store
@@ -334,7 +334,7 @@ pub async fn announce_due(state: &AppState) -> AppResult<usize> {
 }
 
 /// The next due time of an unannounced reminder, ms.
-pub async fn next_due(state: &AppState) -> AppResult<Option<i64>> {
+pub async fn next_due(state: &Context) -> AppResult<Option<i64>> {
     state
         .store
         .run(|c| Ok::<_, AppError>(store::next_due(c)?))

@@ -20,7 +20,7 @@ use crate::clients::provisioning::Platform;
 use crate::crypto::{open_envelope, Envelope};
 use crate::error::{AppError, AppResult, ErrorCode};
 use crate::events::ChangeEvent;
-use crate::state::AppState;
+use crate::services::Context;
 use crate::store::scheduled_messages::{self as store, ListFilter, ScheduledRow, Stats, PENDING};
 
 /// Largest accepted plaintext, bytes.
@@ -127,7 +127,7 @@ fn invalid_encryption(why: impl std::fmt::Display) -> AppError {
 
 /// Opens a stored or submitted envelope with the server's X25519 secret.
 pub fn open_body(
-    state: &AppState,
+    state: &Context,
     encrypted_body: &str,
     nonce: &str,
     eph: &str,
@@ -158,7 +158,7 @@ pub fn message_content(plaintext: &str) -> Value {
 }
 
 /// Checks a submitted envelope opens to an acceptable body.
-fn check_body(state: &AppState, encrypted_body: &str, nonce: &str, eph: &str) -> AppResult<()> {
+fn check_body(state: &Context, encrypted_body: &str, nonce: &str, eph: &str) -> AppResult<()> {
     let plain = open_body(state, encrypted_body, nonce, eph)?;
     if plain.len() > MAX_BODY_BYTES {
         return Err(AppError::invalid(
@@ -188,7 +188,7 @@ pub struct NewScheduled {
 }
 
 /// `scheduled.updated` `{id, roomId, status}` on the owner's event stream.
-pub fn publish(state: &AppState, user_id: &str, id: &str, room_id: &str, status: &str) {
+pub fn publish(state: &Context, user_id: &str, id: &str, room_id: &str, status: &str) {
     state.events.publish(
         user_id,
         ChangeEvent::ScheduledUpdated {
@@ -199,7 +199,7 @@ pub fn publish(state: &AppState, user_id: &str, id: &str, room_id: &str, status:
     );
 }
 
-pub async fn create(state: &AppState, user_id: &str, new: NewScheduled) -> AppResult<ScheduledRow> {
+pub async fn create(state: &Context, user_id: &str, new: NewScheduled) -> AppResult<ScheduledRow> {
     let room_id = validate_room_id("roomId", &new.room_id)?;
     let target_platform = validate_platform(new.target_platform.as_deref())?;
     let now = now_ms();
@@ -249,7 +249,7 @@ pub struct Page {
     pub offset: i64,
 }
 
-pub async fn list(state: &AppState, user_id: &str, q: ListQuery) -> AppResult<Page> {
+pub async fn list(state: &Context, user_id: &str, q: ListQuery) -> AppResult<Page> {
     let (limit, offset) = parse_page(q.limit.as_deref(), q.offset.as_deref())?;
     let status = match q.status.as_deref().map(str::trim) {
         None | Some("") => None,
@@ -284,7 +284,7 @@ pub async fn list(state: &AppState, user_id: &str, q: ListQuery) -> AppResult<Pa
     })
 }
 
-pub async fn get(state: &AppState, user_id: &str, id: &str) -> AppResult<ScheduledRow> {
+pub async fn get(state: &Context, user_id: &str, id: &str) -> AppResult<ScheduledRow> {
     let id = parse_id("id", id)?;
     let uid = user_id.to_owned();
     state
@@ -326,7 +326,7 @@ pub struct ScheduledChange {
 /// fields go together (a new envelope has its own ephemeral key and nonce). Resets the
 /// attempt count and the last failure.
 pub async fn update(
-    state: &AppState,
+    state: &Context,
     user_id: &str,
     id: &str,
     change: ScheduledChange,
@@ -405,7 +405,7 @@ pub async fn update(
 }
 
 /// DELETE: cancels a pending message; returns its id.
-pub async fn cancel(state: &AppState, user_id: &str, id: &str) -> AppResult<String> {
+pub async fn cancel(state: &Context, user_id: &str, id: &str) -> AppResult<String> {
     let id = parse_id("id", id)?;
     let uid = user_id.to_owned();
     let mid = id.clone();
@@ -429,7 +429,7 @@ pub async fn cancel(state: &AppState, user_id: &str, id: &str) -> AppResult<Stri
     Ok(id)
 }
 
-pub async fn stats(state: &AppState, user_id: &str) -> AppResult<Stats> {
+pub async fn stats(state: &Context, user_id: &str) -> AppResult<Stats> {
     let uid = user_id.to_owned();
     Ok(state.store.query(move |c| store::stats(c, &uid)).await?)
 }

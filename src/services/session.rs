@@ -12,7 +12,7 @@ use serde::{Deserialize, Serialize};
 use crate::clock::unix_now;
 use crate::crypto;
 use crate::error::{AppError, AppResult, ErrorCode};
-use crate::state::AppState;
+use crate::services::Context;
 use crate::store::epoch::{EpochCache, WriteEpoch};
 use crate::store::{api_tokens, users};
 
@@ -55,7 +55,7 @@ impl AuthCache {
 }
 
 /// Whether `token` is a personal token this process has seen exist (no database access).
-pub fn is_known_personal_token(state: &AppState, token: &str) -> bool {
+pub fn is_known_personal_token(state: &Context, token: &str) -> bool {
     state
         .auth_cache
         .known
@@ -197,7 +197,7 @@ impl JwtKeys {
 /// Resolves a bearer token to its principal. Errors are the exact answers the gate gives:
 /// 401 for unknown, expired or revoked credentials; 403 `subscription_expired` for a
 /// personal token whose owner has no active subscription.
-pub async fn authenticate(state: &AppState, token: &str) -> AppResult<Principal> {
+pub async fn authenticate(state: &Context, token: &str) -> AppResult<Principal> {
     if token.starts_with(PERSONAL_TOKEN_PREFIX) {
         return authenticate_personal(state, token).await;
     }
@@ -225,7 +225,7 @@ pub async fn authenticate(state: &AppState, token: &str) -> AppResult<Principal>
     })
 }
 
-async fn authenticate_personal(state: &AppState, token: &str) -> AppResult<Principal> {
+async fn authenticate_personal(state: &Context, token: &str) -> AppResult<Principal> {
     let hash = crypto::sha256_hex(token);
     let now = unix_now() as i64;
     if let Some(grant) = state.auth_cache.tokens.get(&hash) {

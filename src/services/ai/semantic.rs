@@ -18,7 +18,7 @@ use crate::error::{AppError, AppResult};
 use crate::services::conversations;
 use crate::services::search::run::{render, verified_matches, Verified};
 use crate::services::search::{Query, SearchPage, KIND_MESSAGE};
-use crate::state::AppState;
+use crate::services::Context;
 use crate::store::messages::{self as stored, MessageRow};
 use crate::store::search_index::{self, Candidate, Filters, VectorRow};
 
@@ -120,7 +120,7 @@ fn prefixed_columns() -> String {
 
 /// `POST /api/ai/search`.
 pub async fn search(
-    state: &AppState,
+    state: &Context,
     user_id: &str,
     query_text: &str,
     limit: Option<i64>,

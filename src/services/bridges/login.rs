@@ -6,7 +6,7 @@ use crate::error::ErrorCode;
 
 /// The bridge's login flows.
 pub async fn flows(
-    state: &AppState,
+    state: &Context,
     user_id: &str,
     platform: Platform,
 ) -> AppResult<Vec<LoginFlow>> {
@@ -18,7 +18,7 @@ pub async fn flows(
 /// Starts a login with `flow_id` (re-authenticating `relogin` when given). At most
 /// [`LOGIN_RATE_LIMIT`] starts per user per [`LOGIN_RATE_WINDOW`] (429).
 pub async fn start_login(
-    state: &AppState,
+    state: &Context,
     user_id: &str,
     platform: Platform,
     flow_id: &str,
@@ -106,7 +106,7 @@ pub async fn start_login(
 }
 
 /// Records a step the bridge returned; completes the login when it is the last.
-async fn advance(state: &AppState, process: &Process, step: LoginStep) -> AppResult<LoginUpdate> {
+async fn advance(state: &Context, process: &Process, step: LoginStep) -> AppResult<LoginUpdate> {
     if let Some(login_id) = step.completed_login_id() {
         let completion = finish_login(state, process, login_id).await;
         let mut s = process.lock();
@@ -120,7 +120,7 @@ async fn advance(state: &AppState, process: &Process, step: LoginStep) -> AppRes
 
 /// After the bridge completed a login: reads whoami afresh (recording the new login and
 /// publishing its state) and returns the login's info.
-async fn finish_login(state: &AppState, process: &Process, login_id: &str) -> Completion {
+async fn finish_login(state: &Context, process: &Process, login_id: &str) -> Completion {
     let platform = process.platform;
     let info = async {
         let user = users::load(state, &process.user_id).await?;
@@ -177,7 +177,7 @@ async fn finish_login(state: &AppState, process: &Process, login_id: &str) -> Co
 }
 
 async fn find_process(
-    state: &AppState,
+    state: &Context,
     user_id: &str,
     platform: Platform,
     process_id: &str,
@@ -196,7 +196,7 @@ async fn find_process(
 
 /// Submits a `user_input` or `cookies` step.
 pub async fn submit_step(
-    state: &AppState,
+    state: &Context,
     user_id: &str,
     platform: Platform,
     process_id: &str,
@@ -240,7 +240,7 @@ pub async fn submit_step(
 /// to move on: a new step (e.g. a refreshed QR code), the completed login, or expiry.
 /// Without news it answers the current step again.
 pub async fn wait_step(
-    state: &AppState,
+    state: &Context,
     user_id: &str,
     platform: Platform,
     process_id: &str,
@@ -318,7 +318,7 @@ pub async fn wait_step(
 
 /// The background `display_and_wait` long-poll of one process.
 async fn long_poll(
-    state: AppState,
+    state: Context,
     client: crate::clients::provisioning::ProvisioningClient,
     process: Arc<Process>,
     step_id: String,
@@ -386,7 +386,7 @@ pub fn pick_flow(platform: Platform, flows: &[LoginFlow]) -> Option<&LoginFlow> 
 }
 
 /// Deprecated one-call login: picks a flow and starts it.
-pub async fn connect(state: &AppState, user_id: &str, platform: Platform) -> AppResult<Connected> {
+pub async fn connect(state: &Context, user_id: &str, platform: Platform) -> AppResult<Connected> {
     let flows = flows(state, user_id, platform).await?;
     let flow = pick_flow(platform, &flows)
         .cloned()

@@ -32,7 +32,7 @@ use crate::error::{AppError, AppResult, ErrorCode};
 use crate::events::ChangeEvent;
 use crate::services::upstream::bridge_error;
 use crate::services::users;
-use crate::state::AppState;
+use crate::services::Context;
 use crate::store::bridge_logins::{self, BridgeLoginRow};
 use crate::store::users::UserRow;
 
@@ -247,7 +247,7 @@ impl Process {
 /// A login the record knows but the bridge no longer has is just removed; one neither
 /// knows is 404 `login_not_found`. Returns the removed login ids.
 pub async fn logout(
-    state: &AppState,
+    state: &Context,
     user_id: &str,
     platform: Platform,
     login_id: Option<&str>,
@@ -291,7 +291,7 @@ pub async fn logout(
 
 /// `DELETE /api/bridges/{platform}`: logs out every login and forgets the user's login
 /// processes on the platform.
-pub async fn remove(state: &AppState, user_id: &str, platform: Platform) -> AppResult<Vec<String>> {
+pub async fn remove(state: &Context, user_id: &str, platform: Platform) -> AppResult<Vec<String>> {
     let removed = logout(state, user_id, platform, None).await?;
     let stale: Vec<_> = state
         .bridges

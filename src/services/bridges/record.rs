@@ -14,7 +14,7 @@ pub fn parse_platform(value: &str) -> AppResult<Platform> {
 }
 
 /// The user and the Matrix ID the bridge acts for (created first if missing).
-pub(super) async fn acting_user(state: &AppState, user_id: &str) -> AppResult<(UserRow, String)> {
+pub(super) async fn acting_user(state: &Context, user_id: &str) -> AppResult<(UserRow, String)> {
     let mut user = users::load(state, user_id).await?;
     if user.matrix_user_id.is_none() {
         user = crate::services::auth::ensure_matrix_account(state, user).await?;
@@ -58,7 +58,7 @@ pub(super) fn open_row(dek: Option<&DataKey>, row: &BridgeLoginRow) -> LoginInfo
 
 /// The stored logins of the user on a platform.
 pub(super) async fn stored_logins(
-    state: &AppState,
+    state: &Context,
     user: &UserRow,
     platform: Platform,
 ) -> AppResult<Vec<LoginInfo>> {
@@ -113,7 +113,7 @@ pub(super) struct StateChange {
 /// event per changed or added login; with `complete` (`observed` is the bridge's whole
 /// whoami list) logins missing from it are removed and published as `LOGGED_OUT`.
 pub(super) async fn reconcile(
-    state: &AppState,
+    state: &Context,
     user: &UserRow,
     platform: Platform,
     observed: Vec<Observed>,
@@ -202,7 +202,7 @@ pub(super) async fn reconcile(
 }
 
 pub(super) fn publish_state(
-    state: &AppState,
+    state: &Context,
     user_id: &str,
     platform: Platform,
     change: StateChange,
@@ -220,7 +220,7 @@ pub(super) fn publish_state(
 
 /// Removes logins from the record (after a logout) and publishes them as `LOGGED_OUT`.
 pub(super) async fn forget_logins(
-    state: &AppState,
+    state: &Context,
     user_id: &str,
     platform: Platform,
     login_id: Option<&str>,

@@ -6,7 +6,7 @@ use super::*;
 /// The bridge's whoami for the user, through the cache; a fresh answer is reconciled into
 /// the record. `fresh` skips the cache.
 pub(super) async fn snapshot(
-    state: &AppState,
+    state: &Context,
     user: &UserRow,
     mxid: &str,
     platform: Platform,
@@ -41,7 +41,7 @@ pub(super) async fn snapshot(
 }
 
 pub(super) async fn status_of(
-    state: &AppState,
+    state: &Context,
     user: &UserRow,
     platform: Platform,
 ) -> AppResult<PlatformStatus> {
@@ -76,7 +76,7 @@ pub(super) async fn status_of(
 /// One platform: configuration, reachability (live whoami through the cache) and the
 /// logins; degrades to the stored logins when the bridge cannot be read.
 pub async fn platform_status(
-    state: &AppState,
+    state: &Context,
     user_id: &str,
     platform: Platform,
 ) -> AppResult<PlatformStatus> {
@@ -85,7 +85,7 @@ pub async fn platform_status(
 }
 
 /// All three platforms, read concurrently.
-pub async fn all_statuses(state: &AppState, user_id: &str) -> AppResult<Vec<PlatformStatus>> {
+pub async fn all_statuses(state: &Context, user_id: &str) -> AppResult<Vec<PlatformStatus>> {
     let user = users::load(state, user_id).await?;
     let reads = Platform::ALL.map(|p| status_of(state, &user, p));
     futures_util::future::join_all(reads)
@@ -96,7 +96,7 @@ pub async fn all_statuses(state: &AppState, user_id: &str) -> AppResult<Vec<Plat
 
 /// The live status: errors (503/502) when the bridge cannot be read.
 pub async fn live_status(
-    state: &AppState,
+    state: &Context,
     user_id: &str,
     platform: Platform,
 ) -> AppResult<PlatformStatus> {
@@ -119,7 +119,7 @@ pub const PLAIN_MATRIX: (&str, &str) = ("matrix", "Matrix");
 /// platform, then plain Matrix rooms ([`PLAIN_MATRIX`]), so that the counts add up to
 /// what the room list shows. Returns (platform id, name, count).
 pub async fn chat_counts(
-    state: &AppState,
+    state: &Context,
     user_id: &str,
 ) -> AppResult<Vec<(&'static str, &'static str, i64)>> {
     let mut counts =

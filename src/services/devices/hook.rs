@@ -8,7 +8,7 @@ use super::*;
 /// `eventId`) has importance ≥ [`IMPORTANT_MESSAGE_THRESHOLD`], was not sent by the
 /// user, its room is not muted and it is recent ([`PUSH_MAX_MESSAGE_AGE_MS`]). The push carries no message text, only `roomId` and
 /// `eventId` for the app to open. Ends on shutdown.
-pub fn spawn_message_hook(state: &AppState) -> Option<tokio::task::JoinHandle<()>> {
+pub fn spawn_message_hook(state: &Context) -> Option<tokio::task::JoinHandle<()>> {
     state.push.as_ref()?;
     let state = state.clone();
     let mut rx = state.events.subscribe();

@@ -5,7 +5,7 @@ use crate::clients::mail::imap::{self, Endpoint, ImapError, Security};
 use crate::clients::mail::smtp::{self, SmtpError};
 use crate::crypto::{Aad, DataKey};
 use crate::error::{AppError, AppResult, ErrorCode};
-use crate::state::AppState;
+use crate::services::Context;
 use crate::store::email::{self as store, AccountRow};
 
 use super::{now_ms, parse_id, seal_json, user_key, Settings, T_ACCOUNTS};
@@ -42,7 +42,7 @@ pub struct Account {
     pub progress: Option<(u64, u64)>,
 }
 
-fn open(state: &AppState, dek: &DataKey, a: AccountRow) -> Account {
+fn open(state: &Context, dek: &DataKey, a: AccountRow) -> Account {
     let email = dek
         .open_string(&a.email_enc, &Aad::new(T_ACCOUNTS, "email", &a.id))
         .unwrap_or_default();
@@ -132,7 +132,7 @@ fn unreachable(message: String) -> AppError {
     AppError::bad_request(ErrorCode::MailServerUnreachable, message)
 }
 
-pub async fn connect(state: &AppState, user_id: &str, input: AccountInput) -> AppResult<Account> {
+pub async fn connect(state: &Context, user_id: &str, input: AccountInput) -> AppResult<Account> {
     let email = input.email.trim().to_owned();
     if email.parse::<lettre::Address>().is_err() || email.len() > 320 {
         return Err(AppError::invalid("email", "must be an e-mail address"));
@@ -194,7 +194,7 @@ pub async fn connect(state: &AppState, user_id: &str, input: AccountInput) -> Ap
     Ok(open(state, &dek, row))
 }
 
-pub async fn list(state: &AppState, user_id: &str) -> AppResult<Vec<Account>> {
+pub async fn list(state: &Context, user_id: &str) -> AppResult<Vec<Account>> {
     let dek = user_key(state, user_id).await?;
     let uid = user_id.to_owned();
     let rows = state
@@ -205,7 +205,7 @@ pub async fn list(state: &AppState, user_id: &str) -> AppResult<Vec<Account>> {
 }
 
 /// Removes the account and (by cascade) its cached mailboxes, threads and messages.
-pub async fn remove(state: &AppState, user_id: &str, id: &str) -> AppResult<String> {
+pub async fn remove(state: &Context, user_id: &str, id: &str) -> AppResult<String> {
     let id = parse_id("mail account", id)?;
     let uid = user_id.to_owned();
     let aid = id.clone();
@@ -223,7 +223,7 @@ pub async fn remove(state: &AppState, user_id: &str, id: &str) -> AppResult<Stri
 /// The account of the user to act with: `account_id` when given (404 when not theirs),
 /// else their first.
 pub async fn pick(
-    state: &AppState,
+    state: &Context,
     user_id: &str,
     account_id: Option<&str>,
 ) -> AppResult<AccountRow> {

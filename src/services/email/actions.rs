@@ -8,7 +8,7 @@ use super::threads::{self, Label, Thread};
 use super::{announce, imap_error, parse_id, user_key};
 use crate::clients::mail::imap::{self, Caps, Session};
 use crate::error::{AppError, AppResult, ErrorCode};
-use crate::state::AppState;
+use crate::services::Context;
 use crate::store::email::{self as store, messages as mstore, MailboxRow};
 
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -61,7 +61,7 @@ async fn open_session(ctx: &AccountCtx) -> AppResult<(Session, Caps)> {
     Ok((s, caps))
 }
 
-async fn account_ctx(state: &AppState, account_id: &str) -> AppResult<AccountCtx> {
+async fn account_ctx(state: &Context, account_id: &str) -> AppResult<AccountCtx> {
     sync::load_ctx(state, account_id)
         .await?
         .ok_or_else(|| AppError::not_found("mail account"))
@@ -90,7 +90,7 @@ async fn ensure(
 }
 
 pub async fn apply(
-    state: &AppState,
+    state: &Context,
     user_id: &str,
     thread_id: &str,
     action: Action,
@@ -284,7 +284,7 @@ fn validate_label(name: &str) -> AppResult<String> {
 
 /// Creates a mailbox on the account (the user's first when `account_id` is absent).
 pub async fn create_label(
-    state: &AppState,
+    state: &Context,
     user_id: &str,
     name: &str,
     account_id: Option<&str>,
@@ -335,7 +335,7 @@ pub async fn create_label(
 /// Fetches attachment `index` of a message from the IMAP server:
 /// `(content type, filename, bytes)`.
 pub async fn attachment(
-    state: &AppState,
+    state: &Context,
     user_id: &str,
     message_id: &str,
     index: u32,

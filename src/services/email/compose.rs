@@ -9,7 +9,7 @@ use super::threads::{self, Message as Cached};
 use super::{announce, imap_error, parse_id, ref_hash, smtp_error, user_key};
 use crate::clients::mail::{imap, smtp};
 use crate::error::{AppError, AppResult, ErrorCode};
-use crate::state::AppState;
+use crate::services::Context;
 use crate::store::email::{self as store, messages as mstore};
 
 pub const MAX_RECIPIENTS: usize = 100;
@@ -78,7 +78,7 @@ fn angle(id: &str) -> String {
     )
 }
 
-pub async fn send(state: &AppState, user_id: &str, input: ComposeInput) -> AppResult<Sent> {
+pub async fn send(state: &Context, user_id: &str, input: ComposeInput) -> AppResult<Sent> {
     let to = mailboxes("to", &input.to)?;
     let cc = mailboxes("cc", &input.cc)?;
     let bcc = mailboxes("bcc", &input.bcc)?;
@@ -209,7 +209,7 @@ pub async fn send(state: &AppState, user_id: &str, input: ComposeInput) -> AppRe
     }
 }
 
-async fn append_sent(state: &AppState, ctx: &AccountCtx, raw: &[u8]) -> AppResult<()> {
+async fn append_sent(state: &Context, ctx: &AccountCtx, raw: &[u8]) -> AppResult<()> {
     let mut s = imap::connect(&ctx.settings.imap)
         .await
         .map_err(imap_error)?;

@@ -1,4 +1,4 @@
-//! E-mail (DESIGN §9): the user's own mailboxes over IMAP and SMTP.
+//! E-mail (README, "E-mail: your own mailboxes"): the user's own mailboxes over IMAP and SMTP.
 //!
 //! The cache (store::email) is what lists and reads come from; actions go to the IMAP
 //! server first and then re-sync the touched mailboxes into the cache. Everything the
@@ -20,7 +20,7 @@ use crate::crypto::{Aad, DataKey};
 use crate::error::{AppError, AppResult, ErrorCode};
 use crate::services::conversations::require_readable;
 use crate::services::users;
-use crate::state::AppState;
+use crate::services::Context;
 
 pub mod accounts;
 pub mod actions;
@@ -146,7 +146,7 @@ pub fn ref_hash(dek: &DataKey, kind: &str, value: &str) -> String {
 }
 
 /// The user's data key for a route (409 `NO_SIGNING_KEY` after `DELETE /api/keys`).
-pub async fn user_key(state: &AppState, user_id: &str) -> AppResult<DataKey> {
+pub async fn user_key(state: &Context, user_id: &str) -> AppResult<DataKey> {
     let user = users::load(state, user_id).await?;
     require_readable(&user)?;
     users::data_key(&state.master, &user)
@@ -195,7 +195,7 @@ pub fn smtp_error(e: SmtpError) -> AppError {
 }
 
 /// Publishes `email.updated` `{accountId, threadId}`.
-pub fn announce(state: &AppState, user_id: &str, account_id: &str, thread_id: &str) {
+pub fn announce(state: &Context, user_id: &str, account_id: &str, thread_id: &str) {
     state.events.publish(
         user_id,
         crate::events::ChangeEvent::EmailUpdated {

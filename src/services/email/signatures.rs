@@ -2,7 +2,7 @@
 
 use crate::crypto::{Aad, DataKey};
 use crate::error::{AppError, AppResult, ErrorCode};
-use crate::state::AppState;
+use crate::services::Context;
 use crate::store::email::signatures::{self as store, SignatureRow};
 
 use super::{now_ms, parse_id, user_key};
@@ -64,7 +64,7 @@ fn validate(name: Option<&str>, text: Option<&str>) -> AppResult<(Option<String>
     Ok((name, text))
 }
 
-pub async fn list(state: &AppState, user_id: &str) -> AppResult<Vec<Signature>> {
+pub async fn list(state: &Context, user_id: &str) -> AppResult<Vec<Signature>> {
     let dek = user_key(state, user_id).await?;
     let uid = user_id.to_owned();
     let rows = state
@@ -74,7 +74,7 @@ pub async fn list(state: &AppState, user_id: &str) -> AppResult<Vec<Signature>> 
     Ok(rows.into_iter().map(|r| open(&dek, r)).collect())
 }
 
-pub async fn get(state: &AppState, user_id: &str, id: &str) -> AppResult<Signature> {
+pub async fn get(state: &Context, user_id: &str, id: &str) -> AppResult<Signature> {
     let id = parse_id("signature", id)?;
     let dek = user_key(state, user_id).await?;
     let uid = user_id.to_owned();
@@ -86,7 +86,7 @@ pub async fn get(state: &AppState, user_id: &str, id: &str) -> AppResult<Signatu
 }
 
 pub async fn create(
-    state: &AppState,
+    state: &Context,
     user_id: &str,
     name: &str,
     text: &str,
@@ -129,7 +129,7 @@ pub async fn create(
 }
 
 pub async fn update(
-    state: &AppState,
+    state: &Context,
     user_id: &str,
     id: &str,
     name: Option<&str>,
@@ -163,7 +163,7 @@ pub async fn update(
     Ok(open(&dek, row))
 }
 
-pub async fn delete(state: &AppState, user_id: &str, id: &str) -> AppResult<String> {
+pub async fn delete(state: &Context, user_id: &str, id: &str) -> AppResult<String> {
     let id = parse_id("signature", id)?;
     let _ = user_key(state, user_id).await?;
     let (uid, sid) = (user_id.to_owned(), id.clone());

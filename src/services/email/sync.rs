@@ -14,7 +14,7 @@ use super::{now_ms, ref_hash, seal_json, Settings, T_ACCOUNTS, T_MESSAGES};
 use crate::clients::mail::imap::{self, Caps, Fetched, ImapError, Session};
 use crate::crypto::{Aad, DataKey};
 use crate::error::{AppError, AppResult};
-use crate::state::AppState;
+use crate::services::Context;
 use crate::store::email::{self as store, messages as mstore, MailboxRow};
 
 /// Messages fetched per UID FETCH.
@@ -39,7 +39,7 @@ pub struct AccountCtx {
 
 /// Loads the account and its owner's data key; `None` when the account is gone (or its
 /// owner's keys were deleted, which removes it).
-pub async fn load_ctx(state: &AppState, account_id: &str) -> AppResult<Option<AccountCtx>> {
+pub async fn load_ctx(state: &Context, account_id: &str) -> AppResult<Option<AccountCtx>> {
     let id = account_id.to_owned();
     let found = state
         .store
@@ -69,7 +69,7 @@ pub async fn load_ctx(state: &AppState, account_id: &str) -> AppResult<Option<Ac
 
 /// The per-account lock: a worker round and an action never interleave their syncs, so
 /// a moved message is never dropped between leaving one mailbox and arriving in another.
-pub async fn account_lock(state: &AppState, account_id: &str) -> tokio::sync::OwnedMutexGuard<()> {
+pub async fn account_lock(state: &Context, account_id: &str) -> tokio::sync::OwnedMutexGuard<()> {
     let lock = {
         let mut locks = state.email.locks.lock().unwrap_or_else(|p| p.into_inner());
         locks
@@ -82,7 +82,7 @@ pub async fn account_lock(state: &AppState, account_id: &str) -> tokio::sync::Ow
 
 /// LISTs the server's mailboxes into the cache and returns them.
 pub async fn refresh_mailboxes(
-    state: &AppState,
+    state: &Context,
     ctx: &AccountCtx,
     s: &mut Session,
 ) -> Result<Vec<MailboxRow>, SyncError> {
@@ -104,7 +104,7 @@ pub async fn refresh_mailboxes(
 
 /// Syncs every mailbox, then drops what no mailbox holds. Returns the changed threads.
 pub async fn full_round(
-    state: &AppState,
+    state: &Context,
     ctx: &AccountCtx,
     s: &mut Session,
     caps: Caps,
@@ -120,7 +120,7 @@ pub async fn full_round(
 
 /// Syncs the named mailboxes (after an action), then drops orphans.
 pub async fn sync_named(
-    state: &AppState,
+    state: &Context,
     ctx: &AccountCtx,
     s: &mut Session,
     caps: Caps,
@@ -135,7 +135,7 @@ pub async fn sync_named(
     Ok(changed)
 }
 
-pub async fn drop_orphans(state: &AppState, ctx: &AccountCtx) -> AppResult<Vec<String>> {
+pub async fn drop_orphans(state: &Context, ctx: &AccountCtx) -> AppResult<Vec<String>> {
     let id = ctx.account_id.clone();
     state
         .store
@@ -150,7 +150,7 @@ pub async fn drop_orphans(state: &AppState, ctx: &AccountCtx) -> AppResult<Vec<S
 
 /// Brings one mailbox's cached locations and flags in line with the server.
 pub async fn sync_mailbox(
-    state: &AppState,
+    state: &Context,
     ctx: &AccountCtx,
     s: &mut Session,
     caps: Caps,
@@ -377,7 +377,7 @@ fn ingest(
 
 /// Records the outcome of a round on the account (`ok` with the time, or the failure).
 pub async fn set_status(
-    state: &AppState,
+    state: &Context,
     account_id: &str,
     status: &'static str,
     error: Option<String>,

@@ -6,7 +6,7 @@ use base64::Engine;
 
 use crate::crypto::{Aad, DataKey};
 use crate::error::{AppError, AppResult};
-use crate::state::AppState;
+use crate::services::Context;
 use crate::store::email::messages::{self as mstore, MessageMeta, ThreadRow};
 
 use super::{open_json, parse_id, user_key, AttachmentMeta, Body, Header, Person, T_MESSAGES};
@@ -142,7 +142,7 @@ fn matches(t: &Thread, q: &str) -> bool {
 }
 
 pub async fn list(
-    state: &AppState,
+    state: &Context,
     user_id: &str,
     label: Option<&str>,
     q: Option<&str>,
@@ -216,14 +216,14 @@ pub async fn list(
     })
 }
 
-pub async fn get(state: &AppState, user_id: &str, id: &str) -> AppResult<Thread> {
+pub async fn get(state: &Context, user_id: &str, id: &str) -> AppResult<Thread> {
     let id = parse_id("thread", id)?;
     let dek = user_key(state, user_id).await?;
     load(state, &dek, user_id, &id).await
 }
 
 /// One thread of the user from the cache (404 when it is not theirs or is gone).
-pub async fn load(state: &AppState, dek: &DataKey, user_id: &str, id: &str) -> AppResult<Thread> {
+pub async fn load(state: &Context, dek: &DataKey, user_id: &str, id: &str) -> AppResult<Thread> {
     let (uid, tid) = (user_id.to_owned(), id.to_owned());
     let (row, messages) = state
         .store
@@ -237,7 +237,7 @@ pub async fn load(state: &AppState, dek: &DataKey, user_id: &str, id: &str) -> A
     Ok(assemble(dek, vec![row], messages).remove(0))
 }
 
-pub async fn message(state: &AppState, user_id: &str, id: &str) -> AppResult<Message> {
+pub async fn message(state: &Context, user_id: &str, id: &str) -> AppResult<Message> {
     let id = parse_id("message", id)?;
     let dek = user_key(state, user_id).await?;
     let uid = user_id.to_owned();
@@ -265,7 +265,7 @@ pub async fn message(state: &AppState, user_id: &str, id: &str) -> AppResult<Mes
 
 /// The attachment list of a cached message (for the download route).
 pub async fn attachment_meta(
-    state: &AppState,
+    state: &Context,
     user_id: &str,
     id: &str,
     index: u32,
@@ -281,7 +281,7 @@ pub async fn attachment_meta(
     Ok((m, a))
 }
 
-pub async fn labels(state: &AppState, user_id: &str) -> AppResult<Vec<Label>> {
+pub async fn labels(state: &Context, user_id: &str) -> AppResult<Vec<Label>> {
     let _ = user_key(state, user_id).await?;
     let uid = user_id.to_owned();
     let rows = state

@@ -14,7 +14,7 @@ pub struct Deleted {
 /// older than `before`. Needs `X-Confirm-Delete: DELETE_MESSAGES` (400
 /// `confirmation_required`). Matrix is untouched.
 pub async fn delete_matching(
-    state: &AppState,
+    state: &Context,
     user_id: &str,
     confirmation: Option<&str>,
     room_id: Option<&str>,
@@ -60,7 +60,7 @@ pub async fn delete_matching(
 
 /// `DELETE /api/messages/{messageId}`: 400 for a non-UUID id, 404 unless it is one of the
 /// caller's messages. Returns the (normalised) id.
-pub async fn delete_one(state: &AppState, user_id: &str, message_id: &str) -> AppResult<String> {
+pub async fn delete_one(state: &Context, user_id: &str, message_id: &str) -> AppResult<String> {
     let id = crate::services::scheduled::parse_id("messageId", message_id)?;
     let uid = user_id.to_owned();
     let mid = id.clone();

@@ -35,7 +35,7 @@ use super::users;
 use crate::crypto::DataKey;
 use crate::error::{AppError, AppResult, ErrorCode};
 use crate::events::ChangeEvent;
-use crate::state::AppState;
+use crate::services::Context;
 use crate::store::messages::{self as stored, MessageRow, MessageStats, PageStart};
 use crate::store::user_keys;
 use crate::store::users::UserRow;
@@ -179,7 +179,7 @@ pub(crate) fn room_not_found() -> AppError {
 /// `GET /api/messages`: the encrypted view for native sessions, the readable one for
 /// personal tokens.
 pub async fn history(
-    state: &AppState,
+    state: &Context,
     principal: &Principal,
     q: HistoryQuery,
 ) -> AppResult<History> {
@@ -433,7 +433,7 @@ fn empty_page() -> AppResult<Rendered> {
 /// `GET /api/messages/stats`, rendered by `render` and served from the page cache until
 /// the next write.
 pub async fn stats_rendered(
-    state: &AppState,
+    state: &Context,
     user_id: &str,
     render: impl FnOnce(MessageStats) -> AppResult<Bytes>,
 ) -> AppResult<Bytes> {
@@ -448,7 +448,7 @@ pub async fn stats_rendered(
 }
 
 /// `GET /api/messages/stats`: SQL aggregates over the caller's stored messages.
-pub async fn stats(state: &AppState, user_id: &str) -> AppResult<MessageStats> {
+pub async fn stats(state: &Context, user_id: &str) -> AppResult<MessageStats> {
     let uid = user_id.to_owned();
     state
         .store

@@ -13,7 +13,7 @@ use crate::clock::unix_now;
 use crate::error::{AppError, AppResult, ErrorCode};
 use crate::services::e2ee::{self, Outgoing, SendFailure};
 use crate::services::users;
-use crate::state::AppState;
+use crate::services::Context;
 use crate::store::rooms;
 use crate::store::sent_transactions::{self, SentTransaction};
 use crate::store::users::UserRow;
@@ -77,7 +77,7 @@ fn no_homeserver() -> AppError {
     }
 }
 
-fn matrix_token(state: &AppState, user: &UserRow) -> AppResult<String> {
+fn matrix_token(state: &Context, user: &UserRow) -> AppResult<String> {
     users::matrix_token_of(&state.master, user)?.ok_or_else(|| {
         AppError::conflict(
             ErrorCode::MatrixAccountMissing,
@@ -107,7 +107,7 @@ enum Prepared {
 
 /// `POST /api/rooms/{roomId}/messages`: sends `text` as `m.text`, once per (user, `txnId`).
 pub async fn send_to_room(
-    state: &AppState,
+    state: &Context,
     user_id: &str,
     room_id: &str,
     text: &str,
@@ -209,7 +209,7 @@ pub struct MultiSendItem {
 /// occurrence kept), at most [`MULTI_SEND_CONCURRENCY`] at once. Per-room failures are
 /// results, not errors; only invalid input is an error.
 pub async fn send_multi(
-    state: &AppState,
+    state: &Context,
     user_id: &str,
     room_ids: &[String],
     body: &str,

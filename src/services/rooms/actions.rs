@@ -44,7 +44,7 @@ pub fn validate_patch(field: &str, patch: Patch, max: usize) -> AppResult<Patch>
 }
 
 pub async fn update(
-    state: &AppState,
+    state: &Context,
     principal: &Principal,
     room_id: &str,
     fields: ClientFields,
@@ -107,7 +107,7 @@ pub struct Deleted {
 /// linked-group membership — an emptied group goes too — and with `deleteMessages` its
 /// stored messages). Matrix and the bridges are not touched.
 pub async fn delete(
-    state: &AppState,
+    state: &Context,
     principal: &Principal,
     room_id: &str,
     delete_messages: Option<&str>,
@@ -187,7 +187,7 @@ pub enum ReadMarker {
 /// `m.read` receipt) on the homeserver — only for joined rooms: a receipt in a room the
 /// user was merely invited to would tell its inviter the user is reading.
 pub async fn mark_read(
-    state: &AppState,
+    state: &Context,
     principal: &Principal,
     room_id: &str,
 ) -> AppResult<ReadMarker> {
@@ -233,7 +233,7 @@ pub async fn mark_read(
 
 /// Archive, mute, favorite, pin and their inverses. Returns the room id as stored.
 pub async fn set_flag(
-    state: &AppState,
+    state: &Context,
     principal: &Principal,
     room_id: &str,
     flag: RoomFlag,
@@ -262,7 +262,7 @@ pub async fn set_flag(
 }
 
 /// 404 `not_found` unless the user has the room (joined or invited).
-pub async fn require_room(state: &AppState, user_id: &str, room_id: &str) -> AppResult<RoomRow> {
+pub async fn require_room(state: &Context, user_id: &str, room_id: &str) -> AppResult<RoomRow> {
     let room_id = validate_room_id(room_id)?;
     let uid = user_id.to_owned();
     state

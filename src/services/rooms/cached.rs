@@ -20,7 +20,7 @@ use crate::error::AppResult;
 use crate::services::conversations::wants_readable;
 use crate::services::pages::{PageKey, PageView};
 use crate::services::session::Principal;
-use crate::state::AppState;
+use crate::services::Context;
 
 /// How long after a refresh from the homeserver the single-room read serves stored
 /// members (kept current by the sync worker) instead of asking again.
@@ -58,7 +58,7 @@ fn refreshed_recently(user_id: &str, room_id: &str) -> bool {
 
 /// `GET /api/rooms`, rendered by `render`.
 pub async fn list_rendered(
-    state: &AppState,
+    state: &Context,
     principal: &Principal,
     params: ListParams,
     render: impl FnOnce(RoomPage) -> AppResult<Bytes>,
@@ -84,7 +84,7 @@ pub async fn list_rendered(
 
 /// `GET /api/rooms/{roomId}`, rendered by `render`.
 pub async fn get_rendered(
-    state: &AppState,
+    state: &Context,
     principal: &Principal,
     room_id: &str,
     render: impl FnOnce(RoomView) -> AppResult<Bytes>,

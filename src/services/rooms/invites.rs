@@ -18,7 +18,7 @@ fn not_invited() -> AppError {
 /// The invited room (404 when the user does not have it, 409 `not_invited` when joined)
 /// and the user's Matrix client and token.
 async fn invitation(
-    state: &AppState,
+    state: &Context,
     principal: &Principal,
     room_id: &str,
 ) -> AppResult<(String, MatrixClient, String)> {
@@ -49,7 +49,7 @@ async fn invitation(
 /// `POST /api/rooms/{roomId}/accept`: joins the room on the homeserver, records it as
 /// joined and returns it as the single-room read does. The sync worker then brings its
 /// state and messages.
-pub async fn accept(state: &AppState, principal: &Principal, room_id: &str) -> AppResult<RoomView> {
+pub async fn accept(state: &Context, principal: &Principal, room_id: &str) -> AppResult<RoomView> {
     let (room_id, matrix, token) = invitation(state, principal, room_id).await?;
     matrix
         .join(&token, &room_id)
@@ -75,7 +75,7 @@ pub async fn accept(state: &AppState, principal: &Principal, room_id: &str) -> A
 
 /// `POST /api/rooms/{roomId}/decline`: leaves the room on the homeserver (rejecting the
 /// invitation) and removes it from the service. Returns the room id.
-pub async fn decline(state: &AppState, principal: &Principal, room_id: &str) -> AppResult<String> {
+pub async fn decline(state: &Context, principal: &Principal, room_id: &str) -> AppResult<String> {
     let (room_id, matrix, token) = invitation(state, principal, room_id).await?;
     matrix
         .leave(&token, &room_id)

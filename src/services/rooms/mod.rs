@@ -31,7 +31,7 @@ use crate::clock::unix_now;
 use crate::error::{AppError, AppResult};
 use crate::events::ChangeEvent;
 use crate::services::session::Principal;
-use crate::state::AppState;
+use crate::services::Context;
 use crate::store::linked_groups;
 use crate::store::rooms::{self, RoomFlag, RoomListKey, RoomRow, RoomSort};
 use crate::store::users::UserRow;
@@ -130,7 +130,7 @@ struct Caller {
     dek: Option<crate::crypto::DataKey>,
 }
 
-async fn caller(state: &AppState, principal: &Principal) -> AppResult<Caller> {
+async fn caller(state: &Context, principal: &Principal) -> AppResult<Caller> {
     let user = users::load(state, principal.user_id()).await?;
     let dek = if wants_readable(principal) {
         require_readable(&user)?;
@@ -180,7 +180,7 @@ pub fn validate_room_id(room_id: &str) -> AppResult<String> {
 
 /// `GET /api/rooms`: one page of the caller's rooms.
 pub async fn list(
-    state: &AppState,
+    state: &Context,
     principal: &Principal,
     params: ListParams,
 ) -> AppResult<RoomPage> {
@@ -225,7 +225,7 @@ pub async fn list(
 /// `GET /api/rooms/filter/priority`: non-archived rooms with unread messages of importance
 /// at least [`PRIORITY_THRESHOLD`], or with unread highlights (mentions), most important
 /// first.
-pub async fn priority(state: &AppState, principal: &Principal) -> AppResult<Vec<RoomView>> {
+pub async fn priority(state: &Context, principal: &Principal) -> AppResult<Vec<RoomView>> {
     let caller = caller(state, principal).await?;
     let uid = caller.user.id.clone();
     let rows = state
@@ -239,7 +239,7 @@ pub async fn priority(state: &AppState, principal: &Principal) -> AppResult<Vec<
 /// so the counts match what `GET /api/rooms` shows. Plain Matrix rooms (no bridge) are
 /// counted under `"matrix"`.
 pub async fn visible_room_counts_by_platform(
-    state: &AppState,
+    state: &Context,
     user_id: &str,
 ) -> AppResult<HashMap<String, i64>> {
     let uid = user_id.to_owned();
@@ -253,7 +253,7 @@ pub async fn visible_room_counts_by_platform(
 /// `GET /api/rooms/{roomId}`: the room with its joined members and direct recipient,
 /// refreshed from the homeserver (stored data when it cannot be reached, or when it was
 /// refreshed within [`MEMBER_REFRESH_INTERVAL`]).
-pub async fn get(state: &AppState, principal: &Principal, room_id: &str) -> AppResult<RoomView> {
+pub async fn get(state: &Context, principal: &Principal, room_id: &str) -> AppResult<RoomView> {
     let room_id = validate_room_id(room_id)?;
     let caller = caller(state, principal).await?;
     let uid = caller.user.id.clone();
@@ -280,7 +280,7 @@ pub async fn get(state: &AppState, principal: &Principal, room_id: &str) -> AppR
 /// Asks the homeserver for the joined members and the user's `m.direct` map, resolves the
 /// direct recipient and stores both. Failures (homeserver down, room left on Matrix) keep
 /// the stored data.
-async fn refresh_members(state: &AppState, user: &UserRow, row: &RoomRow) {
+async fn refresh_members(state: &Context, user: &UserRow, row: &RoomRow) {
     let (Some(matrix), Some(me)) = (&state.matrix, user.matrix_user_id.as_deref()) else {
         return;
     };

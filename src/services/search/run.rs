@@ -11,7 +11,7 @@ use crate::services::conversations;
 use crate::services::keys::validate_public_key;
 use crate::services::session::Principal;
 use crate::services::users;
-use crate::state::AppState;
+use crate::services::Context;
 use crate::store::search_index::{self, Candidate, Filters};
 use crate::store::{user_keys, users::UserRow};
 
@@ -193,7 +193,7 @@ pub fn verified_matches(
 
 /// `GET /api/search` for `principal`.
 pub async fn search(
-    state: &AppState,
+    state: &Context,
     principal: &Principal,
     params: SearchParams,
 ) -> AppResult<SearchPage> {
@@ -241,7 +241,7 @@ fn load_user(c: &Connection, user_id: &str) -> AppResult<UserRow> {
 }
 
 /// Renders verified matches: snippets as text, or sealed under one ephemeral key per page
-/// to `recipient` (DESIGN §8 Seal, as history pages are).
+/// to `recipient`, as history pages are (`services::messages::sealed`).
 pub fn render(
     found: Vec<Verified>,
     recipient: Option<[u8; 32]>,

@@ -16,17 +16,17 @@ use crate::clients::mail::imap::{self, ImapError};
 use crate::error::AppError;
 use crate::services::email::announce;
 use crate::services::email::sync::{self, AccountCtx, SyncError};
-use crate::state::AppState;
+use crate::services::Context;
 
 const RESCAN: Duration = Duration::from_secs(60);
 const BACKOFF_MIN: Duration = Duration::from_secs(2);
 const BACKOFF_MAX: Duration = Duration::from_secs(300);
 
-pub fn spawn(state: &AppState) {
+pub fn spawn(state: &Context) {
     tokio::spawn(supervise(state.clone()));
 }
 
-async fn supervise(state: AppState) {
+async fn supervise(state: Context) {
     let mut tasks: HashMap<String, JoinHandle<()>> = HashMap::new();
     loop {
         tasks.retain(|_, h| !h.is_finished());
@@ -53,7 +53,7 @@ async fn supervise(state: AppState) {
     }
 }
 
-async fn run_account(state: AppState, account_id: String) {
+async fn run_account(state: Context, account_id: String) {
     let poke = state.email.poke_handle(&account_id);
     let mut backoff = BACKOFF_MIN;
     loop {
@@ -94,7 +94,7 @@ async fn run_account(state: AppState, account_id: String) {
 
 /// One connection's life: rounds and IDLE until an error, removal or shutdown (`Ok`).
 async fn session(
-    state: &AppState,
+    state: &Context,
     ctx: &AccountCtx,
     poke: &tokio::sync::Notify,
     backoff: &mut Duration,
@@ -135,7 +135,7 @@ async fn session(
     }
 }
 
-async fn exists(state: &AppState, account_id: &str) -> Result<bool, SyncError> {
+async fn exists(state: &Context, account_id: &str) -> Result<bool, SyncError> {
     let id = account_id.to_owned();
     Ok(state
         .store

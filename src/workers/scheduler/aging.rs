@@ -9,7 +9,7 @@ use crate::clock::unix_now;
 use crate::error::AppResult;
 use crate::events::ChangeEvent;
 use crate::services::importance;
-use crate::state::AppState;
+use crate::services::Context;
 use crate::store::rooms;
 
 /// How often importance is re-aged. The bonus grows by at most 0.002 a minute, so this
@@ -32,7 +32,7 @@ pub fn reage(conn: &mut rusqlite::Connection, now: i64) -> AppResult<Vec<(String
 }
 
 /// [`reage`] on the store, announcing the changed rooms.
-pub async fn run(state: &AppState) -> AppResult<usize> {
+pub async fn run(state: &Context) -> AppResult<usize> {
     let now = unix_now() as i64;
     let changed = state.store.run(move |c| reage(c, now)).await?;
     for (user_id, room_id) in &changed {

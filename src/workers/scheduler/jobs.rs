@@ -13,8 +13,8 @@ use crate::clients::push::Notification;
 use crate::error::{AppError, AppResult};
 use crate::services::e2ee::{self, Outgoing, SendFailure};
 use crate::services::scheduled::{self, message_content, now_ms, open_body};
+use crate::services::Context;
 use crate::services::{devices, linked, users};
-use crate::state::AppState;
 use crate::store::scheduled_messages::{self as store, ScheduledRow, FAILED, SENT};
 
 /// Retry delays after transient failures (homeserver down, 5xx, 429, 408): 4 attempts.
@@ -71,7 +71,7 @@ fn classify(e: &MatrixError) -> bool {
 
 /// Access tokens of the users of a batch: `Err(reason)` when a user cannot send.
 async fn tokens_for(
-    state: &AppState,
+    state: &Context,
     rows: &[ScheduledRow],
 ) -> AppResult<HashMap<String, Result<String, String>>> {
     let ids: Vec<String> = rows
@@ -106,7 +106,7 @@ async fn tokens_for(
 }
 
 /// One attempt to send `row` as the holder of `token`.
-pub async fn send_one(state: &AppState, row: &ScheduledRow, token: Result<&str, &str>) -> Outcome {
+pub async fn send_one(state: &Context, row: &ScheduledRow, token: Result<&str, &str>) -> Outcome {
     let plain = match open_body(
         state,
         &row.encrypted_body,
@@ -235,7 +235,7 @@ type Done = (ScheduledRow, Outcome);
 
 /// Claims due messages and starts their sends; returns how many were claimed.
 async fn claim_and_start(
-    state: &AppState,
+    state: &Context,
     permits: &Arc<Semaphore>,
     done: &mpsc::UnboundedSender<Done>,
     tasks: &mut JoinSet<()>,
@@ -281,7 +281,7 @@ async fn claim_and_start(
 /// [`SEND_CONCURRENCY`] at a time, and commits outcomes as they complete. Returns how
 /// many were claimed. On shutdown the sends still running are abandoned and their leases
 /// released (the homeserver deduplicates a send that had gone out).
-pub async fn send_due(state: &AppState) -> AppResult<usize> {
+pub async fn send_due(state: &Context) -> AppResult<usize> {
     let permits = Arc::new(Semaphore::new(SEND_CONCURRENCY));
     let (done_tx, mut done_rx) = mpsc::unbounded_channel::<Done>();
     let mut tasks = JoinSet::new();
@@ -374,7 +374,7 @@ pub async fn send_due(state: &AppState) -> AppResult<usize> {
 }
 
 /// The earliest time a pending message needs the scheduler.
-pub async fn next_due(state: &AppState) -> AppResult<Option<i64>> {
+pub async fn next_due(state: &Context) -> AppResult<Option<i64>> {
     state
         .store
         .run(|c| Ok::<_, AppError>(store::next_due(c)?))

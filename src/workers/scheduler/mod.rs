@@ -32,7 +32,7 @@ use std::time::Duration;
 
 use crate::services::reminders;
 use crate::services::scheduled::now_ms;
-use crate::state::AppState;
+use crate::services::Context;
 
 pub mod aging;
 pub mod jobs;
@@ -50,14 +50,14 @@ pub const LEASE_MS: i64 = 60_000;
 
 /// Starts the scheduler loop (and the important-message push hook). Both end on
 /// `state.shutdown`.
-pub fn spawn(state: &AppState) -> tokio::task::JoinHandle<()> {
+pub fn spawn(state: &Context) -> tokio::task::JoinHandle<()> {
     crate::services::devices::spawn_message_hook(state);
     let state = state.clone();
     tokio::spawn(async move { run(state).await })
 }
 
 /// The loop itself; returns on shutdown.
-pub async fn run(state: AppState) {
+pub async fn run(state: Context) {
     tracing::info!("scheduler started");
     let mut failures: u32 = 0;
     let mut next_aging = tokio::time::Instant::now();
@@ -114,13 +114,13 @@ pub async fn run(state: AppState) {
 
 /// One round: every due message, then due reminders. True when more reminders may be
 /// due right away (a full batch was announced).
-async fn round(state: &AppState) -> crate::error::AppResult<bool> {
+async fn round(state: &Context) -> crate::error::AppResult<bool> {
     jobs::send_due(state).await?;
     let announced = reminders::announce_due(state).await?;
     Ok(announced >= reminders::ANNOUNCE_BATCH)
 }
 
-async fn next_wake(state: &AppState) -> crate::error::AppResult<Option<i64>> {
+async fn next_wake(state: &Context) -> crate::error::AppResult<Option<i64>> {
     let messages = jobs::next_due(state).await?;
     let reminders = reminders::next_due(state).await?;
     Ok(match (messages, reminders) {

@@ -12,7 +12,7 @@ use std::time::Duration;
 use crate::clock::unix_now;
 use crate::error::AppResult;
 use crate::services::tokens::ENDED_RETENTION_SECS;
-use crate::state::AppState;
+use crate::services::Context;
 use crate::store::{api_tokens, login_codes, refresh_tokens};
 
 /// How often the purge runs.
@@ -41,7 +41,7 @@ pub fn purge(conn: &mut rusqlite::Connection, now: i64) -> AppResult<Purged> {
 }
 
 /// [`purge`] on the store; logs what it removed (operators and tests read that line).
-pub async fn run(state: &AppState) -> AppResult<Purged> {
+pub async fn run(state: &Context) -> AppResult<Purged> {
     let now = unix_now() as i64;
     let purged = state.store.run(move |c| purge(c, now)).await?;
     tracing::info!(

@@ -23,7 +23,7 @@ use crate::events::ChangeEvent;
 use crate::services::conversations::{open_message, MessageContent};
 use crate::services::importance::Reader;
 use crate::services::users;
-use crate::state::AppState;
+use crate::services::Context;
 use crate::store::messages::{self, MessageRow};
 
 /// Undecryptable rows tried again per pass.
@@ -135,7 +135,7 @@ pub struct Syncer<'a> {
 /// room keys arrived or at start; stores what decrypts and announces each message with
 /// `message.created`. Returns how many changed.
 pub async fn retry_undecryptable(
-    state: &AppState,
+    state: &Context,
     crypto: &UserCrypto,
     who: &Syncer<'_>,
     rooms: Option<&[String]>,

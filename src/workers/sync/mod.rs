@@ -13,7 +13,7 @@ use std::time::Duration;
 use tokio::task::JoinHandle;
 
 use crate::error::AppError;
-use crate::state::AppState;
+use crate::services::Context;
 use crate::store::sync_state;
 
 mod amend;
@@ -32,9 +32,9 @@ pub use history::HistoryIngest;
 /// How often the supervisor rescans without being woken.
 const RESCAN: Duration = Duration::from_secs(60);
 
-/// Starts the supervisor (when a homeserver is configured). Call once per `AppState`,
+/// Starts the supervisor (when a homeserver is configured). Call once per `Context`,
 /// from within the runtime.
-pub fn spawn(state: AppState) {
+pub fn spawn(state: Context) {
     let Some(matrix) = state.matrix.clone() else {
         tracing::info!("no homeserver configured; sync workers are off");
         return;
@@ -42,7 +42,7 @@ pub fn spawn(state: AppState) {
     tokio::spawn(supervise(state, matrix));
 }
 
-async fn supervise(state: AppState, matrix: crate::clients::matrix::MatrixClient) {
+async fn supervise(state: Context, matrix: crate::clients::matrix::MatrixClient) {
     let mut workers: HashMap<String, JoinHandle<()>> = HashMap::new();
     loop {
         workers.retain(|_, handle| !handle.is_finished());

@@ -27,7 +27,7 @@ use crate::error::{AppError, AppResult, ErrorCode};
 use crate::events::ChangeEvent;
 use crate::services::importance::Reader;
 use crate::services::users;
-use crate::state::AppState;
+use crate::services::Context;
 use crate::store::{rooms, sync_state};
 
 /// How long one `/sync` long-poll waits for news.
@@ -107,7 +107,7 @@ impl Backoff {
 }
 
 /// Sleeps `d` unless shutdown comes first; returns false on shutdown.
-async fn pause(state: &AppState, d: Duration) -> bool {
+async fn pause(state: &Context, d: Duration) -> bool {
     tokio::select! {
         _ = tokio::time::sleep(d) => true,
         _ = state.shutdown.wait() => false,
@@ -115,7 +115,7 @@ async fn pause(state: &AppState, d: Duration) -> bool {
 }
 
 /// Runs until shutdown or until the user has no Matrix account.
-pub async fn run(state: AppState, matrix: MatrixClient, user_id: String) {
+pub async fn run(state: Context, matrix: MatrixClient, user_id: String) {
     let mut backoff = Backoff::new();
     let mut session: Option<Session> = None;
     while !state.shutdown.is_triggered() {
@@ -178,7 +178,7 @@ struct Session {
 impl Session {
     /// Token, identity, stored position and pending invites; `None` without a Matrix account.
     async fn load(
-        state: &AppState,
+        state: &Context,
         matrix: &MatrixClient,
         user_id: &str,
     ) -> AppResult<Option<Self>> {
@@ -245,7 +245,7 @@ impl Session {
     }
 
     /// One poll: sync, ingest, publish, join invites.
-    async fn step(&mut self, state: &AppState, matrix: &MatrixClient) -> AppResult<()> {
+    async fn step(&mut self, state: &Context, matrix: &MatrixClient) -> AppResult<()> {
         if !state.e2ee.is_current(&self.crypto).await {
             return Err(AppError::Unavailable {
                 code: ErrorCode::CryptoStoreReplaced,
@@ -325,7 +325,7 @@ impl Session {
     }
 
     /// Decrypts stored undecryptable messages of `rooms` (all: `None`) whose keys arrived.
-    async fn retry_undecryptable(&self, state: &AppState, rooms: Option<&[String]>) {
+    async fn retry_undecryptable(&self, state: &Context, rooms: Option<&[String]>) {
         let who = Syncer {
             user_id: &self.user_id,
             reader: &self.reader,
@@ -340,7 +340,7 @@ impl Session {
     /// concurrent key deletion cannot interleave.
     async fn ingest(
         &mut self,
-        state: &AppState,
+        state: &Context,
         resp: SyncResponse,
         hints: HashMap<String, RoomHint>,
     ) -> AppResult<IngestOutcome> {
@@ -374,7 +374,7 @@ impl Session {
 
     /// Accepts pending trusted invites (bridges invite users to their portal rooms),
     /// retrying failures with backoff up to [`MAX_JOIN_ATTEMPTS`] times.
-    async fn join_invites(&mut self, state: &AppState, matrix: &MatrixClient) {
+    async fn join_invites(&mut self, state: &Context, matrix: &MatrixClient) {
         let now = Instant::now();
         let due: Vec<String> = self
             .pending_joins
@@ -441,7 +441,7 @@ fn upstream(e: MatrixError) -> AppError {
 
 /// `message.created` per new message (unless the batch is large), then `room.updated`
 /// per changed room.
-fn publish(state: &AppState, user_id: &str, outcome: &IngestOutcome) {
+fn publish(state: &Context, user_id: &str, outcome: &IngestOutcome) {
     if outcome.new_messages.len() <= MAX_MESSAGE_EVENTS {
         for m in &outcome.new_messages {
             state.events.publish(
