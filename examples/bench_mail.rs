@@ -20,7 +20,7 @@ use std::time::{Duration, Instant};
 use poem::listener::{Acceptor, Listener, TcpListener};
 use poem::Server;
 use switchboard::clients::mail::imap::{self, Endpoint, Security};
-use switchboard::config::HumanDuration;
+use switchboard::config::{HumanDuration, PrivateHosts};
 use switchboard::services::email::accounts::{self, AccountInput, EndpointInput};
 use switchboard::services::{tokens, users};
 use switchboard::store::users as user_store;
@@ -74,7 +74,9 @@ fn main() {
     };
     let filled = Instant::now();
     rt.block_on(async {
-        let mut s = imap::connect(&ep).await.expect("login");
+        let mut s = imap::connect(&ep, &PrivateHosts::All)
+            .await
+            .expect("login");
         for i in 0..count {
             let root_id = i - i % 3;
             let mut m = format!(
@@ -103,6 +105,8 @@ fn main() {
     config.rate_limit.requests = 1_000_000_000;
     config.rate_limit.window = HumanDuration(Duration::from_secs(60));
     config.email.first_sync_limit = count as u32 + 100;
+    // Dovecot and the SMTP stand-in listen on loopback.
+    config.email.allow_private_hosts = PrivateHosts::All;
     let state = AppState::build(config).expect("application state");
     let smtp_port = rt.block_on(smtp_standin());
     let (uid, token) = rt.block_on(async {

@@ -446,6 +446,7 @@ fn verdict(ok: bool) -> &'static str {
 async fn seed(state: &AppState, who: &Account, room_count: u64) -> (String, String) {
     let mut user = users::new_user(state, "bench@example.test", None);
     user.matrix_user_id = Some(who.user_id.clone());
+    user.matrix_device_id = Some(who.device_id.clone());
     user.matrix_access_token_enc =
         Some(users::seal_matrix_token(&state.master, &user, &who.token).expect("seal"));
     let dek: DataKey = users::data_key(&state.master, &user).expect("data key");

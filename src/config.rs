@@ -10,8 +10,10 @@ use std::time::Duration;
 
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
 
+mod email;
 pub mod matrix_ids;
 mod server;
+pub use email::{EmailConfig, PrivateHosts};
 pub use server::{ServerConfig, TrustedProxies};
 
 /// Environment prefix; `__` separates nesting levels (`SWITCHBOARD__RATE_LIMIT__REQUESTS=100`).
@@ -254,26 +256,6 @@ impl Default for RateLimitConfig {
         Self {
             requests: 300,
             window: HumanDuration::from_secs(60),
-        }
-    }
-}
-
-/// The users' own mailboxes (IMAP/SMTP; README, "E-mail: your own mailboxes").
-#[derive(Debug, Clone, Deserialize, Serialize)]
-#[serde(deny_unknown_fields, default)]
-pub struct EmailConfig {
-    /// How often mailboxes other than INBOX are polled (INBOX is watched with IDLE, and
-    /// re-checked at this interval too).
-    pub poll_interval: HumanDuration,
-    /// The first sync of a mailbox fetches at most this many of its newest messages.
-    pub first_sync_limit: u32,
-}
-
-impl Default for EmailConfig {
-    fn default() -> Self {
-        Self {
-            poll_interval: HumanDuration::from_secs(60),
-            first_sync_limit: 500,
         }
     }
 }

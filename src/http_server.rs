@@ -20,7 +20,7 @@ use bytes::Bytes;
 use http_body_util::combinators::BoxBody;
 use hyper_util::rt::{TokioExecutor, TokioIo, TokioTimer};
 use hyper_util::server::conn::auto;
-use poem::listener::{Acceptor, BoxAcceptor};
+use poem::listener::Acceptor;
 use poem::{Endpoint, EndpointExt, IntoEndpoint};
 use tokio::io::AsyncWriteExt;
 use tokio::sync::{watch, Semaphore};
@@ -45,14 +45,15 @@ fn busy_response() -> Vec<u8> {
 
 /// Serves `app` on `acceptor` until `shutdown` resolves; connections then get `grace` to
 /// finish what they are doing.
-pub async fn serve<E>(
-    mut acceptor: BoxAcceptor,
+pub async fn serve<A, E>(
+    mut acceptor: A,
     app: E,
     limits: ConnectionLimits,
     shutdown: impl std::future::Future<Output = ()>,
     grace: Duration,
 ) -> std::io::Result<()>
 where
+    A: Acceptor,
     E: IntoEndpoint,
     E::Endpoint: 'static,
 {

@@ -48,19 +48,18 @@ pub async fn serve(
         .first()
         .and_then(|a| a.as_socket_addr().copied())
         .unwrap_or(server.listen);
-    let acceptor = match (&server.tls_cert, &server.tls_key) {
+    let tls = match (&server.tls_cert, &server.tls_key) {
         (Some(cert), Some(key)) => {
             let certificate = RustlsCertificate::new()
                 .cert(read_pem(cert, "CERTIFICATE-----")?)
                 .key(read_pem(key, "PRIVATE KEY-----")?);
             tracing::info!(addr = %bound, "listening on https://{bound}");
             // into_stream checks the key and certificate now, not at the first handshake.
-            let config = RustlsConfig::new().fallback(certificate).into_stream()?;
-            tcp.rustls(config).boxed()
+            Some(RustlsConfig::new().fallback(certificate).into_stream()?)
         }
         _ => {
             tracing::info!(addr = %bound, "listening on http://{bound}");
-            tcp.boxed()
+            None
         }
     };
     let app_shutdown = state.shutdown.clone();
@@ -78,7 +77,15 @@ pub async fn serve(
     };
     services::matrix_sessions::spawn(&state);
     let app = api::app(state);
-    http_server::serve(acceptor, app, limits, shutdown, SHUTDOWN_GRACE).await
+    // The acceptors stay unboxed: hyper then writes each response (head and body) with one
+    // vectored write on the socket itself, instead of copying the body into its buffer
+    // behind poem's boxed, split stream.
+    match tls {
+        Some(config) => {
+            http_server::serve(tcp.rustls(config), app, limits, shutdown, SHUTDOWN_GRACE).await
+        }
+        None => http_server::serve(tcp, app, limits, shutdown, SHUTDOWN_GRACE).await,
+    }
 }
 
 /// Reads a PEM file and checks it holds the expected block, so a wrong file is a startup

@@ -108,3 +108,6 @@ impl AppState {
 
 #[cfg(test)]
 mod tests;
+
+#[cfg(test)]
+mod mail_tests;

@@ -64,6 +64,7 @@ pub fn main(hs: Homeserver, n: u64, rooms: u64, idle_secs: u64) {
                 u.matrix_access_token_enc =
                     Some(users::seal_matrix_token(&state.master, &u, &a.token).expect("seal"));
                 u.matrix_user_id = Some(a.user_id.clone());
+                u.matrix_device_id = Some(a.device_id.clone());
                 u
             })
             .collect();

@@ -21,6 +21,9 @@ pub struct Homeserver {
 pub struct Account {
     pub user_id: String,
     pub token: String,
+    /// The device the registration created: the seeded Switchboard user's sync device (its
+    /// end-to-end encryption identity), as sign-in leaves it.
+    pub device_id: String,
 }
 
 impl Homeserver {
@@ -96,6 +99,7 @@ impl Homeserver {
         Account {
             user_id: v["user_id"].as_str().expect("user_id").to_owned(),
             token: v["access_token"].as_str().expect("access_token").to_owned(),
+            device_id: v["device_id"].as_str().expect("device_id").to_owned(),
         }
     }
 

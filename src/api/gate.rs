@@ -36,7 +36,13 @@ pub async fn gate<E: Endpoint>(ep: Arc<E>, mut req: Request) -> poem::Result<Res
             // exist; anything else is refused before any lookup is made for it.
             // (The budget is looked at first: hashing the token for the check is only
             // needed once it is spent.)
-            if token.starts_with(session::PERSONAL_TOKEN_PREFIX)
+            let personal = token.starts_with(session::PERSONAL_TOKEN_PREFIX);
+            let cached = personal
+                .then(|| session::authenticate_personal_cached(&state, &token))
+                .flatten();
+            if let Some(verdict) = cached {
+                Some(verdict)
+            } else if personal
                 && state
                     .limiter
                     .peek(&ip_key, limits.requests, limits.window.0)

@@ -104,7 +104,7 @@ fn apis() -> impl OpenApi {
         sync::SyncApi,
         (
             bridges::BridgesApi,
-            email::EmailApi,
+            (email::EmailApi, email::EmailSignaturesApi),
             search::SearchApi,
             ai::AiApi,
         ),

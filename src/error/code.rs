@@ -42,6 +42,10 @@ pub enum ErrorCode {
     MailServerUnreachable,
     /// 400: the mailbox's IMAP or SMTP server refused the login (its words in the message).
     MailLoginFailed,
+    /// 400 when connecting, 502 later: the mail server's host resolves to a private,
+    /// loopback or link-local address the operator has not allowed (`[email]
+    /// allow_private_hosts`).
+    MailHostNotAllowed,
     /// 401: no, or no longer valid, credentials.
     Unauthorized,
     /// 401: a personal token that was revoked.
@@ -178,6 +182,7 @@ impl ErrorCode {
         Self::TooManyMailAccounts,
         Self::MailServerUnreachable,
         Self::MailLoginFailed,
+        Self::MailHostNotAllowed,
         Self::Unauthorized,
         Self::TokenRevoked,
         Self::Forbidden,
@@ -258,6 +263,7 @@ impl ErrorCode {
             Self::TooManyMailAccounts => "too_many_mail_accounts",
             Self::MailServerUnreachable => "mail_server_unreachable",
             Self::MailLoginFailed => "mail_login_failed",
+            Self::MailHostNotAllowed => "mail_host_not_allowed",
             Self::Unauthorized => "unauthorized",
             Self::TokenRevoked => "token_revoked",
             Self::Forbidden => "forbidden",

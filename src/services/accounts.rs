@@ -125,10 +125,9 @@ fn check_joinable(conn: &Connection, candidate: &UserRow, group_id: &str) -> App
 pub async fn list(state: &Context, caller_id: &str) -> AppResult<AccountList> {
     let uid = caller_id.to_owned();
     let rows = state
-        .store
-        .run(move |c| {
+        .db(move |c| {
             let caller = load_caller(c, &uid)?;
-            Ok::<_, AppError>(store::users::list_group(c, caller.group_id())?)
+            Ok(store::users::list_group(c, caller.group_id())?)
         })
         .await?;
     let accounts = rows
@@ -195,13 +194,12 @@ pub async fn verify_add(
     let uid = caller_id.to_owned();
     // Refuse ineligible addresses before the code is spent.
     let group_id = state
-        .store
-        .run(move |c| {
+        .db(move |c| {
             let caller = load_caller(c, &uid)?;
             if let Some(candidate) = store::users::find_by_email_index(c, &index)? {
                 check_joinable(c, &candidate, caller.group_id())?;
             }
-            Ok::<_, AppError>(caller.group_id().to_owned())
+            Ok(caller.group_id().to_owned())
         })
         .await?;
 
@@ -218,9 +216,8 @@ pub async fn verify_add(
     // to add the same address to theirs.
     let gid = group_id.clone();
     let requested_here = state
-        .store
-        .run(move |c| {
-            Ok::<_, AppError>(match requested_by {
+        .db(move |c| {
+            Ok(match requested_by {
                 Some(by) => store::users::find(c, &by)?.is_some_and(|u| u.group_id() == gid),
                 None => false,
             })
@@ -248,8 +245,7 @@ pub async fn verify_add(
                 // Undo, so that a retry with the same code starts from the same state.
                 let id = user.id.clone();
                 let _ = state
-                    .store
-                    .run(move |c| {
+                    .db(move |c| {
                         let tx = c.transaction()?;
                         if is_new {
                             store::users::delete(&tx, &id)?;
@@ -257,7 +253,7 @@ pub async fn verify_add(
                             detach_row(&tx, &id)?;
                         }
                         tx.commit()?;
-                        Ok::<_, AppError>(())
+                        Ok(())
                     })
                     .await;
                 Err(e)
@@ -356,8 +352,7 @@ pub async fn update(
         .transpose()?;
     let uid = caller_id.to_owned();
     let row = state
-        .store
-        .run(move |c| {
+        .db(move |c| {
             let tx = c.transaction()?;
             let caller = load_caller(&tx, &uid)?;
             let mut user = load_member(&tx, &caller, &id)?;
@@ -373,7 +368,7 @@ pub async fn update(
             user.updated_at = unix_now() as i64;
             store::users::update(&tx, &user)?;
             tx.commit()?;
-            Ok::<_, AppError>(user)
+            Ok(user)
         })
         .await?;
     Account::of(state, row, caller_id)
@@ -386,8 +381,7 @@ pub async fn remove(state: &Context, caller_id: &str, id: &str) -> AppResult<Str
     let uid = caller_id.to_owned();
     let now = unix_now() as i64;
     let row = state
-        .store
-        .run(move |c| {
+        .db(move |c| {
             let tx = c.transaction()?;
             let caller = load_caller(&tx, &uid)?;
             let user = load_member(&tx, &caller, &id)?;
@@ -404,7 +398,7 @@ pub async fn remove(state: &Context, caller_id: &str, id: &str) -> AppResult<Str
             refresh_tokens::revoke_all(&tx, &user.id, now)?;
             matrix_logouts::queue_user_devices(&tx, &user.id, now)?;
             tx.commit()?;
-            Ok::<_, AppError>(user)
+            Ok(user)
         })
         .await?;
     super::e2ee::destroy(state, &row.id).await;

@@ -103,14 +103,24 @@ pub async fn set_subscription(
     who: String,
     change: SubscriptionChange,
 ) -> AppResult<UserRow> {
+    // One transaction: see `set_user_subscription`.
+    update_user(state, who, move |user, now| change.apply(user, now)).await
+}
+
+/// Reads the user given by id or e-mail, applies `change` and writes it back, in one
+/// transaction.
+async fn update_user(
+    state: &Context,
+    who: String,
+    change: impl FnOnce(&mut UserRow, i64) -> AppResult<()> + Send + 'static,
+) -> AppResult<UserRow> {
     let master = state.master.clone();
     state
         .store
         .run(move |c| {
-            // One transaction: see `set_user_subscription`.
             let tx = c.transaction()?;
             let mut user = find_by_id_or_email(&tx, &master, &who)?;
-            change.apply(&mut user, unix_now() as i64)?;
+            change(&mut user, unix_now() as i64)?;
             users::update(&tx, &user)?;
             tx.commit()?;
             Ok(user)
@@ -203,13 +213,12 @@ pub async fn list_users(
         return Err(AppError::invalid("offset", "must be at least 0"));
     }
     let (rows, total) = state
-        .store
-        .run(move |c| {
+        .db(move |c| {
             let tx = c.transaction()?;
             let rows = users::list(&tx, limit, offset)?;
             let total = users::count(&tx)?;
             tx.commit()?;
-            Ok::<_, AppError>((rows, total))
+            Ok((rows, total))
         })
         .await?;
     let users = rows
@@ -230,19 +239,12 @@ pub async fn show_user(state: &Context, user_id: &str) -> AppResult<Profile> {
 }
 
 pub async fn promote(state: &Context, who: String) -> AppResult<UserRow> {
-    let master = state.master.clone();
-    state
-        .store
-        .run(move |c| {
-            let tx = c.transaction()?;
-            let mut user = find_by_id_or_email(&tx, &master, &who)?;
-            user.is_admin = true;
-            user.updated_at = unix_now() as i64;
-            users::update(&tx, &user)?;
-            tx.commit()?;
-            Ok(user)
-        })
-        .await
+    update_user(state, who, |user, now| {
+        user.is_admin = true;
+        user.updated_at = now;
+        Ok(())
+    })
+    .await
 }
 
 fn describe(state: &Context, u: &UserRow) -> String {
@@ -274,10 +276,7 @@ pub fn fmt_time(secs: i64) -> String {
 pub async fn run_cli(state: &Context, command: UserCommand) -> AppResult<String> {
     match command {
         UserCommand::List => {
-            let rows = state
-                .store
-                .run(|c| Ok::<_, AppError>(users::list(c, i64::MAX, 0)?))
-                .await?;
+            let rows = state.db(|c| Ok(users::list(c, i64::MAX, 0)?)).await?;
             if rows.is_empty() {
                 return Ok("no users yet\n".to_owned());
             }

@@ -119,8 +119,7 @@ pub async fn request_code(
         .await?;
     let hash = in_hash_slot(move || crypto::hash_code(&code_for_hash)).await?;
     let id = state
-        .store
-        .run(move |c| {
+        .db(move |c| {
             let tx = c.transaction()?;
             check_code_budget(&tx, &index, now)?;
             let expires = now + ttl.as_secs() as i64;
@@ -134,7 +133,7 @@ pub async fn request_code(
                 now,
             )?;
             tx.commit()?;
-            Ok::<_, AppError>(id)
+            Ok(id)
         })
         .await?;
     if let Err(e) = state
@@ -337,8 +336,7 @@ pub async fn ensure_matrix_account(state: &Context, user: UserRow) -> AppResult<
     let master = state.master.clone();
     let uid = user.id.clone();
     let user = state
-        .store
-        .run(move |c| {
+        .db(move |c| {
             let tx = c.transaction()?;
             let mut row =
                 store::users::find(&tx, &uid)?.ok_or_else(|| AppError::not_found("user"))?;
@@ -352,7 +350,7 @@ pub async fn ensure_matrix_account(state: &Context, user: UserRow) -> AppResult<
             row.updated_at = unix_now() as i64;
             store::users::set_matrix_account(&tx, &row)?;
             tx.commit()?;
-            Ok::<_, AppError>(row)
+            Ok(row)
         })
         .await?;
     // The sync supervisor starts a worker for the new Matrix account.
@@ -382,8 +380,7 @@ pub async fn open_session(state: &Context, user: UserRow, is_new_user: bool) -> 
     let (uid, sid) = (user.id.clone(), session_id.clone());
     let device_id = device.as_ref().and_then(|d| d.device_id.clone());
     let stored = state
-        .store
-        .run(move |c| {
+        .db(move |c| {
             let session = refresh_tokens::NewSession {
                 token_hash: &hash,
                 user_id: &uid,
@@ -393,7 +390,7 @@ pub async fn open_session(state: &Context, user: UserRow, is_new_user: bool) -> 
                 expires_at: expires,
                 now,
             };
-            Ok::<_, AppError>(refresh_tokens::insert(c, &session)?)
+            Ok(refresh_tokens::insert(c, &session)?)
         })
         .await;
     if let Err(e) = stored {
@@ -432,13 +429,12 @@ pub async fn logout(state: &Context, user_id: &str) -> AppResult<usize> {
     let uid = user_id.to_owned();
     let now = unix_now() as i64;
     let revoked = state
-        .store
-        .run(move |c| {
+        .db(move |c| {
             let tx = c.transaction()?;
             let n = refresh_tokens::revoke_all(&tx, &uid, now)?;
             matrix_logouts::queue_user_devices(&tx, &uid, now)?;
             tx.commit()?;
-            Ok::<_, AppError>(n)
+            Ok(n)
         })
         .await?;
     matrix_sessions::log_out_queued(state, user_id).await;

@@ -19,6 +19,7 @@ use crate::clients::matrix::MatrixClient;
 use crate::clients::push::PushClient;
 use crate::config::Config;
 use crate::crypto::{MasterKey, ServerKeys};
+use crate::error::AppResult;
 use crate::events::{EventHub, Shutdown};
 use crate::ratelimit::RateLimiter;
 use crate::services::bridges::Bridges;
@@ -26,7 +27,7 @@ use crate::services::history::TimelineSink;
 use crate::services::importance::Rescorer;
 use crate::services::pages::PageCache;
 use crate::services::session::{AuthCache, JwtKeys};
-use crate::store::Store;
+use crate::store::{Conn, Store};
 
 /// Everything a service may use; reached through [`Context`].
 pub struct Resources {
@@ -76,6 +77,16 @@ pub struct Context(Arc<Resources>);
 impl Context {
     pub fn new(resources: Resources) -> Self {
         Self(Arc::new(resources))
+    }
+
+    /// [`Store::run`] for a job that fails with [`crate::error::AppError`]:
+    /// `state.db(move |c| { …; Ok(x) })` without naming the error type at each call.
+    pub async fn db<T, F>(&self, job: F) -> AppResult<T>
+    where
+        T: Send + 'static,
+        F: FnOnce(&mut Conn) -> AppResult<T> + Send + 'static,
+    {
+        self.store.run(job).await
     }
 }
 

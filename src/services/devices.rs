@@ -155,8 +155,7 @@ pub async fn register(state: &Context, user_id: &str, reg: Registration) -> AppR
     let uid = user_id.to_owned();
     let master = state.master.clone();
     state
-        .store
-        .run(move |c| {
+        .db(move |c| {
             let tx = c.transaction_with_behavior(rusqlite::TransactionBehavior::Immediate)?;
             // The data key is read in the transaction that seals with it, so a key deletion
             // cannot slip in between (the token would be sealed under the deleted key).
@@ -203,7 +202,7 @@ pub async fn register(state: &Context, user_id: &str, reg: Registration) -> AppR
                 store::update(&tx, &row)?;
             }
             tx.commit()?;
-            Ok::<_, AppError>(row.id)
+            Ok(row.id)
         })
         .await
 }
@@ -214,10 +213,9 @@ pub async fn unregister(state: &Context, user_id: &str, token: &str) -> AppResul
     let index = token_index(state, &token);
     let uid = user_id.to_owned();
     let n = state
-        .store
-        .run(move |c| {
+        .db(move |c| {
             let Some(d) = store::find_by_index(c, &index)? else {
-                return Ok::<_, AppError>(0);
+                return Ok(0);
             };
             if d.user_id != uid {
                 return Ok(0);
@@ -406,11 +404,10 @@ pub async fn notify_user(state: &Context, user_id: &str, notification: Notificat
     }
     let uid = user_id.to_owned();
     let loaded = state
-        .store
-        .run(move |c| {
+        .db(move |c| {
             let devices = store::list(c, &uid)?;
             let user = crate::store::users::find(c, &uid)?;
-            Ok::<_, AppError>((devices, user))
+            Ok((devices, user))
         })
         .await;
     let (devices, user) = match loaded {

@@ -3,7 +3,6 @@
 
 use std::time::{Duration, Instant};
 
-use crate::error::AppError;
 use crate::services::Context;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -117,10 +116,9 @@ fn check_mail(state: &Context) -> Check {
 async fn check_database(state: &Context) -> Check {
     let started = Instant::now();
     let result = state
-        .store
-        .run(|c| {
+        .db(|c| {
             let n: i64 = c.query_row("SELECT COUNT(*) FROM users", [], |r| r.get(0))?;
-            Ok::<_, AppError>(n)
+            Ok(n)
         })
         .await;
     Check::timed(started, result.map(|_| ()).map_err(|e| e.to_string()))

@@ -141,34 +141,35 @@ pub async fn register(
     public_key: String,
     encrypted_master_key: Option<String>,
 ) -> AppResult<i64> {
-    let key = NewKey::validate(public_key, encrypted_master_key)?;
-    let master = state.master.clone();
-    let uid = user_id.to_owned();
-    let now = unix_now() as i64;
-    state
-        .store
-        .run(move |c| {
-            let tx = c.transaction_with_behavior(TransactionBehavior::Immediate)?;
-            let mut user = load_user(&tx, &uid)?;
-            if user_keys::find(&tx, &uid)?.is_some() {
+    store_key(
+        state,
+        user_id,
+        public_key,
+        encrypted_master_key,
+        |tx, user, key, now| {
+            let uid = user.id.clone();
+            if user_keys::find(tx, &uid)?.is_some() {
                 return Err(AppError::bad_request(
                     ErrorCode::KeysAlreadyRegistered,
                     "encryption keys are already registered; rotate them with PUT /api/keys",
                 ));
             }
-            let version = user_keys::last_version(&tx, &uid)? + 1;
-            let mut row = new_key_row(&uid, key.public_key.clone(), None, version, now);
-            key.seal_recovery_into(&master, &user, &mut row)?;
-            user_keys::upsert(&tx, &row)?;
+            let version = user_keys::last_version(tx, &uid)? + 1;
             if user.keys_shredded {
                 user.keys_shredded = false;
                 user.updated_at = now;
-                crate::store::users::update(&tx, &user)?;
+                crate::store::users::update(tx, user)?;
             }
-            tx.commit()?;
-            Ok(version)
-        })
-        .await
+            Ok(new_key_row(
+                &uid,
+                key.public_key.clone(),
+                None,
+                version,
+                now,
+            ))
+        },
+    )
+    .await
 }
 
 /// `PUT /api/keys`: replaces the public key and bumps the version. New recovery material
@@ -180,20 +181,44 @@ pub async fn rotate(
     public_key: String,
     encrypted_master_key: Option<String>,
 ) -> AppResult<i64> {
+    store_key(
+        state,
+        user_id,
+        public_key,
+        encrypted_master_key,
+        |tx, user, key, now| {
+            let mut row = user_keys::find(tx, &user.id)?.ok_or_else(no_keys)?;
+            row.key_version = user_keys::last_version(tx, &user.id)? + 1;
+            row.public_key = key.public_key.trim().to_owned();
+            row.updated_at = now;
+            Ok(row)
+        },
+    )
+    .await
+}
+
+/// Validates the key, then in one IMMEDIATE transaction: `next` makes the new key row
+/// (from the user and what is stored), the recovery material is sealed into it and the
+/// row is stored. Returns the row's key version.
+async fn store_key(
+    state: &Context,
+    user_id: &str,
+    public_key: String,
+    encrypted_master_key: Option<String>,
+    next: impl FnOnce(&rusqlite::Transaction<'_>, &mut UserRow, &NewKey, i64) -> AppResult<UserKeyRow>
+        + Send
+        + 'static,
+) -> AppResult<i64> {
     let key = NewKey::validate(public_key, encrypted_master_key)?;
     let master = state.master.clone();
     let uid = user_id.to_owned();
     let now = unix_now() as i64;
     state
-        .store
-        .run(move |c| {
+        .db(move |c| {
             let tx = c.transaction_with_behavior(TransactionBehavior::Immediate)?;
-            let user = load_user(&tx, &uid)?;
-            let mut row = user_keys::find(&tx, &uid)?.ok_or_else(no_keys)?;
-            row.key_version = user_keys::last_version(&tx, &uid)? + 1;
-            row.public_key = key.public_key.trim().to_owned();
+            let mut user = load_user(&tx, &uid)?;
+            let mut row = next(&tx, &mut user, &key, now)?;
             key.seal_recovery_into(&master, &user, &mut row)?;
-            row.updated_at = now;
             user_keys::upsert(&tx, &row)?;
             tx.commit()?;
             Ok(row.key_version)
@@ -220,8 +245,7 @@ pub async fn delete(state: &Context, user_id: &str, confirmation: Option<&str>) 
     let uid = user_id.to_owned();
     let now = unix_now() as i64;
     state
-        .store
-        .run(move |c| {
+        .db(move |c| {
             let tx = c.transaction_with_behavior(TransactionBehavior::Immediate)?;
             let mut user = load_user(&tx, &uid)?;
             if let Some(last) = user.last_key_deletion_at {
@@ -270,7 +294,7 @@ pub async fn delete(state: &Context, user_id: &str, confirmation: Option<&str>) 
                 ),
                 Err(e) => tracing::warn!(error = %e, "WAL checkpoint after a key deletion failed"),
             }
-            Ok::<_, AppError>(())
+            Ok(())
         })
         .await?;
     // The crypto store's key derives from the old data key: unreadable now, and removed.

@@ -320,8 +320,7 @@ pub async fn update(
     let uid = user_id.to_owned();
     let state2 = state.clone();
     state
-        .store
-        .run(move |c| {
+        .db(move |c| {
             let tx = c.transaction_with_behavior(TransactionBehavior::Immediate)?;
             let mut row = find_group(&tx, &uid, &gid)?;
             if let Some(name) = name {
@@ -337,7 +336,7 @@ pub async fn update(
             row.updated_at = unix_now() as i64;
             linked_groups::update(&tx, &row)?;
             tx.commit()?;
-            Ok::<_, AppError>(())
+            Ok(())
         })
         .await
 }
@@ -434,8 +433,7 @@ pub async fn room_for_platform(
     let rid = room_id.to_owned();
     let platform = platform.trim().to_ascii_lowercase();
     state
-        .store
-        .run(move |c| {
+        .db(move |c| {
             let Some(gid) = linked_groups::group_of_room(c, &uid, &rid)? else {
                 return Ok(rid);
             };
@@ -451,7 +449,7 @@ pub async fn room_for_platform(
             if on(&rid) {
                 return Ok(rid);
             }
-            Ok::<_, AppError>(members.into_iter().find(|id| on(id)).unwrap_or(rid))
+            Ok(members.into_iter().find(|id| on(id)).unwrap_or(rid))
         })
         .await
 }

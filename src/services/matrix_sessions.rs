@@ -128,9 +128,8 @@ pub async fn session_token(
     let device_id = device.device_id.clone().unwrap_or_default();
     let sealed = seal_token(&state.master, user, &sid, &device.access_token)?;
     let set = state
-        .store
-        .run(move |c| {
-            Ok::<_, AppError>(refresh_tokens::set_device(
+        .db(move |c| {
+            Ok(refresh_tokens::set_device(
                 c, &sid, &device_id, &sealed, now,
             )?)
         })
@@ -175,11 +174,10 @@ async fn log_out_user(
 ) -> AppResult<()> {
     let uid = user_id.to_owned();
     let (user, queued) = state
-        .store
-        .run(move |c| {
+        .db(move |c| {
             let user = crate::store::users::find(c, &uid)?;
             let queued = matrix_logouts::queued(c, &uid, due_by)?;
-            Ok::<_, AppError>((user, queued))
+            Ok((user, queued))
         })
         .await?;
     let Some(user) = user else { return Ok(()) };
@@ -209,8 +207,7 @@ async fn log_out_user(
     let uid = user_id.to_owned();
     let result = outcome.clone();
     state
-        .store
-        .run(move |c| {
+        .db(move |c| {
             // Switchboard's own device is never logged out; drop it from the queue.
             matrix_logouts::remove(c, &uid, &own)?;
             match &result {
@@ -220,7 +217,7 @@ async fn log_out_user(
                     matrix_logouts::record_failure(c, &uid, &devices, now + delay, e)?
                 }
             }
-            Ok::<_, AppError>(())
+            Ok(())
         })
         .await?;
     outcome.map_err(|e| AppError::Unavailable {
@@ -257,10 +254,9 @@ async fn round(state: &Context, matrix: &MatrixClient, everything: bool) -> AppR
     let now = unix_now() as i64;
     let due_by = if everything { i64::MAX } else { now };
     let users = state
-        .store
-        .run(move |c| {
+        .db(move |c| {
             matrix_logouts::queue_ended_sessions(c, now)?;
-            Ok::<_, AppError>(matrix_logouts::users_due(c, due_by, 100)?)
+            Ok(matrix_logouts::users_due(c, due_by, 100)?)
         })
         .await?;
     for user_id in users {

@@ -199,14 +199,13 @@ pub async fn create(state: &Context, user_id: &str, input: ReminderInput) -> App
     };
     let master = state.master.clone();
     let (row, dek) = state
-        .store
-        .run(move |c| {
+        .db(move |c| {
             let tx = c.transaction()?;
             let dek = key_in(&tx, &master, &row.user_id)?;
             apply(&dek, &mut row, input, now)?;
             store::insert(&tx, &row)?;
             tx.commit()?;
-            Ok::<_, AppError>((row, dek))
+            Ok((row, dek))
         })
         .await?;
     state.scheduler_wakeup.notify_one();
@@ -223,8 +222,7 @@ pub async fn update(
     let master = state.master.clone();
     let uid = user_id.to_owned();
     let row = state
-        .store
-        .run(move |c| {
+        .db(move |c| {
             let tx = c.transaction_with_behavior(rusqlite::TransactionBehavior::Immediate)?;
             let dek = key_in(&tx, &master, &uid)?;
             let mut row =
@@ -232,7 +230,7 @@ pub async fn update(
             apply(&dek, &mut row, input, now_ms())?;
             store::update(&tx, &row)?;
             tx.commit()?;
-            Ok::<_, AppError>((row, dek))
+            Ok((row, dek))
         })
         .await?;
     state.scheduler_wakeup.notify_one();
@@ -335,10 +333,7 @@ pub async fn announce_due(state: &Context) -> AppResult<usize> {
 
 /// The next due time of an unannounced reminder, ms.
 pub async fn next_due(state: &Context) -> AppResult<Option<i64>> {
-    state
-        .store
-        .run(|c| Ok::<_, AppError>(store::next_due(c)?))
-        .await
+    Ok(state.store.query(|c| store::next_due(c)).await?)
 }
 
 #[cfg(test)]

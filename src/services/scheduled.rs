@@ -382,8 +382,7 @@ pub async fn update(
     row.updated_at = now;
     let stored = row.clone();
     let changed = state
-        .store
-        .run(move |c| {
+        .db(move |c| {
             // Checked again inside the write: the scheduler may have claimed it meanwhile.
             let tx = c.transaction_with_behavior(rusqlite::TransactionBehavior::Immediate)?;
             let current = store::find(&tx, &stored.user_id, &stored.id)?
@@ -393,7 +392,7 @@ pub async fn update(
             }
             let n = store::update_pending(&tx, &stored)?;
             tx.commit()?;
-            Ok::<_, AppError>(n)
+            Ok(n)
         })
         .await?;
     if changed == 0 {
@@ -410,8 +409,7 @@ pub async fn cancel(state: &Context, user_id: &str, id: &str) -> AppResult<Strin
     let uid = user_id.to_owned();
     let mid = id.clone();
     let room_id = state
-        .store
-        .run(move |c| {
+        .db(move |c| {
             let tx = c.transaction_with_behavior(rusqlite::TransactionBehavior::Immediate)?;
             let row = store::find(&tx, &uid, &mid)?
                 .ok_or_else(|| AppError::not_found("scheduled message"))?;
@@ -421,7 +419,7 @@ pub async fn cancel(state: &Context, user_id: &str, id: &str) -> AppResult<Strin
             }
             store::cancel(&tx, &uid, &mid, now)?;
             tx.commit()?;
-            Ok::<_, AppError>(row.room_id)
+            Ok(row.room_id)
         })
         .await?;
     publish(state, user_id, &id, &room_id, store::CANCELLED);

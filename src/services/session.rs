@@ -209,8 +209,7 @@ pub async fn authenticate(state: &Context, token: &str) -> AppResult<Principal> 
         let since = state.auth_cache.users.epoch();
         let uid = user_id.clone();
         let exists = state
-            .store
-            .run(move |c| Ok::<_, AppError>(users::find(c, &uid)?.is_some()))
+            .db(move |c| Ok(users::find(c, &uid)?.is_some()))
             .await?;
         if !exists {
             return Err(AppError::unauthorized(
@@ -225,14 +224,26 @@ pub async fn authenticate(state: &Context, token: &str) -> AppResult<Principal> 
     })
 }
 
+/// The verdict on a personal token from the cache alone (`None`: not cached, ask
+/// [`authenticate`]). The gate asks this first: a token the cache knows needs no look at
+/// the caller's address budget.
+pub fn authenticate_personal_cached(state: &Context, token: &str) -> Option<AppResult<Principal>> {
+    cached_personal(state, &crypto::sha256_hex(token))
+}
+
+fn cached_personal(state: &Context, hash: &str) -> Option<AppResult<Principal>> {
+    if let Some(grant) = state.auth_cache.tokens.get(hash) {
+        return Some(grant.admit(unix_now() as i64));
+    }
+    let reason = state.auth_cache.refused.get(hash)?;
+    Some(Err(AppError::unauthorized(reason)))
+}
+
 async fn authenticate_personal(state: &Context, token: &str) -> AppResult<Principal> {
     let hash = crypto::sha256_hex(token);
     let now = unix_now() as i64;
-    if let Some(grant) = state.auth_cache.tokens.get(&hash) {
-        return grant.admit(now);
-    }
-    if let Some(reason) = state.auth_cache.refused.get(&hash) {
-        return Err(AppError::unauthorized(reason));
+    if let Some(verdict) = cached_personal(state, &hash) {
+        return verdict;
     }
     let since = state.auth_cache.tokens.epoch();
     let key = hash.clone();

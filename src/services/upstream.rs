@@ -1,12 +1,15 @@
-//! Upstream failures (homeserver, bridges, AI service) as the API reports them, in one
-//! place: 503 when the upstream cannot be reached or is not configured, 502 when it
-//! refuses or answers nonsense. Transport and decoding detail (which can name an
+//! Upstream failures (homeserver, bridges, AI service, the users' mail servers) as the API
+//! reports them, in one place: 503 when the upstream cannot be reached or is not
+//! configured, 502 when it refuses or answers nonsense. Transport and decoding detail (which can name an
 //! upstream's address) goes to the log, not to the client.
 
 use crate::clients::ai::AiError;
+use crate::clients::mail::imap::ImapError;
+use crate::clients::mail::smtp::SmtpError;
 use crate::clients::matrix::MatrixError;
 use crate::clients::provisioning::{BridgeError, Failure};
 use crate::error::{AppError, ErrorCode};
+use crate::services::email::sync::SyncError;
 
 impl From<AiError> for AppError {
     fn from(e: AiError) -> Self {
@@ -117,37 +120,31 @@ pub fn homeserver_error(e: MatrixError) -> AppError {
     if !matches!(e, MatrixError::Http { .. }) {
         tracing::warn!(error = %e, "homeserver request failed");
     }
-    match e {
-        MatrixError::Unreachable(_) => AppError::Unavailable {
-            retry_after_secs: None,
-            code: ErrorCode::HomeserverUnavailable,
-            message: e.public_message(),
-        },
-        MatrixError::Http {
-            status,
-            errcode,
-            message,
-        } => AppError::BadGateway {
-            code: ErrorCode::HomeserverError,
-            message: format!(
-                "the Matrix homeserver refused the message ({status} {errcode}): {message}"
-            ),
-        },
-        MatrixError::Decode(_) => AppError::BadGateway {
-            code: ErrorCode::HomeserverError,
-            message: e.public_message(),
-        },
-    }
+    let public = e.public_message();
+    homeserver_failure(e, "the message", |_| public)
 }
 
 /// A homeserver failure while joining or leaving a room (`action`).
 pub fn homeserver_room_error(action: &str, e: MatrixError) -> AppError {
+    homeserver_failure(e, &format!("to {action} the room"), |e| match e {
+        MatrixError::Unreachable(detail) => {
+            format!("the Matrix homeserver is unreachable: {detail}")
+        }
+        MatrixError::Decode(detail) => {
+            format!("unexpected answer from the Matrix homeserver: {detail}")
+        }
+        MatrixError::Http { .. } => e.public_message(),
+    })
+}
+
+/// 503 when unreachable, 502 otherwise; a refusal names what was `refused`, transport and
+/// decoding failures read as `other` renders them.
+fn homeserver_failure(
+    e: MatrixError,
+    refused: &str,
+    other: impl FnOnce(&MatrixError) -> String,
+) -> AppError {
     match e {
-        MatrixError::Unreachable(detail) => AppError::Unavailable {
-            retry_after_secs: None,
-            code: ErrorCode::HomeserverUnavailable,
-            message: format!("the Matrix homeserver is unreachable: {detail}"),
-        },
         MatrixError::Http {
             status,
             errcode,
@@ -155,13 +152,101 @@ pub fn homeserver_room_error(action: &str, e: MatrixError) -> AppError {
         } => AppError::BadGateway {
             code: ErrorCode::HomeserverError,
             message: format!(
-                "the Matrix homeserver refused to {action} the room ({status} {errcode}): {message}"
+                "the Matrix homeserver refused {refused} ({status} {errcode}): {message}"
             ),
         },
-        MatrixError::Decode(detail) => AppError::BadGateway {
-            code: ErrorCode::HomeserverError,
-            message: format!("unexpected answer from the Matrix homeserver: {detail}"),
+        MatrixError::Unreachable(_) => AppError::Unavailable {
+            retry_after_secs: None,
+            code: ErrorCode::HomeserverUnavailable,
+            message: other(&e),
         },
+        MatrixError::Decode(_) => AppError::BadGateway {
+            code: ErrorCode::HomeserverError,
+            message: other(&e),
+        },
+    }
+}
+
+/// An IMAP failure during an action: the server refused (502 `mail_action_failed` with its
+/// words) or could not be reached (503 `mail_unreachable`); a host that now resolves to an
+/// address this server does not connect to is 502 `mail_host_not_allowed`.
+pub fn imap_error(e: ImapError) -> AppError {
+    match e {
+        ImapError::Refused(m) | ImapError::Protocol(m) | ImapError::Login(m) => {
+            AppError::BadGateway {
+                code: ErrorCode::MailActionFailed,
+                message: format!("the mail server refused: {m}"),
+            }
+        }
+        ImapError::Unreachable(m) => AppError::Unavailable {
+            code: ErrorCode::MailUnreachable,
+            message: format!("the mail server cannot be reached: {m}"),
+            retry_after_secs: None,
+        },
+        ImapError::NotAllowed(m) => AppError::BadGateway {
+            code: ErrorCode::MailHostNotAllowed,
+            message: format!("imap.host: {m}"),
+        },
+    }
+}
+
+/// An SMTP failure while sending: 502 `mail_send_failed` (or `mail_host_not_allowed`).
+pub fn smtp_error(e: SmtpError) -> AppError {
+    match e {
+        SmtpError::Refused(m) | SmtpError::Config(m) => AppError::BadGateway {
+            code: ErrorCode::MailSendFailed,
+            message: format!("the SMTP server refused the message: {m}"),
+        },
+        SmtpError::Unreachable(m) => AppError::BadGateway {
+            code: ErrorCode::MailSendFailed,
+            message: format!("the SMTP server cannot be reached: {m}"),
+        },
+        SmtpError::NotAllowed(m) => AppError::BadGateway {
+            code: ErrorCode::MailHostNotAllowed,
+            message: format!("smtp.host: {m}"),
+        },
+    }
+}
+
+impl From<SyncError> for AppError {
+    fn from(e: SyncError) -> Self {
+        match e {
+            SyncError::Imap(e) => imap_error(e),
+            SyncError::App(e) => e,
+        }
+    }
+}
+
+/// An IMAP failure while connecting a mailbox (`POST /api/email/accounts`): everything is
+/// the user's input, so 400 — `mail_login_failed` with the server's words,
+/// `mail_server_unreachable`, or `mail_host_not_allowed` naming `imap.host`.
+pub fn imap_connect_error(e: ImapError) -> AppError {
+    match e {
+        ImapError::Login(m) | ImapError::Refused(m) | ImapError::Protocol(m) => {
+            AppError::bad_request(ErrorCode::MailLoginFailed, format!("IMAP: {m}"))
+        }
+        ImapError::Unreachable(m) => {
+            AppError::bad_request(ErrorCode::MailServerUnreachable, format!("IMAP: {m}"))
+        }
+        ImapError::NotAllowed(m) => {
+            AppError::bad_request(ErrorCode::MailHostNotAllowed, format!("imap.host: {m}"))
+        }
+    }
+}
+
+/// An SMTP failure while connecting a mailbox, as [`imap_connect_error`] (`smtp.host`).
+pub fn smtp_connect_error(e: SmtpError) -> AppError {
+    match e {
+        SmtpError::Refused(m) => {
+            AppError::bad_request(ErrorCode::MailLoginFailed, format!("SMTP: {m}"))
+        }
+        SmtpError::Config(m) => AppError::invalid("smtp.host", m),
+        SmtpError::Unreachable(m) => {
+            AppError::bad_request(ErrorCode::MailServerUnreachable, format!("SMTP: {m}"))
+        }
+        SmtpError::NotAllowed(m) => {
+            AppError::bad_request(ErrorCode::MailHostNotAllowed, format!("smtp.host: {m}"))
+        }
     }
 }
 

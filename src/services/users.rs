@@ -281,8 +281,7 @@ pub async fn complete_onboarding(
         .transpose()?;
     let uid = user_id.to_owned();
     let row = state
-        .store
-        .run(move |c| {
+        .db(move |c| {
             let tx = c.transaction()?;
             let mut user = users::find(&tx, &uid)?.ok_or_else(|| AppError::not_found("user"))?;
             if let Some(name) = display_name {
@@ -292,7 +291,7 @@ pub async fn complete_onboarding(
             user.updated_at = unix_now() as i64;
             users::update(&tx, &user)?;
             tx.commit()?;
-            Ok::<_, AppError>(user)
+            Ok(user)
         })
         .await?;
     profile_of(&state.master, row)

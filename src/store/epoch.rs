@@ -122,7 +122,11 @@ where
     }
 
     /// The value, if nothing was committed since it was computed and it is young enough.
-    pub fn get(&self, key: &K) -> Option<V> {
+    pub fn get<Q>(&self, key: &Q) -> Option<V>
+    where
+        K: std::borrow::Borrow<Q>,
+        Q: Hash + Eq + ?Sized,
+    {
         let entry = self.entries.get(key)?;
         let fresh = entry.epoch == self.epoch.current() && entry.filled.elapsed() < self.max_age;
         fresh.then_some(entry.value)

@@ -85,42 +85,34 @@ pub fn add_gap(
 
 /// The room's gaps, nearest to the newest message first.
 pub fn gaps(conn: &Connection, user_id: &str, room_id: &str) -> rusqlite::Result<Vec<Gap>> {
-    let mut stmt = conn.prepare_cached(
-        "SELECT id, room_id, before_ts, before_event, from_token, to_token, after_ts \
-         FROM history_gaps WHERE user_id = ?1 AND room_id = ?2 \
-         ORDER BY before_ts DESC, before_event ASC",
-    )?;
-    let rows = stmt.query_map([user_id, room_id], |r| {
-        Ok(Gap {
-            id: r.get(0)?,
-            room_id: r.get(1)?,
-            before_ts: r.get(2)?,
-            before_event: r.get(3)?,
-            from_token: r.get(4)?,
-            to_token: r.get(5)?,
-            after_ts: r.get(6)?,
-        })
-    })?;
+    let mut stmt = conn.prepare_cached(&format!(
+        "SELECT {GAP_COLUMNS} FROM history_gaps WHERE user_id = ?1 AND room_id = ?2 \
+         ORDER BY before_ts DESC, before_event ASC"
+    ))?;
+    let rows = stmt.query_map([user_id, room_id], gap_from_row)?;
     rows.collect()
+}
+
+const GAP_COLUMNS: &str = "id, room_id, before_ts, before_event, from_token, to_token, after_ts";
+
+fn gap_from_row(r: &rusqlite::Row<'_>) -> rusqlite::Result<Gap> {
+    Ok(Gap {
+        id: r.get(0)?,
+        room_id: r.get(1)?,
+        before_ts: r.get(2)?,
+        before_event: r.get(3)?,
+        from_token: r.get(4)?,
+        to_token: r.get(5)?,
+        after_ts: r.get(6)?,
+    })
 }
 
 /// The gap as stored now (another pager may have moved or closed it).
 pub fn find_gap(conn: &Connection, user_id: &str, id: i64) -> rusqlite::Result<Option<Gap>> {
-    conn.prepare_cached(
-        "SELECT id, room_id, before_ts, before_event, from_token, to_token, after_ts \
-         FROM history_gaps WHERE user_id = ?1 AND id = ?2",
-    )?
-    .query_row(params![user_id, id], |r| {
-        Ok(Gap {
-            id: r.get(0)?,
-            room_id: r.get(1)?,
-            before_ts: r.get(2)?,
-            before_event: r.get(3)?,
-            from_token: r.get(4)?,
-            to_token: r.get(5)?,
-            after_ts: r.get(6)?,
-        })
-    })
+    conn.prepare_cached(&format!(
+        "SELECT {GAP_COLUMNS} FROM history_gaps WHERE user_id = ?1 AND id = ?2"
+    ))?
+    .query_row(params![user_id, id], gap_from_row)
     .optional()
 }
 

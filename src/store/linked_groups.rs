@@ -2,7 +2,7 @@
 //! conversation on different platforms. A room is in at most one group of its user
 //! (`UNIQUE (user_id, room_id)`).
 
-use rusqlite::{params, Connection, OptionalExtension, Row};
+use rusqlite::{params, Connection, OptionalExtension, Row, ToSql};
 
 #[derive(Debug, Clone, Default)]
 pub struct GroupRow {
@@ -38,19 +38,25 @@ fn from_row(r: &Row<'_>) -> rusqlite::Result<GroupRow> {
     })
 }
 
+/// Every column of `GroupRow` in [`COLUMNS`] order, so `?n` names the n-th column in the
+/// INSERT and the UPDATE alike.
+fn bind(g: &GroupRow) -> [&dyn ToSql; 7] {
+    [
+        &g.id,
+        &g.user_id,
+        &g.name_enc,
+        &g.encrypted_name,
+        &g.nonce,
+        &g.created_at,
+        &g.updated_at,
+    ]
+}
+
 pub fn insert(conn: &Connection, g: &GroupRow) -> rusqlite::Result<()> {
     conn.prepare_cached(&format!(
         "INSERT INTO linked_groups ({COLUMNS}) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)"
     ))?
-    .execute(params![
-        g.id,
-        g.user_id,
-        g.name_enc,
-        g.encrypted_name,
-        g.nonce,
-        g.created_at,
-        g.updated_at
-    ])?;
+    .execute(&bind(g)[..])?;
     Ok(())
 }
 
@@ -75,17 +81,10 @@ pub fn list(conn: &Connection, user_id: &str) -> rusqlite::Result<Vec<GroupRow>>
 /// Writes name, encrypted name, nonce and `updated_at`.
 pub fn update(conn: &Connection, g: &GroupRow) -> rusqlite::Result<usize> {
     conn.prepare_cached(
-        "UPDATE linked_groups SET name_enc = ?3, encrypted_name = ?4, nonce = ?5, updated_at = ?6 \
+        "UPDATE linked_groups SET name_enc = ?3, encrypted_name = ?4, nonce = ?5, updated_at = ?7 \
          WHERE id = ?1 AND user_id = ?2",
     )?
-    .execute(params![
-        g.id,
-        g.user_id,
-        g.name_enc,
-        g.encrypted_name,
-        g.nonce,
-        g.updated_at
-    ])
+    .execute(&bind(g)[..])
 }
 
 pub fn touch(conn: &Connection, id: &str, now: i64) -> rusqlite::Result<usize> {

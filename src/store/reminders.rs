@@ -1,7 +1,7 @@
 //! `reminders` table. Title and notes are sealed by the service (user's data key); times
 //! are Unix milliseconds.
 
-use rusqlite::{params, Connection, OptionalExtension, Row};
+use rusqlite::{params, Connection, OptionalExtension, Row, ToSql};
 
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct ReminderRow {
@@ -39,24 +39,30 @@ fn from_row(r: &Row<'_>) -> rusqlite::Result<ReminderRow> {
     })
 }
 
+/// Every column of `ReminderRow` in [`COLUMNS`] order, so `?n` names the n-th column in the
+/// INSERT and the UPDATE alike.
+fn bind(m: &ReminderRow) -> [&dyn ToSql; 12] {
+    [
+        &m.id,
+        &m.user_id,
+        &m.title_enc,
+        &m.notes_enc,
+        &m.due_at,
+        &m.room_id,
+        &m.event_id,
+        &m.completed,
+        &m.completed_at,
+        &m.notified_at,
+        &m.created_at,
+        &m.updated_at,
+    ]
+}
+
 pub fn insert(conn: &Connection, m: &ReminderRow) -> rusqlite::Result<()> {
     conn.prepare_cached(&format!(
         "INSERT INTO reminders ({COLUMNS}) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12)"
     ))?
-    .execute(params![
-        m.id,
-        m.user_id,
-        m.title_enc,
-        m.notes_enc,
-        m.due_at,
-        m.room_id,
-        m.event_id,
-        m.completed,
-        m.completed_at,
-        m.notified_at,
-        m.created_at,
-        m.updated_at
-    ])?;
+    .execute(&bind(m)[..])?;
     Ok(())
 }
 
@@ -72,22 +78,10 @@ pub fn find(conn: &Connection, user_id: &str, id: &str) -> rusqlite::Result<Opti
 pub fn update(conn: &Connection, m: &ReminderRow) -> rusqlite::Result<usize> {
     conn.prepare_cached(
         "UPDATE reminders SET title_enc = ?3, notes_enc = ?4, due_at = ?5, room_id = ?6, \
-           event_id = ?7, completed = ?8, completed_at = ?9, notified_at = ?10, updated_at = ?11 \
+           event_id = ?7, completed = ?8, completed_at = ?9, notified_at = ?10, updated_at = ?12 \
          WHERE id = ?1 AND user_id = ?2",
     )?
-    .execute(params![
-        m.id,
-        m.user_id,
-        m.title_enc,
-        m.notes_enc,
-        m.due_at,
-        m.room_id,
-        m.event_id,
-        m.completed,
-        m.completed_at,
-        m.notified_at,
-        m.updated_at
-    ])
+    .execute(&bind(m)[..])
 }
 
 pub fn delete(conn: &Connection, user_id: &str, id: &str) -> rusqlite::Result<usize> {

@@ -144,11 +144,11 @@ pub fn add_member(
     room_id: &str,
     member: &str,
 ) -> rusqlite::Result<()> {
-    conn.prepare_cached(
+    member_write(
+        conn,
         "INSERT OR IGNORE INTO room_members (user_id, room_id, member_id) VALUES (?1, ?2, ?3)",
-    )?
-    .execute([user_id, room_id, member])?;
-    Ok(())
+        [user_id, room_id, member],
+    )
 }
 
 pub fn remove_member(
@@ -157,10 +157,15 @@ pub fn remove_member(
     room_id: &str,
     member: &str,
 ) -> rusqlite::Result<()> {
-    conn.prepare_cached(
+    member_write(
+        conn,
         "DELETE FROM room_members WHERE user_id = ?1 AND room_id = ?2 AND member_id = ?3",
-    )?
-    .execute([user_id, room_id, member])?;
+        [user_id, room_id, member],
+    )
+}
+
+fn member_write(conn: &Connection, sql: &str, ids: [&str; 3]) -> rusqlite::Result<()> {
+    conn.prepare_cached(sql)?.execute(ids)?;
     Ok(())
 }
 

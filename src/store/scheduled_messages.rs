@@ -301,16 +301,10 @@ pub fn release(conn: &Connection, ids: &[String], now: i64) -> rusqlite::Result<
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::config::StorageConfig;
     use crate::store::Store;
 
     fn store() -> (tempfile::TempDir, Store) {
-        let dir = tempfile::tempdir().unwrap();
-        let config = StorageConfig {
-            data_dir: dir.path().to_path_buf(),
-            ..StorageConfig::default()
-        };
-        let store = Store::open(&config).unwrap();
+        let (dir, store) = Store::open_temp();
         store
             .conn()
             .unwrap()

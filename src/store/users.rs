@@ -1,7 +1,7 @@
 //! `users` table. Rows carry sealed columns as opaque bytes; sealing and opening happen in
 //! the services, which own the keys.
 
-use rusqlite::{params, Connection, OptionalExtension, Row};
+use rusqlite::{params, Connection, OptionalExtension, Row, ToSql};
 
 #[derive(Debug, Clone)]
 pub struct UserRow {
@@ -73,30 +73,36 @@ fn from_row(r: &Row<'_>) -> rusqlite::Result<UserRow> {
     })
 }
 
+/// Every column of `UserRow` in [`COLUMNS`] order, so `?n` names the n-th column in the
+/// INSERT and the UPDATE alike.
+fn bind(u: &UserRow) -> [&dyn ToSql; 19] {
+    [
+        &u.id,
+        &u.email_index,
+        &u.email_enc,
+        &u.dek_wrapped,
+        &u.display_name,
+        &u.username,
+        &u.avatar_url,
+        &u.is_admin,
+        &u.onboarding_completed,
+        &u.subscription_active,
+        &u.subscription_until,
+        &u.matrix_user_id,
+        &u.matrix_device_id,
+        &u.matrix_access_token_enc,
+        &u.primary_user_id,
+        &u.keys_shredded,
+        &u.last_key_deletion_at,
+        &u.created_at,
+        &u.updated_at,
+    ]
+}
+
 pub fn insert(conn: &Connection, u: &UserRow) -> rusqlite::Result<()> {
     conn.execute(
         &format!("INSERT INTO users ({COLUMNS}) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18, ?19)"),
-        params![
-            u.id,
-            u.email_index,
-            u.email_enc,
-            u.dek_wrapped,
-            u.display_name,
-            u.username,
-            u.avatar_url,
-            u.is_admin,
-            u.onboarding_completed,
-            u.subscription_active,
-            u.subscription_until,
-            u.matrix_user_id,
-            u.matrix_device_id,
-            u.matrix_access_token_enc,
-            u.primary_user_id,
-            u.keys_shredded,
-            u.last_key_deletion_at,
-            u.created_at,
-            u.updated_at,
-        ],
+        &bind(u)[..],
     )?;
     Ok(())
 }
@@ -151,30 +157,12 @@ pub fn list_group(conn: &Connection, group_id: &str) -> rusqlite::Result<Vec<Use
 /// `updated_at`).
 pub fn update(conn: &Connection, u: &UserRow) -> rusqlite::Result<usize> {
     conn.execute(
-        "UPDATE users SET email_enc = ?2, dek_wrapped = ?3, display_name = ?4, username = ?5, \
-         avatar_url = ?6, is_admin = ?7, onboarding_completed = ?8, subscription_active = ?9, \
-         subscription_until = ?10, matrix_user_id = ?11, matrix_device_id = ?12, \
-         matrix_access_token_enc = ?13, primary_user_id = ?14, keys_shredded = ?15, \
-         last_key_deletion_at = ?16, updated_at = ?17 WHERE id = ?1",
-        params![
-            u.id,
-            u.email_enc,
-            u.dek_wrapped,
-            u.display_name,
-            u.username,
-            u.avatar_url,
-            u.is_admin,
-            u.onboarding_completed,
-            u.subscription_active,
-            u.subscription_until,
-            u.matrix_user_id,
-            u.matrix_device_id,
-            u.matrix_access_token_enc,
-            u.primary_user_id,
-            u.keys_shredded,
-            u.last_key_deletion_at,
-            u.updated_at,
-        ],
+        "UPDATE users SET email_enc = ?3, dek_wrapped = ?4, display_name = ?5, username = ?6, \
+         avatar_url = ?7, is_admin = ?8, onboarding_completed = ?9, subscription_active = ?10, \
+         subscription_until = ?11, matrix_user_id = ?12, matrix_device_id = ?13, \
+         matrix_access_token_enc = ?14, primary_user_id = ?15, keys_shredded = ?16, \
+         last_key_deletion_at = ?17, updated_at = ?19 WHERE id = ?1",
+        &bind(u)[..],
     )
 }
 

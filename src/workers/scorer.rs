@@ -23,7 +23,7 @@ use tokio::task::JoinSet;
 use crate::clients::ai::{AiClient, AiError, ScoreRequest};
 use crate::clock::unix_now;
 use crate::config::AiConfig;
-use crate::error::{AppError, AppResult};
+use crate::error::AppResult;
 use crate::events::ChangeEvent;
 use crate::services::conversations::open_message;
 use crate::services::importance::NewMessage;
@@ -209,8 +209,7 @@ async fn load(state: &Context, job: &Job) -> AppResult<Option<Loaded>> {
         job.reader.clone(),
     );
     state
-        .store
-        .run(move |c| {
+        .db(move |c| {
             let Some(user) = crate::store::users::find(c, &uid)? else {
                 return Ok(None);
             };
@@ -228,7 +227,7 @@ async fn load(state: &Context, job: &Job) -> AppResult<Option<Loaded>> {
                 return Ok(None);
             }
             let mentioned = importance::mentioned_ids(&content.content);
-            Ok::<_, AppError>(Some(Loaded {
+            Ok(Some(Loaded {
                 mentions_reader: importance::is_mentioned(&reader, &content.body, &mentioned),
                 message_id: row.id,
                 room_id: row.room_id,
@@ -245,8 +244,7 @@ async fn load(state: &Context, job: &Job) -> AppResult<Option<Loaded>> {
 /// `false` when the message was edited, redacted or deleted meanwhile.
 async fn save(state: &Context, user_id: String, m: Loaded, score: Score) -> AppResult<bool> {
     state
-        .store
-        .run(move |c| {
+        .db(move |c| {
             let tx = c.transaction_with_behavior(TransactionBehavior::Immediate)?;
             let updated = messages::set_ai_score(
                 &tx,
@@ -264,7 +262,7 @@ async fn save(state: &Context, user_id: String, m: Loaded, score: Score) -> AppR
                 rooms::set_importance(&tx, &user_id, &m.room_id, importance, unix_now() as i64)?;
             }
             tx.commit()?;
-            Ok::<_, AppError>(true)
+            Ok(true)
         })
         .await
 }

@@ -16,6 +16,8 @@ mod data;
 mod devices;
 mod e2ee;
 mod email;
+mod email_backfill;
+mod email_safety;
 mod foundation;
 mod hardening;
 mod invites;

@@ -11,11 +11,14 @@ use super::fast_json::FastJson;
 use super::security::{NativeAuth, TokenAuth};
 use super::ApiTags;
 use crate::error::AppError;
-use crate::services::email::{accounts, actions, compose, signatures, threads};
+use crate::services::email::{accounts, actions, compose, threads};
 use crate::services::pages::{PageKey, PageView};
 use crate::state::AppState;
 
+mod signatures;
 pub mod views;
+
+pub use signatures::EmailSignaturesApi;
 
 use views::*;
 
@@ -35,12 +38,6 @@ pub enum Composed {
 pub enum LabelCreated {
     #[oai(status = 201)]
     Created(Json<LabelView>),
-}
-
-#[derive(ApiResponse)]
-pub enum SignatureCreated {
-    #[oai(status = 201)]
-    Created(Json<SignatureView>),
 }
 
 fn endpoint(s: ServerRequest) -> accounts::EndpointInput {
@@ -82,9 +79,12 @@ impl EmailApi {
     /// Native sessions only. Logs in to the IMAP server and does EHLO (+AUTH when a
     /// username is given) on the SMTP server before storing anything: 400
     /// `mail_login_failed` with the server's words when either refuses, 400
-    /// `mail_server_unreachable` when one cannot be reached, 400 `invalid_request` naming
-    /// the field otherwise. Passwords are stored sealed under the user's data key. Sync
-    /// starts at once (`status: syncing`).
+    /// `mail_server_unreachable` when one cannot be reached, 400 `mail_host_not_allowed`
+    /// naming `imap.host` or `smtp.host` when the host resolves to a private, loopback,
+    /// link-local or other non-public address the operator has not allowed (`[email]
+    /// allow_private_hosts`; the connection goes to the address that was checked), 400
+    /// `invalid_request` naming the field otherwise. Passwords are stored sealed under the
+    /// user's data key. Sync starts at once (`status: syncing`).
     #[oai(
         path = "/accounts",
         method = "post",
@@ -132,10 +132,19 @@ impl EmailApi {
 
     /// List threads
     ///
-    /// From the cache (never waits on the mail server), latest activity first, across all
-    /// connected mailboxes. `label`: a label's id (e.g. `INBOX`); `q`: words in subject,
-    /// snippet or participants; `limit` 1 to 100 (default 50); `cursor` from `nextCursor`.
-    /// Personal tokens allowed.
+    /// From the cache, latest activity first, across all connected mailboxes. `label`: a
+    /// label's id (e.g. `INBOX`); `q`: words in subject, snippet or participants (of cached
+    /// mail); `limit` 1 to 100 (default 50); `cursor` from `nextCursor`.
+    ///
+    /// Older mail on demand: the first sync caches the newest `[email] first_sync_limit`
+    /// messages of each mailbox. A page that reaches past the oldest cached thread while
+    /// a mailbox in view (the `label`'s, or all) still holds older mail on the server waits
+    /// for the next older batch of that size to be fetched and answers from it (the
+    /// account shows `status: syncing` with `progress` meanwhile); pagers arriving together
+    /// share one fetch. Such a page may be short and still carry a `nextCursor`: paging on
+    /// reaches the mailbox's first mail, and `nextCursor` is null only then. No back-fill
+    /// with `q`, or for an account whose server is failing (the cache answers). Personal
+    /// tokens allowed.
     #[oai(path = "/threads", method = "get", operation_id = "email_list_threads")]
     async fn list_threads(
         &self,
@@ -363,102 +372,5 @@ impl EmailApi {
         )
         .await?;
         Ok(LabelCreated::Created(Json(l.into())))
-    }
-
-    /// List signatures
-    ///
-    /// Personal tokens allowed.
-    #[oai(
-        path = "/signatures",
-        method = "get",
-        operation_id = "email_list_signatures"
-    )]
-    async fn list_signatures(
-        &self,
-        state: Data<&AppState>,
-        auth: TokenAuth,
-    ) -> Result<Json<SignatureList>, AppError> {
-        let s = signatures::list(&state, auth.user_id()).await?;
-        Ok(Json(SignatureList {
-            signatures: s.into_iter().map(Into::into).collect(),
-        }))
-    }
-
-    /// Create a signature
-    ///
-    /// Stored sealed. Personal tokens allowed.
-    #[oai(
-        path = "/signatures",
-        method = "post",
-        operation_id = "email_create_signature"
-    )]
-    async fn create_signature(
-        &self,
-        state: Data<&AppState>,
-        auth: TokenAuth,
-        body: Json<SignatureCreateRequest>,
-    ) -> Result<SignatureCreated, AppError> {
-        let b = body.0;
-        let s = signatures::create(
-            &state,
-            auth.user_id(),
-            &b.name,
-            &b.text,
-            b.is_default.unwrap_or(false),
-        )
-        .await?;
-        Ok(SignatureCreated::Created(Json(s.into())))
-    }
-
-    /// Update a signature
-    ///
-    /// Partial: absent fields stay. 404 when it is not the caller's. Personal tokens
-    /// allowed.
-    #[oai(
-        path = "/signatures/:id",
-        method = "put",
-        operation_id = "email_update_signature"
-    )]
-    async fn update_signature(
-        &self,
-        state: Data<&AppState>,
-        auth: TokenAuth,
-        /// Signature id.
-        id: Path<String>,
-        body: Json<SignatureUpdateRequest>,
-    ) -> Result<Json<SignatureView>, AppError> {
-        let b = body.0;
-        let s = signatures::update(
-            &state,
-            auth.user_id(),
-            &id,
-            b.name.as_deref(),
-            b.text.as_deref(),
-            b.is_default,
-        )
-        .await?;
-        Ok(Json(s.into()))
-    }
-
-    /// Delete a signature
-    ///
-    /// 404 when it is not the caller's. Personal tokens allowed.
-    #[oai(
-        path = "/signatures/:id",
-        method = "delete",
-        operation_id = "email_delete_signature"
-    )]
-    async fn delete_signature(
-        &self,
-        state: Data<&AppState>,
-        auth: TokenAuth,
-        /// Signature id.
-        id: Path<String>,
-    ) -> Result<Json<Deleted>, AppError> {
-        let id = signatures::delete(&state, auth.user_id(), &id).await?;
-        Ok(Json(Deleted {
-            message: "signature deleted".into(),
-            deleted_id: id,
-        }))
     }
 }

@@ -4,7 +4,6 @@ use chrono::{DateTime, Utc};
 use poem_openapi::{Enum, Object};
 
 use crate::services::email::accounts::Account;
-use crate::services::email::signatures::Signature;
 use crate::services::email::threads::{Label, Message, Thread};
 use crate::services::email::Person;
 use crate::services::scheduled::to_time;
@@ -64,7 +63,8 @@ pub enum AccountStatus {
     AuthFailed,
     /// The server could not be reached (see `error`); cached mail stays readable.
     Unreachable,
-    /// The first sync has not finished yet (see `progress`).
+    /// The first sync, or a fetch of older mail a client paged into, is running (see
+    /// `progress`).
     Syncing,
 }
 
@@ -216,7 +216,11 @@ pub struct MessageView {
     pub date: DateTime<Utc>,
     /// The text/plain body; null when there is none.
     pub text: Option<String>,
-    /// The text/html body as sent (not sanitised: render it sandboxed); null when none.
+    /// The text/html body, sanitised: no scripts, event handlers, forms, frames, objects,
+    /// `<style>` blocks or `javascript:`/`data:` URLs; inline styles keep typographic and
+    /// box properties only; links carry `rel="noopener noreferrer"`. Remote images are
+    /// kept (loading them tells the sender the mail was opened: load them on request).
+    /// Null when the mail has no HTML part.
     pub html: Option<String>,
     pub labels: Vec<String>,
     pub unread: bool,
@@ -379,51 +383,6 @@ pub struct LabelCreateRequest {
     pub name: String,
     /// The account to create it in; default: the user's first.
     pub account_id: Option<String>,
-}
-
-#[derive(Debug, Object)]
-#[oai(rename = "EmailSignature", rename_all = "camelCase")]
-pub struct SignatureView {
-    pub id: String,
-    pub name: String,
-    pub text: String,
-    pub is_default: bool,
-}
-
-impl From<Signature> for SignatureView {
-    fn from(s: Signature) -> Self {
-        Self {
-            id: s.id,
-            name: s.name,
-            text: s.text,
-            is_default: s.is_default,
-        }
-    }
-}
-
-#[derive(Debug, Object)]
-#[oai(rename = "EmailSignatureList")]
-pub struct SignatureList {
-    pub signatures: Vec<SignatureView>,
-}
-
-#[derive(Debug, Object)]
-#[oai(rename = "EmailSignatureCreateRequest", rename_all = "camelCase")]
-pub struct SignatureCreateRequest {
-    /// 1 to 100 characters.
-    pub name: String,
-    /// Up to 10,000 characters.
-    pub text: String,
-    /// Default false; a new default replaces the old one.
-    pub is_default: Option<bool>,
-}
-
-#[derive(Debug, Object)]
-#[oai(rename = "EmailSignatureUpdateRequest", rename_all = "camelCase")]
-pub struct SignatureUpdateRequest {
-    pub name: Option<String>,
-    pub text: Option<String>,
-    pub is_default: Option<bool>,
 }
 
 #[derive(Debug, Object)]

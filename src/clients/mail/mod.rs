@@ -2,6 +2,7 @@
 //!
 //! The user's own mailboxes (issue #10) speak IMAP ([`imap`]) and SMTP ([`smtp`]).
 
+pub mod dial;
 pub mod imap;
 pub mod smtp;
 mod uids;

@@ -1,11 +1,14 @@
 //! SMTP client for the user's own mailboxes (lettre): the connection check done when an
 //! account is connected, and sending. Protocol only.
 
+use std::net::SocketAddr;
 use std::time::Duration;
 
 use lettre::transport::smtp::authentication::Credentials;
+use lettre::transport::smtp::client::{Tls, TlsParameters};
 use lettre::{AsyncSmtpTransport, AsyncTransport, Tokio1Executor};
 
+use super::dial::{self, DialError, PrivateHosts};
 use super::imap::{Endpoint, Security};
 
 #[derive(Debug, thiserror::Error)]
@@ -19,6 +22,18 @@ pub enum SmtpError {
     /// No connection.
     #[error("{0}")]
     Unreachable(String),
+    /// The host resolves to an address this server does not connect to ([`dial`]).
+    #[error("{0}")]
+    NotAllowed(String),
+}
+
+impl From<DialError> for SmtpError {
+    fn from(e: DialError) -> Self {
+        match e {
+            DialError::NotAllowed { .. } => Self::NotAllowed(e.to_string()),
+            DialError::Unresolvable(m) => Self::Unreachable(m),
+        }
+    }
 }
 
 fn classify(e: lettre::transport::smtp::Error) -> SmtpError {
@@ -29,28 +44,43 @@ fn classify(e: lettre::transport::smtp::Error) -> SmtpError {
     }
 }
 
-/// A transport for one account; an empty username means no AUTH.
-pub fn transport(ep: &Endpoint) -> Result<AsyncSmtpTransport<Tokio1Executor>, SmtpError> {
-    let tls_error = |e: lettre::transport::smtp::Error| SmtpError::Config(e.to_string());
-    let builder = match ep.security {
-        Security::None => AsyncSmtpTransport::<Tokio1Executor>::builder_dangerous(&ep.host),
-        Security::Starttls => {
-            AsyncSmtpTransport::<Tokio1Executor>::starttls_relay(&ep.host).map_err(tls_error)?
-        }
-        Security::Tls => {
-            AsyncSmtpTransport::<Tokio1Executor>::relay(&ep.host).map_err(tls_error)?
-        }
+/// A transport for one account that connects to `addr` (already resolved and checked)
+/// while TLS still verifies the certificate for the host name; an empty username means
+/// no AUTH.
+fn transport(
+    ep: &Endpoint,
+    addr: SocketAddr,
+) -> Result<AsyncSmtpTransport<Tokio1Executor>, SmtpError> {
+    let tls = |host: &str| {
+        TlsParameters::new(host.to_owned()).map_err(|e| SmtpError::Config(e.to_string()))
     };
-    let mut builder = builder.port(ep.port).timeout(Some(Duration::from_secs(15)));
+    let tls = match ep.security {
+        Security::None => Tls::None,
+        Security::Starttls => Tls::Required(tls(&ep.host)?),
+        Security::Tls => Tls::Wrapper(tls(&ep.host)?),
+    };
+    let mut builder =
+        AsyncSmtpTransport::<Tokio1Executor>::builder_dangerous(addr.ip().to_string())
+            .port(addr.port())
+            .tls(tls)
+            .timeout(Some(Duration::from_secs(15)));
     if !ep.username.is_empty() {
         builder = builder.credentials(Credentials::new(ep.username.clone(), ep.password.clone()));
     }
     Ok(builder.build())
 }
 
+async fn checked(
+    ep: &Endpoint,
+    hosts: &PrivateHosts,
+) -> Result<AsyncSmtpTransport<Tokio1Executor>, SmtpError> {
+    let addrs = dial::resolve(&ep.host, ep.port, hosts).await?;
+    transport(ep, addrs[0])
+}
+
 /// EHLO (and AUTH when credentials are set), then QUIT.
-pub async fn check(ep: &Endpoint) -> Result<(), SmtpError> {
-    match transport(ep)?.test_connection().await {
+pub async fn check(ep: &Endpoint, hosts: &PrivateHosts) -> Result<(), SmtpError> {
+    match checked(ep, hosts).await?.test_connection().await {
         Ok(true) => Ok(()),
         Ok(false) => Err(SmtpError::Unreachable(format!(
             "{}:{} did not accept the connection",
@@ -63,10 +93,12 @@ pub async fn check(ep: &Endpoint) -> Result<(), SmtpError> {
 /// Sends `message` as built, to the envelope recipients `to` (To, Cc and Bcc).
 pub async fn send(
     ep: &Endpoint,
+    hosts: &PrivateHosts,
     envelope: lettre::address::Envelope,
     raw: &[u8],
 ) -> Result<(), SmtpError> {
-    transport(ep)?
+    checked(ep, hosts)
+        .await?
         .send_raw(&envelope, raw)
         .await
         .map(|_| ())

@@ -199,15 +199,7 @@ impl ProvisioningClient {
     ) -> Result<LoginStep, BridgeError> {
         let path = step_path(process_id, step_id, step_type);
         let body = serde_json::to_value(data).unwrap_or_default();
-        self.call(
-            reqwest::Method::POST,
-            &path,
-            user_id,
-            &[],
-            Some(&body),
-            None,
-        )
-        .await
+        self.post(user_id, &path, &body, None).await
     }
 
     /// `POST /v3/login/step/{process}/{step}/display_and_wait`: long-polls up to `timeout`.
@@ -219,50 +211,41 @@ impl ProvisioningClient {
         timeout: Duration,
     ) -> Result<LoginStep, BridgeError> {
         let path = step_path(process_id, step_id, LoginStep::DISPLAY_AND_WAIT);
-        let body = serde_json::json!({});
-        self.call(
-            reqwest::Method::POST,
-            &path,
-            user_id,
-            &[],
-            Some(&body),
-            Some(timeout),
-        )
-        .await
+        self.post(user_id, &path, &serde_json::json!({}), Some(timeout))
+            .await
     }
 
     /// `POST /v3/logout/{loginID}`; `None` logs out every login (`all`).
     pub async fn logout(&self, user_id: &str, login_id: Option<&str>) -> Result<(), BridgeError> {
         let path = format!("/v3/logout/{}", encode(login_id.unwrap_or("all")));
-        let body = serde_json::json!({});
-        let _: serde_json::Value = self
-            .call(
-                reqwest::Method::POST,
-                &path,
-                user_id,
-                &[],
-                Some(&body),
-                None,
-            )
-            .await?;
-        Ok(())
+        self.post_empty(user_id, &path).await
     }
 
     /// `POST /v3/login/cancel/{process}` (bridges from mautrix-go v0.28.1).
     pub async fn login_cancel(&self, user_id: &str, process_id: &str) -> Result<(), BridgeError> {
         let path = format!("/v3/login/cancel/{}", encode(process_id));
-        let body = serde_json::json!({});
+        self.post_empty(user_id, &path).await
+    }
+
+    /// A `POST` with an empty JSON object whose answer does not matter.
+    async fn post_empty(&self, user_id: &str, path: &str) -> Result<(), BridgeError> {
         let _: serde_json::Value = self
-            .call(
-                reqwest::Method::POST,
-                &path,
-                user_id,
-                &[],
-                Some(&body),
-                None,
-            )
+            .post(user_id, path, &serde_json::json!({}), None)
             .await?;
         Ok(())
+    }
+
+    /// A `POST` of `body`; `long_poll` as in [`Self::call`].
+    async fn post<T: DeserializeOwned>(
+        &self,
+        user_id: &str,
+        path: &str,
+        body: &serde_json::Value,
+        long_poll: Option<Duration>,
+    ) -> Result<T, BridgeError> {
+        let method = reqwest::Method::POST;
+        self.call(method, path, user_id, &[], Some(body), long_poll)
+            .await
     }
 
     async fn call<T: DeserializeOwned>(

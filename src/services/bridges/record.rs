@@ -123,8 +123,7 @@ pub(super) async fn reconcile(
     let uid = user.id.clone();
     let now = unix_now() as i64;
     let changes = state
-        .store
-        .run(move |c| {
+        .db(move |c| {
             let tx = c.transaction_with_behavior(rusqlite::TransactionBehavior::Immediate)?;
             // Sealed under the data key as it is in this transaction (`user` was read before
             // the bridge round trip; the keys may have been deleted since).
@@ -192,7 +191,7 @@ pub(super) async fn reconcile(
                 });
             }
             tx.commit()?;
-            Ok::<_, AppError>(changes)
+            Ok(changes)
         })
         .await?;
     for change in changes {
@@ -228,8 +227,7 @@ pub(super) async fn forget_logins(
     let uid = user_id.to_owned();
     let only = login_id.map(str::to_owned);
     let removed = state
-        .store
-        .run(move |c| {
+        .db(move |c| {
             let tx = c.transaction_with_behavior(rusqlite::TransactionBehavior::Immediate)?;
             let ids: Vec<String> = bridge_logins::list(&tx, &uid, platform.id())?
                 .into_iter()
@@ -240,7 +238,7 @@ pub(super) async fn forget_logins(
                 bridge_logins::delete(&tx, &uid, platform.id(), id)?;
             }
             tx.commit()?;
-            Ok::<_, AppError>(ids)
+            Ok(ids)
         })
         .await?;
     state

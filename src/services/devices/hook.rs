@@ -39,9 +39,8 @@ pub fn spawn_message_hook(state: &Context) -> Option<tokio::task::JoinHandle<()>
             tokio::spawn(async move {
                 let uid = event.user_id.clone();
                 let facts = state
-                    .store
-                    .run(move |c| {
-                        Ok::<_, AppError>(store::message_facts(
+                    .db(move |c| {
+                        Ok(store::message_facts(
                             c,
                             &uid,
                             message_id.as_deref(),

@@ -1,10 +1,11 @@
 //! Connecting mailboxes: a real IMAP login and SMTP EHLO (+AUTH) before anything is
 //! stored; credentials sealed under the user's data key.
 
-use crate::clients::mail::imap::{self, Endpoint, ImapError, Security};
-use crate::clients::mail::smtp::{self, SmtpError};
+use crate::clients::mail::imap::{self, Endpoint, Security};
+use crate::clients::mail::smtp;
 use crate::crypto::{Aad, DataKey};
 use crate::error::{AppError, AppResult, ErrorCode};
+use crate::services::upstream::{imap_connect_error, smtp_connect_error};
 use crate::services::Context;
 use crate::store::email::{self as store, AccountRow};
 
@@ -124,14 +125,6 @@ fn endpoint(prefix: &str, e: &EndpointInput, need_login: bool) -> AppResult<Endp
     })
 }
 
-fn login_failed(message: String) -> AppError {
-    AppError::bad_request(ErrorCode::MailLoginFailed, message)
-}
-
-fn unreachable(message: String) -> AppError {
-    AppError::bad_request(ErrorCode::MailServerUnreachable, message)
-}
-
 pub async fn connect(state: &Context, user_id: &str, input: AccountInput) -> AppResult<Account> {
     let email = input.email.trim().to_owned();
     if email.parse::<lettre::Address>().is_err() || email.len() > 320 {
@@ -157,20 +150,14 @@ pub async fn connect(state: &Context, user_id: &str, input: AccountInput) -> App
             format!("at most {MAX_ACCOUNTS} mailboxes can be connected"),
         ));
     }
-    match imap::connect(&settings.imap).await {
-        Ok(s) => imap::logout(s).await,
-        Err(ImapError::Login(m)) => return Err(login_failed(format!("IMAP: {m}"))),
-        Err(ImapError::Unreachable(m)) => return Err(unreachable(format!("IMAP: {m}"))),
-        Err(ImapError::Refused(m) | ImapError::Protocol(m)) => {
-            return Err(login_failed(format!("IMAP: {m}")))
-        }
-    }
-    match smtp::check(&settings.smtp).await {
-        Ok(()) => {}
-        Err(SmtpError::Refused(m)) => return Err(login_failed(format!("SMTP: {m}"))),
-        Err(SmtpError::Config(m)) => return Err(AppError::invalid("smtp.host", m)),
-        Err(SmtpError::Unreachable(m)) => return Err(unreachable(format!("SMTP: {m}"))),
-    }
+    let hosts = &state.config.email.allow_private_hosts;
+    let session = imap::connect(&settings.imap, hosts)
+        .await
+        .map_err(imap_connect_error)?;
+    imap::logout(session).await;
+    smtp::check(&settings.smtp, hosts)
+        .await
+        .map_err(smtp_connect_error)?;
     let id = uuid::Uuid::new_v4().to_string();
     let row = AccountRow {
         email_enc: dek.seal_str(&email, &Aad::new(T_ACCOUNTS, "email", &id)),
@@ -216,7 +203,10 @@ pub async fn remove(state: &Context, user_id: &str, id: &str) -> AppResult<Strin
     if n == 0 {
         return Err(AppError::not_found("mail account"));
     }
+    // The sync task holds its own handle: wake it (it sees the account gone and ends),
+    // then drop what the process kept for the account.
     state.email.poke(&id);
+    state.email.forget(&id);
     Ok(id)
 }
 
@@ -242,4 +232,21 @@ pub async fn pick(
             found.ok_or_else(|| AppError::not_found("mail account"))
         })
         .await
+}
+
+/// Records the outcome of a round on the account (`ok` with the time, or the failure).
+pub async fn set_status(
+    state: &Context,
+    account_id: &str,
+    status: &'static str,
+    error: Option<String>,
+) {
+    let id = account_id.to_owned();
+    let synced = (status == "ok").then(now_ms);
+    let _ = state
+        .store
+        .run(move |c| {
+            Ok::<_, AppError>(store::set_status(c, &id, status, error.as_deref(), synced)?)
+        })
+        .await;
 }

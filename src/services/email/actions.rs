@@ -5,9 +5,10 @@ use std::collections::{BTreeMap, BTreeSet};
 
 use super::sync::{self, AccountCtx};
 use super::threads::{self, Label, Thread};
-use super::{announce, imap_error, parse_id, user_key};
+use super::{announce, parse_id, user_key};
 use crate::clients::mail::imap::{self, Caps, Session};
 use crate::error::{AppError, AppResult, ErrorCode};
+use crate::services::upstream::imap_error;
 use crate::services::Context;
 use crate::store::email::{self as store, messages as mstore, MailboxRow};
 
@@ -53,8 +54,8 @@ pub fn parse_action(action: &str, label: Option<&str>) -> AppResult<Action> {
     })
 }
 
-async fn open_session(ctx: &AccountCtx) -> AppResult<(Session, Caps)> {
-    let mut s = imap::connect(&ctx.settings.imap)
+async fn open_session(state: &Context, ctx: &AccountCtx) -> AppResult<(Session, Caps)> {
+    let mut s = imap::connect(&ctx.settings.imap, &state.config.email.allow_private_hosts)
         .await
         .map_err(imap_error)?;
     let caps = imap::capabilities(&mut s).await.map_err(imap_error)?;
@@ -122,7 +123,7 @@ pub async fn apply(
         }
     }
     let _guard = sync::account_lock(state, &ctx.account_id).await;
-    let (mut s, caps) = open_session(&ctx).await?;
+    let (mut s, caps) = open_session(state, &ctx).await?;
     let result = act(&mut s, caps, &boxes, &by_box, &locations, &action).await;
     let touched = match result {
         Ok(t) => t,
@@ -133,10 +134,7 @@ pub async fn apply(
     };
     let changed = sync::sync_named(state, &ctx, &mut s, caps, &touched).await;
     imap::logout(s).await;
-    let mut changed = changed.map_err(|e| match e {
-        sync::SyncError::Imap(e) => imap_error(e),
-        sync::SyncError::App(e) => e,
-    })?;
+    let mut changed = changed.map_err(AppError::from)?;
     changed.insert(thread_id.clone());
     for t in &changed {
         announce(state, user_id, &ctx.account_id, t);
@@ -305,7 +303,7 @@ pub async fn create_label(
         ));
     }
     let _guard = sync::account_lock(state, &ctx.account_id).await;
-    let (mut s, _) = open_session(&ctx).await?;
+    let (mut s, _) = open_session(state, &ctx).await?;
     let created = imap::create_mailbox(&mut s, &name)
         .await
         .map_err(imap_error);
@@ -319,10 +317,7 @@ pub async fn create_label(
         }
     };
     imap::logout(s).await;
-    refreshed.map_err(|e| match e {
-        sync::SyncError::Imap(e) => imap_error(e),
-        sync::SyncError::App(e) => e,
-    })?;
+    refreshed.map_err(AppError::from)?;
     Ok(Label {
         id: name.clone(),
         name,
@@ -351,7 +346,7 @@ pub async fn attachment(
         .into_iter()
         .next()
         .ok_or_else(|| AppError::not_found("message"))?;
-    let (mut s, _) = open_session(&ctx).await?;
+    let (mut s, _) = open_session(state, &ctx).await?;
     let fetched = async {
         imap::select(&mut s, &mailbox, false).await?;
         imap::fetch_messages(&mut s, &uid.to_string()).await

@@ -6,9 +6,10 @@ use lettre::Message;
 
 use super::sync::{self, AccountCtx};
 use super::threads::{self, Message as Cached};
-use super::{announce, imap_error, parse_id, ref_hash, smtp_error, user_key};
+use super::{announce, parse_id, ref_hash, user_key};
 use crate::clients::mail::{imap, smtp};
 use crate::error::{AppError, AppResult, ErrorCode};
+use crate::services::upstream::{imap_error, smtp_error};
 use crate::services::Context;
 use crate::store::email::{self as store, messages as mstore};
 
@@ -181,9 +182,14 @@ pub async fn send(state: &Context, user_id: &str, input: ComposeInput) -> AppRes
     }
     .map_err(|e| AppError::invalid("to", e.to_string()))?;
     let raw = message.formatted();
-    smtp::send(&ctx.settings.smtp, message.envelope().clone(), &raw)
-        .await
-        .map_err(smtp_error)?;
+    smtp::send(
+        &ctx.settings.smtp,
+        &state.config.email.allow_private_hosts,
+        message.envelope().clone(),
+        &raw,
+    )
+    .await
+    .map_err(smtp_error)?;
     // Sent: into the Sent mailbox, then synced so it joins its thread in the cache.
     let _guard = sync::account_lock(state, &ctx.account_id).await;
     let appended = append_sent(state, &ctx, &raw).await;
@@ -210,7 +216,7 @@ pub async fn send(state: &Context, user_id: &str, input: ComposeInput) -> AppRes
 }
 
 async fn append_sent(state: &Context, ctx: &AccountCtx, raw: &[u8]) -> AppResult<()> {
-    let mut s = imap::connect(&ctx.settings.imap)
+    let mut s = imap::connect(&ctx.settings.imap, &state.config.email.allow_private_hosts)
         .await
         .map_err(imap_error)?;
     let result = async {
@@ -239,10 +245,7 @@ async fn append_sent(state: &Context, ctx: &AccountCtx, raw: &[u8]) -> AppResult
             .map_err(imap_error)?;
         let changed = sync::sync_named(state, ctx, &mut s, caps, &[sent])
             .await
-            .map_err(|e| match e {
-                sync::SyncError::Imap(e) => imap_error(e),
-                sync::SyncError::App(e) => e,
-            })?;
+            .map_err(AppError::from)?;
         for t in &changed {
             announce(state, &ctx.user_id, &ctx.account_id, t);
         }

@@ -14,61 +14,136 @@ use hmac::{Hmac, KeyInit, Mac};
 use serde::{Deserialize, Serialize};
 use sha2::Sha256;
 
-use crate::clients::mail::imap::{Endpoint, ImapError};
-use crate::clients::mail::smtp::SmtpError;
+use crate::clients::mail::imap::Endpoint;
 use crate::crypto::{Aad, DataKey};
-use crate::error::{AppError, AppResult, ErrorCode};
+use crate::error::{AppError, AppResult};
 use crate::services::conversations::require_readable;
 use crate::services::users;
 use crate::services::Context;
 
 pub mod accounts;
 pub mod actions;
+pub mod backfill;
 pub mod compose;
+pub mod html;
 pub mod parse;
 pub mod signatures;
 pub mod sync;
 pub mod threads;
 
-/// Process-wide e-mail state: the sync supervisor's wake-up, per-account locks and wake-ups,
-/// and the progress of first syncs.
+/// Process-wide e-mail state: the sync supervisor's wake-up, per-account locks and
+/// wake-ups, the progress of fetches and what older mail the server still holds. Every
+/// per-account entry goes with [`Runtime::forget`] when the account is removed.
 #[derive(Default)]
 pub struct Runtime {
     /// Wakes the mailbox sync supervisor (a new account).
     pub wakeup: tokio::sync::Notify,
-    pub locks: Mutex<HashMap<String, Arc<tokio::sync::Mutex<()>>>>,
+    locks: Mutex<HashMap<String, Arc<tokio::sync::Mutex<()>>>>,
     /// Wakes one account's sync task (removed, or asked to re-sync).
-    pub pokes: Mutex<HashMap<String, Arc<tokio::sync::Notify>>>,
+    pokes: Mutex<HashMap<String, Arc<tokio::sync::Notify>>>,
     progress: Mutex<HashMap<String, (u64, u64)>>,
+    /// Per account, per mailbox id: messages on the server older than what is cached (left
+    /// by the bounded first sync), as the last sync of that mailbox counted them.
+    older: Mutex<HashMap<String, HashMap<String, u64>>>,
+    /// Per account: back-fills done so far, so pagers that waited for one skip their own.
+    backfills: Mutex<HashMap<String, u64>>,
+}
+
+fn locked<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(|e| e.into_inner())
 }
 
 impl Runtime {
-    pub fn poke_handle(&self, account_id: &str) -> Arc<tokio::sync::Notify> {
-        let mut p = self.pokes.lock().unwrap_or_else(|e| e.into_inner());
-        p.entry(account_id.to_owned()).or_default().clone()
+    /// The account's lock (see `sync::account_lock`).
+    pub fn lock_handle(&self, account_id: &str) -> Arc<tokio::sync::Mutex<()>> {
+        locked(&self.locks)
+            .entry(account_id.to_owned())
+            .or_default()
+            .clone()
     }
 
+    pub fn poke_handle(&self, account_id: &str) -> Arc<tokio::sync::Notify> {
+        locked(&self.pokes)
+            .entry(account_id.to_owned())
+            .or_default()
+            .clone()
+    }
+
+    /// Wakes the account's sync task, if one is running (never adds an entry).
     pub fn poke(&self, account_id: &str) {
-        self.poke_handle(account_id).notify_one();
+        if let Some(p) = locked(&self.pokes).get(account_id) {
+            p.notify_one();
+        }
     }
 
     pub fn set_progress(&self, account_id: &str, done: u64, total: u64) {
         if total == 0 {
             return;
         }
-        let mut p = self.progress.lock().unwrap_or_else(|e| e.into_inner());
-        p.insert(account_id.to_owned(), (done, total));
+        locked(&self.progress).insert(account_id.to_owned(), (done, total));
     }
 
     pub fn clear_progress(&self, account_id: &str) {
-        let mut p = self.progress.lock().unwrap_or_else(|e| e.into_inner());
-        p.remove(account_id);
+        locked(&self.progress).remove(account_id);
     }
 
     /// `(fetched, to fetch)` of a mailbox being synced right now.
     pub fn progress(&self, account_id: &str) -> Option<(u64, u64)> {
-        let p = self.progress.lock().unwrap_or_else(|e| e.into_inner());
-        p.get(account_id).copied()
+        locked(&self.progress).get(account_id).copied()
+    }
+
+    pub fn set_older(&self, account_id: &str, mailbox_id: &str, count: u64) {
+        locked(&self.older)
+            .entry(account_id.to_owned())
+            .or_default()
+            .insert(mailbox_id.to_owned(), count);
+    }
+
+    /// Keeps only these mailboxes of the account (the others are gone from the server).
+    pub fn retain_mailboxes(&self, account_id: &str, ids: &[String]) {
+        if let Some(m) = locked(&self.older).get_mut(account_id) {
+            m.retain(|id, _| ids.contains(id));
+        }
+    }
+
+    /// Older messages left on the server in the mailbox (0 when unknown).
+    pub fn older(&self, account_id: &str, mailbox_id: &str) -> u64 {
+        locked(&self.older)
+            .get(account_id)
+            .and_then(|m| m.get(mailbox_id))
+            .copied()
+            .unwrap_or(0)
+    }
+
+    pub fn backfills(&self, account_id: &str) -> u64 {
+        locked(&self.backfills)
+            .get(account_id)
+            .copied()
+            .unwrap_or(0)
+    }
+
+    pub fn backfill_done(&self, account_id: &str) {
+        *locked(&self.backfills)
+            .entry(account_id.to_owned())
+            .or_default() += 1;
+    }
+
+    /// Drops every entry of a removed account.
+    pub fn forget(&self, account_id: &str) {
+        locked(&self.locks).remove(account_id);
+        locked(&self.pokes).remove(account_id);
+        locked(&self.progress).remove(account_id);
+        locked(&self.older).remove(account_id);
+        locked(&self.backfills).remove(account_id);
+    }
+
+    /// Whether any entry of the account is kept.
+    pub fn tracks(&self, account_id: &str) -> bool {
+        locked(&self.locks).contains_key(account_id)
+            || locked(&self.pokes).contains_key(account_id)
+            || locked(&self.progress).contains_key(account_id)
+            || locked(&self.older).contains_key(account_id)
+            || locked(&self.backfills).contains_key(account_id)
     }
 }
 
@@ -161,37 +236,6 @@ pub fn parse_id(what: &str, id: &str) -> AppResult<String> {
     uuid::Uuid::parse_str(id.trim())
         .map(|u| u.to_string())
         .map_err(|_| AppError::not_found(what))
-}
-
-/// An IMAP failure during an action: the server refused (502 `mail_action_failed` with its
-/// words) or could not be reached (503 `mail_unreachable`).
-pub fn imap_error(e: ImapError) -> AppError {
-    match e {
-        ImapError::Refused(m) | ImapError::Protocol(m) | ImapError::Login(m) => {
-            AppError::BadGateway {
-                code: ErrorCode::MailActionFailed,
-                message: format!("the mail server refused: {m}"),
-            }
-        }
-        ImapError::Unreachable(m) => AppError::Unavailable {
-            code: ErrorCode::MailUnreachable,
-            message: format!("the mail server cannot be reached: {m}"),
-            retry_after_secs: None,
-        },
-    }
-}
-
-pub fn smtp_error(e: SmtpError) -> AppError {
-    match e {
-        SmtpError::Refused(m) | SmtpError::Config(m) => AppError::BadGateway {
-            code: ErrorCode::MailSendFailed,
-            message: format!("the SMTP server refused the message: {m}"),
-        },
-        SmtpError::Unreachable(m) => AppError::BadGateway {
-            code: ErrorCode::MailSendFailed,
-            message: format!("the SMTP server cannot be reached: {m}"),
-        },
-    }
 }
 
 /// Publishes `email.updated` `{accountId, threadId}`.

@@ -7,7 +7,6 @@
 //! are dropped only after every touched mailbox was synced ([`drop_orphans`]).
 
 use std::collections::{BTreeSet, HashMap, HashSet};
-use std::sync::Arc;
 
 use super::parse::{parse, thread_subject};
 use super::{now_ms, ref_hash, seal_json, Settings, T_ACCOUNTS, T_MESSAGES};
@@ -17,8 +16,10 @@ use crate::error::{AppError, AppResult};
 use crate::services::Context;
 use crate::store::email::{self as store, messages as mstore, MailboxRow};
 
+pub use super::accounts::set_status;
+
 /// Messages fetched per UID FETCH.
-const FETCH_BATCH: usize = 100;
+pub(super) const FETCH_BATCH: usize = 100;
 
 #[derive(Debug, thiserror::Error)]
 pub enum SyncError {
@@ -70,14 +71,7 @@ pub async fn load_ctx(state: &Context, account_id: &str) -> AppResult<Option<Acc
 /// The per-account lock: a worker round and an action never interleave their syncs, so
 /// a moved message is never dropped between leaving one mailbox and arriving in another.
 pub async fn account_lock(state: &Context, account_id: &str) -> tokio::sync::OwnedMutexGuard<()> {
-    let lock = {
-        let mut locks = state.email.locks.lock().unwrap_or_else(|p| p.into_inner());
-        locks
-            .entry(account_id.to_owned())
-            .or_insert_with(|| Arc::new(tokio::sync::Mutex::new(())))
-            .clone()
-    };
-    lock.lock_owned().await
+    state.email.lock_handle(account_id).lock_owned().await
 }
 
 /// LISTs the server's mailboxes into the cache and returns them.
@@ -102,20 +96,34 @@ pub async fn refresh_mailboxes(
         .await?)
 }
 
-/// Syncs every mailbox, then drops what no mailbox holds. Returns the changed threads.
+/// What a round did: the changed threads, and what SELECT said about INBOX when the round
+/// read it (the worker compares the SELECT that starts IDLE with it).
+pub struct Round {
+    pub changed: BTreeSet<String>,
+    pub inbox: Option<imap::Selected>,
+}
+
+/// Syncs every mailbox, then drops what no mailbox holds.
 pub async fn full_round(
     state: &Context,
     ctx: &AccountCtx,
     s: &mut Session,
     caps: Caps,
-) -> Result<BTreeSet<String>, SyncError> {
+) -> Result<Round, SyncError> {
     let boxes = refresh_mailboxes(state, ctx, s).await?;
+    let ids: Vec<String> = boxes.iter().map(|b| b.id.clone()).collect();
+    state.email.retain_mailboxes(&ctx.account_id, &ids);
     let mut changed = BTreeSet::new();
+    let mut inbox = None;
     for mb in &boxes {
-        changed.extend(sync_mailbox(state, ctx, s, caps, mb).await?);
+        let (c, sel) = sync_mailbox(state, ctx, s, caps, mb).await?;
+        changed.extend(c);
+        if mb.name.eq_ignore_ascii_case("INBOX") {
+            inbox = Some(sel);
+        }
     }
     changed.extend(drop_orphans(state, ctx).await?);
-    Ok(changed)
+    Ok(Round { changed, inbox })
 }
 
 /// Syncs the named mailboxes (after an action), then drops orphans.
@@ -129,7 +137,7 @@ pub async fn sync_named(
     let boxes = refresh_mailboxes(state, ctx, s).await?;
     let mut changed = BTreeSet::new();
     for mb in boxes.iter().filter(|b| names.contains(&b.name)) {
-        changed.extend(sync_mailbox(state, ctx, s, caps, mb).await?);
+        changed.extend(sync_mailbox(state, ctx, s, caps, mb).await?.0);
     }
     changed.extend(drop_orphans(state, ctx).await?);
     Ok(changed)
@@ -148,14 +156,15 @@ pub async fn drop_orphans(state: &Context, ctx: &AccountCtx) -> AppResult<Vec<St
         .await
 }
 
-/// Brings one mailbox's cached locations and flags in line with the server.
+/// Brings one mailbox's cached locations and flags in line with the server; returns the
+/// changed threads and what SELECT said.
 pub async fn sync_mailbox(
     state: &Context,
     ctx: &AccountCtx,
     s: &mut Session,
     caps: Caps,
     mb: &MailboxRow,
-) -> Result<BTreeSet<String>, SyncError> {
+) -> Result<(BTreeSet<String>, imap::Selected), SyncError> {
     let sel = imap::select(s, &mb.name, caps.condstore).await?;
     let validity = i64::from(sel.uid_validity);
     let mut last_uid = mb.last_uid;
@@ -199,9 +208,18 @@ pub async fn sync_mailbox(
         .collect();
     new.sort_unstable_by(|a, b| b.cmp(a));
     if last_uid == 0 {
-        // First sync: only the newest messages (older ones stay on the server).
+        // First sync: only the newest messages (older ones stay on the server until a
+        // client pages past them: backfill).
         new.truncate(state.config.email.first_sync_limit as usize);
     }
+    let left = server.len()
+        - server
+            .iter()
+            .filter(|u| cached.contains_key(&i64::from(**u)))
+            .count();
+    state
+        .email
+        .set_older(&ctx.account_id, &mb.id, (left - new.len()) as u64);
     let total = new.len() as u64;
     state.email.set_progress(&ctx.account_id, 0, total);
     if !gone.is_empty() {
@@ -290,11 +308,11 @@ pub async fn sync_mailbox(
             )?)
         })
         .await?;
-    Ok(changed)
+    Ok((changed, sel))
 }
 
 /// Caches one fetched message at `(mailbox, uid)`; returns its thread id.
-fn ingest(
+pub(super) fn ingest(
     tx: &rusqlite::Connection,
     ctx: &AccountCtx,
     mailbox_id: &str,
@@ -373,21 +391,4 @@ fn ingest(
     )?;
     mstore::add_location(tx, mailbox_id, i64::from(f.uid), &row.id)?;
     Ok(thread)
-}
-
-/// Records the outcome of a round on the account (`ok` with the time, or the failure).
-pub async fn set_status(
-    state: &Context,
-    account_id: &str,
-    status: &'static str,
-    error: Option<String>,
-) {
-    let id = account_id.to_owned();
-    let synced = (status == "ok").then(now_ms);
-    let _ = state
-        .store
-        .run(move |c| {
-            Ok::<_, AppError>(store::set_status(c, &id, status, error.as_deref(), synced)?)
-        })
-        .await;
 }

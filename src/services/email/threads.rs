@@ -103,10 +103,12 @@ fn assemble(dek: &DataKey, rows: Vec<ThreadRow>, messages: Vec<MessageMeta>) -> 
         .collect()
 }
 
-fn encode_cursor(t: &Thread) -> String {
-    base64::engine::general_purpose::URL_SAFE_NO_PAD
-        .encode(format!("{}|{}", t.last_message_at, t.id))
+fn encode_cursor(at: i64, id: &str) -> String {
+    base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(format!("{at}|{id}"))
 }
+
+/// Back-fills one page may wait for before it answers short (with a `nextCursor`).
+const MAX_BACKFILLS_PER_PAGE: u32 = 3;
 
 fn decode_cursor(c: &str) -> AppResult<(i64, String)> {
     let bad = || AppError::invalid("cursor", "is not a cursor this server issued");
@@ -175,6 +177,7 @@ pub async fn list(
     let batch = if q.is_some() { 200 } else { limit + 1 };
     let mut out: Vec<Thread> = Vec::new();
     let mut after = after;
+    let (mut backfills, mut more_on_server) = (0, false);
     loop {
         let (uid2, label2, after2) = (uid.clone(), label.clone(), after.clone());
         let (rows, messages) = state
@@ -193,20 +196,41 @@ pub async fn list(
             })
             .await?;
         let exhausted = (rows.len() as i64) < batch;
-        after = rows.last().map(|r| (r.last_message_at, r.id.clone()));
+        if let Some(r) = rows.last() {
+            after = Some((r.last_message_at, r.id.clone()));
+        }
         let threads = assemble(&dek, rows, messages);
         out.extend(
             threads
                 .into_iter()
                 .filter(|t| q.as_deref().is_none_or(|q| matches(t, q))),
         );
-        if exhausted || out.len() as i64 > limit {
+        if out.len() as i64 > limit {
+            break;
+        }
+        // Past the oldest cached thread: older mail may still be on the server (the first
+        // sync is bounded). A search only covers what is cached.
+        if exhausted && q.is_none() && backfills < MAX_BACKFILLS_PER_PAGE {
+            backfills += 1;
+            let o = super::backfill::more(state, user_id, label.as_deref()).await?;
+            more_on_server = o.more;
+            if o.fetched {
+                continue;
+            }
+        }
+        if exhausted {
             break;
         }
     }
     let next_cursor = if out.len() as i64 > limit {
         out.truncate(limit as usize);
-        out.last().map(encode_cursor)
+        out.last().map(|t| encode_cursor(t.last_message_at, &t.id))
+    } else if more_on_server {
+        // A short page while the server holds more: the client pages on from here.
+        Some(match &after {
+            Some((at, id)) => encode_cursor(*at, id),
+            None => encode_cursor(i64::MAX, ""),
+        })
     } else {
         None
     };
@@ -247,7 +271,8 @@ pub async fn message(state: &Context, user_id: &str, id: &str) -> AppResult<Mess
             mstore::find_message(c, &uid, &id)?.ok_or_else(|| AppError::not_found("message"))
         })
         .await?;
-    let body: Body = open_json(&dek, &body_enc, T_MESSAGES, "body", &meta.id)?;
+    let mut body: Body = open_json(&dek, &body_enc, T_MESSAGES, "body", &meta.id)?;
+    body.html = body.html.as_deref().map(super::html::sanitize);
     let mut labels = meta.mailboxes.clone();
     labels.sort();
     Ok(Message {

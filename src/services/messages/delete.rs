@@ -31,15 +31,14 @@ pub async fn delete_matching(
     let uid = user_id.to_owned();
     let room = room_id.clone();
     let rooms: Vec<String> = state
-        .store
-        .run(move |c| {
+        .db(move |c| {
             let tx = c.transaction()?;
             let deleted = stored::delete_matching(&tx, &uid, room.as_deref(), before_ms)?;
             // What was still to fetch before them is dropped too: paging back must not
             // bring back history the user chose to delete.
             crate::store::history::drop_gaps(&tx, &uid, room.as_deref(), before_ms)?;
             tx.commit()?;
-            Ok::<_, AppError>(deleted)
+            Ok(deleted)
         })
         .await?;
     let count = rooms.len();
@@ -65,8 +64,7 @@ pub async fn delete_one(state: &Context, user_id: &str, message_id: &str) -> App
     let uid = user_id.to_owned();
     let mid = id.clone();
     let room = state
-        .store
-        .run(move |c| Ok::<_, AppError>(stored::delete_one(c, &uid, &mid)?))
+        .db(move |c| Ok(stored::delete_one(c, &uid, &mid)?))
         .await?
         .ok_or_else(|| AppError::not_found("message"))?;
     state.events.publish(

@@ -451,8 +451,7 @@ pub async fn stats_rendered(
 pub async fn stats(state: &Context, user_id: &str) -> AppResult<MessageStats> {
     let uid = user_id.to_owned();
     state
-        .store
-        .run(move |c| Ok::<_, AppError>(stored::stats(c, &uid, HIGH_IMPORTANCE)?))
+        .db(move |c| Ok(stored::stats(c, &uid, HIGH_IMPORTANCE)?))
         .await
 }
 

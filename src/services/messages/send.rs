@@ -192,8 +192,7 @@ pub async fn send_to_room(
         .map_err(SendFailure::into_app_error)?;
     let (uid, txn, ev) = (user_id.to_owned(), txn_id.to_owned(), event_id.clone());
     state
-        .store
-        .run(move |c| Ok::<_, AppError>(sent_transactions::set_event_id(c, &uid, &txn, &ev)?))
+        .db(move |c| Ok(sent_transactions::set_event_id(c, &uid, &txn, &ev)?))
         .await?;
     Ok(sent(event_id, duplicate))
 }
@@ -238,8 +237,7 @@ pub async fn send_multi(
     }
     let (uid, wanted, st) = (user_id.to_owned(), unique.clone(), state.clone());
     let (token, known, joined) = state
-        .store
-        .run(move |c| {
+        .db(move |c| {
             let user = load_user(c, &uid)?;
             let token = match st.matrix {
                 Some(_) => matrix_token(&st, &user),
@@ -254,7 +252,7 @@ pub async fn send_multi(
                     known.insert(room.clone());
                 }
             }
-            Ok::<_, AppError>((token, known, joined))
+            Ok((token, known, joined))
         })
         .await?;
     let content = text_content(msgtype, body);

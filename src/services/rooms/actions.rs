@@ -60,8 +60,7 @@ pub async fn update(
     let uid = principal.user_id().to_owned();
     let rid = room_id.clone();
     state
-        .store
-        .run(move |c| {
+        .db(move |c| {
             let tx = c.transaction_with_behavior(TransactionBehavior::Immediate)?;
             let row = find_visible(&tx, &uid, &rid)?;
             let pick = |patch: Patch, current: Option<String>| patch.unwrap_or(current);
@@ -75,15 +74,10 @@ pub async fn update(
                 unix_now() as i64,
             )?;
             tx.commit()?;
-            Ok::<_, AppError>(())
+            Ok(())
         })
         .await?;
-    state.events.publish(
-        principal.user_id(),
-        ChangeEvent::RoomUpdated {
-            room_id: room_id.to_owned(),
-        },
-    );
+    room_updated(state, principal.user_id(), &room_id);
     Ok(())
 }
 
@@ -117,15 +111,14 @@ pub async fn delete(
     let uid = principal.user_id().to_owned();
     let rid = room_id.clone();
     let count = state
-        .store
-        .run(move |c| {
+        .db(move |c| {
             let tx = c.transaction_with_behavior(TransactionBehavior::Immediate)?;
             if rooms::find(&tx, &uid, &rid)?.is_none() {
                 return Err(AppError::not_found("room"));
             }
             let count = remove_rows(&tx, &uid, &rid, with_messages)?;
             tx.commit()?;
-            Ok::<_, AppError>(count)
+            Ok(count)
         })
         .await?;
     state.events.publish(
@@ -196,14 +189,13 @@ pub async fn mark_read(
     let uid = user.id.clone();
     let rid = room_id.clone();
     let (joined, latest) = state
-        .store
-        .run(move |c| {
+        .db(move |c| {
             let tx = c.transaction_with_behavior(TransactionBehavior::Immediate)?;
             let joined = find_visible(&tx, &uid, &rid)?.membership == "join";
             let latest = rooms::latest_event_id(&tx, &uid, &rid)?;
             rooms::mark_read(&tx, &uid, &rid, latest.as_deref(), unix_now() as i64)?;
             tx.commit()?;
-            Ok::<_, AppError>((joined, latest))
+            Ok((joined, latest))
         })
         .await?;
     let outcome = match latest {
@@ -222,12 +214,7 @@ pub async fn mark_read(
             _ => ReadMarker::NotSent,
         },
     };
-    state.events.publish(
-        principal.user_id(),
-        ChangeEvent::RoomUpdated {
-            room_id: room_id.to_owned(),
-        },
-    );
+    room_updated(state, principal.user_id(), &room_id);
     Ok(outcome)
 }
 
@@ -243,21 +230,15 @@ pub async fn set_flag(
     let uid = principal.user_id().to_owned();
     let rid = room_id.clone();
     state
-        .store
-        .run(move |c| {
+        .db(move |c| {
             let tx = c.transaction_with_behavior(TransactionBehavior::Immediate)?;
             find_visible(&tx, &uid, &rid)?;
             rooms::set_flag(&tx, &uid, &rid, flag, value, unix_now() as i64)?;
             tx.commit()?;
-            Ok::<_, AppError>(())
+            Ok(())
         })
         .await?;
-    state.events.publish(
-        principal.user_id(),
-        ChangeEvent::RoomUpdated {
-            room_id: room_id.to_owned(),
-        },
-    );
+    room_updated(state, principal.user_id(), &room_id);
     Ok(room_id)
 }
 
@@ -269,4 +250,14 @@ pub async fn require_room(state: &Context, user_id: &str, room_id: &str) -> AppR
         .store
         .run(move |c| find_visible(c, &uid, &room_id))
         .await
+}
+
+/// Announces a change to one of the user's rooms.
+fn room_updated(state: &Context, user_id: &str, room_id: &str) {
+    state.events.publish(
+        user_id,
+        ChangeEvent::RoomUpdated {
+            room_id: room_id.to_owned(),
+        },
+    );
 }

@@ -84,15 +84,14 @@ pub async fn decline(state: &Context, principal: &Principal, room_id: &str) -> A
     tracing::info!(user_id = %principal.user_id(), %room_id, "invitation declined");
     let (uid, rid) = (principal.user_id().to_owned(), room_id.clone());
     state
-        .store
-        .run(move |c| {
+        .db(move |c| {
             let tx = c.transaction_with_behavior(TransactionBehavior::Immediate)?;
             // The worker may have ingested the leave already.
             if rooms::find(&tx, &uid, &rid)?.is_some() {
                 remove_rows(&tx, &uid, &rid, false)?;
             }
             tx.commit()?;
-            Ok::<_, AppError>(())
+            Ok(())
         })
         .await?;
     state.events.publish(

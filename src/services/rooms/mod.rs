@@ -197,9 +197,8 @@ pub async fn list(
     let caller = caller(state, principal).await?;
     let uid = caller.user.id.clone();
     let mut rows = state
-        .store
-        .run(move |c| {
-            Ok::<_, AppError>(rooms::list_page(
+        .db(move |c| {
+            Ok(rooms::list_page(
                 c,
                 &uid,
                 sort,
@@ -267,11 +266,10 @@ pub async fn get(state: &Context, principal: &Principal, room_id: &str) -> AppRe
     }
     let uid = caller.user.id.clone();
     let (row, members) = state
-        .store
-        .run(move |c| {
+        .db(move |c| {
             let row = find_visible(c, &uid, &room_id)?;
             let members = rooms::members(c, &uid, &room_id)?;
-            Ok::<_, AppError>((row, members))
+            Ok((row, members))
         })
         .await?;
     Ok(view(&caller, row, Some(members)))
@@ -333,8 +331,7 @@ async fn refresh_members(state: &Context, user: &UserRow, row: &RoomRow) {
         .map_or(row.member_count, |m| m.len() as i64);
     let (uid, rid) = (row.user_id.clone(), row.room_id.clone());
     let stored = state
-        .store
-        .run(move |c| {
+        .db(move |c| {
             // Nothing new: no write (a write would end every cached page of the database).
             let Some(stored) = rooms::find(c, &uid, &rid)? else {
                 return Ok(());
@@ -372,7 +369,7 @@ async fn refresh_members(state: &Context, user: &UserRow, row: &RoomRow) {
                 unix_now() as i64,
             )?;
             tx.commit()?;
-            Ok::<_, AppError>(())
+            Ok(())
         })
         .await;
     if let Err(e) = stored {

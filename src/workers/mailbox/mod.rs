@@ -62,7 +62,7 @@ async fn run_account(state: Context, account_id: String) {
             Ok(None) => break,
             Err(e) => {
                 tracing::warn!(account = %account_id, error = %e, "mailbox sync cannot load its account");
-                return;
+                break;
             }
         };
         match session(&state, &ctx, &poke, &mut backoff).await {
@@ -83,41 +83,57 @@ async fn run_account(state: Context, account_id: String) {
         }
         backoff = (backoff * 2).min(BACKOFF_MAX);
     }
-    state
-        .email
-        .pokes
-        .lock()
-        .unwrap_or_else(|e| e.into_inner())
-        .remove(&account_id);
+    state.email.forget(&account_id);
     tracing::debug!(account = %account_id, "mailbox sync stopped");
 }
 
+/// Rounds in a row that may skip IDLE because INBOX changed meanwhile; then IDLE anyway
+/// (a server whose counters never settle must not keep the task spinning).
+const MAX_RESTLESS_ROUNDS: u32 = 5;
+
 /// One connection's life: rounds and IDLE until an error, removal or shutdown (`Ok`).
+///
+/// IDLE reports what happens after its SELECT, so a change made on the server between a
+/// round's read of INBOX and that SELECT would wait for the next poll. The SELECT that
+/// starts IDLE is therefore compared with the one the round made (UIDVALIDITY, EXISTS,
+/// UIDNEXT, and HIGHESTMODSEQ under CONDSTORE): when they differ, another round runs at
+/// once, and IDLE starts only when INBOX is quiet. Without CONDSTORE a flag change in
+/// that window is seen by the next poll.
 async fn session(
     state: &Context,
     ctx: &AccountCtx,
     poke: &tokio::sync::Notify,
     backoff: &mut Duration,
 ) -> Result<(), SyncError> {
-    let mut s = imap::connect(&ctx.settings.imap).await?;
+    let hosts = &state.config.email.allow_private_hosts;
+    let mut s = imap::connect(&ctx.settings.imap, hosts).await?;
     let caps = imap::capabilities(&mut s).await?;
     let poll = state.config.email.poll_interval.0;
+    let mut restless = 0;
     loop {
         if state.shutdown.is_triggered() || !exists(state, &ctx.account_id).await? {
             imap::logout(s).await;
             return Ok(());
         }
-        {
+        let round = {
             let _guard = sync::account_lock(state, &ctx.account_id).await;
-            let changed = sync::full_round(state, ctx, &mut s, caps).await?;
-            for t in &changed {
+            let round = sync::full_round(state, ctx, &mut s, caps).await?;
+            for t in &round.changed {
                 announce(state, &ctx.user_id, &ctx.account_id, t);
             }
-        }
+            round
+        };
         sync::set_status(state, &ctx.account_id, "ok", None).await;
         *backoff = BACKOFF_MIN;
         if caps.idle {
-            imap::select(&mut s, "INBOX", false).await?;
+            let now = imap::select(&mut s, "INBOX", caps.condstore).await?;
+            let moved = round.inbox.is_some_and(|seen| now.differs_from(&seen));
+            if moved && restless < MAX_RESTLESS_ROUNDS {
+                restless += 1;
+                tracing::debug!(account = %ctx.account_id, "INBOX changed before IDLE; syncing again");
+                continue;
+            }
+            restless = 0;
             let wake = async {
                 tokio::select! {
                     _ = poke.notified() => {}

@@ -10,7 +10,7 @@ use tokio::task::JoinSet;
 use super::{CLAIM_BATCH, LEASE_MS, SEND_CONCURRENCY};
 use crate::clients::matrix::MatrixError;
 use crate::clients::push::Notification;
-use crate::error::{AppError, AppResult};
+use crate::error::AppResult;
 use crate::services::e2ee::{self, Outgoing, SendFailure};
 use crate::services::scheduled::{self, message_content, now_ms, open_body};
 use crate::services::Context;
@@ -81,15 +81,14 @@ async fn tokens_for(
         .into_iter()
         .collect();
     let users = state
-        .store
-        .run(move |c| {
+        .db(move |c| {
             let mut found = Vec::with_capacity(ids.len());
             for id in ids {
                 if let Some(u) = crate::store::users::find(c, &id)? {
                     found.push(u);
                 }
             }
-            Ok::<_, AppError>(found)
+            Ok(found)
         })
         .await?;
     Ok(users
@@ -375,10 +374,7 @@ pub async fn send_due(state: &Context) -> AppResult<usize> {
 
 /// The earliest time a pending message needs the scheduler.
 pub async fn next_due(state: &Context) -> AppResult<Option<i64>> {
-    state
-        .store
-        .run(|c| Ok::<_, AppError>(store::next_due(c)?))
-        .await
+    Ok(state.store.query(|c| store::next_due(c)).await?)
 }
 
 #[cfg(test)]

@@ -66,26 +66,9 @@ mod tests {
         let now = 2_000_000_000;
         let day = 86_400;
         // Codes: an expired one from 25 h ago goes; an expired one from 23 h ago stays.
-        login_codes::insert(
-            &conn,
-            b"a",
-            "sign_in",
-            None,
-            "h",
-            now - 25 * 3600 + 600,
-            now - 25 * 3600,
-        )
-        .unwrap();
-        login_codes::insert(
-            &conn,
-            b"a",
-            "sign_in",
-            None,
-            "h",
-            now - 23 * 3600 + 600,
-            now - 23 * 3600,
-        )
-        .unwrap();
+        for created in [now - 25 * 3600, now - 23 * 3600] {
+            login_codes::insert(&conn, b"a", "sign_in", None, "h", created + 600, created).unwrap();
+        }
         // Refresh tokens: live stays; expired and revoked go.
         refresh_tokens::insert(
             &conn,

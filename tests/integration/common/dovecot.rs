@@ -9,6 +9,7 @@ use std::process::Command;
 use std::sync::OnceLock;
 
 use switchboard::clients::mail::imap::{self, Endpoint, Security, Session};
+use switchboard::config::PrivateHosts;
 
 use super::repo_root;
 
@@ -89,11 +90,20 @@ pub fn endpoint(user: &str, password: &str) -> Endpoint {
     }
 }
 
-/// An IMAP session of `user`, as another mail client.
+/// An IMAP session of `user`, as another mail client. A user added a moment ago may not
+/// be known yet (Dovecot re-reads its passwd-file when it sees the file change, and tests
+/// add users concurrently): a refused login (answered after Dovecot's 2 s failure delay) is retried for a few seconds.
 pub async fn login(user: &str, password: &str) -> Session {
-    imap::connect(&endpoint(user, password))
-        .await
-        .expect("IMAP login to the test Dovecot")
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(12);
+    loop {
+        match imap::connect(&endpoint(user, password), &PrivateHosts::All).await {
+            Ok(s) => return s,
+            Err(imap::ImapError::Login(_)) if std::time::Instant::now() < deadline => {
+                tokio::time::sleep(std::time::Duration::from_millis(200)).await;
+            }
+            Err(e) => panic!("IMAP login to the test Dovecot: {e:?}"),
+        }
+    }
 }
 
 /// Delivers a message into `mailbox` by IMAP APPEND.

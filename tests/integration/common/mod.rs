@@ -149,6 +149,16 @@ impl TestApp {
             }
             None => format!("[server]\n{listen}\n"),
         };
+        // The tests' mail servers (Dovecot, the SMTP sink) listen on loopback, which
+        // `[email]` refuses by default; a test of that refusal sets the key itself.
+        if !extra.contains("allow_private_hosts") {
+            match extra.find("[email]\n") {
+                Some(at) => {
+                    extra.insert_str(at + "[email]\n".len(), "allow_private_hosts = true\n")
+                }
+                None => extra.push_str("\n[email]\nallow_private_hosts = true\n"),
+            }
+        }
         toml.push_str(&format!(
             "[storage]\ndata_dir = \"{}\"\n\n",
             data_dir.display()

@@ -1,0 +1,260 @@
+//! IMAP client for the user's own mailboxes (async-imap over tokio, TLS by tokio-rustls
+//! with the aws-lc-rs provider and the webpki roots). Protocol only: no cache, no HTTP.
+//!
+//! Every command runs under [`COMMAND_TIMEOUT`], so a server that stops answering turns
+//! into an error instead of a hung request or sync task.
+
+use std::time::Duration;
+
+use async_imap::types::NameAttribute;
+use futures_util::TryStreamExt;
+use serde::{Deserialize, Serialize};
+use tokio::net::TcpStream;
+
+use super::dial::{self, DialError, PrivateHosts};
+pub use super::uids::uid_set;
+
+mod messages;
+mod stream;
+
+pub use messages::*;
+use stream::tls;
+pub use stream::MailStream;
+
+pub const CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
+pub const COMMAND_TIMEOUT: Duration = Duration::from_secs(60);
+
+/// How the connection is protected: implicit TLS, STARTTLS, or none (loopback and tests).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Security {
+    Tls,
+    Starttls,
+    None,
+}
+
+impl Security {
+    pub fn parse(value: &str) -> Option<Self> {
+        match value {
+            "tls" => Some(Self::Tls),
+            "starttls" => Some(Self::Starttls),
+            "none" => Some(Self::None),
+            _ => None,
+        }
+    }
+}
+
+/// Where and as whom to connect (IMAP or SMTP).
+#[derive(Clone, Serialize, Deserialize)]
+pub struct Endpoint {
+    pub host: String,
+    pub port: u16,
+    pub security: Security,
+    pub username: String,
+    pub password: String,
+}
+
+impl std::fmt::Debug for Endpoint {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Endpoint")
+            .field("host", &self.host)
+            .field("port", &self.port)
+            .field("security", &self.security)
+            .field("username", &self.username)
+            .finish_non_exhaustive()
+    }
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum ImapError {
+    /// The server refused the credentials (its own words).
+    #[error("{0}")]
+    Login(String),
+    /// No connection (DNS, refused, timeout, TLS).
+    #[error("{0}")]
+    Unreachable(String),
+    /// The server answered NO or BAD to a command (its own words).
+    #[error("{0}")]
+    Refused(String),
+    /// The connection broke or the server spoke nonsense.
+    #[error("{0}")]
+    Protocol(String),
+    /// The host resolves to an address this server does not connect to ([`dial`]).
+    #[error("{0}")]
+    NotAllowed(String),
+}
+
+impl From<DialError> for ImapError {
+    fn from(e: DialError) -> Self {
+        match e {
+            DialError::NotAllowed { .. } => Self::NotAllowed(e.to_string()),
+            DialError::Unresolvable(m) => Self::Unreachable(m),
+        }
+    }
+}
+
+impl From<async_imap::error::Error> for ImapError {
+    fn from(e: async_imap::error::Error) -> Self {
+        use async_imap::error::Error as E;
+        match e {
+            E::No(m) | E::Bad(m) => Self::Refused(m),
+            E::Io(e) => Self::Unreachable(e.to_string()),
+            E::ConnectionLost => Self::Unreachable("connection lost".into()),
+            other => Self::Protocol(other.to_string()),
+        }
+    }
+}
+
+pub type Result<T> = std::result::Result<T, ImapError>;
+
+pub type Session = async_imap::Session<MailStream>;
+
+async fn timed<T>(what: &str, f: impl std::future::Future<Output = Result<T>>) -> Result<T> {
+    tokio::time::timeout(COMMAND_TIMEOUT, f)
+        .await
+        .unwrap_or_else(|_| Err(ImapError::Unreachable(format!("{what}: timed out"))))
+}
+
+/// Connects and logs in. A refused login is [`ImapError::Login`] with the server's words;
+/// a host `hosts` does not allow is [`ImapError::NotAllowed`] (checked after resolution,
+/// and the connection goes to the checked address).
+pub async fn connect(ep: &Endpoint, hosts: &PrivateHosts) -> Result<Session> {
+    let addrs = dial::resolve(&ep.host, ep.port, hosts).await?;
+    let tcp = tokio::time::timeout(CONNECT_TIMEOUT, TcpStream::connect(&addrs[..]))
+        .await
+        .map_err(|_| ImapError::Unreachable(format!("{}:{}: timed out", ep.host, ep.port)))?
+        .map_err(|e| ImapError::Unreachable(format!("{}:{}: {e}", ep.host, ep.port)))?;
+    let stream = match ep.security {
+        Security::Tls => tls(&ep.host, tcp).await?,
+        _ => MailStream::Plain(tcp),
+    };
+    timed("login", async {
+        let mut client = async_imap::Client::new(stream);
+        greeting(&mut client).await?;
+        if ep.security == Security::Starttls {
+            client.run_command_and_check_ok("STARTTLS", None).await?;
+            let MailStream::Plain(tcp) = client.into_inner() else {
+                unreachable!("STARTTLS starts from a plain stream")
+            };
+            client = async_imap::Client::new(tls(&ep.host, tcp).await?);
+        }
+        client
+            .login(&ep.username, &ep.password)
+            .await
+            .map_err(|(e, _)| match e {
+                async_imap::error::Error::No(m) | async_imap::error::Error::Bad(m) => {
+                    ImapError::Login(m)
+                }
+                other => ImapError::from(other),
+            })
+    })
+    .await
+}
+
+async fn greeting(client: &mut async_imap::Client<MailStream>) -> Result<()> {
+    match client.read_response().await {
+        Ok(Some(_)) => Ok(()),
+        Ok(None) => Err(ImapError::Unreachable("closed before the greeting".into())),
+        Err(e) => Err(ImapError::Unreachable(e.to_string())),
+    }
+}
+
+/// Extensions the sync uses when offered.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Caps {
+    pub idle: bool,
+    pub condstore: bool,
+    pub mv: bool,
+    pub uidplus: bool,
+}
+
+pub async fn capabilities(s: &mut Session) -> Result<Caps> {
+    let caps = timed("CAPABILITY", async { Ok(s.capabilities().await?) }).await?;
+    Ok(Caps {
+        idle: caps.has_str("IDLE"),
+        condstore: caps.has_str("CONDSTORE") || caps.has_str("QRESYNC"),
+        mv: caps.has_str("MOVE"),
+        uidplus: caps.has_str("UIDPLUS"),
+    })
+}
+
+/// A mailbox of the account and its SPECIAL-USE role.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct MailboxInfo {
+    pub name: String,
+    /// `inbox`, `sent`, `drafts`, `trash`, `junk`, `archive`; `None` for the user's own.
+    pub special: Option<&'static str>,
+}
+
+pub async fn list_mailboxes(s: &mut Session) -> Result<Vec<MailboxInfo>> {
+    timed("LIST", async {
+        let names: Vec<_> = s.list(Some(""), Some("*")).await?.try_collect().await?;
+        let mut out = Vec::new();
+        for n in names {
+            if n.attributes()
+                .iter()
+                .any(|a| matches!(a, NameAttribute::NoSelect))
+            {
+                continue;
+            }
+            let special = if n.name().eq_ignore_ascii_case("INBOX") {
+                Some("inbox")
+            } else {
+                n.attributes().iter().find_map(|a| match a {
+                    NameAttribute::Sent => Some("sent"),
+                    NameAttribute::Drafts => Some("drafts"),
+                    NameAttribute::Trash => Some("trash"),
+                    NameAttribute::Junk => Some("junk"),
+                    NameAttribute::Archive => Some("archive"),
+                    _ => None,
+                })
+            };
+            out.push(MailboxInfo {
+                name: n.name().to_owned(),
+                special,
+            });
+        }
+        Ok(out)
+    })
+    .await
+}
+
+/// What SELECT told about a mailbox.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Selected {
+    pub uid_validity: u32,
+    pub exists: u32,
+    pub uid_next: Option<u32>,
+    pub highest_modseq: Option<u64>,
+}
+
+impl Selected {
+    /// Whether the mailbox may have changed between two SELECTs: another UIDVALIDITY,
+    /// message count or UIDNEXT (mail added or expunged), or a higher mod-sequence
+    /// (CONDSTORE: any flag change). What a server leaves out is not compared.
+    pub fn differs_from(&self, before: &Selected) -> bool {
+        let known_differ =
+            |a: Option<u64>, b: Option<u64>| matches!((a, b), (Some(a), Some(b)) if a != b);
+        self.uid_validity != before.uid_validity
+            || self.exists != before.exists
+            || known_differ(self.uid_next.map(u64::from), before.uid_next.map(u64::from))
+            || known_differ(self.highest_modseq, before.highest_modseq)
+    }
+}
+
+pub async fn select(s: &mut Session, name: &str, condstore: bool) -> Result<Selected> {
+    timed("SELECT", async {
+        let mb = if condstore {
+            s.select_condstore(name).await?
+        } else {
+            s.select(name).await?
+        };
+        Ok(Selected {
+            uid_validity: mb.uid_validity.unwrap_or(0),
+            exists: mb.exists,
+            uid_next: mb.uid_next,
+            highest_modseq: mb.highest_modseq,
+        })
+    })
+    .await
+}

@@ -1,0 +1,131 @@
+//! `[email]`: the users' own mailboxes (IMAP/SMTP; README, "E-mail: your own mailboxes").
+
+use std::net::IpAddr;
+
+use ipnet::IpNet;
+use serde::{Deserialize, Deserializer, Serialize, Serializer};
+
+use super::HumanDuration;
+
+#[derive(Debug, Clone, Deserialize, Serialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct EmailConfig {
+    /// How often mailboxes other than INBOX are polled (INBOX is watched with IDLE, and
+    /// re-checked at this interval too).
+    pub poll_interval: HumanDuration,
+    /// The first sync of a mailbox fetches at most this many of its newest messages; paging
+    /// past the oldest cached mail fetches the next older batch of this size.
+    pub first_sync_limit: u32,
+    /// Mail servers on private, loopback or link-local addresses: refused unless allowed
+    /// here (`true` for any, or a list of CIDRs), so that users of a public instance cannot
+    /// make it probe the operator's network.
+    pub allow_private_hosts: PrivateHosts,
+}
+
+impl Default for EmailConfig {
+    fn default() -> Self {
+        Self {
+            poll_interval: HumanDuration::from_secs(60),
+            first_sync_limit: 500,
+            allow_private_hosts: PrivateHosts::None,
+        }
+    }
+}
+
+/// Which non-public addresses a user's mail server may have.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub enum PrivateHosts {
+    /// Only public addresses (the default).
+    #[default]
+    None,
+    /// Any address (a private instance whose users may reach the LAN anyway).
+    All,
+    /// Public addresses and these networks (e.g. the operator's own Dovecot).
+    Nets(Vec<IpNet>),
+}
+
+impl PrivateHosts {
+    /// Whether a non-public `ip` is allowed as a mail server's address.
+    pub fn allows(&self, ip: IpAddr) -> bool {
+        let ip = match ip {
+            IpAddr::V6(v6) => v6.to_ipv4_mapped().map_or(ip, IpAddr::V4),
+            v4 => v4,
+        };
+        match self {
+            Self::None => false,
+            Self::All => true,
+            Self::Nets(nets) => nets.iter().any(|n| n.contains(&ip)),
+        }
+    }
+}
+
+#[derive(Deserialize)]
+#[serde(untagged)]
+enum Raw {
+    Flag(bool),
+    List(Vec<String>),
+}
+
+impl<'de> Deserialize<'de> for PrivateHosts {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        let bad = |text: &str| {
+            serde::de::Error::custom(format!(
+                "{text:?} is not an IP address or CIDR (e.g. \"192.168.1.0/24\", \"fd00::/8\")"
+            ))
+        };
+        match Raw::deserialize(d)
+            .map_err(|_| serde::de::Error::custom("must be true, false or a list of CIDRs"))?
+        {
+            Raw::Flag(true) => Ok(Self::All),
+            Raw::Flag(false) => Ok(Self::None),
+            Raw::List(items) => items
+                .iter()
+                .map(|t| {
+                    let t = t.trim();
+                    t.parse::<IpNet>()
+                        .or_else(|_| t.parse::<IpAddr>().map(IpNet::from))
+                        .map_err(|_| bad(t))
+                })
+                .collect::<Result<Vec<_>, _>>()
+                .map(Self::Nets),
+        }
+    }
+}
+
+impl Serialize for PrivateHosts {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        match self {
+            Self::None => s.serialize_bool(false),
+            Self::All => s.serialize_bool(true),
+            Self::Nets(nets) => s.collect_seq(nets.iter().map(ToString::to_string)),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[derive(Deserialize)]
+    struct T {
+        v: PrivateHosts,
+    }
+
+    fn parse(text: &str) -> Result<PrivateHosts, toml::de::Error> {
+        toml::from_str::<T>(&format!("v = {text}")).map(|t| t.v)
+    }
+
+    #[test]
+    fn a_flag_or_a_list_of_networks() {
+        assert_eq!(parse("true").unwrap(), PrivateHosts::All);
+        assert_eq!(parse("false").unwrap(), PrivateHosts::None);
+        let nets = parse(r#"["192.168.1.0/24", "::1"]"#).unwrap();
+        assert!(nets.allows("192.168.1.7".parse().unwrap()));
+        assert!(nets.allows("::ffff:192.168.1.7".parse().unwrap()));
+        assert!(nets.allows("::1".parse().unwrap()));
+        assert!(!nets.allows("192.168.2.7".parse().unwrap()));
+        assert!(!PrivateHosts::None.allows("10.0.0.1".parse().unwrap()));
+        assert!(parse(r#"["nope"]"#).is_err());
+        assert!(parse("3").is_err());
+    }
+}
