@@ -1,23 +1,29 @@
 //! Benchmark of encrypted search (issue 14): `GET /api/search` over 100,000 messages of one
-//! user next to `GET /api/attestation` (the cheapest route), same binary, same run.
+//! user next to `GET /api/attestation` (the cheapest route), served by the release
+//! `switchboard serve` binary as its own process, both in the same run.
 //!
-//! `cargo run --example bench_search` (add `--release` for production numbers; the debug
-//! build is several times slower but the ratios still tell). Self-contained: no homeserver.
-//! The messages are sealed and indexed exactly as the sync ingest stores them
-//! (`seal_message` + `services::search::index_message`), 8 to 16 words each drawn from a
-//! Zipf-like vocabulary of 5,000 words, spread over 50 rooms and a year. Then the app is
-//! served in-process and `BENCH_CONNS` (16) connections drive each query for `BENCH_SECS`
-//! (5) seconds; it prints req/s, p50, p99 and the ratio to the trivial route, plus the
-//! index size. Knobs: `BENCH_MESSAGES` (100000), `BENCH_SECS`, `BENCH_CONNS`.
+//! `scripts/bench-search.sh` builds both in release mode and runs this. By hand:
+//! `cargo build --release --example bench_search --bin switchboard` and run
+//! `target/release/examples/bench_search` (`BENCH_SWITCHBOARD_BIN` names another binary).
+//! Self-contained: no homeserver. The messages are sealed and indexed exactly as the sync
+//! ingest stores them (`seal_message` + `services::search::index_message`) into the data
+//! directory the server then opens: 8 to 16 words each drawn from a Zipf-like vocabulary of
+//! 5,000 words, over 50 rooms and a year. `BENCH_CONNS` (64) connections then drive each
+//! query for `BENCH_SECS` (5) seconds; it prints req/s, p50, p99, the server's CPU per
+//! request, the ratio to the trivial route, the index size and the load average before and
+//! after (the machine is shared; read the figures with it). Knobs: `BENCH_MESSAGES`
+//! (100000), `BENCH_SECS`, `BENCH_CONNS`.
 
+use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
+use switchboard::config::Overrides;
 use switchboard::services::conversations::{seal_message, MessageContent};
 use switchboard::services::{search, tokens, users};
 use switchboard::store::messages::{insert_if_new, MessageRow};
 use switchboard::{AppState, Config};
 
-#[allow(dead_code)] // shared with bench_messages; this one measures no server CPU
+#[allow(dead_code)] // shared with bench_messages
 #[path = "bench_support/load.rs"]
 mod load;
 
@@ -59,17 +65,67 @@ fn word(rank: u64) -> String {
     w
 }
 
+fn loadavg() -> String {
+    std::fs::read_to_string("/proc/loadavg")
+        .map(|l| l.split_whitespace().take(3).collect::<Vec<_>>().join(" "))
+        .unwrap_or_default()
+}
+
+/// The release binary serving `config_path`; killed when dropped (also on a panic).
+struct Served(std::process::Child);
+
+impl Drop for Served {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+fn serve(config_path: &std::path::Path, log: &std::path::Path) -> Served {
+    let bin = std::env::var("BENCH_SWITCHBOARD_BIN")
+        .unwrap_or_else(|_| format!("{}/target/release/switchboard", env!("CARGO_MANIFEST_DIR")));
+    let log = std::fs::File::create(log).expect("log file");
+    let child = Command::new(&bin)
+        .arg("--config")
+        .arg(config_path)
+        .arg("serve")
+        .stdout(log.try_clone().expect("log"))
+        .stderr(log)
+        .stdin(Stdio::null())
+        .spawn()
+        .unwrap_or_else(|e| panic!("start {bin}: {e} (build it: cargo build --release)"));
+    Served(child)
+}
+
 fn main() {
     let total = env_or("BENCH_MESSAGES", 100_000);
     let secs = env_or("BENCH_SECS", 5);
-    let conns = env_or("BENCH_CONNS", 16) as usize;
+    let conns = env_or("BENCH_CONNS", 64) as usize;
     let dir = tempfile::tempdir().expect("temp dir");
-    let mut config = Config::default();
-    config.storage.data_dir = dir.path().join("data");
-    config.rate_limit.requests = u32::MAX / 2;
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .and_then(|l| l.local_addr())
+        .expect("port")
+        .port();
+    // The file the served binary reads; this process seeds the same data directory.
+    let config_path = dir.path().join("switchboard.toml");
+    std::fs::write(
+        &config_path,
+        format!(
+            "[server]\nlisten = \"127.0.0.1:{port}\"\n[storage]\ndata_dir = \"{}\"\n\
+             [rate_limit]\nrequests = 1000000000\n[log]\nlevel = \"warn\"\n",
+            dir.path().join("data").display()
+        ),
+    )
+    .expect("config");
+    let overrides = Overrides {
+        config_path: Some(config_path.clone()),
+        ..Overrides::default()
+    };
+    let config = Config::load(&overrides, std::iter::empty()).expect("config");
+    println!("load average before: {}", loadavg());
     let rt = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
-        .thread_name("server")
+        .thread_name("client")
         .build()
         .expect("runtime");
     rt.block_on(async move {
@@ -138,34 +194,48 @@ fn main() {
             .expect("opt in");
         let token = created.token;
 
-        let port = std::net::TcpListener::bind("127.0.0.1:0")
-            .and_then(|l| l.local_addr())
-            .expect("port")
-            .port();
-        let app = switchboard::api::app(state.clone());
-        tokio::spawn(
-            poem::Server::new(poem::listener::TcpListener::bind(format!(
-                "127.0.0.1:{port}"
-            )))
-            .run(app),
-        );
-        tokio::time::sleep(Duration::from_millis(300)).await;
+        // Seeding done: the release binary serves the data directory from here on.
+        state.shutdown.trigger();
+        drop(state);
+        let mut served = serve(&config_path, &dir.path().join("switchboard.log"));
+        let pid = served.0.id();
         let base = format!("http://127.0.0.1:{port}");
+        let probe = reqwest::Client::new();
+        let began = Instant::now();
+        while !probe
+            .get(format!("{base}/api/attestation"))
+            .send()
+            .await
+            .is_ok_and(|r| r.status().is_success())
+        {
+            if let Ok(Some(status)) = served.0.try_wait() {
+                panic!(
+                    "switchboard exited: {status}; see {}/switchboard.log",
+                    dir.path().display()
+                );
+            }
+            assert!(
+                began.elapsed() < Duration::from_secs(60),
+                "the server did not start"
+            );
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
         let client = reqwest::Client::builder()
             .pool_max_idle_per_host(conns)
             .build()
             .expect("client");
         let duration = Duration::from_secs(secs);
-        let no_cpu = || 0.0;
+        let server_cpu = || load::process_cpu_secs(pid);
         let trivial = load::run(
             &client,
             &format!("{base}/api/attestation"),
             None,
             conns,
             duration,
-            &no_cpu,
+            &server_cpu,
         )
         .await;
+        println!("{conns} connections, {secs} s per line, release binary (pid {pid})");
         trivial.print("GET /api/attestation");
         let common = word(0);
         let mid = word(300);
@@ -194,7 +264,7 @@ fn main() {
                 .await
                 .expect("json");
             let hits = first["results"].as_array().map_or(0, Vec::len);
-            let out = load::run(&client, &url, Some(&token), conns, duration, &no_cpu).await;
+            let out = load::run(&client, &url, Some(&token), conns, duration, &server_cpu).await;
             out.print(&format!("search: {what} ({hits} hits/page)"));
             println!(
                 "{:<36} {:.1}x the trivial route's p50, {:.0}% of its req/s",
@@ -203,6 +273,6 @@ fn main() {
                 100.0 * out.rate() / trivial.rate().max(1e-9)
             );
         }
-        state.shutdown.trigger();
+        println!("load average after: {}", loadavg());
     });
 }

@@ -200,8 +200,8 @@ pub fn backup(overrides: &Overrides, file: &Path) -> CmdResult {
     Ok(())
 }
 
-/// Rebuilds the search index of every user (or one) from the stored messages; safe while
-/// the service runs (batches of 500 messages, each its own transaction).
+/// Rebuilds the search index of every user (or one) from the stored messages and cached
+/// mails; safe while the service runs (batches of 500, each its own transaction).
 pub fn reindex(overrides: &Overrides, user: Option<&str>) -> CmdResult {
     let config = load(overrides)?;
     let master = crate::crypto::MasterKey::load(&config.storage.master_key_path())
@@ -225,8 +225,9 @@ pub fn reindex(overrides: &Overrides, user: Option<&str>) -> CmdResult {
         let done = crate::services::search::reindex(&mut conn, &master, &id)
             .map_err(|e| format!("user {id}: {e}"))?;
         println!(
-            "user {id}: {} messages indexed, {} unreadable (sealed under a deleted key)",
-            done.messages, done.unreadable
+            "user {id}: {} messages and {} e-mails indexed, {} unreadable (sealed under a \
+             deleted key)",
+            done.messages, done.emails, done.unreadable
         );
     }
     Ok(())

@@ -221,6 +221,16 @@ pub struct AiConfig {
     /// Model of the `/embeddings` endpoint used by `POST /api/ai/search`; default `model`.
     #[serde(default)]
     pub embedding_model: Option<String>,
+    /// How long one AI route (summary, translation, AI search) may wait for the service
+    /// in all, connection included: then 502 `ai_unavailable`. 1 s to 10 min.
+    #[serde(default = "AiConfig::default_timeout")]
+    pub timeout: HumanDuration,
+}
+
+impl AiConfig {
+    fn default_timeout() -> HumanDuration {
+        HumanDuration::from_secs(30)
+    }
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, Serialize)]

@@ -48,7 +48,8 @@ enum Command {
         /// Destination file; must not exist.
         file: PathBuf,
     },
-    /// Rebuild the encrypted search index from the stored messages (all users, or one).
+    /// Rebuild the encrypted search index from the stored messages and cached e-mail
+    /// (all users, or one).
     Reindex {
         /// Only this user (id or e-mail is not accepted: the user id, see `user list`).
         #[arg(long, value_name = "USER_ID")]

@@ -18,7 +18,7 @@ use crate::state::AppState;
 pub struct SummarizeRequest {
     /// The room to summarize (or `threadId`, not both).
     pub room_id: Option<String>,
-    /// An e-mail thread to summarize (once e-mail is stored; 501 until then).
+    /// A cached e-mail thread to summarize (its id in `GET /api/email/threads`).
     pub thread_id: Option<String>,
     /// Only messages after this time: milliseconds or RFC 3339. Default: the newest 200.
     pub since: Option<String>,
@@ -110,13 +110,16 @@ pub struct AiApi;
 impl AiApi {
     /// Summarize a conversation
     ///
-    /// Native sessions only (personal tokens: 403 `forbidden_for_api_token`). With an AI
-    /// service (`[ai]`), the newest messages (up to 200, after `since`) are sent to it as
-    /// text with the senders replaced by labels; without one, the summary is extractive:
-    /// the most important messages by the built-in scores (`model: "extractive"`). Sealed
-    /// to the user's registered key (`encryptedSummary`) when one is registered. 400 for
-    /// neither or both of `roomId`/`threadId`; 404 unknown room; 502 `ai_unavailable` when
-    /// the service fails or does not answer within 30 s.
+    /// Native sessions only (personal tokens: 403 `forbidden_for_api_token`). A room
+    /// (`roomId`) or a cached e-mail thread (`threadId`). With an AI service (`[ai]`), the
+    /// newest messages or mails (up to 200, after `since`) are sent to it as text with the
+    /// senders replaced by labels (a thread: its subject and each mail's text without the
+    /// quoted earlier mails); without one, the summary is extractive: the most important
+    /// messages by the built-in scores (`model: "extractive"`). Sealed to the user's
+    /// registered key (`encryptedSummary`) when one is registered. 400 for neither or both
+    /// of `roomId`/`threadId`; 404 unknown room or thread (also another user's); 502
+    /// `ai_unavailable` when the service fails or does not answer within `[ai] timeout`
+    /// (30 s by default).
     #[oai(path = "/summarize", method = "post", operation_id = "ai_summarize")]
     async fn summarize(
         &self,
@@ -127,13 +130,16 @@ impl AiApi {
         let user_id = ai::require_native(&auth.0)?;
         one_of(&body.room_id, &body.thread_id, "roomId, threadId")?;
         let since = crate::services::search::run::parse_time("since", body.since.as_deref())?;
-        let Some(room) = &body.room_id else {
-            return Err(AppError::NotImplemented {
-                message: "e-mail threads are not stored yet".to_owned(),
-            });
+        let s = match (&body.room_id, &body.thread_id) {
+            (Some(room), _) => {
+                let room = crate::services::messages::parse_room_id("roomId", room)?;
+                ai::summarize(&state, user_id, &room, since).await?
+            }
+            (_, Some(thread)) => {
+                ai::thread::summarize_thread(&state, user_id, thread, since).await?
+            }
+            _ => unreachable!("checked by one_of"),
         };
-        let room = crate::services::messages::parse_room_id("roomId", room)?;
-        let s = ai::summarize(&state, user_id, &room, since).await?;
         let (summary, encrypted_summary) = text_fields(s.summary);
         Ok(Json(SummaryView {
             summary,
@@ -149,7 +155,8 @@ impl AiApi {
     /// Only the text to translate is sent to it. The translation is sealed to the user's
     /// registered key (`encryptedTranslation`) when one is registered. 400 for neither or
     /// both of `messageId`/`text`, an empty or too long text, or a bad `targetLanguage`;
-    /// 404 unknown message; 502 `ai_unavailable` when the service fails or times out.
+    /// 404 unknown message; 502 `ai_unavailable` when the service fails or does not answer
+    /// within `[ai] timeout` (30 s by default).
     #[oai(path = "/translate", method = "post", operation_id = "ai_translate")]
     async fn translate(
         &self,
@@ -198,12 +205,14 @@ impl AiApi {
 
     /// Search by meaning
     ///
-    /// Native sessions only. With an AI service, results are ranked by meaning
-    /// (embeddings from its `/embeddings` endpoint; message vectors are stored sealed
-    /// under the user's data key) and merged with keyword hits of the encrypted index;
-    /// without one, this is keyword search (`model: "keyword"`). Results have the shape of
-    /// `GET /api/search` (snippets sealed to a registered key). 400 for an empty `query`
-    /// or a `limit` outside 1 to 50; 502 `ai_unavailable` when the service fails.
+    /// Native sessions only. Chat messages and cached e-mail (`kind: "email"` with
+    /// `threadId`). With an AI service, the user's newest 5,000 indexed items are ranked by
+    /// meaning (embeddings from its `/embeddings` endpoint, stored sealed under the user's
+    /// data key; up to 256 new items are embedded per search) and merged with keyword hits
+    /// of the encrypted index over everything; without one, this is keyword search
+    /// (`model: "keyword"`). Results have the shape of `GET /api/search` (snippets sealed
+    /// to a registered key). 400 for an empty `query` or a `limit` outside 1 to 50; 502
+    /// `ai_unavailable` when the service fails or does not answer within `[ai] timeout`.
     #[oai(path = "/search", method = "post", operation_id = "ai_search")]
     async fn search(
         &self,

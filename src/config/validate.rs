@@ -75,6 +75,10 @@ impl Config {
         }
         if let Some(ai) = &self.ai {
             check_http_url("ai.url", &ai.url)?;
+            let t = ai.timeout.0;
+            if t < Duration::from_secs(1) || t > Duration::from_secs(600) {
+                return Err(ConfigError::key("ai.timeout", "must be from 1s to 10m"));
+            }
         }
         self.log
             .level

@@ -184,47 +184,6 @@ pub fn put_vector(
     Ok(())
 }
 
-pub fn vector_of(
-    conn: &Connection,
-    kind: &str,
-    item_id: &str,
-) -> rusqlite::Result<Option<VectorRow>> {
-    conn.prepare_cached(
-        "SELECT kind, item_id, model, vector_enc FROM search_vectors \
-         WHERE kind = ?1 AND item_id = ?2",
-    )?
-    .query_row([kind, item_id], |r| {
-        Ok(VectorRow {
-            kind: r.get(0)?,
-            item_id: r.get(1)?,
-            model: r.get(2)?,
-            vector_enc: r.get(3)?,
-        })
-    })
-    .optional()
-}
-
-/// Every stored vector of a user made by `model`.
-pub fn vectors_of_user(
-    conn: &Connection,
-    user_id: &str,
-    model: &str,
-) -> rusqlite::Result<Vec<VectorRow>> {
-    let mut stmt = conn.prepare_cached(
-        "SELECT kind, item_id, model, vector_enc FROM search_vectors \
-         WHERE user_id = ?1 AND model = ?2",
-    )?;
-    let rows = stmt.query_map([user_id, model], |r| {
-        Ok(VectorRow {
-            kind: r.get(0)?,
-            item_id: r.get(1)?,
-            model: r.get(2)?,
-            vector_enc: r.get(3)?,
-        })
-    })?;
-    rows.collect()
-}
-
 /// A stored message of the user by id (the candidates' text).
 pub fn message_by_id(
     conn: &Connection,
@@ -252,4 +211,122 @@ pub fn messages_after(
     ))?;
     let rows = stmt.query_map(params![user_id, after_id, limit], super::messages::from_row)?;
     rows.collect()
+}
+
+/// A cached mail's sealed parts, as reindexing, summaries and AI search read them.
+#[derive(Debug, Clone)]
+pub struct EmailDoc {
+    pub id: String,
+    pub account_id: String,
+    pub thread_id: String,
+    /// Milliseconds.
+    pub date: i64,
+    pub header_enc: Vec<u8>,
+    pub snippet_enc: Vec<u8>,
+    pub body_enc: Vec<u8>,
+}
+
+const EMAIL_DOC: &str = "SELECT m.id, m.account_id, m.thread_id, m.date, m.header_enc, \
+     m.snippet_enc, m.body_enc FROM email_messages m";
+
+fn email_doc(r: &rusqlite::Row<'_>) -> rusqlite::Result<EmailDoc> {
+    Ok(EmailDoc {
+        id: r.get(0)?,
+        account_id: r.get(1)?,
+        thread_id: r.get(2)?,
+        date: r.get(3)?,
+        header_enc: r.get(4)?,
+        snippet_enc: r.get(5)?,
+        body_enc: r.get(6)?,
+    })
+}
+
+/// The user's cached mails in id order after `after_id` (reindex batches).
+pub fn emails_after(
+    conn: &Connection,
+    user_id: &str,
+    after_id: &str,
+    limit: i64,
+) -> rusqlite::Result<Vec<EmailDoc>> {
+    let mut stmt = conn.prepare_cached(&format!(
+        "{EMAIL_DOC} JOIN email_accounts a ON a.id = m.account_id \
+         WHERE a.user_id = ?1 AND m.id > ?2 ORDER BY m.id LIMIT ?3"
+    ))?;
+    let rows = stmt.query_map(params![user_id, after_id, limit], email_doc)?;
+    rows.collect()
+}
+
+/// The newest `limit` mails of a thread dated after `since` (ms), newest first.
+pub fn thread_emails(
+    conn: &Connection,
+    thread_id: &str,
+    since: Option<i64>,
+    limit: i64,
+) -> rusqlite::Result<Vec<EmailDoc>> {
+    let mut stmt = conn.prepare_cached(&format!(
+        "{EMAIL_DOC} WHERE m.thread_id = ?1 AND m.date > ?2 ORDER BY m.date DESC, m.id DESC \
+         LIMIT ?3"
+    ))?;
+    let rows = stmt.query_map(
+        params![thread_id, since.unwrap_or(i64::MIN), limit],
+        email_doc,
+    )?;
+    rows.collect()
+}
+
+/// One cached mail of the user (through its account).
+pub fn email_by_id(
+    conn: &Connection,
+    user_id: &str,
+    id: &str,
+) -> rusqlite::Result<Option<EmailDoc>> {
+    conn.prepare_cached(&format!(
+        "{EMAIL_DOC} JOIN email_accounts a ON a.id = m.account_id \
+         WHERE m.id = ?1 AND a.user_id = ?2"
+    ))?
+    .query_row([id, user_id], email_doc)
+    .optional()
+}
+
+/// The user's newest `limit` indexed items (messages and mails, by time), each with its
+/// sealed vector of `model` if it has one: the window AI search compares by meaning.
+/// Without `read_vectors` a present vector is an empty blob (not read from disk).
+pub fn newest_with_vectors(
+    conn: &Connection,
+    user_id: &str,
+    model: &str,
+    limit: i64,
+    read_vectors: bool,
+) -> rusqlite::Result<Vec<(Candidate, Option<Vec<u8>>)>> {
+    let mut stmt = conn.prepare_cached(
+        "SELECT d.id, d.kind, d.item_id, d.scope, d.sender, d.ts, \
+           CASE WHEN v.item_id IS NULL THEN NULL WHEN ?4 THEN v.vector_enc ELSE x'' END \
+         FROM search_docs d LEFT JOIN search_vectors v ON v.kind = d.kind \
+           AND v.item_id = d.item_id AND v.model = ?2 \
+         WHERE d.user_id = ?1 ORDER BY d.ts DESC, d.id DESC LIMIT ?3",
+    )?;
+    let rows = stmt.query_map(params![user_id, model, limit, read_vectors], |r| {
+        Ok((
+            Candidate {
+                doc: r.get(0)?,
+                kind: r.get(1)?,
+                item_id: r.get(2)?,
+                scope: r.get(3)?,
+                sender: r.get(4)?,
+                ts: r.get(5)?,
+            },
+            r.get(6)?,
+        ))
+    })?;
+    rows.collect()
+}
+
+/// Deletes the user's vectors whose item left the index (a deleted mail, whose index
+/// entry goes by trigger; a redacted message): nothing derived from gone text stays.
+pub fn drop_orphan_vectors(conn: &Connection, user_id: &str) -> rusqlite::Result<usize> {
+    conn.prepare_cached(
+        "DELETE FROM search_vectors WHERE user_id = ?1 AND NOT EXISTS (SELECT 1 FROM \
+         search_docs d WHERE d.kind = search_vectors.kind AND d.item_id = search_vectors.item_id)",
+    )?
+    .execute([user_id])
 }

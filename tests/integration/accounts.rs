@@ -1,13 +1,22 @@
 //! Account groups: adding e-mail identities by mailed code (real SMTP), listing, switching
 //! (tokens checked on the API and on the real Synapse), editing and removing.
 
-use reqwest::Method;
 use serde_json::{json, Value};
 
+use crate::common::client::Refusal;
 use crate::common::*;
 
 async fn list(app: &TestApp, token: &str) -> Value {
-    expect_json(app.get_auth("/api/accounts", token).await, 200).await
+    app.api(token)
+        .accounts()
+        .list()
+        .await
+        .expect("account list")
+}
+
+/// How many accounts the holder of `token` lists.
+async fn count(app: &TestApp, token: &str) -> usize {
+    app.api(token).accounts().ids().await.len()
 }
 
 fn ids(list: &Value) -> Vec<String> {
@@ -40,6 +49,7 @@ async fn an_address_added_by_mailed_code_can_be_listed_and_switched_to() {
     let primary = app.sign_up("acc-primary").await;
     let primary_id = primary.user["id"].as_str().unwrap().to_owned();
     let second_email = unique_email("Acc-Second");
+    let mine = app.user(&primary).accounts();
 
     let added = add_account(&app, &primary, &second_email).await;
     assert_eq!(added["email"], second_email.to_lowercase());
@@ -60,13 +70,7 @@ async fn an_address_added_by_mailed_code_can_be_listed_and_switched_to() {
     assert_eq!(listed["activeAccount"]["id"], primary_id.as_str());
 
     // Switching gives the second account's own tokens.
-    let path = format!("/api/accounts/{second_id}/switch");
-    let switched = expect_json(
-        app.post_json(&path, Some(&primary.access_token), json!({}))
-            .await,
-        200,
-    )
-    .await;
+    let switched = mine.switch(&second_id).await.unwrap();
     assert_eq!(switched["account"]["id"], second_id.as_str());
     assert_eq!(switched["account"]["isActive"], true);
     let access = switched["accessToken"]
@@ -82,7 +86,7 @@ async fn an_address_added_by_mailed_code_can_be_listed_and_switched_to() {
         .expect("matrixAccessToken")
         .to_owned();
 
-    let me = expect_json(app.get_auth("/api/auth/me", &access).await, 200).await;
+    let me = app.api(&access).me().await.unwrap();
     assert_eq!(me["id"], second_id.as_str());
     assert_eq!(me["email"], second_email.to_lowercase());
     let whoami = matrix_whoami(&matrix).await;
@@ -95,7 +99,7 @@ async fn an_address_added_by_mailed_code_can_be_listed_and_switched_to() {
     expect_json(resp, 200).await;
 
     // From the switched token the second account is the active one.
-    let active = expect_json(app.get_auth("/api/accounts/active", &access).await, 200).await;
+    let active = app.api(&access).accounts().active().await.unwrap();
     assert_eq!(active["account"]["id"], second_id.as_str());
     assert_eq!(active["account"]["isActive"], true);
     assert_eq!(active["account"]["isPrimary"], false);
@@ -107,12 +111,7 @@ async fn an_address_added_by_mailed_code_can_be_listed_and_switched_to() {
     assert_eq!(listed["activeAccount"]["id"], second_id.as_str());
 
     // The active account of the primary's token is the primary, with its Matrix token.
-    let active = expect_json(
-        app.get_auth("/api/accounts/active", &primary.access_token)
-            .await,
-        200,
-    )
-    .await;
+    let active = mine.active().await.unwrap();
     assert_eq!(active["account"]["id"], primary_id.as_str());
     assert_eq!(active["account"]["isPrimary"], true);
     let token = active["matrixAccessToken"].as_str().unwrap();
@@ -122,14 +121,10 @@ async fn an_address_added_by_mailed_code_can_be_listed_and_switched_to() {
     );
 
     // Switching back from the second account works too.
-    let path = format!("/api/accounts/{primary_id}/switch");
-    let back = expect_json(app.post_json(&path, Some(&access), json!({})).await, 200).await;
-    let me = expect_json(
-        app.get_auth("/api/auth/me", back["accessToken"].as_str().unwrap())
-            .await,
-        200,
-    )
-    .await;
+    let back = app.api(&access).accounts().switch(&primary_id).await;
+    let back = back.unwrap();
+    let me = app.api(back["accessToken"].as_str().unwrap()).me().await;
+    let me = me.unwrap();
     assert_eq!(me["id"], primary_id.as_str());
 }
 
@@ -141,30 +136,13 @@ async fn adding_an_address_twice_or_the_own_address_is_account_already_added() {
     add_account(&app, &primary, &email).await;
 
     for address in [email.clone(), email.to_uppercase(), primary.email.clone()] {
-        let resp = app
-            .post_json(
-                "/api/accounts/add/code",
-                Some(&primary.access_token),
-                json!({"email": address}),
-            )
-            .await;
-        expect_error(resp, 400, "account_already_added").await;
-        let resp = app
-            .post_json(
-                "/api/accounts/add/verify",
-                Some(&primary.access_token),
-                json!({"email": address, "code": "123456"}),
-            )
-            .await;
-        expect_error(resp, 400, "account_already_added").await;
+        let mine = app.user(&primary).accounts();
+        let asked = mine.add_code(&address).await;
+        asked.refused(400, "account_already_added");
+        let verified = mine.add_verify(json!({"email": address, "code": "123456"}));
+        verified.await.refused(400, "account_already_added");
     }
-    assert_eq!(
-        list(&app, &primary.access_token).await["accounts"]
-            .as_array()
-            .unwrap()
-            .len(),
-        2
-    );
+    assert_eq!(count(&app, &primary.access_token).await, 2);
 }
 
 #[tokio::test]
@@ -172,41 +150,17 @@ async fn a_wrong_code_is_invalid_code_and_the_right_one_still_works() {
     let app = TestApp::start_with_mail().await;
     let primary = app.sign_up("acc-wrong").await;
     let email = unique_email("acc-wrong-2");
-    let resp = app
-        .post_json(
-            "/api/accounts/add/code",
-            Some(&primary.access_token),
-            json!({"email": email}),
-        )
-        .await;
-    expect_json(resp, 200).await;
+    let mine = app.user(&primary).accounts();
+    mine.add_code(&email).await.unwrap();
     let code = mail::wait_for_code(&email, 0).await;
     let wrong = if code == "000000" { "111111" } else { "000000" };
-    let verify = |code: String| {
-        let app = &app;
-        let token = primary.access_token.clone();
-        let email = email.clone();
-        async move {
-            app.post_json(
-                "/api/accounts/add/verify",
-                Some(&token),
-                json!({"email": email, "code": code}),
-            )
-            .await
-        }
-    };
-    expect_error(verify(wrong.to_owned()).await, 400, "invalid_code").await;
-    assert_eq!(
-        list(&app, &primary.access_token).await["accounts"]
-            .as_array()
-            .unwrap()
-            .len(),
-        1
-    );
-    let ok = expect_json(verify(code.clone()).await, 200).await;
+    let verify = |code: String| mine.add_verify(json!({"email": email, "code": code}));
+    verify(wrong.to_owned()).await.refused(400, "invalid_code");
+    assert_eq!(count(&app, &primary.access_token).await, 1);
+    let ok = verify(code.clone()).await.unwrap();
     assert_eq!(ok["account"]["email"], email.to_lowercase());
     // Single use.
-    expect_error(verify(code).await, 400, "account_already_added").await;
+    verify(code).await.refused(400, "account_already_added");
 }
 
 #[tokio::test]
@@ -224,45 +178,18 @@ async fn sign_in_codes_and_codes_requested_by_another_group_do_not_add_accounts(
     )
     .await;
     let sign_in_code = mail::wait_for_code(&email, 0).await;
-    let resp = app
-        .post_json(
-            "/api/accounts/add/verify",
-            Some(&mine.access_token),
-            json!({"email": email, "code": sign_in_code}),
-        )
-        .await;
-    expect_error(resp, 400, "invalid_code").await;
+    let my_accounts = app.user(&mine).accounts();
+    let verified = my_accounts.add_verify(json!({"email": email, "code": sign_in_code}));
+    verified.await.refused(400, "invalid_code");
 
     // A code I requested cannot be used by another group, and stays usable for me.
-    let resp = app
-        .post_json(
-            "/api/accounts/add/code",
-            Some(&mine.access_token),
-            json!({"email": email}),
-        )
-        .await;
-    expect_json(resp, 200).await;
+    my_accounts.add_code(&email).await.unwrap();
     let code = mail::wait_for_code(&email, 1).await;
     let body = json!({"email": email, "code": code});
-    let resp = app
-        .post_json(
-            "/api/accounts/add/verify",
-            Some(&theirs.access_token),
-            body.clone(),
-        )
-        .await;
-    expect_error(resp, 400, "invalid_code").await;
-    assert_eq!(
-        list(&app, &theirs.access_token).await["accounts"]
-            .as_array()
-            .unwrap()
-            .len(),
-        1
-    );
-    let resp = app
-        .post_json("/api/accounts/add/verify", Some(&mine.access_token), body)
-        .await;
-    let added = expect_json(resp, 200).await;
+    let verified = app.user(&theirs).accounts().add_verify(body.clone()).await;
+    verified.refused(400, "invalid_code");
+    assert_eq!(count(&app, &theirs.access_token).await, 1);
+    let added = my_accounts.add_verify(body).await.unwrap();
     assert_eq!(added["account"]["email"], email.to_lowercase());
 }
 
@@ -287,35 +214,17 @@ async fn an_existing_stand_alone_user_can_be_added_but_not_a_member_of_another_g
     assert_eq!(from_loner["activeAccount"]["id"], loner_id.as_str());
     let again = app.sign_in(&loner.email, None).await;
     assert_eq!(again.user["id"], loner_id.as_str());
-    assert_eq!(
-        list(&app, &again.access_token).await["accounts"]
-            .as_array()
-            .unwrap()
-            .len(),
-        2
-    );
+    assert_eq!(count(&app, &again.access_token).await, 2);
 
     // Another user can add neither my added account nor me (a primary with accounts).
     let other = app.sign_up("acc-grp-b").await;
     for address in [loner.email.clone(), mine.email.clone()] {
-        let resp = app
-            .post_json(
-                "/api/accounts/add/code",
-                Some(&other.access_token),
-                json!({"email": address}),
-            )
-            .await;
-        expect_error(resp, 400, "account_in_other_group").await;
+        let asked = app.user(&other).accounts().add_code(&address).await;
+        asked.refused(400, "account_in_other_group");
     }
     // Any account of a group may add: my added account invites a stand-alone user.
-    let resp = app
-        .post_json(
-            "/api/accounts/add/code",
-            Some(&loner.access_token),
-            json!({"email": other.email}),
-        )
-        .await;
-    expect_json(resp, 200).await;
+    let asked = app.user(&loner).accounts().add_code(&other.email).await;
+    asked.unwrap();
 }
 
 #[tokio::test]
@@ -326,37 +235,19 @@ async fn the_primary_cannot_be_removed_and_a_removed_account_stands_alone() {
     let email = unique_email("acc-rm-2");
     let added = add_account(&app, &primary, &email).await;
     let added_id = added["id"].as_str().unwrap().to_owned();
-    let switched = expect_json(
-        app.post_json(
-            &format!("/api/accounts/{added_id}/switch"),
-            Some(&primary.access_token),
-            json!({}),
-        )
-        .await,
-        200,
-    )
-    .await;
+    let switched = app
+        .user(&primary)
+        .accounts()
+        .switch(&added_id)
+        .await
+        .unwrap();
 
-    let resp = app
-        .send(
-            Method::DELETE,
-            &format!("/api/accounts/{primary_id}"),
-            Some(&primary.access_token),
-            None,
-        )
-        .await;
-    let body = expect_error(resp, 400, "cannot_remove_primary").await;
+    let mine = app.user(&primary).accounts();
+    let removed = mine.remove(&primary_id).await;
+    let body = removed.refused(400, "cannot_remove_primary");
     assert!(body["message"].as_str().unwrap().contains("primary"));
 
-    let resp = app
-        .send(
-            Method::DELETE,
-            &format!("/api/accounts/{added_id}"),
-            Some(&primary.access_token),
-            None,
-        )
-        .await;
-    let body = expect_json(resp, 200).await;
+    let body = mine.remove(&added_id).await.unwrap();
     assert!(body["message"].as_str().is_some_and(|m| !m.is_empty()));
     assert_eq!(
         ids(&list(&app, &primary.access_token).await),
@@ -372,15 +263,7 @@ async fn the_primary_cannot_be_removed_and_a_removed_account_stands_alone() {
         )
         .await;
     expect_error(resp, 401, "unauthorized").await;
-    let resp = app
-        .send(
-            Method::DELETE,
-            &format!("/api/accounts/{added_id}"),
-            Some(&primary.access_token),
-            None,
-        )
-        .await;
-    expect_error(resp, 404, "not_found").await;
+    mine.remove(&added_id).await.refused(404, "not_found");
 
     // The address still signs in, as a stand-alone account of its own.
     let alone = app.sign_in(&email, None).await;
@@ -396,34 +279,16 @@ async fn an_added_account_can_remove_itself() {
     let primary = app.sign_up("acc-self").await;
     let added = add_account(&app, &primary, &unique_email("acc-self-2")).await;
     let added_id = added["id"].as_str().unwrap();
-    let switched = expect_json(
-        app.post_json(
-            &format!("/api/accounts/{added_id}/switch"),
-            Some(&primary.access_token),
-            json!({}),
-        )
-        .await,
-        200,
-    )
-    .await;
+    let switched = app
+        .user(&primary)
+        .accounts()
+        .switch(added_id)
+        .await
+        .unwrap();
     let token = switched["accessToken"].as_str().unwrap();
-    let resp = app
-        .send(
-            Method::DELETE,
-            &format!("/api/accounts/{added_id}"),
-            Some(token),
-            None,
-        )
-        .await;
-    expect_json(resp, 200).await;
+    app.api(token).accounts().remove(added_id).await.unwrap();
     assert_eq!(ids(&list(&app, token).await), vec![added_id.to_owned()]);
-    assert_eq!(
-        list(&app, &primary.access_token).await["accounts"]
-            .as_array()
-            .unwrap()
-            .len(),
-        1
-    );
+    assert_eq!(count(&app, &primary.access_token).await, 1);
 }
 
 #[tokio::test]
@@ -432,26 +297,16 @@ async fn patch_updates_display_name_and_avatar_of_an_account_in_the_group() {
     let primary = app.sign_up("acc-patch").await;
     let added = add_account(&app, &primary, &unique_email("acc-patch-2")).await;
     let added_id = added["id"].as_str().unwrap().to_owned();
-    let path = format!("/api/accounts/{added_id}");
-    let patch = |body: Value| {
-        let app = &app;
-        let token = primary.access_token.clone();
-        let path = path.clone();
-        async move {
-            app.send(Method::PATCH, &path, Some(&token), Some(body))
-                .await
-        }
-    };
+    let mine = app.user(&primary).accounts();
+    let patch = |body: Value| mine.update(&added_id, body);
 
-    let body = expect_json(
-        patch(json!({"displayName": "  Work  ", "avatarUrl": "https://example.org/w.png"})).await,
-        200,
-    )
-    .await;
+    let body = patch(json!({"displayName": "  Work  ", "avatarUrl": "https://example.org/w.png"}))
+        .await
+        .unwrap();
     assert_eq!(body["account"]["id"], added_id.as_str());
     assert_eq!(body["account"]["displayName"], "Work");
     assert_eq!(body["account"]["avatarUrl"], "https://example.org/w.png");
-    let body = expect_json(patch(json!({"displayName": "Work 2"})).await, 200).await;
+    let body = patch(json!({"displayName": "Work 2"})).await.unwrap();
     assert_eq!(body["account"]["displayName"], "Work 2");
     assert_eq!(body["account"]["avatarUrl"], "https://example.org/w.png");
     let listed = list(&app, &primary.access_token).await;
@@ -463,27 +318,15 @@ async fn patch_updates_display_name_and_avatar_of_an_account_in_the_group() {
         json!({"avatarUrl": "http://insecure.example/a.png"}),
         json!({"avatarUrl": "not a uri"}),
     ] {
-        expect_error(patch(bad).await, 400, "invalid_request").await;
+        patch(bad).await.refused(400, "invalid_request");
     }
     // The own (primary) account can be edited too.
-    let primary_path = format!("/api/accounts/{}", primary.user["id"].as_str().unwrap());
-    let resp = app
-        .send(
-            Method::PATCH,
-            &primary_path,
-            Some(&primary.access_token),
-            Some(json!({"displayName": "Home"})),
-        )
+    let primary_id = primary.user["id"].as_str().unwrap();
+    let home = mine
+        .update(primary_id, json!({"displayName": "Home"}))
         .await;
-    assert_eq!(
-        expect_json(resp, 200).await["account"]["displayName"],
-        "Home"
-    );
-    let me = expect_json(
-        app.get_auth("/api/auth/me", &primary.access_token).await,
-        200,
-    )
-    .await;
+    assert_eq!(home.unwrap()["account"]["displayName"], "Home");
+    let me = app.user(&primary).me().await.unwrap();
     assert_eq!(me["displayName"], "Home");
 }
 
@@ -498,40 +341,13 @@ async fn another_group_cannot_switch_to_patch_or_remove_my_accounts() {
         added["id"].as_str().unwrap(),
         mine.user["id"].as_str().unwrap(),
     ] {
-        let resp = app
-            .post_json(
-                &format!("/api/accounts/{id}/switch"),
-                Some(token),
-                json!({}),
-            )
-            .await;
-        expect_error(resp, 404, "not_found").await;
-        let resp = app
-            .send(
-                Method::PATCH,
-                &format!("/api/accounts/{id}"),
-                Some(token),
-                Some(json!({"displayName": "x"})),
-            )
-            .await;
-        expect_error(resp, 404, "not_found").await;
-        let resp = app
-            .send(
-                Method::DELETE,
-                &format!("/api/accounts/{id}"),
-                Some(token),
-                None,
-            )
-            .await;
-        expect_error(resp, 404, "not_found").await;
+        let theirs = app.api(token).accounts();
+        theirs.switch(id).await.refused(404, "not_found");
+        let patched = theirs.update(id, json!({"displayName": "x"})).await;
+        patched.refused(404, "not_found");
+        theirs.remove(id).await.refused(404, "not_found");
     }
-    assert_eq!(
-        list(&app, &mine.access_token).await["accounts"]
-            .as_array()
-            .unwrap()
-            .len(),
-        2
-    );
+    assert_eq!(count(&app, &mine.access_token).await, 2);
     assert!(list(&app, &mine.access_token).await["accounts"][1]["displayName"].is_null());
 }
 
@@ -540,6 +356,7 @@ async fn bad_account_input_is_400_or_404_json_never_500() {
     let app = TestApp::start_with_mail().await;
     let me = app.sign_up("acc-bad").await;
     let token = Some(me.access_token.as_str());
+    let mine = app.user(&me).accounts();
     let bodies = [
         ("/api/accounts/add/code", json!({"email": "not-an-address"})),
         ("/api/accounts/add/code", json!({})),
@@ -571,14 +388,8 @@ async fn bad_account_input_is_400_or_404_json_never_500() {
         .await;
     }
     // No code was ever sent to this address.
-    let resp = app
-        .post_json(
-            "/api/accounts/add/verify",
-            token,
-            json!({"email": unique_email("none"), "code": "123456"}),
-        )
-        .await;
-    expect_error(resp, 400, "invalid_code").await;
+    let verified = mine.add_verify(json!({"email": unique_email("none"), "code": "123456"}));
+    verified.await.refused(400, "invalid_code");
 
     let random = uuid::Uuid::new_v4().to_string();
     for (id, status, code) in [
@@ -586,31 +397,17 @@ async fn bad_account_input_is_400_or_404_json_never_500() {
         ("not-a-uuid", 400, "invalid_request"),
         ("12345", 400, "invalid_request"),
     ] {
-        let resp = app
-            .post_json(&format!("/api/accounts/{id}/switch"), token, json!({}))
-            .await;
-        expect_error(resp, status, code).await;
-        let resp = app
-            .send(
-                Method::PATCH,
-                &format!("/api/accounts/{id}"),
-                token,
-                Some(json!({"displayName": "x"})),
-            )
-            .await;
-        expect_error(resp, status, code).await;
-        let resp = app
-            .send(Method::DELETE, &format!("/api/accounts/{id}"), token, None)
-            .await;
-        expect_error(resp, status, code).await;
+        mine.switch(id).await.refused(status, code);
+        let patched = mine.update(id, json!({"displayName": "x"})).await;
+        patched.refused(status, code);
+        mine.remove(id).await.refused(status, code);
     }
 
     // Without a token: 401.
-    expect_error(app.get("/api/accounts").await, 401, "unauthorized").await;
-    let resp = app
-        .post_json("/api/accounts/add/code", None, json!({"email": "a@b.test"}))
-        .await;
-    expect_error(resp, 401, "unauthorized").await;
+    let anonymous = app.anonymous().accounts();
+    anonymous.list().await.refused(401, "unauthorized");
+    let asked = anonymous.add_code("a@b.test").await;
+    asked.refused(401, "unauthorized");
 }
 
 #[tokio::test]
@@ -625,33 +422,20 @@ async fn add_account_codes_share_the_three_per_ten_minutes_limit() {
         200,
     )
     .await;
+    let mine = app.user(&me).accounts();
     for _ in 0..2 {
-        let resp = app
-            .post_json(
-                "/api/accounts/add/code",
-                Some(&me.access_token),
-                json!({"email": email}),
-            )
-            .await;
-        expect_json(resp, 200).await;
+        mine.add_code(&email).await.unwrap();
     }
-    let resp = app
-        .post_json(
-            "/api/accounts/add/code",
-            Some(&me.access_token),
-            json!({"email": email}),
-        )
-        .await;
-    assert!(resp.headers().get("retry-after").is_some());
-    expect_error(resp, 429, "rate_limited").await;
+    let refused = mine.add_code(&email).await;
+    assert!(refused
+        .as_ref()
+        .unwrap_err()
+        .headers
+        .get("retry-after")
+        .is_some());
+    refused.refused(429, "rate_limited");
     // The newest add code works.
     let code = mail::wait_for_code(&email, 2).await;
-    let resp = app
-        .post_json(
-            "/api/accounts/add/verify",
-            Some(&me.access_token),
-            json!({"email": email, "code": code}),
-        )
-        .await;
-    expect_json(resp, 200).await;
+    let verified = mine.add_verify(json!({"email": email, "code": code}));
+    verified.await.unwrap();
 }

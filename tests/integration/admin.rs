@@ -4,6 +4,7 @@
 use reqwest::Method;
 use serde_json::json;
 
+use crate::common::client::{ApiResult, Refusal};
 use crate::common::*;
 
 /// A server whose `auth.admin_emails` lists a fresh address, and that administrator signed
@@ -22,19 +23,17 @@ pub fn user_id(s: &Session) -> String {
     s.user["id"].as_str().expect("user id").to_owned()
 }
 
+/// `PUT /api/admin/users/{user_id}/subscription` as `admin`.
 pub async fn put_subscription(
     app: &TestApp,
     admin: &Session,
     user_id: &str,
     body: serde_json::Value,
-) -> reqwest::Response {
-    app.send(
-        Method::PUT,
-        &format!("/api/admin/users/{user_id}/subscription"),
-        Some(&admin.access_token),
-        Some(body),
-    )
-    .await
+) -> ApiResult {
+    app.user(admin)
+        .admin()
+        .set_subscription(user_id, body)
+        .await
 }
 
 /// Runs `switchboard user ARGS… --config <the app's config>` while the server runs.
@@ -76,11 +75,8 @@ async fn an_admin_from_the_config_lists_users_with_pagination() {
     let a = app.sign_up("listed-a").await;
     let b = app.sign_up("listed-b").await;
 
-    let body = expect_json(
-        app.get_auth("/api/admin/users", &admin.access_token).await,
-        200,
-    )
-    .await;
+    let admin_api = app.user(&admin).admin();
+    let body = admin_api.users("").await.unwrap();
     let users = body["users"].as_array().expect("users");
     assert_eq!(users.len(), 3, "{body}");
     users.iter().for_each(assert_user_shape);
@@ -109,41 +105,21 @@ async fn an_admin_from_the_config_lists_users_with_pagination() {
     );
 
     // Pages are slices of the same stable order.
-    let page = expect_json(
-        app.get_auth("/api/admin/users?limit=1&offset=1", &admin.access_token)
-            .await,
-        200,
-    )
-    .await;
+    let page = admin_api.users("limit=1&offset=1").await.unwrap();
     assert_eq!(page["users"].as_array().unwrap().len(), 1);
     assert_eq!(page["users"][0]["id"], users[1]["id"]);
     assert_eq!(
         page["pagination"],
         json!({"total": 3, "limit": 1, "offset": 1, "hasMore": true})
     );
-    let last = expect_json(
-        app.get_auth("/api/admin/users?limit=2&offset=2", &admin.access_token)
-            .await,
-        200,
-    )
-    .await;
+    let last = admin_api.users("limit=2&offset=2").await.unwrap();
     assert_eq!(last["users"].as_array().unwrap().len(), 1);
     assert_eq!(last["users"][0]["id"], users[2]["id"]);
     assert_eq!(last["pagination"]["hasMore"], false);
-    let past = expect_json(
-        app.get_auth("/api/admin/users?offset=10", &admin.access_token)
-            .await,
-        200,
-    )
-    .await;
+    let past = admin_api.users("offset=10").await.unwrap();
     assert_eq!(past["users"], json!([]));
     assert_eq!(past["pagination"]["hasMore"], false);
-    let max = expect_json(
-        app.get_auth("/api/admin/users?limit=100", &admin.access_token)
-            .await,
-        200,
-    )
-    .await;
+    let max = admin_api.users("limit=100").await.unwrap();
     assert_eq!(max["pagination"]["limit"], 100);
 }
 
@@ -158,10 +134,8 @@ async fn page_parameters_outside_their_range_are_400_not_clamped() {
         "limit=abc",
         "offset=1.5",
     ] {
-        let resp = app
-            .get_auth(&format!("/api/admin/users?{query}"), &admin.access_token)
-            .await;
-        expect_error(resp, 400, "invalid_request").await;
+        let users = app.user(&admin).admin().users(query).await;
+        users.refused(400, "invalid_request");
     }
 }
 
@@ -192,17 +166,7 @@ async fn non_admins_get_403_admin_required_and_tokens_get_forbidden_for_api_toke
         expect_error(resp, 401, "unauthorized").await;
     }
     // A personal token of the administrator is not an administrator.
-    let created = app
-        .post_json(
-            "/api/developer/tokens",
-            Some(&admin.access_token),
-            json!({"name": "ops"}),
-        )
-        .await;
-    let token = expect_json(created, 201).await["token"]
-        .as_str()
-        .unwrap()
-        .to_owned();
+    let token = app.user(&admin).tokens().create_named("ops").await.token;
     for (method, path, body) in &calls {
         let resp = app
             .send(method.clone(), path, Some(&token), body.clone())
@@ -210,12 +174,7 @@ async fn non_admins_get_403_admin_required_and_tokens_get_forbidden_for_api_toke
         expect_error(resp, 403, "forbidden_for_api_token").await;
     }
     // The refused subscription change did not happen.
-    let shown = expect_json(
-        app.get_auth(&format!("/api/admin/users/{uid}"), &admin.access_token)
-            .await,
-        200,
-    )
-    .await;
+    let shown = app.user(&admin).admin().user(&uid).await.unwrap();
     assert_eq!(shown["subscription"]["active"], true);
 }
 
@@ -224,19 +183,15 @@ async fn promoting_a_user_with_the_cli_makes_it_an_admin_at_once() {
     let app = TestApp::start_with_mail().await;
     let user = app.sign_up("promoted").await;
     assert_eq!(user.user["isAdmin"], false);
-    let resp = app.get_auth("/api/admin/users", &user.access_token).await;
-    expect_error(resp, 403, "admin_required").await;
+    let users = app.user(&user).admin().users("").await;
+    users.refused(403, "admin_required");
 
     let out = user_cli(&app, &["promote", &user.email]);
     assert!(out.contains("promoted to admin"), "{out}");
     assert!(out.contains(&user_id(&user)), "{out}");
 
     // The same access token now passes the admin check.
-    let body = expect_json(
-        app.get_auth("/api/admin/users", &user.access_token).await,
-        200,
-    )
-    .await;
+    let body = app.user(&user).admin().users("").await.unwrap();
     assert_eq!(body["users"][0]["isAdmin"], true);
     let me = expect_json(app.get_auth("/api/auth/me", &user.access_token).await, 200).await;
     assert_eq!(me["isAdmin"], true);
@@ -247,12 +202,7 @@ async fn showing_a_user_and_unknown_ids_are_404() {
     let (app, admin) = admin_app("").await;
     let user = app.sign_up("shown").await;
     let uid = user_id(&user);
-    let shown = expect_json(
-        app.get_auth(&format!("/api/admin/users/{uid}"), &admin.access_token)
-            .await,
-        200,
-    )
-    .await;
+    let shown = app.user(&admin).admin().user(&uid).await.unwrap();
     assert_user_shape(&shown);
     assert_eq!(shown["id"], uid.as_str());
     assert_eq!(shown["email"], user.email.to_lowercase());
@@ -261,16 +211,17 @@ async fn showing_a_user_and_unknown_ids_are_404() {
 
     let unknown = uuid::Uuid::new_v4();
     for path in [
-        format!("/api/admin/users/{unknown}"),
-        "/api/admin/users/not-a-uuid".to_owned(),
+        unknown.to_string(),
+        "not-a-uuid".to_owned(),
         // An e-mail is not an id on the API (the CLI accepts both).
-        format!("/api/admin/users/{}", user.email),
+        user.email.clone(),
     ] {
-        let resp = app.get_auth(&path, &admin.access_token).await;
-        expect_error(resp, 404, "not_found").await;
+        let shown = app.user(&admin).admin().user(&path).await;
+        shown.refused(404, "not_found");
     }
-    let resp = put_subscription(&app, &admin, &unknown.to_string(), json!({"active": false})).await;
-    expect_error(resp, 404, "not_found").await;
+    put_subscription(&app, &admin, &unknown.to_string(), json!({"active": false}))
+        .await
+        .refused(404, "not_found");
 }
 
 #[tokio::test]
@@ -285,11 +236,9 @@ async fn an_admin_sets_a_subscription_until_a_date_lapses_and_renews_it() {
         .unwrap()
         .with_timezone(&chrono::FixedOffset::east_opt(2 * 3600).unwrap())
         .to_rfc3339();
-    let body = expect_json(
-        put_subscription(&app, &admin, &uid, json!({"active": true, "until": until})).await,
-        200,
-    )
-    .await;
+    let body = put_subscription(&app, &admin, &uid, json!({"active": true, "until": until}))
+        .await
+        .unwrap();
     assert_user_shape(&body);
     assert_eq!(body["id"], uid.as_str());
     assert_eq!(body["subscription"]["active"], true);
@@ -298,32 +247,26 @@ async fn an_admin_sets_a_subscription_until_a_date_lapses_and_renews_it() {
     assert_eq!(me["subscription"]["active"], true);
     assert_eq!(secs(&me["subscription"]["until"]), until_secs);
 
-    let body = expect_json(
-        put_subscription(&app, &admin, &uid, json!({"active": false})).await,
-        200,
-    )
-    .await;
+    let body = put_subscription(&app, &admin, &uid, json!({"active": false}))
+        .await
+        .unwrap();
     assert_eq!(
         body["subscription"],
         json!({"active": false, "until": null})
     );
 
-    let body = expect_json(
-        put_subscription(&app, &admin, &uid, json!({"active": true})).await,
-        200,
-    )
-    .await;
+    let body = put_subscription(&app, &admin, &uid, json!({"active": true}))
+        .await
+        .unwrap();
     assert_eq!(body["subscription"], json!({"active": true, "until": null}));
 
     // A date alone means the end of that day (UTC).
     let day = (chrono::Utc::now() + chrono::Duration::days(3))
         .format("%Y-%m-%d")
         .to_string();
-    let body = expect_json(
-        put_subscription(&app, &admin, &uid, json!({"active": true, "until": day})).await,
-        200,
-    )
-    .await;
+    let body = put_subscription(&app, &admin, &uid, json!({"active": true, "until": day}))
+        .await
+        .unwrap();
     assert_eq!(
         secs(&body["subscription"]["until"]),
         secs(&json!(format!("{day}T23:59:59Z")))
@@ -346,10 +289,8 @@ async fn bad_subscription_input_is_400_and_changes_nothing() {
         json!({"until": future}),
         json!({}),
     ] {
-        let resp = put_subscription(&app, &admin, &uid, body.clone()).await;
-        let status = resp.status().as_u16();
-        let err = expect_json(resp, 400).await;
-        assert_eq!(err["error"], "invalid_request", "{body}: {status} {err}");
+        let err = put_subscription(&app, &admin, &uid, body.clone()).await;
+        assert_eq!(err.unwrap_err().pair(), (400, "invalid_request"), "{body}");
     }
     let resp = app
         .http
@@ -361,12 +302,7 @@ async fn bad_subscription_input_is_400_and_changes_nothing() {
         .await
         .unwrap();
     expect_error(resp, 400, "invalid_request").await;
-    let shown = expect_json(
-        app.get_auth(&format!("/api/admin/users/{uid}"), &admin.access_token)
-            .await,
-        200,
-    )
-    .await;
+    let shown = app.user(&admin).admin().user(&uid).await.unwrap();
     assert_eq!(
         shown["subscription"],
         json!({"active": true, "until": null})
@@ -394,12 +330,7 @@ async fn the_cli_lists_shows_and_sets_subscriptions_on_the_same_data() {
 
     let out = user_cli(&app, &["subscription", &uid, "--until", "2999-12-31"]);
     assert!(out.contains("active until 2999-12-31T23:59:59"), "{out}");
-    let shown = expect_json(
-        app.get_auth(&format!("/api/admin/users/{uid}"), &admin.access_token)
-            .await,
-        200,
-    )
-    .await;
+    let shown = app.user(&admin).admin().user(&uid).await.unwrap();
     assert_eq!(shown["subscription"]["active"], true);
     assert_eq!(
         secs(&shown["subscription"]["until"]),

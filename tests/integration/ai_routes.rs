@@ -13,7 +13,7 @@ use crate::common::matrix::{self as mx, MatrixUser};
 use crate::common::*;
 use crate::search::{me_on_matrix, wait_for_results};
 
-async fn room_with(me: &Session, texts: &[&str]) -> (String, MatrixUser) {
+pub(crate) async fn room_with(me: &Session, texts: &[&str]) -> (String, MatrixUser) {
     let bob = mx::register("aibob").await;
     let room = me_on_matrix(me)
         .create_room(None, &[&bob.user_id], false)
@@ -25,11 +25,16 @@ async fn room_with(me: &Session, texts: &[&str]) -> (String, MatrixUser) {
     (room, bob)
 }
 
-async fn post(app: &TestApp, bearer: &str, path: &str, body: Value) -> reqwest::Response {
+pub(crate) async fn post(
+    app: &TestApp,
+    bearer: &str,
+    path: &str,
+    body: Value,
+) -> reqwest::Response {
     app.post_json(path, Some(bearer), body).await
 }
 
-async fn register_key(app: &TestApp, me: &Session) -> StaticSecret {
+pub(crate) async fn register_key(app: &TestApp, me: &Session) -> StaticSecret {
     let mut bytes = [5u8; 32];
     bytes[..16].copy_from_slice(uuid::Uuid::new_v4().as_bytes());
     let secret = StaticSecret::from(bytes);
@@ -48,7 +53,7 @@ async fn register_key(app: &TestApp, me: &Session) -> StaticSecret {
     secret
 }
 
-fn open_text(secret: &StaticSecret, e: &Value) -> String {
+pub(crate) fn open_text(secret: &StaticSecret, e: &Value) -> String {
     let env = Envelope::from_base64(
         e["ephemeralPubkey"].as_str().unwrap(),
         e["nonce"].as_str().unwrap(),
@@ -60,7 +65,7 @@ fn open_text(secret: &StaticSecret, e: &Value) -> String {
 
 /// The newest chat completion whose system prompt starts with `prefix` (the background
 /// scorer sends its own completions for each incoming message too).
-fn last_with_prompt(ai: &AiStandIn, prefix: &str) -> standin::Recorded {
+pub(crate) fn last_with_prompt(ai: &AiStandIn, prefix: &str) -> standin::Recorded {
     ai.completions()
         .into_iter()
         .rev()

@@ -3,6 +3,7 @@
 use serde_json::json;
 
 use crate::common::auth_api::wrong_code;
+use crate::common::client::Refusal;
 use crate::common::*;
 
 #[tokio::test]
@@ -183,36 +184,16 @@ async fn a_missing_field_is_400_naming_the_field() {
 async fn refresh_issues_access_tokens_until_logout() {
     let app = TestApp::start_with_mail().await;
     let session = app.sign_up("refresh").await;
-    let resp = app
-        .post_json(
-            "/api/auth/refresh",
-            None,
-            json!({"refreshToken": session.refresh_token}),
-        )
-        .await;
-    let body = expect_json(resp, 200).await;
+    let anonymous = app.anonymous().session();
+    let body = anonymous.refresh(&session.refresh_token).await.unwrap();
     let fresh = body["accessToken"].as_str().unwrap().to_owned();
-    expect_json(app.get_auth("/api/auth/me", &fresh).await, 200).await;
+    app.api(&fresh).me().await.unwrap();
 
-    let resp = app
-        .post_json("/api/auth/refresh", None, json!({"refreshToken": "nope"}))
-        .await;
-    expect_error(resp, 401, "unauthorized").await;
+    anonymous.refresh("nope").await.refused(401, "unauthorized");
 
-    expect_json(
-        app.post_json("/api/auth/logout", Some(&fresh), json!({}))
-            .await,
-        200,
-    )
-    .await;
-    let resp = app
-        .post_json(
-            "/api/auth/refresh",
-            None,
-            json!({"refreshToken": session.refresh_token}),
-        )
-        .await;
-    expect_error(resp, 401, "unauthorized").await;
+    app.api(&fresh).session().logout().await.unwrap();
+    let refreshed = anonymous.refresh(&session.refresh_token).await;
+    refreshed.refused(401, "unauthorized");
 }
 
 #[tokio::test]
@@ -221,40 +202,18 @@ async fn profile_rules_and_unique_usernames() {
     let a = app.sign_up("prof-a").await;
     let b = app.sign_up("prof-b").await;
     let name = format!("user_{}", &a.user["id"].as_str().unwrap()[..8]);
-    let patch = |token: String, body: serde_json::Value| {
-        let app = &app;
-        async move {
-            app.send(
-                reqwest::Method::PATCH,
-                "/api/auth/profile",
-                Some(&token),
-                Some(body),
-            )
-            .await
-        }
-    };
-    let ok = expect_json(
-        patch(
-            a.access_token.clone(),
+    let (alice, bob) = (app.user(&a).session(), app.user(&b).session());
+    let ok = alice
+        .profile(
             json!({"displayName": "Alice", "username": name, "avatarUrl": "mxc://localhost/abc"}),
         )
-        .await,
-        200,
-    )
-    .await;
+        .await
+        .unwrap();
     assert_eq!(ok["success"], true);
     assert_eq!(ok["user"]["displayName"], "Alice");
     assert_eq!(ok["user"]["username"], name.as_str());
-    expect_error(
-        patch(
-            b.access_token.clone(),
-            json!({"username": name.to_uppercase()}),
-        )
-        .await,
-        409,
-        "username_taken",
-    )
-    .await;
+    let taken = bob.profile(json!({"username": name.to_uppercase()})).await;
+    taken.refused(409, "username_taken");
     for bad in [
         json!({"displayName": ""}),
         json!({"displayName": "x".repeat(256)}),
@@ -264,46 +223,16 @@ async fn profile_rules_and_unique_usernames() {
         json!({"avatarUrl": "http://insecure.example/a.png"}),
         json!({"avatarUrl": "aGVsbG8="}),
     ] {
-        expect_error(
-            patch(b.access_token.clone(), bad).await,
-            400,
-            "invalid_request",
-        )
-        .await;
+        bob.profile(bad).await.refused(400, "invalid_request");
     }
     let png = "data:image/png;base64,iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mNkYPhfDwAChwGA60e6kgAAAABJRU5ErkJggg==";
-    expect_json(
-        patch(b.access_token.clone(), json!({"avatarUrl": png})).await,
-        200,
-    )
-    .await;
-    expect_json(
-        patch(
-            b.access_token.clone(),
-            json!({"avatarUrl": "https://example.org/a.png"}),
-        )
-        .await,
-        200,
-    )
-    .await;
+    bob.profile(json!({"avatarUrl": png})).await.unwrap();
+    let https = json!({"avatarUrl": "https://example.org/a.png"});
+    bob.profile(https).await.unwrap();
 
-    let resp = app
-        .post_json(
-            "/api/auth/complete-onboarding",
-            Some(&b.access_token),
-            json!({"displayName": "Bob"}),
-        )
-        .await;
-    let done = expect_json(resp, 200).await;
+    let done = bob.complete_onboarding(Some(json!({"displayName": "Bob"})));
+    let done = done.await.unwrap();
     assert_eq!(done["user"]["onboardingCompleted"], true);
     assert_eq!(done["user"]["displayName"], "Bob");
-    let resp = app
-        .send(
-            reqwest::Method::POST,
-            "/api/auth/complete-onboarding",
-            Some(&a.access_token),
-            None,
-        )
-        .await;
-    expect_json(resp, 200).await;
+    alice.complete_onboarding(None).await.unwrap();
 }

@@ -5,208 +5,12 @@
 use reqwest::Method;
 use serde_json::{json, Value};
 
+use crate::common::client::keys::CONFIRM_KEY_DELETION;
+use crate::common::client::Refusal;
 use crate::common::*;
 
-/// A local APNs: `POST /3/device/{token}` over HTTP/2 (prior knowledge), checking the
-/// provider JWT (ES256 with the test key, `kid`, `iss`, fresh `iat`), `apns-topic`,
-/// `apns-push-type` and the payload; records every request and answers 410 Unregistered
-/// for tokens marked dead.
-pub mod standin {
-    use std::collections::HashSet;
-    use std::sync::{Arc, Mutex};
-    use std::time::Duration;
-
-    use jsonwebtoken::{Algorithm, DecodingKey, Validation};
-    use poem::http::{StatusCode, Version};
-    use poem::listener::{Acceptor, Listener, TcpListener};
-    use poem::web::{Data, Path};
-    use poem::{handler, post, EndpointExt, Request, Response, Route, Server};
-    use serde_json::{json, Value};
-
-    use crate::common::repo_root;
-
-    pub const KEY_ID: &str = "TESTKEY123";
-    pub const TEAM_ID: &str = "TESTTEAM12";
-    pub const BUNDLE_ID: &str = "org.example.switchboard.test";
-
-    #[derive(Debug, Clone)]
-    pub struct Recorded {
-        pub token: String,
-        pub http2: bool,
-        /// The JWT verified with the test public key and carried the expected kid/iss/iat.
-        pub jwt_ok: bool,
-        pub topic: Option<String>,
-        pub push_type: Option<String>,
-        pub payload: Value,
-        pub status: u16,
-    }
-
-    #[derive(Default)]
-    struct Shared {
-        requests: Mutex<Vec<Recorded>>,
-        dead: Mutex<HashSet<String>>,
-    }
-
-    pub struct ApnsStandIn {
-        pub url: String,
-        shared: Arc<Shared>,
-    }
-
-    fn decoding_key() -> DecodingKey {
-        use base64::Engine as _;
-        let pem =
-            std::fs::read_to_string(repo_root().join("tests/support/apns_standin_key.pub.pem"))
-                .unwrap();
-        let b64: String = pem.lines().filter(|l| !l.starts_with("-----")).collect();
-        let der = base64::engine::general_purpose::STANDARD
-            .decode(b64)
-            .unwrap();
-        // A P-256 SubjectPublicKeyInfo ends with the 65-byte uncompressed point.
-        DecodingKey::from_ec_der(&der[der.len() - 65..])
-    }
-
-    fn jwt_ok(req: &Request) -> bool {
-        let Some(auth) = req
-            .headers()
-            .get("authorization")
-            .and_then(|v| v.to_str().ok())
-        else {
-            return false;
-        };
-        let Some(jwt) = auth.strip_prefix("bearer ") else {
-            return false;
-        };
-        let Ok(header) = jsonwebtoken::decode_header(jwt) else {
-            return false;
-        };
-        let mut validation = Validation::new(Algorithm::ES256);
-        validation.validate_exp = false;
-        validation.set_required_spec_claims(&["iss", "iat"]);
-        validation.set_issuer(&[TEAM_ID]);
-        let Ok(data) = jsonwebtoken::decode::<Value>(jwt, &decoding_key(), &validation) else {
-            return false;
-        };
-        let now = std::time::SystemTime::now()
-            .duration_since(std::time::UNIX_EPOCH)
-            .unwrap()
-            .as_secs();
-        let iat = data.claims["iat"].as_u64().unwrap_or(0);
-        header.kid.as_deref() == Some(KEY_ID) && iat <= now + 5 && now < iat + 3600
-    }
-
-    #[handler]
-    async fn device(
-        req: &Request,
-        Path(token): Path<String>,
-        body: String,
-        shared: Data<&Arc<Shared>>,
-    ) -> Response {
-        let header = |n: &str| {
-            req.headers()
-                .get(n)
-                .and_then(|v| v.to_str().ok())
-                .map(str::to_owned)
-        };
-        let payload: Value = serde_json::from_str(&body).unwrap_or(Value::Null);
-        let jwt_ok = jwt_ok(req);
-        let dead = shared.dead.lock().unwrap().contains(&token);
-        let payload_ok = payload["aps"]["alert"]["title"].is_string()
-            && payload["aps"]["alert"]["body"].is_string();
-        let (status, reason) = if !jwt_ok {
-            (StatusCode::FORBIDDEN, Some("InvalidProviderToken"))
-        } else if header("apns-topic").as_deref() != Some(BUNDLE_ID) {
-            (StatusCode::BAD_REQUEST, Some("BadTopic"))
-        } else if !payload_ok {
-            (StatusCode::BAD_REQUEST, Some("PayloadEmpty"))
-        } else if dead {
-            (StatusCode::GONE, Some("Unregistered"))
-        } else {
-            (StatusCode::OK, None)
-        };
-        shared.requests.lock().unwrap().push(Recorded {
-            token,
-            http2: req.version() == Version::HTTP_2,
-            jwt_ok,
-            topic: header("apns-topic"),
-            push_type: header("apns-push-type"),
-            payload,
-            status: status.as_u16(),
-        });
-        let builder = Response::builder()
-            .status(status)
-            .header("apns-id", uuid::Uuid::new_v4().to_string());
-        match reason {
-            None => builder.finish(),
-            Some(r) => builder
-                .content_type("application/json")
-                .body(json!({"reason": r, "timestamp": 1_700_000_000_000u64}).to_string()),
-        }
-    }
-
-    impl ApnsStandIn {
-        pub async fn start() -> Self {
-            let acceptor = TcpListener::bind("127.0.0.1:0")
-                .into_acceptor()
-                .await
-                .unwrap();
-            let addr = acceptor.local_addr()[0].as_socket_addr().cloned().unwrap();
-            let shared = Arc::new(Shared::default());
-            let app = Route::new()
-                .at("/3/device/:token", post(device))
-                .data(shared.clone());
-            tokio::spawn(Server::new_with_acceptor(acceptor).run(app));
-            Self {
-                url: format!("http://{addr}"),
-                shared,
-            }
-        }
-
-        /// The `[push]` section pointing a server at this stand-in.
-        pub fn config(&self) -> String {
-            format!(
-                "[push]\nkey_file = \"{}\"\nkey_id = \"{KEY_ID}\"\nteam_id = \"{TEAM_ID}\"\nbundle_id = \"{BUNDLE_ID}\"\nenvironment = \"development\"\nendpoint = \"{}\"\n\n",
-                repo_root().join("tests/support/apns_standin_key.p8").display(),
-                self.url
-            )
-        }
-
-        pub fn mark_dead(&self, token: &str) {
-            self.shared.dead.lock().unwrap().insert(token.to_owned());
-        }
-
-        pub fn requests(&self) -> Vec<Recorded> {
-            self.shared.requests.lock().unwrap().clone()
-        }
-
-        pub fn requests_for(&self, token: &str) -> Vec<Recorded> {
-            self.requests()
-                .into_iter()
-                .filter(|r| r.token == token)
-                .collect()
-        }
-
-        /// Waits until `pred` holds for the requests to `token`.
-        pub async fn wait_for(
-            &self,
-            token: &str,
-            what: &str,
-            pred: impl Fn(&[Recorded]) -> bool,
-        ) -> Vec<Recorded> {
-            let deadline = std::time::Instant::now() + Duration::from_secs(20);
-            loop {
-                let got = self.requests_for(token);
-                if pred(&got) {
-                    return got;
-                }
-                assert!(
-                    std::time::Instant::now() < deadline,
-                    "stand-in never saw {what}; got {got:?}"
-                );
-                tokio::time::sleep(Duration::from_millis(100)).await;
-            }
-        }
-    }
-}
+/// The APNs stand-in (moved to `common::apns`; the name stays for the other tests).
+pub use crate::common::apns as standin;
 
 use standin::ApnsStandIn;
 
@@ -218,23 +22,11 @@ pub fn device_token() -> String {
 }
 
 pub async fn register(app: &TestApp, token: &str, device_token: &str) -> String {
-    let resp = app
-        .post_json(
-            "/api/devices/register",
-            Some(token),
-            json!({"token": device_token, "deviceName": "Test phone", "deviceModel": "iPhone15,2",
-                   "osVersion": "17.4", "appVersion": "2.0.0"}),
-        )
-        .await;
-    let body = expect_json(resp, 200).await;
-    body["tokenId"].as_str().expect("tokenId").to_owned()
+    app.api(token).devices().register(device_token).await
 }
 
 async fn devices(app: &TestApp, token: &str) -> Vec<Value> {
-    expect_json(app.get_auth("/api/devices", token).await, 200).await["devices"]
-        .as_array()
-        .expect("devices")
-        .clone()
+    app.api(token).devices().list().await.expect("devices")
 }
 
 #[tokio::test]
@@ -242,9 +34,10 @@ async fn registration_is_validated_and_idempotent_and_never_shows_the_token() {
     let app = TestApp::start_with_mail().await;
     let user = app.sign_up("dev-reg").await;
     let t = &user.access_token;
+    let api = app.user(&user).devices();
 
     // Push not configured: the documented status and 503 for a test push.
-    let status = expect_json(app.get_auth("/api/devices/status", t).await, 200).await;
+    let status = api.status().await.unwrap();
     assert_eq!(
         status,
         json!({"configured": false, "environment": null, "bundleId": null})
@@ -263,24 +56,22 @@ async fn registration_is_validated_and_idempotent_and_never_shows_the_token() {
         json!({"token": 42}),
     ];
     for body in bad {
-        let resp = app
-            .post_json("/api/devices/register", Some(t), body.clone())
-            .await;
-        expect_error(resp, 400, "invalid_request").await;
+        api.register_with(body)
+            .await
+            .refused(400, "invalid_request");
     }
     assert!(devices(&app, t).await.is_empty());
 
     // Exactly the limits are fine; upper-case hex is the same token.
     let dt = device_token();
-    let resp = app
-        .post_json(
-            "/api/devices/register",
-            Some(t),
-            json!({"token": dt.to_uppercase(), "deviceName": "n".repeat(100), "deviceModel": "m".repeat(50),
-                   "osVersion": "1".repeat(20), "appVersion": "2".repeat(20), "environment": "development"}),
+    let first = api
+        .register_with(
+            json!({"token": dt.to_uppercase(), "deviceName": "n".repeat(100),
+            "deviceModel": "m".repeat(50), "osVersion": "1".repeat(20),
+            "appVersion": "2".repeat(20), "environment": "development"}),
         )
-        .await;
-    let first = expect_json(resp, 200).await;
+        .await
+        .unwrap();
     assert!(first["message"].is_string());
     let token_id = first["tokenId"].as_str().unwrap().to_owned();
     assert!(uuid::Uuid::parse_str(&token_id).is_ok());
@@ -316,78 +107,36 @@ async fn registration_is_validated_and_idempotent_and_never_shows_the_token() {
     }
 
     // Test push without [push]: 503.
-    let resp = app
-        .send(
-            Method::POST,
-            &format!("/api/devices/{token_id}/test"),
-            Some(t),
-            None,
-        )
-        .await;
-    expect_error(resp, 503, "push_not_configured").await;
+    api.test_push(&token_id)
+        .await
+        .refused(503, "push_not_configured");
 
     // Unregister: 400 malformed, 404 unknown, then gone.
-    let resp = app
-        .post_json("/api/devices/unregister", Some(t), json!({"token": "zz"}))
-        .await;
-    expect_error(resp, 400, "invalid_request").await;
-    let resp = app
-        .post_json(
-            "/api/devices/unregister",
-            Some(t),
-            json!({"token": device_token()}),
-        )
-        .await;
-    expect_error(resp, 404, "not_found").await;
-    let resp = app
-        .post_json("/api/devices/unregister", Some(t), json!({"token": dt}))
-        .await;
-    expect_json(resp, 200).await;
+    api.unregister("zz").await.refused(400, "invalid_request");
+    api.unregister(&device_token())
+        .await
+        .refused(404, "not_found");
+    api.unregister(&dt).await.unwrap();
     assert!(devices(&app, t).await.is_empty());
-    let resp = app
-        .post_json("/api/devices/unregister", Some(t), json!({"token": dt}))
-        .await;
-    expect_error(resp, 404, "not_found").await;
+    api.unregister(&dt).await.refused(404, "not_found");
 
     // Delete by tokenId: 400 malformed, 404 unknown / other user's, 200.
     let id = register(&app, t, &dt).await;
     assert_ne!(id, token_id, "a new registration after removal");
-    let resp = app
-        .send(Method::DELETE, "/api/devices/not-a-uuid", Some(t), None)
-        .await;
-    expect_error(resp, 400, "invalid_request").await;
-    let resp = app
-        .send(
-            Method::DELETE,
-            &format!("/api/devices/{}", uuid::Uuid::new_v4()),
-            Some(t),
-            None,
-        )
-        .await;
-    expect_error(resp, 404, "not_found").await;
+    api.delete("not-a-uuid")
+        .await
+        .refused(400, "invalid_request");
+    api.delete(&uuid::Uuid::new_v4().to_string())
+        .await
+        .refused(404, "not_found");
     let other = app.sign_up("dev-other").await;
-    let resp = app
-        .send(
-            Method::DELETE,
-            &format!("/api/devices/{id}"),
-            Some(&other.access_token),
-            None,
-        )
-        .await;
-    expect_error(resp, 404, "not_found").await;
-    let resp = app
-        .send(
-            Method::POST,
-            &format!("/api/devices/{id}/test"),
-            Some(&other.access_token),
-            None,
-        )
-        .await;
-    expect_error(resp, 503, "push_not_configured").await;
-    let resp = app
-        .send(Method::DELETE, &format!("/api/devices/{id}"), Some(t), None)
-        .await;
-    expect_json(resp, 200).await;
+    let theirs = app.user(&other).devices();
+    theirs.delete(&id).await.refused(404, "not_found");
+    theirs
+        .test_push(&id)
+        .await
+        .refused(503, "push_not_configured");
+    api.delete(&id).await.unwrap();
     assert!(devices(&app, t).await.is_empty());
 
     // A token registered by another user moves to them.
@@ -398,13 +147,7 @@ async fn registration_is_validated_and_idempotent_and_never_shows_the_token() {
     assert_eq!(devices(&app, &other.access_token).await.len(), 1);
 
     // Personal tokens may not touch devices.
-    let created = app
-        .post_json("/api/developer/tokens", Some(t), json!({"name": "script"}))
-        .await;
-    let pat = expect_json(created, 201).await["token"]
-        .as_str()
-        .unwrap()
-        .to_owned();
+    let pat = app.user(&user).tokens().create_named("script").await.token;
     for (method, path) in [
         (Method::GET, "/api/devices".to_owned()),
         (Method::GET, "/api/devices/status".to_owned()),
@@ -417,8 +160,11 @@ async fn registration_is_validated_and_idempotent_and_never_shows_the_token() {
         expect_error(resp, 403, "forbidden_for_api_token").await;
     }
     // Unauthenticated: 401.
-    let resp = app.get("/api/devices").await;
-    expect_error(resp, 401, "unauthorized").await;
+    app.anonymous()
+        .devices()
+        .list()
+        .await
+        .refused(401, "unauthorized");
 }
 
 #[tokio::test]
@@ -427,8 +173,9 @@ async fn test_pushes_reach_apns_with_a_valid_jwt_and_dead_tokens_are_removed() {
     let app = TestApp::start_with_mail_and(apns.config()).await;
     let user = app.sign_up("dev-push").await;
     let t = &user.access_token;
+    let api = app.user(&user).devices();
 
-    let status = expect_json(app.get_auth("/api/devices/status", t).await, 200).await;
+    let status = api.status().await.unwrap();
     assert_eq!(
         status,
         json!({"configured": true, "environment": "development", "bundleId": standin::BUNDLE_ID})
@@ -442,15 +189,7 @@ async fn test_pushes_reach_apns_with_a_valid_jwt_and_dead_tokens_are_removed() {
         "defaults to the server's environment"
     );
 
-    let resp = app
-        .send(
-            Method::POST,
-            &format!("/api/devices/{good_id}/test"),
-            Some(t),
-            None,
-        )
-        .await;
-    let body = expect_json(resp, 200).await;
+    let body = api.test_push(&good_id).await.unwrap();
     assert!(body["message"].is_string());
     let seen = apns.requests_for(&good);
     assert_eq!(seen.len(), 1);
@@ -469,15 +208,7 @@ async fn test_pushes_reach_apns_with_a_valid_jwt_and_dead_tokens_are_removed() {
     );
 
     // A second push reuses the cached provider token and still verifies.
-    let resp = app
-        .send(
-            Method::POST,
-            &format!("/api/devices/{good_id}/test"),
-            Some(t),
-            None,
-        )
-        .await;
-    expect_json(resp, 200).await;
+    api.test_push(&good_id).await.unwrap();
     let seen = apns.requests_for(&good);
     assert_eq!(seen.len(), 2, "{seen:?}");
     assert!(seen.iter().all(|r| r.jwt_ok));
@@ -486,15 +217,7 @@ async fn test_pushes_reach_apns_with_a_valid_jwt_and_dead_tokens_are_removed() {
     let dead = device_token();
     let dead_id = register(&app, t, &dead).await;
     apns.mark_dead(&dead);
-    let resp = app
-        .send(
-            Method::POST,
-            &format!("/api/devices/{dead_id}/test"),
-            Some(t),
-            None,
-        )
-        .await;
-    let err = expect_error(resp, 502, "push_rejected").await;
+    let err = api.test_push(&dead_id).await.refused(502, "push_rejected");
     assert!(
         err["message"].as_str().unwrap().contains("Unregistered"),
         "{err}"
@@ -505,19 +228,8 @@ async fn test_pushes_reach_apns_with_a_valid_jwt_and_dead_tokens_are_removed() {
         .map(|d| d["tokenId"].clone())
         .collect();
     assert_eq!(ids, vec![json!(good_id)]);
-    let resp = app
-        .send(
-            Method::POST,
-            &format!("/api/devices/{dead_id}/test"),
-            Some(t),
-            None,
-        )
-        .await;
-    expect_error(resp, 404, "not_found").await;
-    let resp = app
-        .send(Method::POST, "/api/devices/nope/test", Some(t), None)
-        .await;
-    expect_error(resp, 400, "invalid_request").await;
+    api.test_push(&dead_id).await.refused(404, "not_found");
+    api.test_push("nope").await.refused(400, "invalid_request");
 }
 
 async fn matrix(method: Method, path: &str, token: &str, body: Value) -> Value {
@@ -599,17 +311,21 @@ async fn an_important_incoming_message_is_pushed_without_its_text() {
     let secret = format!("the vault code is {}", uuid::Uuid::new_v4().simple());
     let event = send(format!("{reader_id} urgent: {secret}")).await;
 
-    let pushes = apns
-        .wait_for(&device, "the important-message push", |r| !r.is_empty())
+    apns.wait_for(&device, "the important-message push", |r| !r.is_empty())
         .await;
-    tokio::time::sleep(std::time::Duration::from_secs(1)).await;
-    // Read again after the pause, so a later (second) push would be seen.
-    drop(pushes);
-    let pushes = apns.requests_for(&device);
+    // Positive marker: a second important message, sent after the first push arrived, is
+    // pushed too; the unimportant one (handled before either) must not be among them.
+    let marker = send(format!("{reader_id} urgent: the marker")).await;
+    let pushes = apns
+        .wait_for(&device, "the marker's push", |r| {
+            r.iter().any(|p| p.payload["eventId"] == marker["event_id"])
+        })
+        .await;
+    let pushed: Vec<&Value> = pushes.iter().map(|p| &p.payload["eventId"]).collect();
     assert_eq!(
-        pushes.len(),
-        1,
-        "only the important message is pushed: {pushes:?}"
+        pushed,
+        [&event["event_id"], &marker["event_id"]],
+        "only the important messages are pushed: {pushes:?}"
     );
     let p = &pushes[0];
     assert_eq!(p.payload["type"], "message");
@@ -630,33 +346,12 @@ async fn push_keeps_working_after_the_user_deletes_their_keys() {
     let user = app.sign_up("dev-shred").await;
     let t = &user.access_token;
     let key = base64::engine::general_purpose::STANDARD.encode([7u8; 32]);
-    let resp = app
-        .post_json("/api/keys/register", Some(t), json!({"publicKey": key}))
-        .await;
-    expect_json(resp, 200).await;
+    let keys = app.user(&user).keys();
+    keys.register(json!({"publicKey": key})).await.unwrap();
     let token = device_token();
     let id = register(&app, t, &token).await;
-    let resp = app
-        .http
-        .delete(app.url("/api/keys"))
-        .bearer_auth(t)
-        .header(
-            "X-Confirm-Key-Deletion",
-            "PERMANENTLY_DELETE_ALL_MY_MESSAGES",
-        )
-        .send()
-        .await
-        .unwrap();
-    expect_json(resp, 200).await;
-    let resp = app
-        .send(
-            Method::POST,
-            &format!("/api/devices/{id}/test"),
-            Some(t),
-            None,
-        )
-        .await;
-    expect_json(resp, 200).await;
+    keys.delete(Some(CONFIRM_KEY_DELETION)).await.unwrap();
+    app.user(&user).devices().test_push(&id).await.unwrap();
     assert_eq!(
         apns.requests_for(&token).len(),
         1,

@@ -276,17 +276,7 @@ async fn email_routes_are_behind_auth_and_none_answers_501() {
     let app = TestApp::start_with_mail().await;
     expect_error(app.get("/api/email/threads").await, 401, "unauthorized").await;
     let session = app.sign_up("mailer").await;
-    let resp = app
-        .post_json(
-            "/api/developer/tokens",
-            Some(&session.access_token),
-            serde_json::json!({"name": "mail"}),
-        )
-        .await;
-    let token = expect_json(resp, 201).await["token"]
-        .as_str()
-        .unwrap()
-        .to_owned();
+    let token = app.user(&session).tokens().create_named("mail").await.token;
     for (method, path) in [
         (reqwest::Method::GET, "/api/email/threads"),
         (reqwest::Method::PUT, "/api/email/threads/t1"),

@@ -5,11 +5,10 @@
 
 use std::time::{Duration, Instant};
 
-use reqwest::Method;
 use rusqlite::{Connection, OpenFlags};
 use serde_json::{json, Value};
-use switchboard::clients::matrix::encode;
 
+use crate::common::client::Refusal;
 use crate::common::matrix::{self, MatrixUser};
 use crate::common::*;
 
@@ -29,10 +28,6 @@ fn me(session: &Session) -> String {
         .as_str()
         .expect("matrixUserId")
         .to_owned()
-}
-
-fn path(room_id: &str) -> String {
-    format!("/api/rooms/{}", encode(room_id))
 }
 
 /// `m.bridge` state claiming a WhatsApp direct chat.
@@ -62,10 +57,6 @@ async fn bridged_dm(creator: &MatrixUser, bot: &str, invite: &[&str]) -> String 
         .await
 }
 
-async fn room(app: &TestApp, token: &str, room_id: &str) -> reqwest::Response {
-    app.get_auth(&path(room_id), token).await
-}
-
 /// Polls `GET /api/rooms/{roomId}` until `done` holds for the room.
 async fn wait_for_room(
     app: &TestApp,
@@ -76,9 +67,7 @@ async fn wait_for_room(
 ) -> Value {
     let deadline = Instant::now() + WAIT;
     loop {
-        let resp = room(app, token, room_id).await;
-        if resp.status() == 200 {
-            let r = resp.json::<Value>().await.unwrap()["room"].clone();
+        if let Ok(r) = app.api(token).rooms().get(room_id).await {
             if done(&r) {
                 return r;
             }
@@ -118,10 +107,6 @@ async fn wait_for_message(app: &TestApp, user_id: &str, event_id: &str) {
     }
 }
 
-async fn post(app: &TestApp, path: &str, token: &str) -> reqwest::Response {
-    app.send(Method::POST, path, Some(token), None).await
-}
-
 fn listed(list: &Value, room_id: &str) -> Option<Value> {
     list["rooms"]
         .as_array()
@@ -132,12 +117,11 @@ fn listed(list: &Value, room_id: &str) -> Option<Value> {
 }
 
 async fn list(app: &TestApp, token: &str) -> Value {
-    expect_json(
-        app.get_auth("/api/rooms?archived=all&limit=100", token)
-            .await,
-        200,
-    )
-    .await
+    let rooms = app.api(token).rooms();
+    rooms
+        .list("?archived=all&limit=100")
+        .await
+        .expect("room list")
 }
 
 #[tokio::test]
@@ -163,7 +147,7 @@ async fn a_strangers_forged_whatsapp_invite_waits_for_the_user_to_accept_or_decl
     bot.wait_for_member(&portal, &me, WAIT).await;
 
     // Listed, marked as an invitation from the stranger, not bridged, not joined.
-    let r = expect_json(room(&app, &native, &forged).await, 200).await["room"].clone();
+    let r = app.api(&native).rooms().get(&forged).await.unwrap();
     assert_eq!(r["membership"], "invite", "{r}");
     assert_eq!(r["invitedBy"], mallory.user_id.as_str());
     assert_eq!(r["platform"], Value::Null);
@@ -178,17 +162,12 @@ async fn a_strangers_forged_whatsapp_invite_waits_for_the_user_to_accept_or_decl
     );
 
     // A script cannot send approved text to the stranger.
-    let resp = app
-        .post_json(
-            &format!("{}/messages", path(&forged)),
-            Some(&script),
-            json!({"content": "my PIN is 1234", "txnId": "t1"}),
-        )
-        .await;
-    expect_error(resp, 409, "not_joined").await;
+    let scripted = app.api(&script);
+    let body = json!({"content": "my PIN is 1234", "txnId": "t1"});
+    let sent = scripted.messages().send(&forged, body).await;
+    sent.refused(409, "not_joined");
     // Marking it read stays here: no receipt reaches the stranger.
-    let resp = post(&app, &format!("{}/read", path(&forged)), &script).await;
-    let body = expect_json(resp, 200).await;
+    let body = scripted.rooms().act(&forged, "read").await.unwrap();
     assert!(
         body["message"]
             .as_str()
@@ -202,8 +181,8 @@ async fn a_strangers_forged_whatsapp_invite_waits_for_the_user_to_accept_or_decl
 
     // Scripts can neither accept nor decline.
     for action in ["accept", "decline"] {
-        let resp = post(&app, &format!("{}/{action}", path(&forged)), &script).await;
-        expect_error(resp, 403, "forbidden_for_api_token").await;
+        let acted = scripted.rooms().act(&forged, action).await;
+        acted.refused(403, "forbidden_for_api_token");
     }
     assert_eq!(
         mallory.membership_of(&forged, &me).await.as_deref(),
@@ -212,35 +191,33 @@ async fn a_strangers_forged_whatsapp_invite_waits_for_the_user_to_accept_or_decl
 
     // The user accepts one: joined on Synapse; the forged bridge state is still ignored
     // once the worker has the room's full state (its first message is the marker).
-    let resp = post(&app, &format!("{}/accept", path(&forged)), &native).await;
-    let accepted = expect_json(resp, 200).await["room"].clone();
+    let rooms = app.api(&native).rooms();
+    let accepted = rooms.act(&forged, "accept").await.unwrap()["room"].clone();
     assert_eq!(accepted["membership"], "join", "{accepted}");
     assert_eq!(accepted["invitedBy"], Value::Null);
     mallory.wait_for_member(&forged, &me, WAIT).await;
     wait_for_message(&app, &user_id, &hello).await;
-    let r = expect_json(room(&app, &native, &forged).await, 200).await["room"].clone();
+    let r = app.api(&native).rooms().get(&forged).await.unwrap();
     assert_eq!(r["membership"], "join");
     assert_eq!(r["platform"], Value::Null, "{r}");
-    let resp = post(&app, &format!("{}/accept", path(&forged)), &native).await;
-    expect_error(resp, 409, "not_invited").await;
-    let resp = post(&app, &format!("{}/decline", path(&forged)), &native).await;
-    expect_error(resp, 409, "not_invited").await;
+    for action in ["accept", "decline"] {
+        let acted = rooms.act(&forged, action).await;
+        acted.refused(409, "not_invited");
+    }
 
     // And declines the other: left on Synapse, gone from the service.
-    let resp = post(&app, &format!("{}/decline", path(&declined)), &native).await;
-    let body = expect_json(resp, 200).await;
+    let body = rooms.act(&declined, "decline").await.unwrap();
     assert_eq!(body["roomId"], declined.as_str());
     assert_eq!(
         mallory.membership_of(&declined, &me).await.as_deref(),
         Some("leave")
     );
-    expect_error(room(&app, &native, &declined).await, 404, "not_found").await;
+    rooms.get(&declined).await.refused(404, "not_found");
     assert!(listed(&list(&app, &script).await, &declined).is_none());
     // Rooms the user does not have: 404.
-    let unknown = path("!nothing-here:localhost");
     for action in ["accept", "decline"] {
-        let resp = post(&app, &format!("{unknown}/{action}"), &native).await;
-        expect_error(resp, 404, "not_found").await;
+        let acted = rooms.act("!nothing-here:localhost", action).await;
+        acted.refused(404, "not_found");
     }
 }
 
@@ -278,7 +255,7 @@ async fn invites_from_the_bridge_bot_and_its_ghosts_are_joined_and_the_bots_brid
     })
     .await;
 
-    let r = expect_json(room(&app, &native, &fake).await, 200).await["room"].clone();
+    let r = app.api(&native).rooms().get(&fake).await.unwrap();
     assert_eq!(r["membership"], "invite", "{r}");
     assert_eq!(r["invitedBy"], lookalike.user_id.as_str());
     assert_eq!(
@@ -331,8 +308,12 @@ async fn forged_bridge_state_from_a_member_of_a_joined_room_is_ignored() {
     let marker = mallory.send_text(&room_id, "now we are on WhatsApp").await;
     wait_for_message(&app, &user_id, &marker).await;
 
-    let r =
-        expect_json(room(&app, &session.access_token, &room_id).await, 200).await["room"].clone();
+    let r = app
+        .api(&session.access_token)
+        .rooms()
+        .get(&room_id)
+        .await
+        .unwrap();
     assert_eq!(r["membership"], "join");
     assert_eq!(r["platform"], Value::Null, "{r}");
     assert_eq!(r["isDirect"], false);
@@ -368,9 +349,10 @@ async fn chat_counts_match_the_room_list_with_plain_bridged_and_invited_rooms() 
     .await;
 
     for token in [&native, &script] {
-        let rooms = expect_json(app.get_auth("/api/rooms?limit=100", token).await, 200).await;
+        let api = app.api(token);
+        let rooms = api.rooms().list("?limit=100").await.unwrap();
         let rooms = rooms["rooms"].as_array().unwrap().clone();
-        let counts = expect_json(app.get_auth("/api/bridges/chat-counts", token).await, 200).await;
+        let counts = api.bridges().chat_counts().await.unwrap();
         let count = |p: &str| {
             counts["counts"]
                 .as_array()

@@ -3,12 +3,11 @@
 
 use base64::engine::general_purpose::STANDARD;
 use base64::Engine as _;
-use reqwest::Method;
 use serde_json::{json, Value};
 
+use crate::common::client::keys::{KeysApi, CONFIRM_KEY_DELETION as CONFIRM};
+use crate::common::client::Refusal;
 use crate::common::*;
-
-const CONFIRM: &str = "PERMANENTLY_DELETE_ALL_MY_MESSAGES";
 
 /// A fresh base64 X25519 public key (any 32 bytes are a valid X25519 public key).
 fn new_key() -> String {
@@ -19,24 +18,12 @@ fn new_key() -> String {
 }
 
 async fn info(app: &TestApp, token: &str) -> Value {
-    expect_json(app.get_auth("/api/keys/info", token).await, 200).await
+    app.api(token).keys().info().await.expect("key info")
 }
 
-async fn register(app: &TestApp, token: &str, body: Value) -> reqwest::Response {
-    app.post_json("/api/keys/register", Some(token), body).await
-}
-
-async fn rotate(app: &TestApp, token: &str, body: Value) -> reqwest::Response {
-    app.send(Method::PUT, "/api/keys", Some(token), Some(body))
-        .await
-}
-
-async fn delete_keys(app: &TestApp, token: &str, confirmation: Option<&str>) -> reqwest::Response {
-    let mut req = app.http.delete(app.url("/api/keys")).bearer_auth(token);
-    if let Some(value) = confirmation {
-        req = req.header("X-Confirm-Key-Deletion", value);
-    }
-    req.send().await.expect("request")
+/// The key routes as the holder of `token`.
+fn keys<'a>(app: &'a TestApp, token: &'a str) -> KeysApi<'a> {
+    app.api(token).keys()
 }
 
 fn user_id(session: &Session) -> String {
@@ -73,11 +60,10 @@ async fn registering_keys_gives_version_1_and_registering_again_is_400() {
     );
 
     let key = new_key();
-    let body = expect_json(
-        register(&app, &s.access_token, json!({"publicKey": key})).await,
-        200,
-    )
-    .await;
+    let body = keys(&app, &s.access_token)
+        .register(json!({"publicKey": key}))
+        .await
+        .unwrap();
     assert_eq!(body["keyVersion"], 1);
     assert!(body["message"].as_str().is_some_and(|m| !m.is_empty()));
 
@@ -91,16 +77,13 @@ async fn registering_keys_gives_version_1_and_registering_again_is_400() {
     );
     assert!(after["updatedAt"].is_string(), "{after}");
 
-    let again = register(&app, &s.access_token, json!({"publicKey": new_key()})).await;
-    expect_error(again, 400, "keys_already_registered").await;
+    let again = keys(&app, &s.access_token).register(json!({"publicKey": new_key()}));
+    again.await.refused(400, "keys_already_registered");
     // The refused registration changed nothing.
-    let lookup = app
-        .get_auth(
-            &format!("/api/keys/public/{}", user_id(&s)),
-            &s.access_token,
-        )
-        .await;
-    let lookup = expect_json(lookup, 200).await;
+    let lookup = keys(&app, &s.access_token)
+        .public(&user_id(&s))
+        .await
+        .unwrap();
     assert_eq!(lookup["publicKey"], key.as_str());
     assert_eq!(lookup["keyVersion"], 1);
 }
@@ -109,23 +92,21 @@ async fn registering_keys_gives_version_1_and_registering_again_is_400() {
 async fn rotation_increments_the_version_and_needs_registered_keys() {
     let app = TestApp::start_with_mail().await;
     let s = app.sign_up("keys-rot").await;
-    let resp = rotate(&app, &s.access_token, json!({"publicKey": new_key()})).await;
-    expect_error(resp, 404, "not_found").await;
+    let rotated = keys(&app, &s.access_token).rotate(json!({"publicKey": new_key()}));
+    rotated.await.refused(404, "not_found");
 
-    expect_json(
-        register(&app, &s.access_token, json!({"publicKey": new_key()})).await,
-        200,
-    )
-    .await;
+    keys(&app, &s.access_token)
+        .register(json!({"publicKey": new_key()}))
+        .await
+        .unwrap();
     let created = info(&app, &s.access_token).await["createdAt"].clone();
     let mut latest = String::new();
     for expected in [2, 3] {
         latest = new_key();
-        let body = expect_json(
-            rotate(&app, &s.access_token, json!({"publicKey": latest})).await,
-            200,
-        )
-        .await;
+        let body = keys(&app, &s.access_token)
+            .rotate(json!({"publicKey": latest}))
+            .await
+            .unwrap();
         assert_eq!(body["keyVersion"], expected);
         assert!(body["message"].is_string());
     }
@@ -135,13 +116,10 @@ async fn rotation_increments_the_version_and_needs_registered_keys() {
         now["createdAt"], created,
         "rotation keeps the creation time"
     );
-    let lookup = app
-        .get_auth(
-            &format!("/api/keys/public/{}", user_id(&s)),
-            &s.access_token,
-        )
-        .await;
-    let lookup = expect_json(lookup, 200).await;
+    let lookup = keys(&app, &s.access_token)
+        .public(&user_id(&s))
+        .await
+        .unwrap();
     assert_eq!(lookup["publicKey"], latest.as_str());
     assert_eq!(lookup["keyVersion"], 3);
 }
@@ -152,98 +130,67 @@ async fn other_users_look_up_public_keys_by_user_id_or_matrix_id() {
     let alice = app.sign_up("keys-pub-a").await;
     let bob = app.sign_up("keys-pub-b").await;
     let key = new_key();
-    expect_json(
-        register(&app, &alice.access_token, json!({"publicKey": key})).await,
-        200,
-    )
-    .await;
+    keys(&app, &alice.access_token)
+        .register(json!({"publicKey": key}))
+        .await
+        .unwrap();
 
-    let by_id = app
-        .get_auth(
-            &format!("/api/keys/public/{}", user_id(&alice)),
-            &bob.access_token,
-        )
-        .await;
-    let by_id = expect_json(by_id, 200).await;
+    let by_id = keys(&app, &bob.access_token)
+        .public(&user_id(&alice))
+        .await
+        .unwrap();
     assert_eq!(by_id["publicKey"], key.as_str());
     assert_eq!(by_id["keyVersion"], 1);
 
     let matrix_id = alice.user["matrixUserId"].as_str().expect("matrixUserId");
-    let encoded = matrix_id.replace('@', "%40").replace(':', "%3A");
-    let by_matrix = expect_json(
-        app.get_auth(&format!("/api/keys/public/{encoded}"), &bob.access_token)
-            .await,
-        200,
-    )
-    .await;
+    let by_matrix = keys(&app, &bob.access_token)
+        .public(matrix_id)
+        .await
+        .unwrap();
     assert_eq!(by_matrix["publicKey"], key.as_str());
 
     // Bob has no keys; an unknown id is no user at all.
-    let resp = app
-        .get_auth(
-            &format!("/api/keys/public/{}", user_id(&bob)),
-            &alice.access_token,
-        )
-        .await;
-    expect_error(resp, 404, "not_found").await;
+    let lookup = keys(&app, &alice.access_token).public(&user_id(&bob)).await;
+    lookup.refused(404, "not_found");
     let unknown = uuid::Uuid::new_v4();
-    expect_error(
-        app.get_auth(&format!("/api/keys/public/{unknown}"), &bob.access_token)
-            .await,
-        404,
-        "not_found",
-    )
-    .await;
-    expect_error(
-        app.get_auth("/api/keys/public/%40nobody%3Alocalhost", &bob.access_token)
-            .await,
-        404,
-        "not_found",
-    )
-    .await;
+    keys(&app, &bob.access_token)
+        .public(&unknown.to_string())
+        .await
+        .refused(404, "not_found");
+    let nobody = keys(&app, &bob.access_token)
+        .public("@nobody:localhost")
+        .await;
+    nobody.refused(404, "not_found");
 
     // Key routes need a bearer token.
-    expect_error(
-        app.get(&format!("/api/keys/public/{}", user_id(&alice)))
-            .await,
-        401,
-        "unauthorized",
-    )
-    .await;
-    expect_error(app.get("/api/keys/info").await, 401, "unauthorized").await;
+    let anonymous = app.anonymous().keys();
+    let lookup = anonymous.public(&user_id(&alice)).await;
+    lookup.refused(401, "unauthorized");
+    anonymous.info().await.refused(401, "unauthorized");
 }
 
 #[tokio::test]
 async fn recovery_material_is_404_until_stored_then_round_trips_with_a_salt() {
     let app = TestApp::start_with_mail().await;
     let s = app.sign_up("keys-rec").await;
-    expect_error(
-        app.get_auth("/api/keys/recovery", &s.access_token).await,
-        404,
-        "not_found",
-    )
-    .await;
-    expect_json(
-        register(&app, &s.access_token, json!({"publicKey": new_key()})).await,
-        200,
-    )
-    .await;
-    expect_error(
-        app.get_auth("/api/keys/recovery", &s.access_token).await,
-        404,
-        "not_found",
-    )
-    .await;
+    keys(&app, &s.access_token)
+        .recovery()
+        .await
+        .refused(404, "not_found");
+    keys(&app, &s.access_token)
+        .register(json!({"publicKey": new_key()}))
+        .await
+        .unwrap();
+    keys(&app, &s.access_token)
+        .recovery()
+        .await
+        .refused(404, "not_found");
 
     let material = STANDARD.encode(b"opaque recovery blob: the client's wrapped master key");
     let body = json!({"publicKey": new_key(), "encryptedMasterKey": material});
-    expect_json(rotate(&app, &s.access_token, body).await, 200).await;
+    keys(&app, &s.access_token).rotate(body).await.unwrap();
     assert_eq!(info(&app, &s.access_token).await["hasRecoveryKey"], true);
-    let rec = expect_json(
-        app.get_auth("/api/keys/recovery", &s.access_token).await,
-        200,
-    )
-    .await;
+    let rec = keys(&app, &s.access_token).recovery().await.unwrap();
     assert_eq!(rec["encryptedMasterKey"], material.as_str());
     let salt = rec["salt"].as_str().expect("salt");
     assert_eq!(STANDARD.decode(salt).expect("salt is base64").len(), 16);
@@ -266,38 +213,27 @@ async fn recovery_material_is_404_until_stored_then_round_trips_with_a_salt() {
     assert!(!contains(&stored, b"opaque recovery blob"));
 
     // Rotating without material keeps it; new material replaces it with a new salt.
-    expect_json(
-        rotate(&app, &s.access_token, json!({"publicKey": new_key()})).await,
-        200,
-    )
-    .await;
-    let kept = expect_json(
-        app.get_auth("/api/keys/recovery", &s.access_token).await,
-        200,
-    )
-    .await;
+    keys(&app, &s.access_token)
+        .rotate(json!({"publicKey": new_key()}))
+        .await
+        .unwrap();
+    let kept = keys(&app, &s.access_token).recovery().await.unwrap();
     assert_eq!(kept, rec);
     let newer = STANDARD.encode(b"second blob");
     let body = json!({"publicKey": new_key(), "encryptedMasterKey": newer});
-    expect_json(rotate(&app, &s.access_token, body).await, 200).await;
-    let replaced = expect_json(
-        app.get_auth("/api/keys/recovery", &s.access_token).await,
-        200,
-    )
-    .await;
+    keys(&app, &s.access_token).rotate(body).await.unwrap();
+    let replaced = keys(&app, &s.access_token).recovery().await.unwrap();
     assert_eq!(replaced["encryptedMasterKey"], newer.as_str());
     assert_ne!(replaced["salt"], rec["salt"]);
 
     // Material given at registration is stored as well.
     let other = app.sign_up("keys-rec-2").await;
     let body = json!({"publicKey": new_key(), "encryptedMasterKey": material});
-    expect_json(register(&app, &other.access_token, body).await, 200).await;
-    let rec2 = expect_json(
-        app.get_auth("/api/keys/recovery", &other.access_token)
-            .await,
-        200,
-    )
-    .await;
+    keys(&app, &other.access_token)
+        .register(body)
+        .await
+        .unwrap();
+    let rec2 = keys(&app, &other.access_token).recovery().await.unwrap();
     assert_eq!(rec2["encryptedMasterKey"], material.as_str());
     assert_ne!(rec2["salt"], rec["salt"]);
 }
@@ -309,31 +245,20 @@ async fn deleting_keys_needs_confirmation_shreds_the_data_key_and_is_limited_to_
     let uid = user_id(&s);
     let material = STANDARD.encode(b"recovery");
     let body = json!({"publicKey": new_key(), "encryptedMasterKey": material});
-    expect_json(register(&app, &s.access_token, body).await, 200).await;
+    keys(&app, &s.access_token).register(body).await.unwrap();
 
-    expect_error(
-        delete_keys(&app, &s.access_token, None).await,
-        400,
-        "confirmation_required",
-    )
-    .await;
-    expect_error(
-        delete_keys(&app, &s.access_token, Some("yes please")).await,
-        400,
-        "confirmation_required",
-    )
-    .await;
-    expect_error(
-        delete_keys(
-            &app,
-            &s.access_token,
-            Some("permanently_delete_all_my_messages"),
-        )
-        .await,
-        400,
-        "confirmation_required",
-    )
-    .await;
+    keys(&app, &s.access_token)
+        .delete(None)
+        .await
+        .refused(400, "confirmation_required");
+    keys(&app, &s.access_token)
+        .delete(Some("yes please"))
+        .await
+        .refused(400, "confirmation_required");
+    keys(&app, &s.access_token)
+        .delete(Some("permanently_delete_all_my_messages"))
+        .await
+        .refused(400, "confirmation_required");
     assert_eq!(
         info(&app, &s.access_token).await["hasKeys"],
         true,
@@ -342,7 +267,10 @@ async fn deleting_keys_needs_confirmation_shreds_the_data_key_and_is_limited_to_
     let (dek_before, email_before, shredded, last) = db_user(&app, &uid);
     assert!(!shredded && last.is_none());
 
-    let done = expect_json(delete_keys(&app, &s.access_token, Some(CONFIRM)).await, 200).await;
+    let done = keys(&app, &s.access_token)
+        .delete(Some(CONFIRM))
+        .await
+        .unwrap();
     assert!(
         done["message"].as_str().is_some_and(|m| !m.is_empty()),
         "{done}"
@@ -357,19 +285,14 @@ async fn deleting_keys_needs_confirmation_shreds_the_data_key_and_is_limited_to_
     assert_eq!(after["hasRecoveryKey"], false);
     assert!(after["keyVersion"].is_null());
     let other = app.sign_up("keys-del-peer").await;
-    expect_error(
-        app.get_auth(&format!("/api/keys/public/{uid}"), &other.access_token)
-            .await,
-        404,
-        "not_found",
-    )
-    .await;
-    expect_error(
-        app.get_auth("/api/keys/recovery", &s.access_token).await,
-        404,
-        "not_found",
-    )
-    .await;
+    keys(&app, &other.access_token)
+        .public(&uid.to_string())
+        .await
+        .refused(404, "not_found");
+    keys(&app, &s.access_token)
+        .recovery()
+        .await
+        .refused(404, "not_found");
 
     // A new data key, the identity re-sealed under it, the user marked shredded.
     let (dek_after, email_after, shredded, last) = db_user(&app, &uid);
@@ -388,32 +311,32 @@ async fn deleting_keys_needs_confirmation_shreds_the_data_key_and_is_limited_to_
     assert_ne!(again.matrix_access_token, s.matrix_access_token);
 
     // One deletion per hour, even with no keys to delete and across a restart.
-    let resp = delete_keys(&app, &s.access_token, Some(CONFIRM)).await;
-    let retry: u64 = resp.headers()["retry-after"]
+    let refused = keys(&app, &s.access_token).delete(Some(CONFIRM)).await;
+    let retry: u64 = refused.as_ref().unwrap_err().headers["retry-after"]
         .to_str()
         .unwrap()
         .parse()
         .unwrap();
     assert!((1..=3600).contains(&retry), "Retry-After {retry}");
-    expect_error(resp, 429, "rate_limited").await;
+    refused.refused(429, "rate_limited");
 
     // Registering again works, continues the numbering and makes the user usable again.
     let body = json!({"publicKey": new_key()});
-    let reg = expect_json(register(&app, &s.access_token, body).await, 200).await;
+    let reg = keys(&app, &s.access_token).register(body).await.unwrap();
     assert_eq!(reg["keyVersion"], 2, "versions continue after a deletion");
     assert_eq!(info(&app, &s.access_token).await["keyVersion"], 2);
     assert!(!db_user(&app, &uid).2, "keys_shredded is cleared");
-    expect_json(
-        app.get_auth(&format!("/api/keys/public/{uid}"), &other.access_token)
-            .await,
-        200,
-    )
-    .await;
+    keys(&app, &other.access_token).public(&uid).await.unwrap();
 
     app.restart_after_kill9().await;
-    let resp = delete_keys(&app, &s.access_token, Some(CONFIRM)).await;
-    assert!(resp.headers().get("retry-after").is_some());
-    expect_error(resp, 429, "rate_limited").await;
+    let refused = keys(&app, &s.access_token).delete(Some(CONFIRM)).await;
+    assert!(refused
+        .as_ref()
+        .unwrap_err()
+        .headers
+        .get("retry-after")
+        .is_some());
+    refused.refused(429, "rate_limited");
     assert_eq!(info(&app, &s.access_token).await["hasKeys"], true);
 }
 
@@ -421,18 +344,18 @@ async fn deleting_keys_needs_confirmation_shreds_the_data_key_and_is_limited_to_
 async fn deleting_without_keys_is_404_and_does_not_count_against_the_limit() {
     let app = TestApp::start_with_mail().await;
     let s = app.sign_up("keys-del-none").await;
-    expect_error(
-        delete_keys(&app, &s.access_token, Some(CONFIRM)).await,
-        404,
-        "not_found",
-    )
-    .await;
-    expect_json(
-        register(&app, &s.access_token, json!({"publicKey": new_key()})).await,
-        200,
-    )
-    .await;
-    expect_json(delete_keys(&app, &s.access_token, Some(CONFIRM)).await, 200).await;
+    keys(&app, &s.access_token)
+        .delete(Some(CONFIRM))
+        .await
+        .refused(404, "not_found");
+    keys(&app, &s.access_token)
+        .register(json!({"publicKey": new_key()}))
+        .await
+        .unwrap();
+    keys(&app, &s.access_token)
+        .delete(Some(CONFIRM))
+        .await
+        .unwrap();
 }
 
 #[tokio::test]
@@ -443,27 +366,19 @@ async fn a_key_sent_at_sign_up_is_registered_with_version_1() {
     let now = info(&app, &s.access_token).await;
     assert_eq!(now["hasKeys"], true);
     assert_eq!(now["keyVersion"], 1);
-    let lookup = expect_json(
-        app.get_auth(
-            &format!("/api/keys/public/{}", user_id(&s)),
-            &s.access_token,
-        )
-        .await,
-        200,
-    )
-    .await;
+    let lookup = keys(&app, &s.access_token)
+        .public(&user_id(&s))
+        .await
+        .unwrap();
     assert_eq!(lookup["publicKey"], key.as_str());
-    expect_error(
-        register(&app, &s.access_token, json!({"publicKey": new_key()})).await,
-        400,
-        "keys_already_registered",
-    )
-    .await;
-    let rotated = expect_json(
-        rotate(&app, &s.access_token, json!({"publicKey": new_key()})).await,
-        200,
-    )
-    .await;
+    keys(&app, &s.access_token)
+        .register(json!({"publicKey": new_key()}))
+        .await
+        .refused(400, "keys_already_registered");
+    let rotated = keys(&app, &s.access_token)
+        .rotate(json!({"publicKey": new_key()}))
+        .await
+        .unwrap();
     assert_eq!(rotated["keyVersion"], 2);
 }
 
@@ -472,16 +387,10 @@ async fn malformed_key_requests_are_400_json_and_store_nothing() {
     let app = TestApp::start_with_mail().await;
     let s = app.sign_up("keys-bad").await;
     let registered = app.sign_up("keys-bad-rot").await;
-    expect_json(
-        register(
-            &app,
-            &registered.access_token,
-            json!({"publicKey": new_key()}),
-        )
-        .await,
-        200,
-    )
-    .await;
+    keys(&app, &registered.access_token)
+        .register(json!({"publicKey": new_key()}))
+        .await
+        .unwrap();
     let too_big = STANDARD.encode(vec![7u8; 64 * 1024 + 1]);
     let cases = [
         json!({}),
@@ -499,24 +408,24 @@ async fn malformed_key_requests_are_400_json_and_store_nothing() {
         json!(["publicKey"]),
     ];
     for body in cases {
-        for (name, resp) in [
+        for (name, result) in [
             (
                 "register",
-                register(&app, &s.access_token, body.clone()).await,
+                keys(&app, &s.access_token).register(body.clone()).await,
             ),
             (
                 "rotate",
-                rotate(&app, &registered.access_token, body.clone()).await,
+                keys(&app, &registered.access_token)
+                    .rotate(body.clone())
+                    .await,
             ),
         ] {
-            let status = resp.status().as_u16();
-            let text = resp.text().await.unwrap();
-            assert_eq!(status, 400, "{name} {body}: {text}");
-            let parsed: Value =
-                serde_json::from_str(&text).unwrap_or_else(|_| panic!("not JSON: {text}"));
+            let err = result.unwrap_err();
+            assert_eq!(err.status, 400, "{name} {body}: {}", err.body);
             assert!(
-                parsed["error"].is_string() && parsed["message"].is_string(),
-                "{text}"
+                err.body["error"].is_string() && err.body["message"].is_string(),
+                "{}",
+                err.body
             );
         }
     }

@@ -6,13 +6,10 @@
 use reqwest::Method;
 use serde_json::{json, Value};
 
+use crate::common::client::Refusal;
 use crate::common::*;
 use crate::rooms::{db, fake_room_id, room_path, seed_room, user_id, Seed};
 use crate::tokens::create_token;
-
-async fn link(app: &TestApp, token: &str, body: Value) -> reqwest::Response {
-    app.post_json("/api/rooms/link", Some(token), body).await
-}
 
 fn group_path(id: &str) -> String {
     format!("/api/rooms/linked/{id}")
@@ -37,16 +34,14 @@ async fn a_group_is_created_read_listed_renamed_and_deleted() {
     let app = TestApp::start_with_mail().await;
     let user = app.sign_up("linked-flow").await;
     let uid = user_id(&user);
-    let token = user.access_token.as_str();
+    let groups = app.user(&user).linked();
     let [wa, tg, dc] = three_rooms(&app, &user, "flow");
 
-    let resp = link(
-        &app,
-        token,
-        json!({"roomIds": [wa, tg], "name": "  Alice everywhere ", "encryptedName": "bmFtZQ==", "nonce": "bm9uY2U="}),
-    )
-    .await;
-    let created = expect_json(resp, 201).await;
+    let created = groups
+        .link(json!({"roomIds": [wa, tg], "name": "  Alice everywhere ",
+            "encryptedName": "bmFtZQ==", "nonce": "bm9uY2U="}))
+        .await
+        .unwrap();
     assert!(created["message"].is_string());
     let group = created["group"].clone();
     let gid = group["groupId"].as_str().unwrap().to_owned();
@@ -76,74 +71,33 @@ async fn a_group_is_created_read_listed_renamed_and_deleted() {
     assert_eq!(encrypted_name, "bmFtZQ==");
 
     // Read back, listed, and found from its rooms.
-    let got = expect_json(app.get_auth(&group_path(&gid), token).await, 200).await;
-    assert_eq!(got["group"], group);
-    let upper = expect_json(
-        app.get_auth(&group_path(&gid.to_uppercase()), token).await,
-        200,
-    )
-    .await;
-    assert_eq!(upper["group"]["groupId"], gid.as_str());
-    let listed = expect_json(app.get_auth("/api/rooms/linked", token).await, 200).await;
+    assert_eq!(groups.get(&gid).await.unwrap(), group);
+    let upper = groups.get(&gid.to_uppercase()).await.unwrap();
+    assert_eq!(upper["groupId"], gid.as_str());
+    let listed = groups.list().await.unwrap();
     assert_eq!(listed["groups"], json!([group]));
-    let of_room = expect_json(
-        app.get_auth(&format!("{}/linked-group", room_path(&tg)), token)
-            .await,
-        200,
-    )
-    .await;
+    let of_room = groups.of_room(&tg).await.unwrap();
     assert_eq!(of_room["linkedGroup"]["groupId"], gid.as_str());
-    let of_room = expect_json(
-        app.get_auth(&format!("{}/linked-group", room_path(&dc)), token)
-            .await,
-        200,
-    )
-    .await;
+    let of_room = groups.of_room(&dc).await.unwrap();
     assert_eq!(of_room, json!({"linkedGroup": null}));
 
     // Rename: absent fields stay, null clears.
-    let resp = app
-        .send(
-            Method::PUT,
-            &group_path(&gid),
-            Some(token),
-            Some(json!({"name": "Alice", "nonce": null})),
-        )
-        .await;
-    assert!(expect_json(resp, 200).await["message"].is_string());
-    let got = expect_json(app.get_auth(&group_path(&gid), token).await, 200).await["group"].clone();
+    let renamed = groups.update(&gid, json!({"name": "Alice", "nonce": null}));
+    assert!(renamed.await.unwrap()["message"].is_string());
+    let got = groups.get(&gid).await.unwrap();
     assert_eq!(got["name"], "Alice");
     assert_eq!(got["encryptedName"], "bmFtZQ==");
     assert_eq!(got["nonce"], Value::Null);
-    let resp = app
-        .send(
-            Method::PUT,
-            &group_path(&gid),
-            Some(token),
-            Some(json!({"name": null})),
-        )
-        .await;
-    expect_json(resp, 200).await;
-    let got = expect_json(app.get_auth(&group_path(&gid), token).await, 200).await["group"].clone();
+    groups.update(&gid, json!({"name": null})).await.unwrap();
+    let got = groups.get(&gid).await.unwrap();
     assert_eq!(got["name"], Value::Null);
 
     // Delete: the rooms stay and are free to link again.
-    let resp = app
-        .send(Method::DELETE, &group_path(&gid), Some(token), None)
-        .await;
-    let body = expect_json(resp, 200).await;
+    let body = groups.delete(&gid).await.unwrap();
     assert_eq!(body["groupId"], gid.as_str());
-    expect_error(
-        app.get_auth(&group_path(&gid), token).await,
-        404,
-        "not_found",
-    )
-    .await;
-    let resp = app
-        .send(Method::DELETE, &group_path(&gid), Some(token), None)
-        .await;
-    expect_error(resp, 404, "not_found").await;
-    expect_json(app.get_auth(&room_path(&wa), token).await, 200).await;
+    groups.get(&gid).await.refused(404, "not_found");
+    groups.delete(&gid).await.refused(404, "not_found");
+    app.user(&user).rooms().get(&wa).await.unwrap();
     let links: i64 = db(&app)
         .query_row(
             "SELECT COUNT(*) FROM linked_group_rooms WHERE user_id = ?1",
@@ -152,86 +106,58 @@ async fn a_group_is_created_read_listed_renamed_and_deleted() {
         )
         .unwrap();
     assert_eq!(links, 0);
-    expect_json(
-        link(&app, token, json!({"roomIds": [wa, tg, dc]})).await,
-        201,
-    )
-    .await;
+    groups.link(json!({"roomIds": [wa, tg, dc]})).await.unwrap();
 }
 
 #[tokio::test]
 async fn rooms_are_added_and_removed_and_the_last_room_takes_the_group_with_it() {
     let app = TestApp::start_with_mail().await;
     let user = app.sign_up("linked-members").await;
-    let token = user.access_token.as_str();
+    let groups = app.user(&user).linked();
     let [wa, tg, dc] = three_rooms(&app, &user, "mem");
 
-    let created = expect_json(link(&app, token, json!({"roomIds": [wa, tg]})).await, 201).await;
+    let created = groups.link(json!({"roomIds": [wa, tg]})).await.unwrap();
     let gid = created["group"]["groupId"].as_str().unwrap().to_owned();
     assert_eq!(created["group"]["name"], Value::Null);
-    let rooms_path = format!("{}/rooms", group_path(&gid));
 
     // Adding: rooms already in the group are skipped.
-    let resp = app
-        .post_json(&rooms_path, Some(token), json!({"roomIds": [tg, dc]}))
-        .await;
-    let body = expect_json(resp, 200).await;
+    let body = groups.add_rooms(&gid, json!({"roomIds": [tg, dc]}));
+    let body = body.await.unwrap();
     assert_eq!(body["addedRoomIds"], json!([dc]));
     assert!(body["message"].is_string());
-    let got = expect_json(app.get_auth(&group_path(&gid), token).await, 200).await["group"].clone();
+    let got = groups.get(&gid).await.unwrap();
     assert_eq!(got["roomIds"], json!([wa, tg, dc]));
 
     // Removing: the group survives with one room and goes with its last.
     for (room, last) in [(&wa, false), (&tg, false), (&dc, true)] {
-        let path = format!("{rooms_path}/{}", urlencode(room));
-        let resp = app.send(Method::DELETE, &path, Some(token), None).await;
-        let body = expect_json(resp, 200).await;
+        let body = groups.remove_room(&gid, room).await.unwrap();
         assert_eq!(body["roomId"], room.as_str());
         assert_eq!(body["groupDeleted"], last, "{body}");
         if !last {
-            let resp = app.send(Method::DELETE, &path, Some(token), None).await;
-            expect_error(resp, 404, "not_found").await;
+            let again = groups.remove_room(&gid, room).await;
+            again.refused(404, "not_found");
         }
     }
-    expect_error(
-        app.get_auth(&group_path(&gid), token).await,
-        404,
-        "not_found",
-    )
-    .await;
-    let listed = expect_json(app.get_auth("/api/rooms/linked", token).await, 200).await;
+    groups.get(&gid).await.refused(404, "not_found");
+    let listed = groups.list().await.unwrap();
     assert_eq!(listed, json!({"groups": []}));
 
     // Deleting a room from the service unlinks it; an emptied group is deleted.
-    let created = expect_json(link(&app, token, json!({"roomIds": [wa, tg]})).await, 201).await;
+    let created = groups.link(json!({"roomIds": [wa, tg]})).await.unwrap();
     let gid = created["group"]["groupId"].as_str().unwrap().to_owned();
-    expect_json(
-        app.send(Method::DELETE, &room_path(&wa), Some(token), None)
-            .await,
-        200,
-    )
-    .await;
-    let got = expect_json(app.get_auth(&group_path(&gid), token).await, 200).await["group"].clone();
+    let rooms = app.user(&user).rooms();
+    rooms.delete(&wa, "").await.unwrap();
+    let got = groups.get(&gid).await.unwrap();
     assert_eq!(got["roomIds"], json!([tg]));
-    expect_json(
-        app.send(Method::DELETE, &room_path(&tg), Some(token), None)
-            .await,
-        200,
-    )
-    .await;
-    expect_error(
-        app.get_auth(&group_path(&gid), token).await,
-        404,
-        "not_found",
-    )
-    .await;
+    rooms.delete(&tg, "").await.unwrap();
+    groups.get(&gid).await.refused(404, "not_found");
 }
 
 #[tokio::test]
 async fn a_room_is_in_at_most_one_group() {
     let app = TestApp::start_with_mail().await;
     let user = app.sign_up("linked-409").await;
-    let token = user.access_token.as_str();
+    let groups = app.user(&user).linked();
     let [wa, tg, dc] = three_rooms(&app, &user, "dup");
     let extra = fake_room_id("dupx");
     seed_room(
@@ -240,37 +166,25 @@ async fn a_room_is_in_at_most_one_group() {
         Seed::new(&extra).platform("telegram"),
     );
 
-    let first = expect_json(link(&app, token, json!({"roomIds": [wa, tg]})).await, 201).await;
+    let first = groups.link(json!({"roomIds": [wa, tg]})).await.unwrap();
     let first_id = first["group"]["groupId"].as_str().unwrap().to_owned();
-    let resp = link(&app, token, json!({"roomIds": [dc, tg]})).await;
-    let body = expect_error(resp, 409, "rooms_already_linked").await;
+    let linked = groups.link(json!({"roomIds": [dc, tg]})).await;
+    let body = linked.refused(409, "rooms_already_linked");
     assert!(
         body["message"].as_str().unwrap().contains(tg.as_str()),
         "{body}"
     );
     // Nothing was created.
-    let listed = expect_json(app.get_auth("/api/rooms/linked", token).await, 200).await;
+    let listed = groups.list().await.unwrap();
     assert_eq!(listed["groups"].as_array().unwrap().len(), 1);
 
-    let second = expect_json(
-        link(&app, token, json!({"roomIds": [dc, extra]})).await,
-        201,
-    )
-    .await;
+    let second = groups.link(json!({"roomIds": [dc, extra]})).await.unwrap();
     let second_id = second["group"]["groupId"].as_str().unwrap().to_owned();
-    let resp = app
-        .post_json(
-            &format!("{}/rooms", group_path(&second_id)),
-            Some(token),
-            json!({"roomIds": [wa]}),
-        )
-        .await;
-    expect_error(resp, 409, "rooms_already_linked").await;
-    let got =
-        expect_json(app.get_auth(&group_path(&first_id), token).await, 200).await["group"].clone();
+    let added = groups.add_rooms(&second_id, json!({"roomIds": [wa]})).await;
+    added.refused(409, "rooms_already_linked");
+    let got = groups.get(&first_id).await.unwrap();
     assert_eq!(got["roomIds"], json!([wa, tg]));
-    let got =
-        expect_json(app.get_auth(&group_path(&second_id), token).await, 200).await["group"].clone();
+    let got = groups.get(&second_id).await.unwrap();
     assert_eq!(got["roomIds"], json!([dc, extra]));
 }
 
@@ -280,6 +194,7 @@ async fn bad_input_is_400_and_foreign_or_unknown_ids_are_404() {
     let user = app.sign_up("linked-bad").await;
     let other = app.sign_up("linked-bad-other").await;
     let token = user.access_token.as_str();
+    let groups = app.user(&user).linked();
     let [wa, tg, _dc] = three_rooms(&app, &user, "bad");
     let [foreign, ..] = three_rooms(&app, &other, "badother");
 
@@ -294,43 +209,24 @@ async fn bad_input_is_400_and_foreign_or_unknown_ids_are_404() {
         json!({"roomIds": [wa, tg], "encryptedName": "not base64"}),
         json!({"roomIds": [wa, tg], "nonce": "***"}),
     ] {
-        let resp = link(&app, token, body.clone()).await;
-        let status = resp.status().as_u16();
-        let text = resp.text().await.unwrap();
-        assert_eq!(status, 400, "{body}: {text}");
-        assert!(text.contains("invalid_request"), "{text}");
+        let err = groups.link(body.clone()).await.unwrap_err();
+        assert_eq!(err.pair(), (400, "invalid_request"), "{body}: {}", err.body);
     }
     // 255 characters is fine.
-    expect_json(
-        link(
-            &app,
-            token,
-            json!({"roomIds": [wa, tg], "name": "é".repeat(255)}),
-        )
-        .await,
-        201,
-    )
-    .await;
+    let long_name = json!({"roomIds": [wa, tg], "name": "é".repeat(255)});
+    groups.link(long_name).await.unwrap();
 
     // Rooms that are not the caller's: 404.
-    let resp = link(
-        &app,
-        token,
-        json!({"roomIds": [own_room(&app, &user), foreign]}),
-    )
-    .await;
-    expect_error(resp, 404, "not_found").await;
-    let resp = link(
-        &app,
-        token,
-        json!({"roomIds": [fake_room_id("ghost"), fake_room_id("ghost")]}),
-    )
-    .await;
-    expect_error(resp, 404, "not_found").await;
+    for room_ids in [
+        [own_room(&app, &user), foreign.clone()],
+        [fake_room_id("ghost"), fake_room_id("ghost")],
+    ] {
+        let linked = groups.link(json!({ "roomIds": room_ids })).await;
+        linked.refused(404, "not_found");
+    }
 
     // Malformed group ids: 400 on every group route; unknown or foreign ones: 404.
-    let own = expect_json(app.get_auth("/api/rooms/linked", token).await, 200).await["groups"][0]
-        ["groupId"]
+    let own = groups.list().await.unwrap()["groups"][0]["groupId"]
         .as_str()
         .unwrap()
         .to_owned();
@@ -379,36 +275,29 @@ async fn bad_input_is_400_and_foreign_or_unknown_ids_are_404() {
         }
     }
     // Adding needs at least one distinct room of the caller.
-    let rooms_path = format!("{}/rooms", group_path(&own));
     for body in [
         json!({"roomIds": []}),
         json!({"roomIds": [wa, wa]}),
         json!({}),
     ] {
-        let resp = app.post_json(&rooms_path, Some(token), body).await;
-        assert_eq!(resp.status().as_u16(), 400);
+        let added = groups.add_rooms(&own, body).await;
+        assert_eq!(added.unwrap_err().status, 400);
     }
-    let resp = app
-        .post_json(&rooms_path, Some(token), json!({"roomIds": [foreign]}))
-        .await;
-    expect_error(resp, 404, "not_found").await;
+    let added = groups.add_rooms(&own, json!({"roomIds": [foreign]})).await;
+    added.refused(404, "not_found");
     // Renaming validates like creating.
     for body in [
         json!({"name": "y".repeat(256)}),
         json!({"encryptedName": "%%%"}),
         json!({"nonce": 7}),
     ] {
-        let resp = app
-            .send(Method::PUT, &group_path(&own), Some(token), Some(body))
-            .await;
-        expect_error(resp, 400, "invalid_request").await;
+        groups
+            .update(&own, body)
+            .await
+            .refused(400, "invalid_request");
     }
     // The foreign user's group is intact and unseen.
-    let listed = expect_json(
-        app.get_auth("/api/rooms/linked", &other.access_token).await,
-        200,
-    )
-    .await;
+    let listed = app.user(&other).linked().list().await.unwrap();
     assert_eq!(listed, json!({"groups": []}));
 }
 
@@ -428,12 +317,8 @@ async fn personal_tokens_cannot_use_linked_groups() {
     let user = app.sign_up("linked-token").await;
     let t = create_token(&app, &user, json!({"name": "linked"})).await;
     let [wa, tg, _] = three_rooms(&app, &user, "tok");
-    let created = expect_json(
-        link(&app, &user.access_token, json!({"roomIds": [wa, tg]})).await,
-        201,
-    )
-    .await;
-    let gid = created["group"]["groupId"].as_str().unwrap().to_owned();
+    let groups = app.user(&user).linked();
+    let gid = groups.link_id(json!({"roomIds": [wa, tg]})).await;
     for (method, path) in [
         (Method::POST, "/api/rooms/link".to_owned()),
         (Method::GET, "/api/rooms/linked".to_owned()),

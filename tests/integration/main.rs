@@ -6,6 +6,8 @@ mod common;
 mod accounts;
 mod admin;
 mod ai;
+mod ai_email;
+mod ai_limits;
 mod ai_routes;
 mod attestation;
 mod auth;

@@ -1,7 +1,8 @@
 //! `/mcp` with an independent client: the official MCP Python SDK (`mcp` on PyPI) in the
 //! test venv connects with a personal token, lists the tools and calls them against the
-//! real binary and Synapse; it is refused where the token is (allowlist opt-in, lapsed
-//! subscription, revoked token, rate limit), with the routes' own codes and messages.
+//! real binary and Synapse; it is refused where the token is (allowlist opt-in, a room
+//! that is not the caller's, lapsed subscription, revoked token, rate limit), with the
+//! routes' own codes and messages.
 
 use std::io::Write;
 use std::process::{Command, Stdio};
@@ -278,5 +279,75 @@ async fn tool_calls_spend_the_callers_rate_limit_budget() {
     );
     for r in limited {
         assert_eq!(error_code(r), "rate_limited", "{r}");
+        // The gate's own message and status.
+        let message = r["error"]["message"].as_str().unwrap();
+        assert!(
+            message.starts_with("rate limit of 12 requests per 1m exceeded; retry after"),
+            "{r}"
+        );
+        assert_eq!(r["error"]["data"]["message"], message, "{r}");
+        assert_eq!(r["error"]["data"]["status"], 429, "{r}");
     }
+}
+
+/// The route's own answer to the same request: `(status, body)`.
+async fn direct(resp: reqwest::Response) -> (u16, Value) {
+    let status = resp.status().as_u16();
+    (status, resp.json().await.unwrap())
+}
+
+/// A refused tool call is the route's refusal: same code, message and status.
+fn assert_same_refusal(result: &Value, (status, body): &(u16, Value)) {
+    assert!(*status >= 400, "the route accepted it: {body}");
+    assert_eq!(
+        result["error"]["data"]["error"], body["error"],
+        "{result} vs {body}"
+    );
+    assert_eq!(
+        result["error"]["message"], body["message"],
+        "{result} vs {body}"
+    );
+    assert_eq!(result["error"]["data"]["status"], *status, "{result}");
+}
+
+#[tokio::test]
+async fn refused_tool_calls_carry_the_routes_code_and_message() {
+    let app = TestApp::start_with_mail().await;
+    let me = app.sign_up("mcp.refused").await;
+    let token = personal_token(&app, &me).await;
+    // A room of another user: the caller's token has no business in it.
+    let other = app.sign_up("mcp.stranger").await;
+    let room = me_on_matrix(&other).create_room(None, &[], false).await;
+
+    let read = direct(
+        app.get_auth(&format!("/api/messages?roomId={}", enc(&room)), &token)
+            .await,
+    )
+    .await;
+    let send = direct(
+        app.post_json(
+            &format!("/api/rooms/{}/messages", enc(&room)),
+            Some(&token),
+            json!({"content": "not yours", "txnId": "direct-1"}),
+        )
+        .await,
+    )
+    .await;
+    let find = direct(app.get_auth("/api/search?q=zebra", &token).await).await;
+    assert_eq!(find.0, 403, "{}", find.1);
+    let report = mcp_client(
+        &app,
+        &token,
+        json!([
+            {"tool": "read_room_history", "args": {"roomId": room}},
+            {"tool": "send_text", "args": {"roomId": room, "content": "not yours", "txnId": "mcp-2"}},
+            {"tool": "search", "args": {"q": "zebra"}},
+        ]),
+    )
+    .await;
+    let r = &report["results"];
+    assert_same_refusal(&r[0], &read);
+    assert_same_refusal(&r[1], &send);
+    assert_same_refusal(&r[2], &find);
+    assert_eq!(error_code(&r[2]), "forbidden_for_api_token");
 }

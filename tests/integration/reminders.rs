@@ -4,11 +4,11 @@
 use std::time::{Duration, Instant};
 
 use futures_util::StreamExt;
-use reqwest::Method;
 use serde_json::{json, Value};
 
+use crate::common::client::Refusal;
 use crate::common::*;
-use crate::devices::standin::ApnsStandIn;
+use crate::devices::standin::{self, ApnsStandIn};
 use crate::devices::{device_token, register};
 
 fn in_secs(secs: i64) -> String {
@@ -74,17 +74,16 @@ async fn reminders_crud_with_a_personal_token() {
     let app = TestApp::start_with_mail().await;
     let user = app.sign_up("rem-crud").await;
     let pat = personal_token(&app, &user).await;
+    let mine = app.api(&pat).reminders();
 
     let title = format!("Call the dentist {}", uuid::Uuid::new_v4());
-    let resp = app
-        .post_json(
-            "/api/reminders",
-            Some(&pat),
+    let created = mine
+        .create(
             json!({"title": title, "notes": "ask about Tuesday", "dueAt": "2031-05-01T09:30:00Z",
                    "roomId": "!room:example.org", "eventId": "$event"}),
         )
-        .await;
-    let created = expect_json(resp, 201).await["reminder"].clone();
+        .await
+        .unwrap();
     let id = created["id"].as_str().unwrap().to_owned();
     assert!(uuid::Uuid::parse_str(&id).is_ok());
     assert_eq!(created["title"], title);
@@ -109,17 +108,17 @@ async fn reminders_crud_with_a_personal_token() {
     }
 
     // A second one, completed, due earlier; list order, filters and pagination.
-    let resp = app
-        .post_json(
-            "/api/reminders",
-            Some(&user.access_token),
-            json!({"title": "Water plants", "dueAt": "2031-01-01T00:00:00+02:00", "completed": true}),
+    let native = app.user(&user).reminders();
+    let second = native
+        .create(
+            json!({"title": "Water plants", "dueAt": "2031-01-01T00:00:00+02:00",
+            "completed": true}),
         )
-        .await;
-    let second = expect_json(resp, 201).await["reminder"].clone();
+        .await
+        .unwrap();
     assert_eq!(second["completed"], true);
     assert!(second["completedAt"].is_string());
-    let all = expect_json(app.get_auth("/api/reminders", &pat).await, 200).await;
+    let all = mine.list("").await.unwrap();
     let titles: Vec<&str> = all["reminders"]
         .as_array()
         .unwrap()
@@ -131,18 +130,10 @@ async fn reminders_crud_with_a_personal_token() {
         all["pagination"],
         json!({"total": 2, "limit": 50, "offset": 0, "hasMore": false})
     );
-    let open = expect_json(
-        app.get_auth("/api/reminders?completed=false", &pat).await,
-        200,
-    )
-    .await;
+    let open = mine.list("completed=false").await.unwrap();
     assert_eq!(open["reminders"].as_array().unwrap().len(), 1);
     assert_eq!(open["reminders"][0]["id"], id);
-    let page = expect_json(
-        app.get_auth("/api/reminders?limit=1&offset=0", &pat).await,
-        200,
-    )
-    .await;
+    let page = mine.list("limit=1&offset=0").await.unwrap();
     assert_eq!(
         page["pagination"],
         json!({"total": 2, "limit": 1, "offset": 0, "hasMore": true})
@@ -154,20 +145,17 @@ async fn reminders_crud_with_a_personal_token() {
         "limit=x",
         "offset=-1",
     ] {
-        let resp = app.get_auth(&format!("/api/reminders?{q}"), &pat).await;
-        expect_error(resp, 400, "invalid_request").await;
+        mine.list(q).await.refused(400, "invalid_request");
     }
 
     // Partial update: title and completed; notes cleared with null; the rest stays.
-    let resp = app
-        .send(
-            Method::PUT,
-            &format!("/api/reminders/{id}"),
-            Some(&pat),
-            Some(json!({"title": "Call Bob", "notes": null, "completed": true})),
+    let updated = mine
+        .update(
+            &id,
+            json!({"title": "Call Bob", "notes": null, "completed": true}),
         )
-        .await;
-    let updated = expect_json(resp, 200).await["reminder"].clone();
+        .await
+        .unwrap();
     assert_eq!(updated["title"], "Call Bob");
     assert!(updated["notes"].is_null());
     assert_eq!(updated["completed"], true);
@@ -187,91 +175,45 @@ async fn reminders_crud_with_a_personal_token() {
         json!({"title": "t", "dueAt": "2031-01-01T00:00:00Z", "completed": "yes"}),
     ];
     for body in bad_create {
-        let resp = app
-            .post_json("/api/reminders", Some(&pat), body.clone())
-            .await;
-        expect_error(resp, 400, "invalid_request").await;
+        mine.create(body).await.refused(400, "invalid_request");
     }
-    let resp = app
-        .send(
-            Method::PUT,
-            &format!("/api/reminders/{id}"),
-            Some(&pat),
-            Some(json!({"title": "  "})),
-        )
-        .await;
-    expect_error(resp, 400, "invalid_request").await;
-    let resp = app
-        .send(
-            Method::PUT,
-            &format!("/api/reminders/{id}"),
-            Some(&pat),
-            Some(json!({"roomId": null})),
-        )
-        .await;
-    expect_error(resp, 400, "invalid_request").await;
-    let resp = app
-        .send(
-            Method::PUT,
-            "/api/reminders/not-a-uuid",
-            Some(&pat),
-            Some(json!({"title": "x"})),
-        )
-        .await;
-    expect_error(resp, 400, "invalid_request").await;
-    let resp = app
-        .send(
-            Method::PUT,
-            &format!("/api/reminders/{}", uuid::Uuid::new_v4()),
-            Some(&pat),
-            Some(json!({"title": "x"})),
-        )
-        .await;
-    expect_error(resp, 404, "not_found").await;
+    for (id, body, status, code) in [
+        (id.clone(), json!({"title": "  "}), 400, "invalid_request"),
+        (id.clone(), json!({"roomId": null}), 400, "invalid_request"),
+        (
+            "not-a-uuid".to_owned(),
+            json!({"title": "x"}),
+            400,
+            "invalid_request",
+        ),
+        (
+            uuid::Uuid::new_v4().to_string(),
+            json!({"title": "x"}),
+            404,
+            "not_found",
+        ),
+    ] {
+        mine.update(&id, body).await.refused(status, code);
+    }
 
     // Another user sees none of it.
     let other = app.sign_up("rem-other").await;
-    let theirs = expect_json(
-        app.get_auth("/api/reminders", &other.access_token).await,
-        200,
-    )
-    .await;
+    let theirs = app
+        .api(&other.access_token)
+        .reminders()
+        .list("")
+        .await
+        .unwrap();
     assert_eq!(theirs["reminders"], json!([]));
-    let resp = app
-        .send(
-            Method::DELETE,
-            &format!("/api/reminders/{id}"),
-            Some(&other.access_token),
-            None,
-        )
-        .await;
-    expect_error(resp, 404, "not_found").await;
+    let theirs = app.user(&other).reminders().delete(&id).await;
+    theirs.refused(404, "not_found");
 
     // Delete.
-    let resp = app
-        .send(
-            Method::DELETE,
-            &format!("/api/reminders/{id}"),
-            Some(&pat),
-            None,
-        )
-        .await;
-    let deleted = expect_json(resp, 200).await;
+    let deleted = mine.delete(&id).await.unwrap();
     assert_eq!(deleted["deletedId"], id);
     assert!(deleted["message"].is_string());
-    let resp = app
-        .send(
-            Method::DELETE,
-            &format!("/api/reminders/{id}"),
-            Some(&pat),
-            None,
-        )
-        .await;
-    expect_error(resp, 404, "not_found").await;
-    let resp = app
-        .send(Method::DELETE, "/api/reminders/123", Some(&pat), None)
-        .await;
-    expect_error(resp, 400, "invalid_request").await;
+    mine.delete(&id).await.refused(404, "not_found");
+    mine.delete("123").await.refused(400, "invalid_request");
 }
 
 #[tokio::test]
@@ -285,34 +227,18 @@ async fn a_due_reminder_is_announced_once_on_the_stream_and_by_push() {
     let mut events = event_stream(&app, &pat).await;
 
     let title = format!("Stretch {}", uuid::Uuid::new_v4().simple());
-    let resp = app
-        .post_json(
-            "/api/reminders",
-            Some(&pat),
-            json!({"title": title, "dueAt": in_secs(1)}),
-        )
-        .await;
-    let id = expect_json(resp, 201).await["reminder"]["id"]
+    let mine = app.api(&pat).reminders();
+    let create = |body: Value| {
+        let mine = &mine;
+        async move { mine.create(body).await.unwrap() }
+    };
+    let id = create(json!({"title": title, "dueAt": in_secs(1)})).await["id"]
         .as_str()
         .unwrap()
         .to_owned();
     // One not due and one completed: never announced.
-    let resp = app
-        .post_json(
-            "/api/reminders",
-            Some(&pat),
-            json!({"title": "later", "dueAt": in_secs(3600)}),
-        )
-        .await;
-    expect_json(resp, 201).await;
-    let resp = app
-        .post_json(
-            "/api/reminders",
-            Some(&pat),
-            json!({"title": "done", "dueAt": in_secs(1), "completed": true}),
-        )
-        .await;
-    expect_json(resp, 201).await;
+    create(json!({"title": "later", "dueAt": in_secs(3600)})).await;
+    create(json!({"title": "done", "dueAt": in_secs(1), "completed": true})).await;
 
     let due = wait_event(&mut events, "reminder.due", |d| d["id"] == id.as_str()).await;
     assert!(due["dueAt"].is_string());
@@ -330,40 +256,48 @@ async fn a_due_reminder_is_announced_once_on_the_stream_and_by_push() {
     assert_eq!(p.payload["reminderId"], id.as_str());
     assert_eq!(p.payload["aps"]["alert"]["body"], title.as_str());
 
-    let list = expect_json(
-        app.get_auth("/api/reminders?completed=false", &pat).await,
-        200,
-    )
-    .await;
-    let r = list["reminders"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .find(|r| r["id"] == id.as_str())
-        .unwrap()
-        .clone();
+    let list = mine.list("completed=false").await.unwrap();
+    let listed = |pred: &dyn Fn(&Value) -> bool| {
+        list["reminders"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|r| pred(r))
+            .unwrap()
+            .clone()
+    };
+    let r = listed(&|r| r["id"] == id.as_str());
     assert!(r["notifiedAt"].is_string(), "{r}");
-    let later = list["reminders"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .find(|r| r["title"] == "later")
-        .unwrap();
-    assert!(later["notifiedAt"].is_null());
+    assert!(listed(&|r| r["title"] == "later")["notifiedAt"].is_null());
 
-    // Announced once: no second push; moving dueAt re-arms it.
-    tokio::time::sleep(Duration::from_secs(2)).await;
-    assert_eq!(apns.requests_for(&device).len(), 1);
-    let resp = app
-        .send(
-            Method::PUT,
-            &format!("/api/reminders/{id}"),
-            Some(&pat),
-            Some(json!({"dueAt": in_secs(1)})),
-        )
+    // Announced once. Positive marker: a reminder due after the first was announced is
+    // announced (on the stream, where announcements arrive in order) and pushed, and the
+    // first was not announced again before it.
+    let marker = create(json!({"title": "marker", "dueAt": in_secs(1)})).await;
+    let marker_id = marker["id"].as_str().unwrap().to_owned();
+    wait_event(&mut events, "reminder.due", |d| {
+        assert_ne!(d["id"], id.as_str(), "announced twice");
+        d["id"] == marker_id.as_str()
+    })
+    .await;
+    let for_reminder = |r: &[standin::Recorded], rid: &str| {
+        r.iter().filter(|p| p.payload["reminderId"] == rid).count()
+    };
+    let pushes = apns
+        .wait_for(&device, "the marker's push", |r| {
+            for_reminder(r, &marker_id) == 1
+        })
         .await;
-    let rearmed = expect_json(resp, 200).await["reminder"].clone();
+    assert_eq!(for_reminder(&pushes, &id), 1, "{pushes:?}");
+
+    // Moving dueAt re-arms it.
+    let rearmed = mine
+        .update(&id, json!({"dueAt": in_secs(1)}))
+        .await
+        .unwrap();
     assert!(rearmed["notifiedAt"].is_null());
-    apns.wait_for(&device, "the second reminder push", |r| r.len() == 2)
-        .await;
+    apns.wait_for(&device, "the second reminder push", |r| {
+        for_reminder(r, &id) == 2
+    })
+    .await;
 }

@@ -376,7 +376,7 @@ async fn reindex_rebuilds_and_key_deletion_makes_old_results_unreachable() {
         app.dir.path(),
     );
     assert!(status.success(), "{out}{err}");
-    assert!(out.contains("2 messages indexed"), "{out}");
+    assert!(out.contains("2 messages and 0 e-mails indexed"), "{out}");
     let page = search(&app, &token, "q=brachiosaurus").await;
     assert_eq!(page["results"].as_array().unwrap().len(), 2, "{page}");
     assert_eq!(

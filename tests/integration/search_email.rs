@@ -1,5 +1,7 @@
 //! Encrypted search over cached e-mail: mail delivered to a real Dovecot, synced by the
-//! mailbox worker, found as `kind: "email"` results; gone with its mailbox.
+//! mailbox worker, found as `kind: "email"` results; rebuilt by `switchboard reindex`;
+//! summarized without `[ai]` (extractive; another user's thread is 404); gone with its
+//! mailbox.
 
 use serde_json::json;
 
@@ -7,7 +9,7 @@ use crate::common::*;
 use crate::search::{enc, search, wait_for_results};
 
 #[tokio::test]
-async fn cached_mail_is_found_as_email_results_and_leaves_the_index_with_its_account() {
+async fn cached_mail_is_found_reindexed_summarized_and_leaves_the_index_with_its_account() {
     use crate::common::dovecot::{self, add_user};
     const PASSWORD: &str = "imap-search-5Tz";
     let app = TestApp::start_with_mail().await;
@@ -47,6 +49,7 @@ async fn cached_mail_is_found_as_email_results_and_leaves_the_index_with_its_acc
     )
     .await;
     let page = wait_for_results(&app, &jwt, "q=periwinkle", 2).await;
+    let page_before_reindex = page.clone();
     let results = page["results"].as_array().unwrap();
     assert_eq!(results.len(), 2, "{page}");
     for r in results {
@@ -75,6 +78,56 @@ async fn cached_mail_is_found_as_email_results_and_leaves_the_index_with_its_acc
     // A phrase over the mail's text.
     let page = search(&app, &jwt, &format!("q={}", enc("\"second coat\""))).await;
     assert_eq!(page["results"].as_array().unwrap().len(), 1, "{page}");
+
+    // `switchboard reindex` rebuilds the mail's part of the index too.
+    let db = rusqlite::Connection::open(app.data_dir().join("switchboard.db")).unwrap();
+    db.busy_timeout(std::time::Duration::from_secs(5)).unwrap();
+    let uid = me.user["id"].as_str().unwrap().to_owned();
+    db.execute("DELETE FROM search_docs WHERE user_id = ?1", [&uid])
+        .unwrap();
+    assert_eq!(
+        search(&app, &jwt, "q=periwinkle").await["results"],
+        json!([])
+    );
+    let (status, out, err) = run_cli(
+        &[
+            "reindex",
+            "--config",
+            app.config_path.to_str().unwrap(),
+            "--user",
+            &uid,
+        ],
+        app.dir.path(),
+    );
+    assert!(status.success(), "{out}{err}");
+    assert!(out.contains("0 messages and 3 e-mails indexed"), "{out}");
+    let again = search(&app, &jwt, "q=periwinkle").await;
+    assert_eq!(again["results"], page_before_reindex["results"], "{again}");
+    let page = search(&app, &jwt, &format!("q={}", enc("\"second coat\""))).await;
+    assert_eq!(page["results"].as_array().unwrap().len(), 1, "{page}");
+
+    // Without [ai] a thread's summary is extractive: its mails' own words.
+    let thread = results[1]["threadId"].as_str().unwrap().to_owned();
+    let s = expect_json(
+        app.post_json("/api/ai/summarize", Some(&jwt), json!({"threadId": thread}))
+            .await,
+        200,
+    )
+    .await;
+    assert_eq!(s["model"], "extractive", "{s}");
+    assert_eq!(s["messageCount"], 1, "{s}");
+    assert_eq!(s["summary"], "dana@example.org: Two tins, please.", "{s}");
+    // Another user's thread, and an id that is none, are 404.
+    let other = app.sign_up("search.mail.other").await;
+    for (bearer, id) in [(&other.access_token, thread.as_str()), (&jwt, "no-thread")] {
+        expect_error(
+            app.post_json("/api/ai/summarize", Some(bearer), json!({"threadId": id}))
+                .await,
+            404,
+            "not_found",
+        )
+        .await;
+    }
 
     // Removing the mailbox removes its mail from the index.
     let id = account["id"].as_str().unwrap();

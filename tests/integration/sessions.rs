@@ -6,10 +6,10 @@ use std::time::{Duration, Instant};
 
 use base64::engine::general_purpose::STANDARD;
 use base64::Engine;
-use reqwest::Method;
 use rusqlite::{Connection, OpenFlags};
-use serde_json::{json, Value};
+use serde_json::Value;
 
+use crate::common::client::keys::CONFIRM_KEY_DELETION;
 use crate::common::matrix;
 use crate::common::*;
 use crate::sync::{is_message_created, open_sse, WAIT};
@@ -70,11 +70,8 @@ fn queued_logouts(app: &TestApp) -> i64 {
 }
 
 async fn active(app: &TestApp, access_token: &str) -> Value {
-    expect_json(
-        app.get_auth("/api/accounts/active", access_token).await,
-        200,
-    )
-    .await
+    let accounts = app.api(access_token).accounts();
+    accounts.active().await.expect("active account")
 }
 
 #[tokio::test]
@@ -98,16 +95,8 @@ async fn each_sign_in_has_its_own_matrix_device_and_logout_logs_them_out_while_s
     assert!(own != d1 && own != d2, "never Switchboard's own device");
 
     // Refresh keeps the session and its device: same Matrix token from /active.
-    let refreshed = expect_json(
-        app.post_json(
-            "/api/auth/refresh",
-            None,
-            json!({"refreshToken": first.refresh_token}),
-        )
-        .await,
-        200,
-    )
-    .await;
+    let refresh = app.anonymous().session();
+    let refreshed = refresh.refresh(&first.refresh_token).await.unwrap();
     let access = refreshed["accessToken"].as_str().unwrap().to_owned();
     assert_eq!(
         active(&app, &access).await["matrixAccessToken"],
@@ -129,10 +118,7 @@ async fn each_sign_in_has_its_own_matrix_device_and_logout_logs_them_out_while_s
         .await;
     let mut sse = open_sse(&app, &access, None).await;
 
-    let resp = app
-        .post_json("/api/auth/logout", Some(&access), json!({}))
-        .await;
-    expect_json(resp, 200).await;
+    app.api(&access).session().logout().await.unwrap();
     assert_logged_out(&m1).await;
     assert_logged_out(&m2).await;
     assert_eq!(queued_logouts(&app), 0, "nothing left to retry");
@@ -153,34 +139,14 @@ async fn removing_an_account_logs_out_the_matrix_devices_of_its_sessions() {
     let primary = app.sign_up("remover").await;
     let added = add_account(&app, &primary, &unique_email("removed")).await;
     let id = added["id"].as_str().unwrap().to_owned();
-    let switched = expect_json(
-        app.post_json(
-            &format!("/api/accounts/{id}/switch"),
-            Some(&primary.access_token),
-            json!({}),
-        )
-        .await,
-        200,
-    )
-    .await;
+    let accounts = app.user(&primary).accounts();
+    let switched = accounts.switch(&id).await.unwrap();
     let token = switched["matrixAccessToken"].as_str().unwrap().to_owned();
-    let me = expect_json(
-        app.get_auth("/api/auth/me", switched["accessToken"].as_str().unwrap())
-            .await,
-        200,
-    )
-    .await;
+    let me = app.api(switched["accessToken"].as_str().unwrap()).me();
+    let me = me.await.unwrap();
     assert_alive(&token, &me["matrixUserId"]).await;
 
-    let resp = app
-        .send(
-            Method::DELETE,
-            &format!("/api/accounts/{id}"),
-            Some(&primary.access_token),
-            None,
-        )
-        .await;
-    expect_json(resp, 200).await;
+    accounts.remove(&id).await.unwrap();
     assert_logged_out(&token).await;
     // The primary's own session is untouched.
     let primary_token = primary.matrix_access_token.as_deref().unwrap();
@@ -196,18 +162,8 @@ async fn deleting_the_keys_logs_out_the_app_devices_and_the_session_gets_a_new_o
     let before = s.matrix_access_token.clone().unwrap();
     assert_alive(&before, &mxid).await;
 
-    let resp = app
-        .http
-        .delete(app.url("/api/keys"))
-        .bearer_auth(&s.access_token)
-        .header(
-            "X-Confirm-Key-Deletion",
-            "PERMANENTLY_DELETE_ALL_MY_MESSAGES",
-        )
-        .send()
-        .await
-        .unwrap();
-    expect_json(resp, 200).await;
+    let keys = app.user(&s).keys();
+    keys.delete(Some(CONFIRM_KEY_DELETION)).await.unwrap();
     assert_logged_out(&before).await;
 
     // Still signed in: the session gets a fresh device, which works.
@@ -252,10 +208,7 @@ async fn a_logout_while_the_homeserver_is_down_succeeds_and_the_device_is_logged
     assert_alive(&token, &mxid).await;
 
     restart_with_homeserver(&mut app, &format!("http://127.0.0.1:{}", free_port())).await;
-    let resp = app
-        .post_json("/api/auth/logout", Some(&s.access_token), json!({}))
-        .await;
-    expect_json(resp, 200).await;
+    app.user(&s).session().logout().await.unwrap();
     // The homeserver never heard of the logout; the device waits for it in the queue.
     assert_alive(&token, &mxid).await;
 

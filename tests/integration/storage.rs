@@ -69,31 +69,14 @@ async fn the_database_holds_no_email_token_code_or_matrix_token_in_clear() {
 async fn an_acknowledged_write_survives_kill_9() {
     let mut app = TestApp::start_with_mail().await;
     let session = app.sign_up("durable").await;
-    let resp = app
-        .send(
-            reqwest::Method::PATCH,
-            "/api/auth/profile",
-            Some(&session.access_token),
-            Some(json!({"displayName": "Written Before The Crash"})),
-        )
-        .await;
-    expect_json(resp, 200).await;
+    let profile = json!({"displayName": "Written Before The Crash"});
+    app.user(&session).session().profile(profile).await.unwrap();
     app.restart_after_kill9().await;
-    let me = expect_json(
-        app.get_auth("/api/auth/me", &session.access_token).await,
-        200,
-    )
-    .await;
+    let me = app.user(&session).me().await.unwrap();
     assert_eq!(me["displayName"], "Written Before The Crash");
     // Tokens issued before the crash still work: the JWT key is derived from the master key.
-    let resp = app
-        .post_json(
-            "/api/auth/refresh",
-            None,
-            json!({"refreshToken": session.refresh_token}),
-        )
-        .await;
-    expect_json(resp, 200).await;
+    let refresh = app.anonymous().session();
+    refresh.refresh(&session.refresh_token).await.unwrap();
 }
 
 #[test]

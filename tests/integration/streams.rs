@@ -4,7 +4,6 @@
 use std::time::{Duration, Instant};
 
 use futures_util::StreamExt;
-use reqwest::Method;
 use serde_json::json;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
@@ -34,11 +33,7 @@ async fn a_stream_ends_within_five_seconds_of_its_personal_token_being_revoked()
     let mut sse = open_sse(&app, &token.token, None).await;
     assert_stays_open(&mut sse).await;
 
-    let path = format!("/api/developer/tokens/{}", token.id);
-    let resp = app
-        .send(Method::DELETE, &path, Some(&user.access_token), None)
-        .await;
-    expect_json(resp, 200).await;
+    app.user(&user).tokens().revoke(&token.id).await.unwrap();
     let started = Instant::now();
     assert!(
         sse.ends_within(ENDS_WITHIN).await,
@@ -82,11 +77,9 @@ async fn a_stream_ends_within_five_seconds_of_the_subscription_lapsing() {
     let mut sse = open_sse(&app, &token.token, None).await;
     assert_stays_open(&mut sse).await;
 
-    expect_json(
-        put_subscription(&app, &admin, &uid, json!({"active": false})).await,
-        200,
-    )
-    .await;
+    put_subscription(&app, &admin, &uid, json!({"active": false}))
+        .await
+        .unwrap();
     assert!(
         sse.ends_within(ENDS_WITHIN).await,
         "the stream is still open {ENDS_WITHIN:?} after the subscription lapsed"
@@ -96,11 +89,9 @@ async fn a_stream_ends_within_five_seconds_of_the_subscription_lapsing() {
 
     // Renewed, the same token streams again, and a lapse set by the CLI (another
     // process) ends the stream too.
-    expect_json(
-        put_subscription(&app, &admin, &uid, json!({"active": true})).await,
-        200,
-    )
-    .await;
+    put_subscription(&app, &admin, &uid, json!({"active": true}))
+        .await
+        .unwrap();
     let mut sse = open_sse(&app, &token.token, None).await;
     assert_stays_open(&mut sse).await;
     crate::admin::user_cli(&app, &["subscription", &uid, "--lapse"]);

@@ -1,18 +1,19 @@
 //! The AI routes' calls to the service: free-form chat completions (summaries,
-//! translations) and embeddings (AI search), each bounded by [`ASSIST_TIMEOUT`].
+//! translations) and embeddings (AI search). Each request, and a route's calls together
+//! ([`AiClient::within`]), are bounded by `[ai] timeout` (30 s by default): a service that
+//! accepts the connection and never answers costs one timeout, then 502.
 //!
 //! Wire protocol: `POST {url}/chat/completions` as for scoring, and `POST {url}/embeddings`
 //! `{model, input: [texts]}` → `{data: [{index, embedding: [numbers]}]}` (OpenAI, Ollama,
 //! llama.cpp, vLLM).
 
+use std::future::Future;
 use std::time::Duration;
 
 use serde_json::{json, Value};
 
 use super::{snippet, AiClient, AiError, MAX_ANSWER_BYTES};
 
-/// How long one summary, translation or embedding request may take, connection included.
-pub const ASSIST_TIMEOUT: Duration = Duration::from_secs(30);
 /// Larger embedding answers are refused unread (64 inputs × 4096 dimensions fit).
 const MAX_EMBEDDING_BYTES: usize = 16 * 1024 * 1024;
 
@@ -25,6 +26,22 @@ impl AiClient {
     /// The embedding model's name.
     pub fn embedding_model(&self) -> &str {
         &self.embedding_model
+    }
+
+    /// How long a route may wait for the service in all (`[ai] timeout`).
+    pub fn timeout(&self) -> Duration {
+        self.assist_timeout
+    }
+
+    /// Runs a route's calls to the service under one deadline of [`Self::timeout`], so
+    /// several sequential requests (AI search embeds in batches) cannot add up past it.
+    pub async fn within<T>(
+        &self,
+        work: impl Future<Output = Result<T, AiError>>,
+    ) -> Result<T, AiError> {
+        tokio::time::timeout(self.assist_timeout, work)
+            .await
+            .unwrap_or_else(|_| Err(AiError::Timeout(self.assist_timeout.as_secs())))
     }
 
     /// One chat completion: `system` and `user` messages; the answer's text. With
@@ -74,13 +91,14 @@ impl AiClient {
     }
 
     async fn post(&self, url: &str, body: &Value, max_bytes: usize) -> Result<Value, AiError> {
-        let mut request = self.http.post(url).timeout(ASSIST_TIMEOUT).json(body);
+        let limit = self.assist_timeout;
+        let mut request = self.http.post(url).timeout(limit).json(body);
         if let Some(key) = &self.api_key {
             request = request.bearer_auth(key.expose());
         }
         let timeout = |e: reqwest::Error| {
             if e.is_timeout() {
-                AiError::Timeout(ASSIST_TIMEOUT.as_secs())
+                AiError::Timeout(limit.as_secs())
             } else {
                 AiError::Unreachable(e.to_string())
             }

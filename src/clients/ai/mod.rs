@@ -85,6 +85,8 @@ pub struct AiClient {
     model: String,
     embedding_model: String,
     api_key: Option<Secret>,
+    /// Bound of one AI route's calls in all (`[ai] timeout`).
+    assist_timeout: Duration,
 }
 
 impl AiClient {
@@ -99,6 +101,7 @@ impl AiClient {
                 .clone()
                 .unwrap_or_else(|| config.model.clone()),
             api_key: config.api_key.clone(),
+            assist_timeout: config.timeout.0,
         }
     }
 

@@ -2,16 +2,15 @@
 //!
 //! - With `[ai]`: the OpenAI-compatible service of the config does the work. Only the
 //!   minimum text leaves the server, and only to that endpoint: message bodies, with the
-//!   senders replaced by labels ("me", "p1", "p2", …) for summaries; the one text to
-//!   translate; message bodies and the query for embeddings. Upstream failures are 502
-//!   `ai_unavailable` (each request bounded by [`ASSIST_TIMEOUT`]), never a hang or a 500.
+//!   senders replaced by labels ("me", "p1", "p2", …) for summaries of rooms and e-mail
+//!   threads ([`thread`]); the one text to translate; message and mail texts and the query
+//!   for embeddings. Upstream failures are 502 `ai_unavailable`, never a hang or a 500:
+//!   each route's calls are bounded together by `[ai] timeout` ([`AiClient::within`]).
 //! - Without `[ai]`: summaries are extractive (the most important messages by the
 //!   heuristic's scores, `model: "extractive"`), AI search is keyword search
 //!   (`model: "keyword"`), translation is 503 `ai_not_configured`.
 //! - Text answers are sealed to the user's registered X25519 key like history
 //!   (`encryptedSummary`, `encryptedTranslation`), plain when no key is registered.
-//!
-//! [`ASSIST_TIMEOUT`]: crate::clients::ai::assist::ASSIST_TIMEOUT
 
 use std::collections::HashMap;
 
@@ -31,6 +30,7 @@ use crate::store::user_keys;
 use crate::store::users::UserRow;
 
 pub mod semantic;
+pub mod thread;
 
 /// Messages a summary reads at most (the newest since `since`).
 pub const SUMMARY_WINDOW: i64 = 200;
@@ -128,11 +128,13 @@ fn seal(text: String, recipient: Option<[u8; 32]>) -> AppResult<AnswerText> {
     }
 }
 
-/// A readable message of the conversation being summarized.
-struct Line {
-    sender: String,
-    text: String,
-    row: MessageRow,
+/// A readable message of the conversation being summarized: who sent it (a Matrix ID or
+/// an e-mail address) and the heuristic's view of it.
+pub(crate) struct Line {
+    pub sender: String,
+    pub text: String,
+    pub importance: f64,
+    pub is_question: bool,
 }
 
 /// `POST /api/ai/summarize` for a room.
@@ -158,23 +160,44 @@ pub async fn summarize(
                     let body = conversations::open_message(&dek, &row.id, &row.content_enc)
                         .ok()?
                         .body;
-                    (!body.trim().is_empty()).then(|| Line {
-                        sender: row.sender_id.clone(),
-                        text: body,
-                        row,
-                    })
+                    (!body.trim().is_empty()).then(|| line_of(&row, body))
                 })
                 .collect();
             lines.reverse(); // oldest first
             Ok::<_, AppError>((lines, recipient, user.matrix_user_id))
         })
         .await?;
+    summarize_lines(state, lines, me.as_deref(), SUMMARY_PROMPT, None, recipient).await
+}
+
+fn line_of(row: &MessageRow, text: String) -> Line {
+    Line {
+        sender: row.sender_id.clone(),
+        text,
+        importance: row.importance,
+        is_question: row.is_question,
+    }
+}
+
+/// The summary of `lines` (oldest first): by the service when one is configured (with
+/// `heading` above the conversation), otherwise extractive; sealed to `recipient`.
+pub(crate) async fn summarize_lines(
+    state: &Context,
+    lines: Vec<Line>,
+    me: Option<&str>,
+    prompt: &str,
+    heading: Option<String>,
+    recipient: Option<[u8; 32]>,
+) -> AppResult<Summary> {
     let message_count = lines.len();
     let (text, model) = match client(state) {
         Some(ai) if !lines.is_empty() => {
-            let prompt = conversation_text(&lines, me.as_deref());
+            let mut conversation = conversation_text(&lines, me);
+            if let Some(h) = heading {
+                conversation = format!("{h}\n\n{conversation}");
+            }
             let text = ai
-                .complete(SUMMARY_PROMPT, &prompt, false)
+                .within(ai.complete(prompt, &conversation, false))
                 .await
                 .map_err(unavailable)?;
             (text.trim().to_owned(), ai.model().to_owned())
@@ -196,7 +219,7 @@ fn conversation_text(lines: &[Line], me: Option<&str>) -> String {
     let mut used = 0;
     for line in lines.iter().rev() {
         let n = labels.len();
-        let label = if Some(line.sender.as_str()) == me {
+        let label = if me.is_some_and(|m| line.sender.eq_ignore_ascii_case(m)) {
             "me".to_owned()
         } else {
             labels
@@ -236,7 +259,7 @@ pub(crate) fn extractive_pick(scores: &[(f64, bool, usize)]) -> Vec<usize> {
 fn extractive(lines: &[Line]) -> String {
     let scores: Vec<(f64, bool, usize)> = lines
         .iter()
-        .map(|l| (l.row.importance, l.row.is_question, l.text.chars().count()))
+        .map(|l| (l.importance, l.is_question, l.text.chars().count()))
         .collect();
     extractive_pick(&scores)
         .into_iter()
@@ -299,7 +322,7 @@ pub async fn translate(
     }
     let request = serde_json::json!({"targetLanguage": target, "text": text}).to_string();
     let answer = ai
-        .complete(TRANSLATE_PROMPT, &request, true)
+        .within(ai.complete(TRANSLATE_PROMPT, &request, true))
         .await
         .map_err(unavailable)?;
     let parsed: TranslateAnswer = serde_json::from_str(strip_fence(&answer)).map_err(|e| {

@@ -1,11 +1,16 @@
-//! `POST /api/ai/search`: results ranked by meaning (embeddings) merged with keyword hits.
+//! `POST /api/ai/search`: results ranked by meaning (embeddings) merged with keyword hits,
+//! over chat messages and cached e-mail alike.
 //!
-//! - Keyword hits come from the encrypted index ([`crate::services::search`]), verified.
-//! - Embeddings: the newest messages without a vector (at most [`EMBED_PER_REQUEST`] per
-//!   search) are embedded and stored sealed under the user's data key (AAD
-//!   `search_vectors`/`vector`/`<kind>/<id>`), so vectors accumulate as the user searches;
-//!   the query is embedded, every stored vector of the user opened and compared (cosine).
+//! - Keyword hits come from the encrypted index ([`crate::services::search`]), verified,
+//!   over everything the user has.
+//! - Meaning: the user's newest [`SEMANTIC_WINDOW`] indexed items (messages and mails by
+//!   time) are compared, so one request costs at most that many vector openings whatever
+//!   the size of the account. Items of the window without a vector (at most
+//!   [`EMBED_PER_REQUEST`] per search, newest first) are embedded and stored sealed under
+//!   the user's data key (AAD `search_vectors`/`vector`/`<kind>/<id>`); the query is
+//!   embedded, the window's vectors opened and compared (cosine).
 //! - The two rankings are merged by reciprocal rank fusion (score Σ 1/(60 + rank)).
+//! - All calls to the service together are bounded by `[ai] timeout`.
 //! - Without `[ai]` this is keyword search, `model: "keyword"`.
 
 use std::collections::HashMap;
@@ -13,19 +18,22 @@ use std::collections::HashMap;
 use rusqlite::Connection;
 
 use super::{client, keys_of, unavailable};
+use crate::clients::ai::AiError;
 use crate::crypto::{Aad, DataKey};
 use crate::error::{AppError, AppResult};
-use crate::services::conversations;
+use crate::services::messages::cache::KeyTag;
+use crate::services::search::open_item;
 use crate::services::search::run::{render, verified_matches, Verified};
-use crate::services::search::{Query, SearchPage, KIND_MESSAGE};
+use crate::services::search::{Query, SearchPage};
 use crate::services::Context;
-use crate::store::messages::{self as stored, MessageRow};
 use crate::store::search_index::{self, Candidate, Filters, VectorRow};
 
-/// Messages embedded at most per search (in batches of [`EMBED_BATCH`]).
-pub const EMBED_PER_REQUEST: i64 = 256;
+/// Items embedded at most per search (in batches of [`EMBED_BATCH`]).
+pub const EMBED_PER_REQUEST: usize = 256;
+/// Newest indexed items of a user compared by meaning per search.
+pub const SEMANTIC_WINDOW: i64 = 5_000;
 const EMBED_BATCH: usize = 64;
-/// Characters of a message sent for embedding at most.
+/// Characters of an item sent for embedding at most.
 const EMBED_MAX_CHARS: usize = 2_000;
 pub const DEFAULT_LIMIT: i64 = 20;
 pub const MAX_LIMIT: i64 = 50;
@@ -49,10 +57,10 @@ fn seal_vector(dek: &DataKey, kind: &str, item_id: &str, v: &[f32]) -> Vec<u8> {
     dek.seal(&bytes, &Aad::new("search_vectors", "vector", &key))
 }
 
-fn open_vector(dek: &DataKey, row: &VectorRow) -> Option<Vec<f32>> {
-    let key = vector_aad(&row.kind, &row.item_id);
+fn open_vector(dek: &DataKey, kind: &str, item_id: &str, sealed: &[u8]) -> Option<Vec<f32>> {
+    let key = vector_aad(kind, item_id);
     let bytes = dek
-        .open(&row.vector_enc, &Aad::new("search_vectors", "vector", &key))
+        .open(sealed, &Aad::new("search_vectors", "vector", &key))
         .ok()?;
     Some(
         bytes
@@ -78,44 +86,31 @@ fn cosine(a: &[f32], b: &[f32]) -> f64 {
     dot / (na.sqrt() * nb.sqrt())
 }
 
-/// The newest readable messages of the user that have no vector of `model` yet.
+/// The newest items of the window without a vector of `model`, with the text to embed.
 fn unembedded(
     c: &Connection,
     user_id: &str,
     dek: &DataKey,
     model: &str,
-) -> AppResult<Vec<(MessageRow, String)>> {
-    let mut stmt = c.prepare_cached(&format!(
-        "SELECT {} FROM messages m WHERE m.user_id = ?1 AND m.redacted = 0 \
-         AND m.msgtype != 'm.room.encrypted' AND NOT EXISTS (SELECT 1 FROM search_vectors v \
-         WHERE v.kind = 'message' AND v.item_id = m.id AND v.model = ?2) \
-         ORDER BY m.ts DESC LIMIT ?3",
-        prefixed_columns()
-    ))?;
-    let rows: Vec<MessageRow> = stmt
-        .query_map(
-            rusqlite::params![user_id, model, EMBED_PER_REQUEST],
-            stored::from_row,
-        )?
-        .collect::<Result<_, _>>()?;
-    Ok(rows
+) -> AppResult<Vec<(Candidate, String)>> {
+    let tag = KeyTag::of(dek);
+    let mut out = Vec::new();
+    for (cand, _) in search_index::newest_with_vectors(c, user_id, model, SEMANTIC_WINDOW, false)?
         .into_iter()
-        .filter_map(|row| {
-            let body = conversations::open_message(dek, &row.id, &row.content_enc)
-                .ok()?
-                .body;
-            let text: String = body.trim().chars().take(EMBED_MAX_CHARS).collect();
-            (!text.is_empty()).then_some((row, text))
-        })
-        .collect())
-}
-
-fn prefixed_columns() -> String {
-    stored::COLUMNS
-        .split(", ")
-        .map(|c| format!("m.{}", c.trim()))
-        .collect::<Vec<_>>()
-        .join(", ")
+        .filter(|(_, v)| v.is_none())
+    {
+        if out.len() == EMBED_PER_REQUEST {
+            break;
+        }
+        let Some(text) = open_item(c, dek, tag, user_id, &cand)? else {
+            continue;
+        };
+        let text: String = text.trim().chars().take(EMBED_MAX_CHARS).collect();
+        if !text.is_empty() {
+            out.push((cand, text));
+        }
+    }
+    Ok(out)
 }
 
 /// `POST /api/ai/search`.
@@ -166,19 +161,29 @@ pub async fn search(
             model: "keyword".to_owned(),
         });
     };
-    // Network calls happen outside any store job.
-    let mut fresh: Vec<(String, Vec<f32>)> = Vec::new();
-    for chunk in pending.chunks(EMBED_BATCH) {
-        let texts: Vec<String> = chunk.iter().map(|(_, t)| t.clone()).collect();
-        let vectors = ai.embed(&texts).await.map_err(unavailable)?;
-        fresh.extend(chunk.iter().map(|(r, _)| r.id.clone()).zip(vectors));
-    }
-    let query_vector = ai
-        .embed(&[query_text.trim().to_owned()])
+    // Network calls happen outside any store job, all under one deadline.
+    let texts: Vec<String> = pending.iter().map(|(_, t)| t.clone()).collect();
+    let query_input = query_text.trim().to_owned();
+    let (vectors, query_vector) = ai
+        .within(async {
+            let mut vectors: Vec<Vec<f32>> = Vec::with_capacity(texts.len());
+            for chunk in texts.chunks(EMBED_BATCH) {
+                vectors.extend(ai.embed(chunk).await?);
+            }
+            let query_vector = ai
+                .embed(std::slice::from_ref(&query_input))
+                .await?
+                .pop()
+                .ok_or_else(|| AiError::Malformed("no vector".into()))?;
+            Ok((vectors, query_vector))
+        })
         .await
-        .map_err(unavailable)?
-        .pop()
-        .ok_or_else(|| unavailable(crate::clients::ai::AiError::Malformed("no vector".into())))?;
+        .map_err(unavailable)?;
+    let fresh: Vec<(Candidate, Vec<f32>)> = pending
+        .into_iter()
+        .map(|(cand, _)| cand)
+        .zip(vectors)
+        .collect();
     let uid = user_id.to_owned();
     let m = model.clone();
     let page = state
@@ -186,14 +191,18 @@ pub async fn search(
         .run(move |c| {
             let now = crate::clock::unix_now() as i64;
             let tx = c.transaction()?;
-            for (id, v) in &fresh {
+            for (cand, v) in &fresh {
                 let row = VectorRow {
-                    kind: KIND_MESSAGE.to_owned(),
-                    item_id: id.clone(),
+                    kind: cand.kind.clone(),
+                    item_id: cand.item_id.clone(),
                     model: m.clone(),
-                    vector_enc: seal_vector(&dek, KIND_MESSAGE, id, v),
+                    vector_enc: seal_vector(&dek, &cand.kind, &cand.item_id, v),
                 };
                 search_index::put_vector(&tx, &uid, &row, now)?;
+            }
+            if !fresh.is_empty() {
+                // New items arrived since the last search: sweep the vectors of gone ones.
+                search_index::drop_orphan_vectors(&tx, &uid)?;
             }
             tx.commit()?;
             let semantic = rank_by_meaning(c, &uid, &dek, &m, &query_vector, limit * 2)?;
@@ -204,7 +213,7 @@ pub async fn search(
     Ok(AiSearch { page, model })
 }
 
-/// The user's messages nearest to `query` by cosine similarity, best first, opened.
+/// The items of the window nearest to `query` by cosine similarity, best first, opened.
 fn rank_by_meaning(
     c: &Connection,
     user_id: &str,
@@ -213,30 +222,21 @@ fn rank_by_meaning(
     query: &[f32],
     take: usize,
 ) -> AppResult<Vec<(Candidate, String)>> {
-    let mut scored: Vec<(f64, VectorRow)> = search_index::vectors_of_user(c, user_id, model)?
-        .into_iter()
-        .filter_map(|row| Some((cosine(query, &open_vector(dek, &row)?), row)))
-        .collect();
+    let mut scored: Vec<(f64, Candidate)> =
+        search_index::newest_with_vectors(c, user_id, model, SEMANTIC_WINDOW, true)?
+            .into_iter()
+            .filter_map(|(cand, sealed)| {
+                let v = open_vector(dek, &cand.kind, &cand.item_id, sealed.as_deref()?)?;
+                Some((cosine(query, &v), cand))
+            })
+            .collect();
     scored.sort_by(|a, b| b.0.total_cmp(&a.0));
+    let tag = KeyTag::of(dek);
     let mut out = Vec::new();
-    for (_, row) in scored.into_iter().take(take) {
-        let Some(msg) = search_index::message_by_id(c, user_id, &row.item_id)? else {
-            continue;
-        };
-        let Ok(content) = conversations::open_message(dek, &msg.id, &msg.content_enc) else {
-            continue;
-        };
-        out.push((
-            Candidate {
-                doc: 0,
-                kind: KIND_MESSAGE.to_owned(),
-                item_id: msg.id,
-                scope: msg.room_id,
-                sender: Some(msg.sender_id),
-                ts: msg.ts,
-            },
-            content.body,
-        ));
+    for (_, cand) in scored.into_iter().take(take) {
+        if let Some(text) = open_item(c, dek, tag, user_id, &cand)? {
+            out.push((cand, text));
+        }
     }
     Ok(out)
 }
@@ -292,12 +292,18 @@ mod tests {
             model: "e".into(),
             vector_enc: seal_vector(&dek, "message", "m1", &v),
         };
-        assert_eq!(open_vector(&dek, &row).unwrap(), v);
-        let moved = VectorRow {
-            item_id: "m2".into(),
-            ..row.clone()
-        };
-        assert!(open_vector(&dek, &moved).is_none(), "bound to its row");
+        assert_eq!(
+            open_vector(&dek, "message", "m1", &row.vector_enc).unwrap(),
+            v
+        );
+        assert!(
+            open_vector(&dek, "message", "m2", &row.vector_enc).is_none(),
+            "bound to its row"
+        );
+        assert!(
+            open_vector(&dek, "email", "m1", &row.vector_enc).is_none(),
+            "bound to its kind"
+        );
         assert!((cosine(&v, &v) - 1.0).abs() < 1e-9);
         assert!(cosine(&[1.0, 0.0], &[0.0, 1.0]).abs() < 1e-9);
     }

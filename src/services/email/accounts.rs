@@ -198,7 +198,12 @@ pub async fn remove(state: &Context, user_id: &str, id: &str) -> AppResult<Strin
     let aid = id.clone();
     let n = state
         .store
-        .run(move |c| Ok::<_, AppError>(store::delete_account(c, &uid, &aid)?))
+        .run(move |c| {
+            let n = store::delete_account(c, &uid, &aid)?;
+            // The AI-search vectors of its mails go with them.
+            crate::store::search_index::drop_orphan_vectors(c, &uid)?;
+            Ok::<_, AppError>(n)
+        })
         .await?;
     if n == 0 {
         return Err(AppError::not_found("mail account"));

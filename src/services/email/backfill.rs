@@ -41,7 +41,9 @@ async fn pending(
         .run(move |c| {
             let mut out = Vec::new();
             for a in store::accounts_of(c, &uid)? {
-                if a.status == "ok" {
+                // `syncing` too: a round or another pager's back-fill is running (it sets
+                // that status); waiting on the account's lock is what that pager needs.
+                if matches!(a.status.as_str(), "ok" | "syncing") {
                     let boxes = store::mailboxes(c, &a.id)?;
                     out.push((a.id, boxes));
                 }

@@ -144,12 +144,16 @@ pub async fn sync_named(
 }
 
 pub async fn drop_orphans(state: &Context, ctx: &AccountCtx) -> AppResult<Vec<String>> {
-    let id = ctx.account_id.clone();
+    let (id, uid) = (ctx.account_id.clone(), ctx.user_id.clone());
     state
         .store
         .run(move |c| {
             let tx = c.transaction()?;
             let t = mstore::drop_orphans(&tx, &id)?;
+            // The AI-search vectors of the dropped mails go with them.
+            if !t.is_empty() {
+                crate::store::search_index::drop_orphan_vectors(&tx, &uid)?;
+            }
             tx.commit()?;
             Ok::<_, AppError>(t)
         })

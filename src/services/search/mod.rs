@@ -9,7 +9,7 @@
 //!   messages, edits, redactions, late decryption, back-filled history all pass through
 //!   [`index_message`]); the mailbox sync indexes each cached mail ([`index_email`]);
 //!   deletions of either remove their entries by trigger. `switchboard reindex` rebuilds
-//!   the chat messages' part ([`reindex`]).
+//!   both from what is stored ([`reindex`]).
 //! - **Search** looks up one term per query word, takes the documents holding all of
 //!   them newest first, then decrypts each candidate and checks it against the query
 //!   ([`query`]) before it is returned: prefix and collision false positives never show,
@@ -20,12 +20,13 @@ use base64::Engine as _;
 use rusqlite::Connection;
 use serde::{Deserialize, Serialize};
 
-use crate::crypto::DataKey;
+use crate::crypto::{Aad, DataKey};
 use crate::error::{AppError, AppResult};
 use crate::services::conversations;
+use crate::services::email::{open_json, Body, Header, T_MESSAGES};
 use crate::services::messages::cache::KeyTag;
 use crate::store::messages::MessageRow;
-use crate::store::search_index::{self, Candidate, DocMeta};
+use crate::store::search_index::{self, Candidate, DocMeta, EmailDoc};
 
 pub mod query;
 pub mod run;
@@ -112,35 +113,31 @@ pub fn index_email(
     )
 }
 
-/// A cached mail's subject and text, if it is the user's and readable.
+/// A cached mail's header and the text it is indexed by (and summarized from): the body's
+/// text part, or the snippet of a mail without one. `None` when it does not open.
+pub fn open_email_doc(dek: &DataKey, doc: &EmailDoc) -> Option<(Header, String)> {
+    let header: Header = open_json(dek, &doc.header_enc, T_MESSAGES, "header", &doc.id).ok()?;
+    let body: Body = open_json(dek, &doc.body_enc, T_MESSAGES, "body", &doc.id).ok()?;
+    let text = match body.text {
+        Some(t) => t,
+        None => dek
+            .open_string(&doc.snippet_enc, &Aad::new(T_MESSAGES, "snippet", &doc.id))
+            .ok()?,
+    };
+    Some((header, text))
+}
+
+/// A cached mail's subject and text as indexed, if it is the user's and readable.
 fn open_email(
     conn: &Connection,
     dek: &DataKey,
     user_id: &str,
     id: &str,
 ) -> AppResult<Option<String>> {
-    use crate::services::email::{open_json, Body, Header, T_MESSAGES};
-    use rusqlite::OptionalExtension;
-    let row: Option<(Vec<u8>, Vec<u8>)> = conn
-        .prepare_cached(
-            "SELECT m.header_enc, m.body_enc FROM email_messages m \
-             JOIN email_accounts a ON a.id = m.account_id WHERE m.id = ?1 AND a.user_id = ?2",
-        )?
-        .query_row([id, user_id], |r| Ok((r.get(0)?, r.get(1)?)))
-        .optional()?;
-    let Some((header, body)) = row else {
+    let Some(doc) = search_index::email_by_id(conn, user_id, id)? else {
         return Ok(None);
     };
-    let header: Option<Header> = open_json(dek, &header, T_MESSAGES, "header", id).ok();
-    let body: Option<Body> = open_json(dek, &body, T_MESSAGES, "body", id).ok();
-    let (Some(header), Some(body)) = (header, body) else {
-        return Ok(None);
-    };
-    Ok(Some(format!(
-        "{}\n{}",
-        header.subject,
-        body.text.unwrap_or_default()
-    )))
+    Ok(open_email_doc(dek, &doc).map(|(h, text)| format!("{}\n{text}", h.subject)))
 }
 
 /// The readable text of a candidate, or `None` when it is gone or unreadable.
@@ -220,11 +217,12 @@ impl Cursor {
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct Reindexed {
     pub messages: usize,
+    pub emails: usize,
     pub unreadable: usize,
 }
 
-/// Rebuilds one user's index from the stored messages (in batches, each its own
-/// transaction, so a serving process is not blocked for long).
+/// Rebuilds one user's index from the stored chat messages and cached mails (in batches,
+/// each its own transaction, so a serving process is not blocked for long).
 pub fn reindex(
     conn: &mut Connection,
     master: &crate::crypto::MasterKey,
@@ -235,10 +233,7 @@ pub fn reindex(
     let dek = crate::services::users::data_key(master, &user)?;
     {
         let tx = conn.transaction()?;
-        tx.execute(
-            "DELETE FROM search_docs WHERE user_id = ?1 AND kind = ?2",
-            [user_id, KIND_MESSAGE],
-        )?;
+        tx.execute("DELETE FROM search_docs WHERE user_id = ?1", [user_id])?;
         tx.commit()?;
     }
     let mut out = Reindexed::default();
@@ -259,5 +254,34 @@ pub fn reindex(
         }
         tx.commit()?;
     }
+    // Each mail under its thread, with the text the mailbox sync indexes it by.
+    let mut after = String::new();
+    loop {
+        let docs = search_index::emails_after(conn, user_id, &after, 500)?;
+        let Some(last) = docs.last() else { break };
+        after = last.id.clone();
+        let tx = conn.transaction()?;
+        for doc in &docs {
+            match open_email_doc(&dek, doc) {
+                Some((header, text)) => {
+                    index_email(
+                        &tx,
+                        &dek,
+                        user_id,
+                        &doc.id,
+                        &doc.thread_id,
+                        doc.date,
+                        &header.subject,
+                        &text,
+                    )?;
+                    out.emails += 1;
+                }
+                None => out.unreadable += 1,
+            }
+        }
+        tx.commit()?;
+    }
+    // Vectors of items that are no longer indexed go too.
+    search_index::drop_orphan_vectors(conn, user_id)?;
     Ok(out)
 }

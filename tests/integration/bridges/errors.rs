@@ -4,9 +4,10 @@ use reqwest::Method;
 use serde_json::json;
 
 use crate::common::bridge::{BridgeEmulator, Login, Network, Op};
+use crate::common::client::Refusal;
 use crate::common::*;
 
-use super::{login_ids, mxid, platform, post, setup, start, step};
+use super::{login_ids, mxid, platform, setup, start};
 
 #[tokio::test]
 async fn bridge_refusals_are_clear_errors() {
@@ -22,19 +23,17 @@ async fn bridge_refusals_are_clear_errors() {
         .as_str()
         .unwrap()
         .to_owned();
-    let next = expect_json(
-        step(
-            &app,
-            t,
+    let next = app
+        .api(t)
+        .bridges()
+        .step(
             "telegram",
             &process,
             &first,
             json!({&field: "+15550003333"}),
         )
-        .await,
-        200,
-    )
-    .await;
+        .await
+        .unwrap();
     let code_step = next["step"].clone();
     tg.fail_next(
         Op::Step,
@@ -42,103 +41,101 @@ async fn bridge_refusals_are_clear_errors() {
         "FI.MAU.TELEGRAM.PHONE_CODE_INVALID",
         "Invalid phone code",
     );
-    let resp = step(
-        &app,
-        t,
-        "telegram",
-        &process,
-        &code_step,
-        json!({"fi.mau.telegram.login.code": "00000"}),
-    )
-    .await;
-    let body = expect_error(resp, 400, "bridge_rejected").await;
+    let body = app
+        .api(t)
+        .bridges()
+        .step(
+            "telegram",
+            &process,
+            &code_step,
+            json!({"fi.mau.telegram.login.code": "00000"}),
+        )
+        .await
+        .refused(400, "bridge_rejected");
     assert_eq!(body["message"], "Invalid phone code");
-    let resp = step(
-        &app,
-        t,
-        "telegram",
-        &process,
-        &code_step,
-        json!({"fi.mau.telegram.login.code": "12345"}),
-    )
-    .await;
-    expect_error(resp, 404, "login_process_not_found").await;
+    app.api(t)
+        .bridges()
+        .step(
+            "telegram",
+            &process,
+            &code_step,
+            json!({"fi.mau.telegram.login.code": "12345"}),
+        )
+        .await
+        .refused(404, "login_process_not_found");
 
     // A step the bridge does not expect (M_BAD_STATE).
     let started = start(&app, t, "telegram", "phone").await;
     let process = started["loginProcessId"].as_str().unwrap().to_owned();
     let mut wrong = started["step"].clone();
     wrong["stepId"] = json!("fi.mau.telegram.login.code");
-    let body = expect_error(
-        step(&app, t, "telegram", &process, &wrong, json!({"x": "1"})).await,
-        400,
-        "bridge_rejected",
-    )
-    .await;
+    let body = app
+        .api(t)
+        .bridges()
+        .step("telegram", &process, &wrong, json!({"x": "1"}))
+        .await
+        .refused(400, "bridge_rejected");
     assert_eq!(body["message"], "Step ID does not match");
 
     // Malformed requests never reach the bridge.
     let body = json!({"loginProcessId": process, "stepId": "s", "stepType": "display_and_wait", "data": {}});
-    expect_error(
-        post(&app, t, "/api/bridges/telegram/login/step", body).await,
-        400,
-        "invalid_request",
-    )
-    .await;
+    app.api(t)
+        .bridges()
+        .post("telegram", "login/step", body)
+        .await
+        .refused(400, "invalid_request");
     let body = json!({"loginProcessId": process, "stepId": "s", "stepType": "user_input"});
-    expect_error(
-        post(&app, t, "/api/bridges/telegram/login/step", body).await,
-        400,
-        "invalid_request",
-    )
-    .await;
-    expect_error(
-        post(&app, t, "/api/bridges/telegram/login/start", json!({})).await,
-        400,
-        "invalid_request",
-    )
-    .await;
+    app.api(t)
+        .bridges()
+        .post("telegram", "login/step", body)
+        .await
+        .refused(400, "invalid_request");
+    app.api(t)
+        .bridges()
+        .post("telegram", "login/start", json!({}))
+        .await
+        .refused(400, "invalid_request");
     let body =
         json!({"loginProcessId": "nope", "stepId": "s", "stepType": "user_input", "data": {}});
-    expect_error(
-        post(&app, t, "/api/bridges/telegram/login/step", body).await,
-        404,
-        "login_process_not_found",
-    )
-    .await;
+    app.api(t)
+        .bridges()
+        .post("telegram", "login/step", body)
+        .await
+        .refused(404, "login_process_not_found");
 
     // A flow the bridge does not offer; an unknown login to re-authenticate.
-    let resp = post(
-        &app,
-        t,
-        "/api/bridges/telegram/login/start",
-        json!({"flowId": "carrier-pigeon"}),
-    )
-    .await;
-    let body = expect_error(resp, 400, "invalid_flow").await;
+    let body = app
+        .api(t)
+        .bridges()
+        .post(
+            "telegram",
+            "login/start",
+            json!({"flowId": "carrier-pigeon"}),
+        )
+        .await
+        .refused(400, "invalid_flow");
     assert!(
         body["message"].as_str().unwrap().contains("phone, qr"),
         "{body}"
     );
-    let resp = post(
-        &app,
-        t,
-        "/api/bridges/telegram/login/start",
-        json!({"flowId": "phone", "loginId": "404"}),
-    )
-    .await;
-    expect_error(resp, 404, "login_not_found").await;
+    app.api(t)
+        .bridges()
+        .post(
+            "telegram",
+            "login/start",
+            json!({"flowId": "phone", "loginId": "404"}),
+        )
+        .await
+        .refused(404, "login_not_found");
 
     // The bridge failing (5xx) is a 502 with its message.
     tg.fail_next(Op::Start, 500, "M_UNKNOWN", "Internal error starting login");
-    let resp = post(
-        &app,
-        t,
-        "/api/bridges/telegram/login/start",
-        json!({"flowId": "phone"}),
-    )
-    .await;
-    let body = expect_error(resp, 502, "bridge_error").await;
+    let body = app
+        .api(t)
+        .bridges()
+        .post("telegram", "login/start", json!({"flowId": "phone"}))
+        .await
+        .refused(502, "bridge_error");
     assert!(
         body["message"]
             .as_str()
@@ -147,26 +144,22 @@ async fn bridge_refusals_are_clear_errors() {
         "{body}"
     );
     tg.fail_next(Op::Flows, 500, "M_UNKNOWN", "boom");
-    expect_error(
-        app.get_auth("/api/bridges/telegram/flows", t).await,
-        502,
-        "bridge_error",
-    )
-    .await;
+    app.api(t)
+        .bridges()
+        .flows("telegram")
+        .await
+        .refused(502, "bridge_error");
     tg.fail_next(
         Op::Start,
         403,
         "FI.MAU.BRIDGE.TOO_MANY_LOGINS",
         "Maximum number of logins exceeded",
     );
-    let resp = post(
-        &app,
-        t,
-        "/api/bridges/telegram/login/start",
-        json!({"flowId": "phone"}),
-    )
-    .await;
-    expect_error(resp, 409, "too_many_logins").await;
+    app.api(t)
+        .bridges()
+        .post("telegram", "login/start", json!({"flowId": "phone"}))
+        .await
+        .refused(409, "too_many_logins");
 }
 
 #[tokio::test]
@@ -195,7 +188,7 @@ async fn unknown_and_unconfigured_platforms_are_clear_errors() {
         expect_error(resp, 400, "invalid_platform").await;
     }
 
-    let configured = expect_json(app.get_auth("/api/bridges/configured", t).await, 200).await;
+    let configured = app.api(t).bridges().configured().await.unwrap();
     assert_eq!(
         configured["platforms"],
         json!([
@@ -204,7 +197,7 @@ async fn unknown_and_unconfigured_platforms_are_clear_errors() {
             {"id": "discord", "name": "Discord", "configured": true},
         ])
     );
-    let one = expect_json(app.get_auth("/api/bridges/telegram", t).await, 200).await;
+    let one = app.api(t).bridges().platform("telegram").await.unwrap();
     assert_eq!(
         (one["configured"].as_bool(), one["reachable"].as_bool()),
         (Some(false), Some(false))
@@ -226,12 +219,12 @@ async fn unknown_and_unconfigured_platforms_are_clear_errors() {
     }
 
     // A shared secret the bridge does not accept.
-    let body = expect_error(
-        app.get_auth("/api/bridges/discord/flows", t).await,
-        502,
-        "bridge_auth_failed",
-    )
-    .await;
+    let body = app
+        .api(t)
+        .bridges()
+        .flows("discord")
+        .await
+        .refused(502, "bridge_auth_failed");
     assert!(
         body["message"]
             .as_str()
@@ -239,7 +232,7 @@ async fn unknown_and_unconfigured_platforms_are_clear_errors() {
             .contains("Invalid auth token"),
         "{body}"
     );
-    let list = expect_json(app.get_auth("/api/bridges", t).await, 200).await;
+    let list = app.api(t).bridges().list().await.unwrap();
     assert_eq!(platform(&list, "discord")["reachable"], false);
     assert_eq!(platform(&list, "whatsapp")["reachable"], true);
 }
@@ -252,24 +245,17 @@ async fn login_starts_are_rate_limited_per_user() {
     for _ in 0..10 {
         start(&app, t, "whatsapp", "qr").await;
     }
-    let resp = post(
-        &app,
-        t,
-        "/api/bridges/whatsapp/login/start",
-        json!({"flowId": "qr"}),
-    )
-    .await;
-    let retry: u64 = resp.headers()["retry-after"]
+    let bridges = app.api(t).bridges();
+    let refused = bridges.start("whatsapp", "qr").await;
+    let retry: u64 = refused.as_ref().unwrap_err().headers["retry-after"]
         .to_str()
         .unwrap()
         .parse()
         .unwrap();
     assert!((1..=600).contains(&retry));
-    expect_error(resp, 429, "rate_limited").await;
-    let resp = app
-        .send(Method::POST, "/api/bridges/whatsapp/connect", Some(t), None)
-        .await;
-    expect_error(resp, 429, "rate_limited").await;
+    refused.refused(429, "rate_limited");
+    let resp = bridges.post_bare("whatsapp", "connect").await;
+    resp.expect(200).refused(429, "rate_limited");
     // Another user has its own budget.
     let other = app.sign_up("br-rate-other").await;
     start(&app, &other.access_token, "whatsapp", "qr").await;
@@ -280,32 +266,22 @@ async fn personal_tokens_may_only_read_bridges() {
     let wa = BridgeEmulator::start(Network::WhatsApp).await;
     let (app, user) = setup(&[&wa], "br-pat").await;
     wa.add_login(&mxid(&user), Login::connected("666", "+666"));
-    let resp = post(
-        &app,
-        &user.access_token,
-        "/api/developer/tokens",
-        json!({"name": "bridges"}),
-    )
-    .await;
-    let token = expect_json(resp, 201).await["token"]
-        .as_str()
-        .unwrap()
-        .to_owned();
+    let token = app.user(&user).tokens().create_named("bridges").await.token;
 
-    let list = expect_json(app.get_auth("/api/bridges", &token).await, 200).await;
+    let list = app.api(&token).bridges().list().await.unwrap();
     assert_eq!(
         login_ids(platform(&list, "whatsapp")),
         ["666"],
         "{list}\n{}",
         app.log()
     );
-    expect_json(app.get_auth("/api/bridges/configured", &token).await, 200).await;
-    let dashboard = expect_json(app.get_auth("/api/bridges/dashboard", &token).await, 200).await;
+    app.api(&token).bridges().configured().await.unwrap();
+    let dashboard = app.api(&token).bridges().dashboard().await.unwrap();
     assert_eq!(
         platform(&dashboard, "whatsapp")["logins"][0]["stateEvent"],
         "CONNECTED"
     );
-    expect_json(app.get_auth("/api/bridges/chat-counts", &token).await, 200).await;
+    app.api(&token).bridges().chat_counts().await.unwrap();
 
     for (method, path) in [
         (Method::GET, "/api/bridges/whatsapp"),

@@ -5,9 +5,9 @@ use std::time::{Duration, Instant};
 use serde_json::json;
 
 use crate::common::bridge::{BridgeEmulator, Login, Network, SHARED_SECRET};
-use crate::common::*;
+use crate::common::client::Refusal;
 
-use super::{bridge_event, login_ids, mxid, open_sync, platform, post, setup, start, step, wait};
+use super::{bridge_event, login_ids, mxid, open_sync, platform, setup, start};
 
 #[tokio::test]
 async fn a_whatsapp_qr_login_completes_through_wait_and_is_recorded_sealed() {
@@ -17,7 +17,7 @@ async fn a_whatsapp_qr_login_completes_through_wait_and_is_recorded_sealed() {
     let mut sync = open_sync(&app, t).await;
     let mut buf = String::new();
 
-    let flows = expect_json(app.get_auth("/api/bridges/whatsapp/flows", t).await, 200).await;
+    let flows = app.api(t).bridges().flows("whatsapp").await.unwrap();
     let ids: Vec<&str> = flows["flows"]
         .as_array()
         .unwrap()
@@ -50,20 +50,14 @@ async fn a_whatsapp_qr_login_completes_through_wait_and_is_recorded_sealed() {
         profile: json!({"phone": "+15550001111", "name": "Alice Sealed-Profile-Name"}),
         ..Login::connected("15550001111", "+15550001111")
     };
-    let waiting = wait(
-        &app,
-        t,
-        "whatsapp",
-        &process,
-        "fi.mau.whatsapp.login.qr",
-        30,
-    );
+    let bridges = app.api(t).bridges();
+    let waiting = bridges.wait("whatsapp", &process, "fi.mau.whatsapp.login.qr", 30);
     let scan = async {
         tokio::time::sleep(Duration::from_millis(300)).await;
         wa.complete_login(&process, login);
     };
-    let (resp, ()) = tokio::join!(waiting, scan);
-    let done = expect_json(resp, 200).await;
+    let (done, ()) = tokio::join!(waiting, scan);
+    let done = done.unwrap();
     assert_eq!(done["complete"], true, "{done}");
     assert_eq!(done["expired"], false);
     assert_eq!(done["loginId"], "15550001111");
@@ -81,18 +75,19 @@ async fn a_whatsapp_qr_login_completes_through_wait_and_is_recorded_sealed() {
     assert_eq!(event["stateEvent"], "CONNECTED");
 
     // A repeated wait answers the completion again.
-    let again = expect_json(
-        wait(&app, t, "whatsapp", &process, "fi.mau.whatsapp.login.qr", 1).await,
-        200,
-    )
-    .await;
+    let again = app
+        .api(t)
+        .bridges()
+        .wait("whatsapp", &process, "fi.mau.whatsapp.login.qr", 1)
+        .await
+        .unwrap();
     assert_eq!(again["complete"], true);
 
-    let status = expect_json(app.get_auth("/api/bridges/whatsapp/status", t).await, 200).await;
+    let status = app.api(t).bridges().status("whatsapp").await.unwrap();
     assert_eq!(status["connected"], true);
     assert_eq!(login_ids(&status), ["15550001111"]);
     assert_eq!(status["logins"][0]["stateEvent"], "CONNECTED");
-    let list = expect_json(app.get_auth("/api/bridges", t).await, 200).await;
+    let list = app.api(t).bridges().list().await.unwrap();
     let whatsapp = platform(&list, "whatsapp");
     assert_eq!(
         (
@@ -104,7 +99,7 @@ async fn a_whatsapp_qr_login_completes_through_wait_and_is_recorded_sealed() {
     assert_eq!(whatsapp["connected"], true);
     assert_eq!(whatsapp["name"], "WhatsApp");
     assert_eq!(platform(&list, "telegram")["configured"], false);
-    let one = expect_json(app.get_auth("/api/bridges/whatsapp", t).await, 200).await;
+    let one = app.api(t).bridges().platform("whatsapp").await.unwrap();
     assert_eq!(login_ids(&one), ["15550001111"]);
 
     // Every bridge call carried the shared secret and acted for the user's Matrix ID.
@@ -145,19 +140,17 @@ async fn a_telegram_phone_login_takes_a_phone_and_a_code() {
     assert_eq!(field["type"], "phone_number");
     let field_id = field["id"].as_str().unwrap().to_owned();
 
-    let next = expect_json(
-        step(
-            &app,
-            t,
+    let next = app
+        .api(t)
+        .bridges()
+        .step(
             "telegram",
             &process,
             &first,
             json!({field_id: "+15550002222"}),
         )
-        .await,
-        200,
-    )
-    .await;
+        .await
+        .unwrap();
     assert_eq!(next["complete"], false);
     let code_step = next["step"].clone();
     assert_eq!(code_step["stepId"], "fi.mau.telegram.login.code");
@@ -168,25 +161,23 @@ async fn a_telegram_phone_login_takes_a_phone_and_a_code() {
         .to_owned();
     assert!(next["timeout"]["remainingSeconds"].as_i64().unwrap() > 0);
 
-    let done = expect_json(
-        step(
-            &app,
-            t,
+    let done = app
+        .api(t)
+        .bridges()
+        .step(
             "telegram",
             &process,
             &code_step,
             json!({code_field: "12345"}),
         )
-        .await,
-        200,
-    )
-    .await;
+        .await
+        .unwrap();
     assert_eq!(done["complete"], true, "{done}");
     assert_eq!(done["loginId"], "15550002222");
     assert_eq!(done["userInfo"]["remoteName"], "+15550002222");
     assert_eq!(done["userInfo"]["remoteProfile"]["username"], "tguser");
     assert_eq!(tg.login_ids(&mxid(&user)), ["15550002222"]);
-    let status = expect_json(app.get_auth("/api/bridges/telegram/status", t).await, 200).await;
+    let status = app.api(t).bridges().status("telegram").await.unwrap();
     assert_eq!(login_ids(&status), ["15550002222"]);
 }
 
@@ -208,23 +199,21 @@ async fn a_discord_cookie_login_completes_in_one_step() {
     );
     assert_eq!(first["instructions"], "Log in with Discord.");
 
-    let done = expect_json(
-        step(
-            &app,
-            t,
+    let done = app
+        .api(t)
+        .bridges()
+        .step(
             "discord",
             &process,
             &first,
             json!({"token": "mfa.secret-token"}),
         )
-        .await,
-        200,
-    )
-    .await;
+        .await
+        .unwrap();
     assert_eq!(done["complete"], true, "{done}");
     assert_eq!(done["loginId"], "80351110224678912");
     assert_eq!(done["userInfo"]["remoteName"], "nelly");
-    let list = expect_json(app.get_auth("/api/bridges", t).await, 200).await;
+    let list = app.api(t).bridges().list().await.unwrap();
     assert_eq!(platform(&list, "discord")["connected"], true);
     let submitted = dc
         .requests()
@@ -246,7 +235,12 @@ async fn a_wait_without_news_reports_the_remaining_time_then_expiry() {
 
     // Nothing happens at the bridge: the wait answers the current step after its timeout.
     let t0 = Instant::now();
-    let first = expect_json(wait(&app, t, "whatsapp", &process, qr_step, 1).await, 200).await;
+    let first = app
+        .api(t)
+        .bridges()
+        .wait("whatsapp", &process, qr_step, 1)
+        .await
+        .unwrap();
     let took = t0.elapsed();
     assert!(
         took >= Duration::from_millis(900) && took < Duration::from_secs(5),
@@ -261,7 +255,12 @@ async fn a_wait_without_news_reports_the_remaining_time_then_expiry() {
     let r1 = first["timeout"]["remainingSeconds"].as_i64().unwrap();
     assert!(r1 > 0 && r1 < 1800);
     tokio::time::sleep(Duration::from_millis(1100)).await;
-    let second = expect_json(wait(&app, t, "whatsapp", &process, qr_step, 1).await, 200).await;
+    let second = app
+        .api(t)
+        .bridges()
+        .wait("whatsapp", &process, qr_step, 1)
+        .await
+        .unwrap();
     let r2 = second["timeout"]["remainingSeconds"].as_i64().unwrap();
     assert!(r2 < r1, "remaining {r1} then {r2}");
     assert_eq!(
@@ -272,7 +271,12 @@ async fn a_wait_without_news_reports_the_remaining_time_then_expiry() {
     // The background long-poll is still the bridge's one request; a refreshed QR arrives.
     wa.refresh_qr(&process);
     let t0 = Instant::now();
-    let refreshed = expect_json(wait(&app, t, "whatsapp", &process, qr_step, 10).await, 200).await;
+    let refreshed = app
+        .api(t)
+        .bridges()
+        .wait("whatsapp", &process, qr_step, 10)
+        .await
+        .unwrap();
     assert!(
         t0.elapsed() < Duration::from_secs(5),
         "the new QR code is answered at once"
@@ -291,13 +295,13 @@ async fn a_wait_without_news_reports_the_remaining_time_then_expiry() {
     assert_eq!(polls, 1, "one long-poll for the first QR code");
 
     // The bridge times the login out.
-    let pending = wait(&app, t, "whatsapp", &process, qr_step, 10);
+    let pending = app.api(t).bridges().wait("whatsapp", &process, qr_step, 10);
     let expire = async {
         tokio::time::sleep(Duration::from_millis(300)).await;
         wa.expire(&process);
     };
-    let (resp, ()) = tokio::join!(pending, expire);
-    let expired = expect_json(resp, 200).await;
+    let (expired, ()) = tokio::join!(pending, expire);
+    let expired = expired.unwrap();
     assert_eq!(
         (expired["complete"].as_bool(), expired["expired"].as_bool()),
         (Some(false), Some(true)),
@@ -305,45 +309,46 @@ async fn a_wait_without_news_reports_the_remaining_time_then_expiry() {
     );
     assert_eq!(expired["timeout"]["remainingSeconds"], 0);
     assert!(expired["step"].is_null());
-    let again = expect_json(wait(&app, t, "whatsapp", &process, qr_step, 1).await, 200).await;
+    let again = app
+        .api(t)
+        .bridges()
+        .wait("whatsapp", &process, qr_step, 1)
+        .await
+        .unwrap();
     assert_eq!(again["expired"], true);
     let body =
         json!({"loginProcessId": process, "stepId": qr_step, "stepType": "user_input", "data": {}});
-    expect_error(
-        post(&app, t, "/api/bridges/whatsapp/login/step", body).await,
-        400,
-        "login_expired",
-    )
-    .await;
+    app.api(t)
+        .bridges()
+        .post("whatsapp", "login/step", body)
+        .await
+        .refused(400, "login_expired");
 
     // Bad waits.
-    expect_error(
-        wait(&app, t, "whatsapp", &process, qr_step, 0).await,
-        400,
-        "invalid_request",
-    )
-    .await;
-    expect_error(
-        wait(&app, t, "whatsapp", &process, qr_step, 61).await,
-        400,
-        "invalid_request",
-    )
-    .await;
-    expect_error(
-        wait(&app, t, "whatsapp", "unknown", qr_step, 1).await,
-        404,
-        "login_process_not_found",
-    )
-    .await;
+    app.api(t)
+        .bridges()
+        .wait("whatsapp", &process, qr_step, 0)
+        .await
+        .refused(400, "invalid_request");
+    app.api(t)
+        .bridges()
+        .wait("whatsapp", &process, qr_step, 61)
+        .await
+        .refused(400, "invalid_request");
+    app.api(t)
+        .bridges()
+        .wait("whatsapp", "unknown", qr_step, 1)
+        .await
+        .refused(404, "login_process_not_found");
     let phone = start(&app, t, "whatsapp", "phone").await;
-    let resp = wait(
-        &app,
-        t,
-        "whatsapp",
-        phone["loginProcessId"].as_str().unwrap(),
-        "fi.mau.whatsapp.login.phone",
-        1,
-    )
-    .await;
-    expect_error(resp, 400, "invalid_step").await;
+    app.api(t)
+        .bridges()
+        .wait(
+            "whatsapp",
+            phone["loginProcessId"].as_str().unwrap(),
+            "fi.mau.whatsapp.login.phone",
+            1,
+        )
+        .await
+        .refused(400, "invalid_step");
 }

@@ -3,7 +3,7 @@
 
 use std::time::{Duration, Instant};
 
-use serde_json::{json, Value};
+use serde_json::Value;
 
 use crate::common::bridge::BridgeEmulator;
 use crate::common::*;
@@ -27,60 +27,9 @@ fn mxid(user: &Session) -> String {
         .to_owned()
 }
 
-async fn post(app: &TestApp, token: &str, path: &str, body: Value) -> reqwest::Response {
-    app.post_json(path, Some(token), body).await
-}
-
 async fn start(app: &TestApp, token: &str, platform: &str, flow: &str) -> Value {
-    let resp = post(
-        app,
-        token,
-        &format!("/api/bridges/{platform}/login/start"),
-        json!({"flowId": flow}),
-    )
-    .await;
-    expect_json(resp, 200).await
-}
-
-async fn wait(
-    app: &TestApp,
-    token: &str,
-    platform: &str,
-    process: &str,
-    step: &str,
-    secs: u64,
-) -> reqwest::Response {
-    let body = json!({"loginProcessId": process, "stepId": step, "timeoutSeconds": secs});
-    post(
-        app,
-        token,
-        &format!("/api/bridges/{platform}/login/wait"),
-        body,
-    )
-    .await
-}
-
-async fn step(
-    app: &TestApp,
-    token: &str,
-    platform: &str,
-    process: &str,
-    step: &Value,
-    data: Value,
-) -> reqwest::Response {
-    let body = json!({
-        "loginProcessId": process,
-        "stepId": step["stepId"],
-        "stepType": step["type"],
-        "data": data,
-    });
-    post(
-        app,
-        token,
-        &format!("/api/bridges/{platform}/login/step"),
-        body,
-    )
-    .await
+    let started = app.api(token).bridges().start(platform, flow).await;
+    started.expect("login started")
 }
 
 fn login_ids(body: &Value) -> Vec<String> {

@@ -2,13 +2,12 @@
 
 use std::time::{Duration, Instant};
 
-use reqwest::Method;
 use serde_json::{json, Value};
 
 use crate::common::bridge::{BridgeEmulator, Login, Network};
-use crate::common::*;
+use crate::common::client::{Refusal, Reply};
 
-use super::{bridge_event, login_ids, mxid, open_sync, platform, post, setup};
+use super::{bridge_event, login_ids, mxid, open_sync, platform, setup};
 
 #[tokio::test]
 async fn logins_are_logged_out_one_at_a_time_or_all_together() {
@@ -21,17 +20,15 @@ async fn logins_are_logged_out_one_at_a_time_or_all_together() {
     let mut sync = open_sync(&app, t).await;
     let mut buf = String::new();
 
-    let status = expect_json(app.get_auth("/api/bridges/whatsapp/status", t).await, 200).await;
+    let status = app.api(t).bridges().status("whatsapp").await.unwrap();
     assert_eq!(login_ids(&status), ["111", "222"]);
 
-    let resp = post(
-        &app,
-        t,
-        "/api/bridges/whatsapp/logout",
-        json!({"loginId": "111"}),
-    )
-    .await;
-    let body = expect_json(resp, 200).await;
+    let body = app
+        .api(t)
+        .bridges()
+        .post("whatsapp", "logout", json!({"loginId": "111"}))
+        .await
+        .unwrap();
     assert!(body["message"].as_str().unwrap().contains("111"));
     assert_eq!(wa.login_ids(&me), ["222"]);
     let event = bridge_event(&mut sync, &mut buf, |e| {
@@ -39,38 +36,34 @@ async fn logins_are_logged_out_one_at_a_time_or_all_together() {
     })
     .await;
     assert_eq!(event["stateEvent"], "LOGGED_OUT");
-    let one = expect_json(app.get_auth("/api/bridges/whatsapp", t).await, 200).await;
+    let one = app.api(t).bridges().platform("whatsapp").await.unwrap();
     assert_eq!(login_ids(&one), ["222"]);
 
-    let resp = post(
-        &app,
-        t,
-        "/api/bridges/whatsapp/logout",
-        json!({"loginId": "999"}),
-    )
-    .await;
-    expect_error(resp, 404, "login_not_found").await;
+    app.api(t)
+        .bridges()
+        .post("whatsapp", "logout", json!({"loginId": "999"}))
+        .await
+        .refused(404, "login_not_found");
 
     // No body: every login.
-    let resp = app
-        .send(Method::POST, "/api/bridges/whatsapp/logout", Some(t), None)
-        .await;
-    expect_json(resp, 200).await;
+    let bridges = app.api(t).bridges();
+    bridges
+        .post_bare("whatsapp", "logout")
+        .await
+        .expect(200)
+        .unwrap();
     assert!(wa.login_ids(&me).is_empty());
     bridge_event(&mut sync, &mut buf, |e| {
         e["loginId"] == "222" && e["stateEvent"] == "LOGGED_OUT"
     })
     .await;
-    let status = expect_json(app.get_auth("/api/bridges/whatsapp/status", t).await, 200).await;
+    let status = app.api(t).bridges().status("whatsapp").await.unwrap();
     assert!(login_ids(&status).is_empty());
     assert_eq!(status["connected"], false);
 
     // Removing the bridge connection logs out everything too.
     wa.add_login(&me, Login::connected("333", "+333"));
-    let resp = app
-        .send(Method::DELETE, "/api/bridges/whatsapp", Some(t), None)
-        .await;
-    let body = expect_json(resp, 200).await;
+    let body = bridges.remove("whatsapp").await.unwrap();
     assert!(
         body["message"].as_str().unwrap().contains("removed"),
         "{body}"
@@ -91,7 +84,7 @@ async fn state_changes_at_the_bridge_reach_status_and_the_event_stream() {
     wa.add_login(&me, Login::connected("444", "+444"));
     let mut sync = open_sync(&app, t).await;
     let mut buf = String::new();
-    let status = expect_json(app.get_auth("/api/bridges/whatsapp/status", t).await, 200).await;
+    let status = app.api(t).bridges().status("whatsapp").await.unwrap();
     assert_eq!(status["logins"][0]["stateEvent"], "CONNECTED");
     bridge_event(&mut sync, &mut buf, |e| {
         e["loginId"] == "444" && e["stateEvent"] == "CONNECTED"
@@ -107,7 +100,7 @@ async fn state_changes_at_the_bridge_reach_status_and_the_event_stream() {
     );
     // Status is read through a cache of at most 10 s.
     tokio::time::sleep(Duration::from_millis(10_500)).await;
-    let status = expect_json(app.get_auth("/api/bridges/whatsapp/status", t).await, 200).await;
+    let status = app.api(t).bridges().status("whatsapp").await.unwrap();
     let login = &status["logins"][0];
     assert_eq!(login["stateEvent"], "BAD_CREDENTIALS");
     assert_eq!(login["loggedIn"], false);
@@ -123,14 +116,16 @@ async fn state_changes_at_the_bridge_reach_status_and_the_event_stream() {
     assert_eq!(event["error"], "You were logged out from another device.");
 
     // Re-authentication of the login (loginId) with the phone flow.
-    let resp = post(
-        &app,
-        t,
-        "/api/bridges/whatsapp/login/start",
-        json!({"flowId": "phone", "loginId": "444"}),
-    )
-    .await;
-    let started = expect_json(resp, 200).await;
+    let started = app
+        .api(t)
+        .bridges()
+        .post(
+            "whatsapp",
+            "login/start",
+            json!({"flowId": "phone", "loginId": "444"}),
+        )
+        .await
+        .unwrap();
     assert_eq!(started["step"]["type"], "user_input");
     let start_req = wa
         .requests()
@@ -147,16 +142,15 @@ async fn the_deprecated_connect_and_disconnect_still_work_with_a_deprecation_hea
     let (app, user) = setup(&[&wa, &tg], "br-dep").await;
     let t = &user.access_token;
 
-    let resp = app
-        .send(Method::POST, "/api/bridges/whatsapp/connect", Some(t), None)
-        .await;
-    assert_eq!(
-        resp.headers()
+    let bridges = app.api(t).bridges();
+    let resp = bridges.post_bare("whatsapp", "connect").await;
+    let deprecation = |r: &Reply| {
+        r.headers
             .get("deprecation")
-            .and_then(|v| v.to_str().ok()),
-        Some("true")
-    );
-    let body = expect_json(resp, 200).await;
+            .map(|v| v.to_str().unwrap().to_owned())
+    };
+    assert_eq!(deprecation(&resp).as_deref(), Some("true"));
+    let body = resp.expect(200).unwrap();
     assert_eq!(body["method"], "qr");
     assert_eq!(body["flowId"], "qr");
     let process = body["loginProcessId"].as_str().unwrap();
@@ -166,30 +160,16 @@ async fn the_deprecated_connect_and_disconnect_still_work_with_a_deprecation_hea
     assert!(seconds > 1700 && seconds <= 1800, "{body}");
     assert!(body["timeout"]["expiresAt"].is_string());
 
-    let resp = app
-        .send(Method::POST, "/api/bridges/telegram/connect", Some(t), None)
-        .await;
-    let body = expect_json(resp, 200).await;
+    let resp = bridges.post_bare("telegram", "connect").await;
+    let body = resp.expect(200).unwrap();
     assert_eq!(body["method"], "phone");
     assert!(body["qrCode"].is_null());
     assert_eq!(body["step"]["type"], "user_input");
 
     wa.add_login(&mxid(&user), Login::connected("555", "+555"));
-    let resp = app
-        .send(
-            Method::POST,
-            "/api/bridges/whatsapp/disconnect",
-            Some(t),
-            None,
-        )
-        .await;
-    assert_eq!(
-        resp.headers()
-            .get("deprecation")
-            .and_then(|v| v.to_str().ok()),
-        Some("true")
-    );
-    expect_json(resp, 200).await;
+    let resp = bridges.post_bare("whatsapp", "disconnect").await;
+    assert_eq!(deprecation(&resp).as_deref(), Some("true"));
+    resp.expect(200).unwrap();
     assert!(wa.login_ids(&mxid(&user)).is_empty());
 
     let yaml = app.get("/openapi.yaml").await.text().await.unwrap();
@@ -211,14 +191,14 @@ async fn a_stopped_bridge_is_unreachable_on_the_dashboard_and_fails_fast() {
     let (app, user) = setup(&[&wa, &tg], "br-down").await;
     let t = &user.access_token;
     tg.add_login(&mxid(&user), Login::connected("777", "+777"));
-    let before = expect_json(app.get_auth("/api/bridges/telegram/status", t).await, 200).await;
+    let before = app.api(t).bridges().status("telegram").await.unwrap();
     assert_eq!(login_ids(&before), ["777"]);
     tg.stop().await;
     // The status cache lives at most 10 s.
     tokio::time::sleep(Duration::from_millis(10_500)).await;
 
     let t0 = Instant::now();
-    let dashboard = expect_json(app.get_auth("/api/bridges/dashboard", t).await, 200).await;
+    let dashboard = app.api(t).bridges().dashboard().await.unwrap();
     let telegram = platform(&dashboard, "telegram");
     assert_eq!(telegram["configured"], true);
     assert_eq!(telegram["reachable"], false);
@@ -238,40 +218,34 @@ async fn a_stopped_bridge_is_unreachable_on_the_dashboard_and_fails_fast() {
     assert_eq!(platform(&dashboard, "whatsapp")["reachable"], true);
     assert!(dashboard["generatedAt"].is_string());
 
-    let resp = post(
-        &app,
-        t,
-        "/api/bridges/telegram/login/start",
-        json!({"flowId": "phone"}),
-    )
-    .await;
-    let body = expect_error(resp, 503, "bridge_unavailable").await;
+    let body = app
+        .api(t)
+        .bridges()
+        .post("telegram", "login/start", json!({"flowId": "phone"}))
+        .await
+        .refused(503, "bridge_unavailable");
     assert!(
         body["message"].as_str().unwrap().contains("Telegram"),
         "{body}"
     );
-    expect_error(
-        app.get_auth("/api/bridges/telegram/status", t).await,
-        503,
-        "bridge_unavailable",
-    )
-    .await;
-    expect_error(
-        app.get_auth("/api/bridges/telegram/flows", t).await,
-        503,
-        "bridge_unavailable",
-    )
-    .await;
-    let resp = app
-        .send(Method::POST, "/api/bridges/telegram/logout", Some(t), None)
-        .await;
-    expect_error(resp, 503, "bridge_unavailable").await;
+    app.api(t)
+        .bridges()
+        .status("telegram")
+        .await
+        .refused(503, "bridge_unavailable");
+    app.api(t)
+        .bridges()
+        .flows("telegram")
+        .await
+        .refused(503, "bridge_unavailable");
+    let resp = app.api(t).bridges().post_bare("telegram", "logout").await;
+    resp.expect(200).refused(503, "bridge_unavailable");
     assert!(
         t0.elapsed() < Duration::from_secs(5),
         "took {:?}",
         t0.elapsed()
     );
-    let list = expect_json(app.get_auth("/api/bridges", t).await, 200).await;
+    let list = app.api(t).bridges().list().await.unwrap();
     assert_eq!(platform(&list, "telegram")["reachable"], false);
 }
 
@@ -279,7 +253,7 @@ async fn a_stopped_bridge_is_unreachable_on_the_dashboard_and_fails_fast() {
 async fn chat_counts_use_the_room_lists_filter() {
     let (app, user) = setup(&[], "br-count").await;
     let t = &user.access_token;
-    let empty = expect_json(app.get_auth("/api/bridges/chat-counts", t).await, 200).await;
+    let empty = app.api(t).bridges().chat_counts().await.unwrap();
     assert_eq!(empty["total"], 0);
     assert_eq!(empty["counts"].as_array().unwrap().len(), 4);
 
@@ -329,11 +303,7 @@ async fn chat_counts_use_the_room_lists_filter() {
     assert_eq!(counts["total"], 4);
 
     // The personal-token room list shows the same conversations.
-    let resp = post(&app, t, "/api/developer/tokens", json!({"name": "counts"})).await;
-    let token = expect_json(resp, 201).await["token"]
-        .as_str()
-        .unwrap()
-        .to_owned();
+    let token = app.user(&user).tokens().create_named("counts").await.token;
     let resp = app.get_auth("/api/rooms?limit=100", &token).await;
     if resp.status() != 200 {
         panic!("{}\n{}", resp.text().await.unwrap(), app.log());
@@ -357,6 +327,6 @@ async fn chat_counts_use_the_room_lists_filter() {
         counts["total"].as_i64().unwrap(),
         "{rooms}"
     );
-    let via_token = expect_json(app.get_auth("/api/bridges/chat-counts", &token).await, 200).await;
+    let via_token = app.api(&token).bridges().chat_counts().await.unwrap();
     assert_eq!(via_token["counts"], counts["counts"]);
 }

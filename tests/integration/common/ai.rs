@@ -5,6 +5,7 @@
 //! `POST /v1/chat/completions` answers an OpenAI-shaped `chat.completion` whose
 //! `choices[0].message.content` is the scripted [`Answer`]. Every request is recorded
 //! (method, path, `Authorization`, JSON body) so tests can check what switchboard sent.
+//! [`AiStandIn::set_hang`] makes it a service that takes a request and never answers.
 
 use std::sync::{Arc, Mutex};
 
@@ -64,6 +65,8 @@ struct Inner {
     answer: Mutex<Answer>,
     /// Status `/v1/embeddings` answers with instead of vectors (None: vectors).
     embeddings_status: Mutex<Option<u16>>,
+    /// Requests to completions and embeddings are read, recorded and never answered.
+    hang: std::sync::atomic::AtomicBool,
     requests: Mutex<Vec<Recorded>>,
 }
 
@@ -106,6 +109,7 @@ impl AiStandIn {
         let inner = Arc::new(Inner {
             answer: Mutex::new(answer),
             embeddings_status: Mutex::new(None),
+            hang: std::sync::atomic::AtomicBool::new(false),
             requests: Mutex::new(Vec::new()),
         });
         let app = {
@@ -138,6 +142,14 @@ impl AiStandIn {
     /// Makes `/v1/embeddings` answer `status` (None: vectors again).
     pub fn set_embeddings_status(&self, status: Option<u16>) {
         *self.inner.embeddings_status.lock().unwrap() = status;
+    }
+
+    /// Makes completions and embeddings accept the request and never answer (a stuck
+    /// model server); `false` answers again.
+    pub fn set_hang(&self, hang: bool) {
+        self.inner
+            .hang
+            .store(hang, std::sync::atomic::Ordering::SeqCst);
     }
 
     /// The requests received at `path` (e.g. `/v1/embeddings`).
@@ -188,6 +200,11 @@ impl Inner {
         });
         if authorization.as_deref() != Some(&format!("Bearer {API_KEY}")) {
             return error(401, "invalid_api_key", "Incorrect API key provided");
+        }
+        let answering = matches!(path.as_str(), "/v1/chat/completions" | "/v1/embeddings");
+        if answering && self.hang.load(std::sync::atomic::Ordering::SeqCst) {
+            // Connection open, request read, no answer: longer than any test waits.
+            tokio::time::sleep(std::time::Duration::from_secs(600)).await;
         }
         match (method.as_str(), path.as_str()) {
             ("GET", "/v1/models") => json_response(

@@ -77,6 +77,18 @@ pub fn add_user(prefix: &str, password: &str) -> String {
         .output()
         .expect("add user");
     assert!(out.status.success(), "add user: {out:?}");
+    // Dovecot may refuse a user added a moment ago (it re-reads its passwd file lazily):
+    // wait until the new user can log in, so no test meets that window through the API.
+    let (user, pass) = (email.clone(), password.to_owned());
+    std::thread::spawn(move || {
+        let rt = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .expect("runtime");
+        rt.block_on(async { imap::logout(login(&user, &pass).await).await });
+    })
+    .join()
+    .expect("the new mail user logs in");
     email
 }
 

@@ -11,8 +11,10 @@ use std::process::{Child, Command, ExitStatus, Stdio};
 use std::time::{Duration, Instant};
 
 pub mod ai;
+pub mod apns;
 pub mod auth_api;
 pub mod bridge;
+pub mod client;
 pub mod matrix;
 pub mod synapse;
 pub use synapse::synapse;
@@ -63,38 +65,20 @@ where
 /// Adds `email` to the group of `session` by code, as a client would; returns the account.
 pub async fn add_account(app: &TestApp, session: &Session, email: &str) -> serde_json::Value {
     let before = mail::messages_to(email).len();
-    let resp = app
-        .post_json(
-            "/api/accounts/add/code",
-            Some(&session.access_token),
-            serde_json::json!({"email": email}),
-        )
-        .await;
-    expect_json(resp, 200).await;
+    let accounts = app.user(session).accounts();
+    accounts.add_code(email).await.expect("add code");
     let code = mail::wait_for_code(email, before).await;
-    let resp = app
-        .post_json(
-            "/api/accounts/add/verify",
-            Some(&session.access_token),
-            serde_json::json!({"email": email, "code": code}),
-        )
-        .await;
-    expect_json(resp, 200).await["account"].clone()
+    let body = serde_json::json!({"email": email, "code": code});
+    accounts.add_verify(body).await.expect("account added")["account"].clone()
 }
 
 /// A new personal API token (`csk_…`) of `session`'s user.
 pub async fn personal_token(app: &TestApp, session: &Session) -> String {
-    let resp = app
-        .post_json(
-            "/api/developer/tokens",
-            Some(&session.access_token),
-            serde_json::json!({"name": "test script"}),
-        )
-        .await;
-    expect_json(resp, 201).await["token"]
-        .as_str()
-        .expect("token")
-        .to_owned()
+    app.user(session)
+        .tokens()
+        .create_named("test script")
+        .await
+        .token
 }
 
 pub fn free_port() -> u16 {

@@ -2,41 +2,27 @@
 
 use serde_json::json;
 
+use crate::common::client::Refusal;
 use crate::common::*;
 use crate::rooms::{db, user_id};
-
-async fn create(app: &TestApp, s: &Session, name: &str) -> reqwest::Response {
-    app.post_json(
-        "/api/developer/tokens",
-        Some(&s.access_token),
-        json!({"name": name}),
-    )
-    .await
-}
 
 #[tokio::test]
 async fn the_51st_live_personal_token_is_409_until_one_is_revoked() {
     let app = TestApp::start_with_mail().await;
     let s = app.sign_up("cap-pat").await;
+    let tokens = app.user(&s).tokens();
+    let create = |name: String| tokens.create(json!({ "name": name }));
     let mut first_id = String::new();
     for i in 0..50 {
-        let body = expect_json(create(&app, &s, &format!("script {i}")).await, 201).await;
+        let created = create(format!("script {i}")).await.unwrap();
         if i == 0 {
-            first_id = body["id"].as_str().unwrap().to_owned();
+            first_id = created.id;
         }
     }
-    let body = expect_error(
-        create(&app, &s, "one too many").await,
-        409,
-        "too_many_tokens",
-    )
-    .await;
+    let refused = create("one too many".to_owned()).await;
+    let body = refused.refused(409, "too_many_tokens");
     assert!(body["message"].as_str().unwrap().contains("50"), "{body}");
-    let listed = expect_json(
-        app.get_auth("/api/developer/tokens", &s.access_token).await,
-        200,
-    )
-    .await;
+    let listed = tokens.list().await.unwrap();
     assert_eq!(
         listed["tokens"].as_array().unwrap().len(),
         50,
@@ -44,22 +30,10 @@ async fn the_51st_live_personal_token_is_409_until_one_is_revoked() {
     );
 
     // A revoked token no longer counts.
-    let resp = app
-        .send(
-            reqwest::Method::DELETE,
-            &format!("/api/developer/tokens/{first_id}"),
-            Some(&s.access_token),
-            None,
-        )
-        .await;
-    expect_json(resp, 200).await;
-    expect_json(create(&app, &s, "replacement").await, 201).await;
-    expect_error(
-        create(&app, &s, "again too many").await,
-        409,
-        "too_many_tokens",
-    )
-    .await;
+    tokens.revoke(&first_id).await.unwrap();
+    create("replacement".to_owned()).await.unwrap();
+    let refused = create("again too many".to_owned()).await;
+    refused.refused(409, "too_many_tokens");
 }
 
 #[tokio::test]
@@ -67,14 +41,10 @@ async fn switching_to_the_current_account_in_a_loop_keeps_at_most_100_refresh_to
     let app = TestApp::start_with_mail().await;
     let s = app.sign_up("cap-switch").await;
     let uid = user_id(&s);
-    let path = format!("/api/accounts/{uid}/switch");
+    let accounts = app.user(&s).accounts();
     let mut newest = String::new();
     for _ in 0..105 {
-        let body = expect_json(
-            app.post_json(&path, Some(&s.access_token), json!({})).await,
-            200,
-        )
-        .await;
+        let body = accounts.switch(&uid).await.unwrap();
         assert_eq!(body["account"]["id"], uid.as_str());
         newest = body["refreshToken"].as_str().unwrap().to_owned();
     }
@@ -87,14 +57,9 @@ async fn switching_to_the_current_account_in_a_loop_keeps_at_most_100_refresh_to
         .unwrap();
     assert_eq!(rows, 100, "106 tokens issued, the 100 newest kept");
 
-    let refresh = |token: String| {
-        let app = &app;
-        async move {
-            app.post_json("/api/auth/refresh", None, json!({"refreshToken": token}))
-                .await
-        }
-    };
-    expect_json(refresh(newest).await, 200).await;
+    let session = app.anonymous().session();
+    session.refresh(&newest).await.unwrap();
     // The sign-in's own refresh token was the oldest: it ended.
-    expect_error(refresh(s.refresh_token.clone()).await, 401, "unauthorized").await;
+    let refreshed = session.refresh(&s.refresh_token).await;
+    refreshed.refused(401, "unauthorized");
 }

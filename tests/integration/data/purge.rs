@@ -22,26 +22,9 @@ fn ids(app: &TestApp, sql: &str) -> Vec<String> {
 }
 
 async fn new_token(app: &TestApp, s: &Session, name: &str) -> String {
-    let resp = app
-        .post_json(
-            "/api/developer/tokens",
-            Some(&s.access_token),
-            json!({"name": name}),
-        )
-        .await;
-    let id = expect_json(resp, 201).await["id"]
-        .as_str()
-        .unwrap()
-        .to_owned();
-    let resp = app
-        .send(
-            reqwest::Method::DELETE,
-            &format!("/api/developer/tokens/{id}"),
-            Some(&s.access_token),
-            None,
-        )
-        .await;
-    expect_json(resp, 200).await;
+    let tokens = app.user(s).tokens();
+    let id = tokens.create_named(name).await.id;
+    tokens.revoke(&id).await.unwrap();
     id
 }
 

@@ -3,7 +3,6 @@
 use serde_json::json;
 
 use crate::admin::{admin_app, put_subscription};
-use crate::common::*;
 use crate::rooms::{db, user_id};
 
 #[tokio::test]
@@ -14,16 +13,12 @@ async fn a_profile_update_racing_a_subscription_change_keeps_both_changes() {
     for i in 0..120 {
         let name = format!("Name {i}");
         let active = i % 2 == 0;
-        let profile = app.send(
-            reqwest::Method::PATCH,
-            "/api/auth/profile",
-            Some(&user.access_token),
-            Some(json!({"displayName": name})),
-        );
+        let session = app.user(&user).session();
+        let profile = session.profile(json!({"displayName": name}));
         let subscription = put_subscription(&app, &admin, &uid, json!({"active": active}));
         let (p, s) = tokio::join!(profile, subscription);
-        expect_json(p, 200).await;
-        expect_json(s, 200).await;
+        p.unwrap();
+        s.unwrap();
         let (stored_name, stored_active): (Option<String>, bool) = db(&app)
             .query_row(
                 "SELECT display_name, subscription_active FROM users WHERE id = ?1",

@@ -6,6 +6,7 @@ use base64::Engine as _;
 use serde_json::json;
 
 use super::{contains, database_bytes};
+use crate::common::client::keys::CONFIRM_KEY_DELETION;
 use crate::common::*;
 use crate::rooms::{db, fake_room_id, seed_message, seed_room, user_id, Seed};
 
@@ -64,11 +65,8 @@ async fn deleting_keys_leaves_no_old_ciphertext_in_the_database_or_the_wal() {
     let uid = user_id(&user);
     let t = &user.access_token;
     let body = json!({"publicKey": new_key(), "encryptedMasterKey": STANDARD.encode(b"recovery material")});
-    expect_json(
-        app.post_json("/api/keys/register", Some(t), body).await,
-        200,
-    )
-    .await;
+    let api = app.api(t);
+    api.keys().register(body).await.unwrap();
 
     // Content sealed under the data key, as the sync worker and the API store it.
     let room = fake_room_id("shred");
@@ -82,18 +80,9 @@ async fn deleting_keys_leaves_no_old_ciphertext_in_the_database_or_the_wal() {
         "secret body",
     );
     let reminder = json!({"title": "secret reminder", "notes": "secret notes", "dueAt": "2031-05-01T09:30:00Z"});
-    expect_json(
-        app.post_json("/api/reminders", Some(t), reminder).await,
-        201,
-    )
-    .await;
+    api.reminders().create(reminder).await.unwrap();
     let device = json!({"token": "ab".repeat(32), "deviceName": "phone"});
-    expect_json(
-        app.post_json("/api/devices/register", Some(t), device)
-            .await,
-        200,
-    )
-    .await;
+    api.devices().register_with(device).await.unwrap();
 
     let before = sealed_values(&app, &uid);
     let kinds: Vec<&str> = before.iter().map(|(k, _)| *k).collect();
@@ -115,18 +104,7 @@ async fn deleting_keys_leaves_no_old_ciphertext_in_the_database_or_the_wal() {
         );
     }
 
-    let resp = app
-        .http
-        .delete(app.url("/api/keys"))
-        .bearer_auth(t)
-        .header(
-            "X-Confirm-Key-Deletion",
-            "PERMANENTLY_DELETE_ALL_MY_MESSAGES",
-        )
-        .send()
-        .await
-        .unwrap();
-    expect_json(resp, 200).await;
+    api.keys().delete(Some(CONFIRM_KEY_DELETION)).await.unwrap();
 
     let bytes = database_bytes(&app);
     for (what, value) in &before {
@@ -149,8 +127,8 @@ async fn deleting_keys_leaves_no_old_ciphertext_in_the_database_or_the_wal() {
     );
     assert_eq!(count("SELECT COUNT(*) FROM devices WHERE user_id = ?1"), 1);
     drop(conn);
-    let me = expect_json(app.get_auth("/api/auth/me", t).await, 200).await;
+    let me = api.me().await.unwrap();
     assert_eq!(me["email"], user.email.to_lowercase());
-    let devices = expect_json(app.get_auth("/api/devices", t).await, 200).await;
-    assert_eq!(devices["devices"].as_array().unwrap().len(), 1, "{devices}");
+    let devices = api.devices().list().await.unwrap();
+    assert_eq!(devices.len(), 1, "{devices:?}");
 }

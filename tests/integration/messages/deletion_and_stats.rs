@@ -3,9 +3,10 @@
 use reqwest::Method;
 use serde_json::json;
 
+use crate::common::client::Refusal;
 use crate::common::*;
 
-use super::{delete_messages, enc, msg, personal_token, uid, Seeder, CONFIRM};
+use super::{enc, msg, personal_token, uid, Seeder, CONFIRM};
 
 #[tokio::test]
 async fn deleting_needs_confirmation_and_removes_only_the_callers_rows() {
@@ -24,37 +25,21 @@ async fn deleting_needs_confirmation_and_removes_only_the_callers_rows() {
         }
         seed.message(user, b, &msg(bob, 1500, "b"));
     }
-    let jwt = &me.access_token;
+    let messages = app.user(&me).messages();
 
-    expect_error(
-        delete_messages(&app, jwt, "", None).await,
-        400,
-        "confirmation_required",
-    )
-    .await;
-    expect_error(
-        delete_messages(&app, jwt, "", Some("delete_messages")).await,
-        400,
-        "confirmation_required",
-    )
-    .await;
-    expect_error(
-        delete_messages(&app, jwt, "?before=soon", Some(CONFIRM)).await,
-        400,
-        "invalid_request",
-    )
-    .await;
+    for (query, confirm, code) in [
+        ("", None, "confirmation_required"),
+        ("", Some("delete_messages"), "confirmation_required"),
+        ("?before=soon", Some(CONFIRM), "invalid_request"),
+    ] {
+        let deleted = messages.delete_all(query, confirm).await;
+        deleted.refused(400, code);
+    }
     assert_eq!(seed.count(&id), 4);
 
     // Room a, strictly older than 3000: two rows.
-    let resp = delete_messages(
-        &app,
-        jwt,
-        &format!("?roomId={}&before=3000", enc(a)),
-        Some(CONFIRM),
-    )
-    .await;
-    let body = expect_json(resp, 200).await;
+    let query = format!("?roomId={}&before=3000", enc(a));
+    let body = messages.delete_all(&query, Some(CONFIRM)).await.unwrap();
     assert_eq!(body["deletedCount"], 2);
     assert_eq!(body["criteria"], json!({"roomId": a, "before": 3000}));
     assert!(body["message"].as_str().unwrap().contains('2'));
@@ -62,8 +47,8 @@ async fn deleting_needs_confirmation_and_removes_only_the_callers_rows() {
     assert_eq!(seed.count(&other_id), 4, "other users are untouched");
 
     // RFC 3339 cutoff over all rooms.
-    let resp = delete_messages(&app, jwt, "?before=1970-01-01T00:00:02Z", Some(CONFIRM)).await;
-    let body = expect_json(resp, 200).await;
+    let query = "?before=1970-01-01T00:00:02Z";
+    let body = messages.delete_all(query, Some(CONFIRM)).await.unwrap();
     assert_eq!(body["deletedCount"], 1, "{body}");
     assert_eq!(body["criteria"], json!({"roomId": null, "before": 2000}));
     assert_eq!(seed.count(&id), 1);
@@ -71,54 +56,19 @@ async fn deleting_needs_confirmation_and_removes_only_the_callers_rows() {
     // One message by id.
     let (mine, _) = seed.message(&id, a, &msg(bob, 9000, "one"));
     let (theirs, _) = seed.message(&other_id, a, &msg(bob, 9000, "theirs"));
-    expect_error(
-        app.send(Method::DELETE, "/api/messages/not-a-uuid", Some(jwt), None)
-            .await,
-        400,
-        "invalid_request",
-    )
-    .await;
+    let deleted = messages.delete("not-a-uuid").await;
+    deleted.refused(400, "invalid_request");
     for missing in [uuid::Uuid::new_v4().to_string(), theirs.clone()] {
-        expect_error(
-            app.send(
-                Method::DELETE,
-                &format!("/api/messages/{missing}"),
-                Some(jwt),
-                None,
-            )
-            .await,
-            404,
-            "not_found",
-        )
-        .await;
+        messages.delete(&missing).await.refused(404, "not_found");
     }
-    let resp = app
-        .send(
-            Method::DELETE,
-            &format!("/api/messages/{}", mine.to_uppercase()),
-            Some(jwt),
-            None,
-        )
-        .await;
-    let body = expect_json(resp, 200).await;
+    let body = messages.delete(&mine.to_uppercase()).await.unwrap();
     assert_eq!(body["deletedId"], mine.as_str());
     assert!(body["message"].is_string());
-    expect_error(
-        app.send(
-            Method::DELETE,
-            &format!("/api/messages/{mine}"),
-            Some(jwt),
-            None,
-        )
-        .await,
-        404,
-        "not_found",
-    )
-    .await;
+    messages.delete(&mine).await.refused(404, "not_found");
     assert_eq!(seed.count(&other_id), 5);
 
     // Everything of the caller.
-    let body = expect_json(delete_messages(&app, jwt, "", Some(CONFIRM)).await, 200).await;
+    let body = messages.delete_all("", Some(CONFIRM)).await.unwrap();
     assert_eq!(body["deletedCount"], 1);
     assert_eq!(body["criteria"], json!({"roomId": null, "before": null}));
     assert_eq!(seed.count(&id), 0);
@@ -126,12 +76,12 @@ async fn deleting_needs_confirmation_and_removes_only_the_callers_rows() {
 
     // Native only: personal tokens are refused by the allowlist.
     let token = personal_token(&app, &me).await;
-    expect_error(
-        delete_messages(&app, &token, "", Some(CONFIRM)).await,
-        403,
-        "forbidden_for_api_token",
-    )
-    .await;
+    let deleted = app
+        .api(&token)
+        .messages()
+        .delete_all("", Some(CONFIRM))
+        .await;
+    deleted.refused(403, "forbidden_for_api_token");
 }
 
 #[tokio::test]
@@ -140,7 +90,8 @@ async fn stats_are_aggregates_of_the_callers_messages_and_static_routes_win() {
     let me = app.sign_up("msg.stats").await;
     let id = uid(&me);
     let jwt = &me.access_token;
-    let empty = expect_json(app.get_auth("/api/messages/stats", jwt).await, 200).await;
+    let messages = app.user(&me).messages();
+    let empty = messages.stats().await.unwrap();
     assert_eq!(
         empty,
         json!({"stats": {"total_messages": 0, "total_rooms": 0, "avg_importance": 0.0,
@@ -173,7 +124,7 @@ async fn stats_are_aggregates_of_the_callers_messages_and_static_routes_win() {
     noise.importance = 1.0;
     seed.message(&uid(&other), rooms[2], &noise);
 
-    let stats = expect_json(app.get_auth("/api/messages/stats", jwt).await, 200).await;
+    let stats = messages.stats().await.unwrap();
     let stats = &stats["stats"];
     let total = sent.len() as f64;
     let avg = sent.iter().map(|(_, m)| m.importance).sum::<f64>() / total;
@@ -214,24 +165,16 @@ async fn stats_are_aggregates_of_the_callers_messages_and_static_routes_win() {
         let body = resp.text().await.unwrap();
         assert_eq!(status, 405, "{method} {path}: {body}");
     }
-    let resp = app
-        .post_json(
-            "/api/messages/send-multi",
-            Some(jwt),
-            json!({"roomIds": [], "body": "x"}),
-        )
+    let sent = messages
+        .send_multi(json!({"roomIds": [], "body": "x"}))
         .await;
-    let err = expect_error(resp, 400, "invalid_request").await;
+    let err = sent.expect(200).refused(400, "invalid_request");
     assert!(
         err["message"].as_str().unwrap().starts_with("roomIds"),
         "{err}"
     );
 
     let token = personal_token(&app, &me).await;
-    expect_error(
-        app.get_auth("/api/messages/stats", &token).await,
-        403,
-        "forbidden_for_api_token",
-    )
-    .await;
+    let stats = app.api(&token).messages().stats().await;
+    stats.refused(403, "forbidden_for_api_token");
 }

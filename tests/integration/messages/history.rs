@@ -2,14 +2,15 @@
 
 use std::time::{Duration, Instant};
 
-use reqwest::Method;
 use serde_json::json;
 
+use crate::common::client::keys::CONFIRM_KEY_DELETION;
+use crate::common::client::Refusal;
 use crate::common::*;
 
 use super::{
-    bodies, decrypt, delete_messages, enc, history, matrix_id, msg, personal_token, register_key,
-    uid, Seeder, CONFIRM,
+    bodies, decrypt, enc, history, matrix_id, msg, personal_token, register_key, uid, Seeder,
+    CONFIRM,
 };
 
 #[tokio::test]
@@ -25,12 +26,11 @@ async fn native_history_is_sealed_to_the_registered_key_and_pages_strictly_befor
     seed.room(&id, other, None);
 
     // Without a registered key the encrypted view is refused.
-    expect_error(
-        app.get_auth("/api/messages", &jwt).await,
-        409,
-        "keys_not_registered",
-    )
-    .await;
+    app.api(&jwt)
+        .messages()
+        .page("")
+        .await
+        .refused(409, "keys_not_registered");
     let secret = register_key(&app, &me).await;
 
     let alice = "@alice:seed.test";
@@ -134,20 +134,17 @@ async fn native_history_is_sealed_to_the_registered_key_and_pages_strictly_befor
         "?cursor=abc",
         "?roomId=",
     ] {
-        expect_error(
-            app.get_auth(&format!("/api/messages{q}"), &jwt).await,
-            400,
-            "invalid_request",
-        )
-        .await;
+        app.api(&jwt)
+            .messages()
+            .page(q)
+            .await
+            .refused(400, "invalid_request");
     }
-    expect_error(
-        app.get_auth("/api/messages?roomId=%21unknown%3Aseed.test", &jwt)
-            .await,
-        404,
-        "not_found",
-    )
-    .await;
+    app.api(&jwt)
+        .messages()
+        .page("?roomId=%21unknown%3Aseed.test")
+        .await
+        .refused(404, "not_found");
     let page = history(&app, &jwt, &format!("?roomId={}&limit=100", enc(room))).await;
     assert_eq!(page["messages"].as_array().unwrap().len(), 5);
 }
@@ -304,20 +301,17 @@ async fn readable_history_walks_each_conversation_with_an_opaque_cursor() {
         "?limit=0".to_owned(),
         "?limit=101".to_owned(),
     ] {
-        expect_error(
-            app.get_auth(&format!("/api/messages{q}"), &token).await,
-            400,
-            "invalid_request",
-        )
-        .await;
+        app.api(&token)
+            .messages()
+            .page(&q)
+            .await
+            .refused(400, "invalid_request");
     }
-    expect_error(
-        app.get_auth("/api/messages?roomId=%21nope%3Aseed.test", &token)
-            .await,
-        404,
-        "not_found",
-    )
-    .await;
+    app.api(&token)
+        .messages()
+        .page("?roomId=%21nope%3Aseed.test")
+        .await
+        .refused(404, "not_found");
 }
 
 #[tokio::test]
@@ -334,37 +328,23 @@ async fn readable_history_answers_no_signing_key_after_key_deletion() {
     let page = history(&app, &token, "").await;
     assert_eq!(bodies(&page, "text"), ["before deletion"]);
 
-    let resp = app
-        .http
-        .delete(app.url("/api/keys"))
-        .bearer_auth(&me.access_token)
-        .header(
-            "X-Confirm-Key-Deletion",
-            "PERMANENTLY_DELETE_ALL_MY_MESSAGES",
-        )
-        .send()
+    let keys = app.user(&me).keys();
+    keys.delete(Some(CONFIRM_KEY_DELETION)).await.unwrap();
+    app.api(&token)
+        .messages()
+        .page("")
         .await
-        .unwrap();
-    expect_json(resp, 200).await;
-    expect_error(
-        app.get_auth("/api/messages", &token).await,
-        409,
-        "NO_SIGNING_KEY",
-    )
-    .await;
-    expect_error(
-        app.get_auth(&format!("/api/messages?roomId={}", enc(room)), &token)
-            .await,
-        409,
-        "NO_SIGNING_KEY",
-    )
-    .await;
-    expect_error(
-        app.get_auth("/api/messages", &me.access_token).await,
-        409,
-        "keys_not_registered",
-    )
-    .await;
+        .refused(409, "NO_SIGNING_KEY");
+    app.api(&token)
+        .messages()
+        .page(&format!("?roomId={}", enc(room)))
+        .await
+        .refused(409, "NO_SIGNING_KEY");
+    app.api(&me.access_token)
+        .messages()
+        .page("")
+        .await
+        .refused(409, "keys_not_registered");
 
     // New keys: readable again; the shredded content stays gone, new content reads.
     let secret = register_key(&app, &me).await;
@@ -403,15 +383,8 @@ async fn a_page_read_again_reflects_every_change_at_once() {
     );
 
     // Deleting one message through the API: gone from the next read.
-    let resp = app
-        .send(
-            Method::DELETE,
-            &format!("/api/messages/{first}"),
-            Some(&me.access_token),
-            None,
-        )
-        .await;
-    expect_json(resp, 200).await;
+    let messages = app.user(&me).messages();
+    messages.delete(&first).await.unwrap();
     assert_eq!(
         bodies(&history(&app, &token, &query).await, "text"),
         ["second"]
@@ -430,35 +403,15 @@ async fn a_page_read_again_reflects_every_change_at_once() {
     }
 
     // Deleting by criteria, then revoking the token: both effective on the next request.
-    let resp = delete_messages(
-        &app,
-        &me.access_token,
-        &format!("?roomId={}", enc(room)),
-        Some(CONFIRM),
-    )
-    .await;
-    expect_json(resp, 200).await;
+    let criteria = format!("?roomId={}", enc(room));
+    messages.delete_all(&criteria, Some(CONFIRM)).await.unwrap();
     assert!(bodies(&history(&app, &token, &query).await, "text").is_empty());
-    let tokens = expect_json(
-        app.get_auth("/api/developer/tokens", &me.access_token)
-            .await,
-        200,
-    )
-    .await;
-    let token_id = tokens["tokens"][0]["id"].as_str().unwrap().to_owned();
-    let resp = app
-        .send(
-            Method::DELETE,
-            &format!("/api/developer/tokens/{token_id}"),
-            Some(&me.access_token),
-            None,
-        )
-        .await;
-    assert!(resp.status().is_success(), "{}", resp.status());
-    expect_error(
-        app.get_auth(&format!("/api/messages{query}"), &token).await,
-        401,
-        "unauthorized",
-    )
-    .await;
+    let tokens = app.user(&me).tokens();
+    let listed = tokens.list().await.unwrap();
+    tokens
+        .revoke(listed["tokens"][0]["id"].as_str().unwrap())
+        .await
+        .unwrap();
+    let page = app.api(&token).messages().page(&query).await;
+    page.refused(401, "unauthorized");
 }

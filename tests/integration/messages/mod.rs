@@ -81,11 +81,11 @@ pub(crate) fn decrypt(secret: &StaticSecret, message: &Value) -> Value {
 }
 
 async fn history(app: &TestApp, bearer: &str, query: &str) -> Value {
-    expect_json(
-        app.get_auth(&format!("/api/messages{query}"), bearer).await,
-        200,
-    )
-    .await
+    app.api(bearer)
+        .messages()
+        .page(query)
+        .await
+        .expect("history page")
 }
 
 fn bodies(page: &Value, field: &str) -> Vec<String> {
@@ -261,13 +261,4 @@ async fn delete_messages(
         req = req.header("X-Confirm-Delete", c);
     }
     req.send().await.unwrap()
-}
-
-async fn send_text(app: &TestApp, bearer: &str, room: &str, body: Value) -> reqwest::Response {
-    app.post_json(
-        &format!("/api/rooms/{}/messages", enc(room)),
-        Some(bearer),
-        body,
-    )
-    .await
 }

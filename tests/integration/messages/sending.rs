@@ -2,9 +2,10 @@
 
 use serde_json::{json, Value};
 
+use crate::common::client::Refusal;
 use crate::common::*;
 
-use super::{enc, me_on_matrix, personal_token, send_text, synapse_bodies, uid, Seeder};
+use super::{enc, me_on_matrix, personal_token, synapse_bodies, uid, Seeder};
 
 #[tokio::test]
 async fn sending_is_idempotent_per_txn_id_and_lands_once_on_synapse() {
@@ -20,11 +21,12 @@ async fn sending_is_idempotent_per_txn_id_and_lands_once_on_synapse() {
 
     let text = format!("approved text {}", uuid::Uuid::new_v4());
     let txn = format!("txn-{}", uuid::Uuid::new_v4().simple());
-    let first = expect_json(
-        send_text(&app, &token, &room, json!({"content": text, "txnId": txn})).await,
-        200,
-    )
-    .await;
+    let first = app
+        .api(&token)
+        .messages()
+        .send(&room, json!({"content": text, "txnId": txn}))
+        .await
+        .unwrap();
     let event_id = first["eventId"].as_str().unwrap().to_owned();
     assert!(event_id.starts_with('$'), "{first}");
     assert_eq!(first["roomId"], room.as_str());
@@ -33,17 +35,12 @@ async fn sending_is_idempotent_per_txn_id_and_lands_once_on_synapse() {
 
     // The same txnId again (even with other text, even as the native session): nothing new.
     for (bearer, content) in [(&token, text.as_str()), (&me.access_token, "changed")] {
-        let again = expect_json(
-            send_text(
-                &app,
-                bearer,
-                &room,
-                json!({"content": content, "txnId": txn}),
-            )
-            .await,
-            200,
-        )
-        .await;
+        let again = app
+            .api(bearer)
+            .messages()
+            .send(&room, json!({"content": content, "txnId": txn}))
+            .await
+            .unwrap();
         assert_eq!(again["eventId"], event_id.as_str());
         assert_eq!(again["duplicate"], true);
     }
@@ -54,48 +51,32 @@ async fn sending_is_idempotent_per_txn_id_and_lands_once_on_synapse() {
     );
 
     // The same txnId for another room is a conflict; a new txnId sends again.
-    expect_error(
-        send_text(
-            &app,
-            &token,
-            &other_room,
-            json!({"content": text, "txnId": txn}),
-        )
-        .await,
-        409,
-        "txn_id_conflict",
-    )
-    .await;
-    let native = expect_json(
-        send_text(
-            &app,
-            &me.access_token,
-            &room,
-            json!({"content": text, "txnId": "native-1"}),
-        )
-        .await,
-        200,
-    )
-    .await;
+    app.api(&token)
+        .messages()
+        .send(&other_room, json!({"content": text, "txnId": txn}))
+        .await
+        .refused(409, "txn_id_conflict");
+    let native = app
+        .api(&me.access_token)
+        .messages()
+        .send(&room, json!({"content": text, "txnId": "native-1"}))
+        .await
+        .unwrap();
     assert_ne!(native["eventId"], event_id.as_str());
     assert_eq!(synapse_bodies(matrix_access(&me), &room, &text).await, 2);
 
     // Concurrent repeats of a new txnId still send once.
     let text2 = format!("concurrent {}", uuid::Uuid::new_v4());
     let body = json!({"content": text2, "txnId": "race-1"});
+    let scripted = app.api(&token).messages();
     let (r1, r2, r3) = tokio::join!(
-        send_text(&app, &token, &room, body.clone()),
-        send_text(&app, &token, &room, body.clone()),
-        send_text(&app, &token, &room, body.clone()),
+        scripted.send(&room, body.clone()),
+        scripted.send(&room, body.clone()),
+        scripted.send(&room, body.clone()),
     );
     let mut ids = Vec::new();
     for r in [r1, r2, r3] {
-        ids.push(
-            expect_json(r, 200).await["eventId"]
-                .as_str()
-                .unwrap()
-                .to_owned(),
-        );
+        ids.push(r.unwrap()["eventId"].as_str().unwrap().to_owned());
     }
     ids.dedup();
     assert_eq!(ids.len(), 1, "{ids:?}");
@@ -118,34 +99,24 @@ async fn sending_refuses_bad_input_unknown_rooms_and_unresolved_recipients() {
     let room = "!plain:seed.test";
     seed.room(&id, room, None);
 
-    let err = expect_error(
-        send_text(
-            &app,
-            &token,
-            direct,
-            json!({"content": "hi", "txnId": "t1"}),
-        )
-        .await,
-        409,
-        "recipient_unresolved",
-    )
-    .await;
+    let err = app
+        .api(&token)
+        .messages()
+        .send(direct, json!({"content": "hi", "txnId": "t1"}))
+        .await
+        .refused(409, "recipient_unresolved");
     assert!(
         err["message"].as_str().unwrap().contains("native app"),
         "{err}"
     );
-    expect_error(
-        send_text(
-            &app,
-            &token,
+    app.api(&token)
+        .messages()
+        .send(
             "!unknown:seed.test",
             json!({"content": "hi", "txnId": "t2"}),
         )
-        .await,
-        404,
-        "not_found",
-    )
-    .await;
+        .await
+        .refused(404, "not_found");
     let too_long = "x".repeat(65_537);
     let long_txn = "t".repeat(256);
     for body in [
@@ -161,14 +132,13 @@ async fn sending_refuses_bad_input_unknown_rooms_and_unresolved_recipients() {
         json!({"content": {"body": "hi"}, "txnId": "t3"}),
         json!([1, 2]),
     ] {
-        let resp = send_text(&app, &token, room, body.clone()).await;
-        let status = resp.status().as_u16();
-        let text = resp.text().await.unwrap();
-        assert_eq!(status, 400, "{body}: {text}");
-        let err: Value = serde_json::from_str(&text).unwrap();
+        let err = app.api(&token).messages().send(room, body.clone()).await;
+        let err = err.unwrap_err();
+        assert_eq!(err.status, 400, "{body}: {}", err.body);
         assert!(
-            err["error"].is_string() && err["message"].is_string(),
-            "{text}"
+            err.body["error"].is_string() && err.body["message"].is_string(),
+            "{}",
+            err.body
         );
     }
     let resp = app
@@ -207,18 +177,12 @@ async fn homeserver_failures_are_502_and_503_and_a_retry_with_the_txn_id_is_safe
         synapse().server_name
     );
     seed.room(&id, &ghost, None);
-    let err = expect_error(
-        send_text(
-            &app,
-            &token,
-            &ghost,
-            json!({"content": "hi", "txnId": "g1"}),
-        )
-        .await,
-        502,
-        "homeserver_error",
-    )
-    .await;
+    let err = app
+        .api(&token)
+        .messages()
+        .send(&ghost, json!({"content": "hi", "txnId": "g1"}))
+        .await
+        .refused(502, "homeserver_error");
     assert!(err["message"].as_str().unwrap().contains("M_"), "{err}");
 
     // A real room, then the homeserver becomes unreachable.
@@ -233,20 +197,25 @@ async fn homeserver_failures_are_502_and_503_and_a_retry_with_the_txn_id_is_safe
     app.spawn().await;
     let text = format!("retry me {}", uuid::Uuid::new_v4());
     let body = json!({"content": text, "txnId": "retry-1"});
-    let err = expect_error(
-        send_text(&app, &token, &room, body.clone()).await,
-        503,
-        "homeserver_unavailable",
-    )
-    .await;
+    let err = app
+        .api(&token)
+        .messages()
+        .send(&room, body.clone())
+        .await
+        .refused(503, "homeserver_unavailable");
     assert!(!err["message"].as_str().unwrap().is_empty());
 
     // Back online: the retry with the same txnId sends, once.
     app.signal("TERM");
     std::fs::write(&app.config_path, config).unwrap();
     app.spawn().await;
-    let sent = expect_json(send_text(&app, &token, &room, body.clone()).await, 200).await;
-    let again = expect_json(send_text(&app, &token, &room, body).await, 200).await;
+    let sent = app
+        .api(&token)
+        .messages()
+        .send(&room, body.clone())
+        .await
+        .unwrap();
+    let again = app.api(&token).messages().send(&room, body).await.unwrap();
     assert_eq!(sent["eventId"], again["eventId"]);
     assert_eq!(again["duplicate"], true);
     assert_eq!(synapse_bodies(matrix_access(&me), &room, &text).await, 1);
@@ -277,7 +246,7 @@ async fn multi_send_answers_200_207_or_500_with_the_same_shape() {
         if let Some(t) = msgtype {
             b["msgtype"] = json!(t);
         }
-        app.post_json("/api/messages/send-multi", Some(jwt), b)
+        app.api(jwt).messages().send_multi(b)
     };
     let check_shape = |body: &Value, sent: u64, failed: u64| {
         assert_eq!(body["sent"], sent, "{body}");
@@ -297,7 +266,8 @@ async fn multi_send_answers_200_207_or_500_with_the_same_shape() {
     };
 
     let text = format!("to all {}", uuid::Uuid::new_v4());
-    let all = expect_json(multi(vec![&r1, &r2, &r1], &text, None).await, 200).await;
+    let all = multi(vec![&r1, &r2, &r1], &text, None).await.expect(200);
+    let all = all.unwrap();
     check_shape(&all, 2, 0);
     assert_eq!(all["results"][0]["roomId"], r1.as_str());
     assert_eq!(all["results"][1]["roomId"], r2.as_str());
@@ -306,18 +276,17 @@ async fn multi_send_answers_200_207_or_500_with_the_same_shape() {
     }
 
     let text = format!("partial {}", uuid::Uuid::new_v4());
-    let partial = expect_json(
-        multi(vec![unknown, &r1, &ghost], &text, Some("m.notice")).await,
-        207,
-    )
-    .await;
+    let partial = multi(vec![unknown, &r1, &ghost], &text, Some("m.notice")).await;
+    let partial = partial.expect(207).unwrap();
     check_shape(&partial, 1, 2);
     assert_eq!(partial["results"][0]["error"], "not_found");
     assert_eq!(partial["results"][1]["success"], true);
     assert_eq!(partial["results"][2]["error"], "homeserver_error");
     assert_eq!(synapse_bodies(matrix_access(&me), &r1, &text).await, 1);
 
-    let failed = expect_json(multi(vec![unknown, &ghost], "nobody", None).await, 500).await;
+    let failed = multi(vec![unknown, &ghost], "nobody", None).await;
+    assert_eq!(failed.status, 500, "{}", failed.text);
+    let failed = failed.json();
     check_shape(&failed, 0, 2);
 
     let hundred_one: Vec<String> = (0..101).map(|i| format!("!r{i}:seed.test")).collect();
@@ -331,23 +300,15 @@ async fn multi_send_answers_200_207_or_500_with_the_same_shape() {
         json!({"body": "x"}),
         json!({"roomIds": "not an array", "body": "x"}),
     ] {
-        let resp = app
-            .post_json("/api/messages/send-multi", Some(jwt), body.clone())
-            .await;
-        let status = resp.status().as_u16();
-        let text = resp.text().await.unwrap();
-        assert_eq!(status, 400, "{body}: {text}");
+        let sent = app.api(jwt).messages().send_multi(body.clone()).await;
+        assert_eq!(sent.status, 400, "{body}: {}", sent.text);
     }
     let token = personal_token(&app, &me).await;
-    expect_error(
-        app.post_json(
-            "/api/messages/send-multi",
-            Some(&token),
-            json!({"roomIds": [r1], "body": "x"}),
-        )
-        .await,
-        403,
-        "forbidden_for_api_token",
-    )
-    .await;
+    let sent = app
+        .api(&token)
+        .messages()
+        .send_multi(json!({"roomIds": [r1], "body": "x"}));
+    sent.await
+        .expect(200)
+        .refused(403, "forbidden_for_api_token");
 }

@@ -8,8 +8,8 @@ use crate::common::matrix as mx;
 use crate::common::*;
 
 use super::{
-    bodies, decrypt, enc, history, matrix_id, me_on_matrix, personal_token, register_key,
-    send_text, uid, Seeder,
+    bodies, decrypt, enc, history, matrix_id, me_on_matrix, personal_token, register_key, uid,
+    Seeder,
 };
 
 /// Polls the readable history of `room` until `want` messages are there (the sync worker
@@ -53,17 +53,8 @@ async fn a_synced_conversation_reads_in_both_views_and_counts_in_the_stats() {
     wait_for_history(&app, &token, &room, 2).await;
 
     let reply = "yes, here";
-    let sent = expect_json(
-        send_text(
-            &app,
-            &token,
-            &room,
-            json!({"content": reply, "txnId": "reply-1"}),
-        )
-        .await,
-        200,
-    )
-    .await;
+    let body = json!({"content": reply, "txnId": "reply-1"});
+    let sent = app.api(&token).messages().send(&room, body).await.unwrap();
     let page = wait_for_history(&app, &token, &room, 3).await;
     let texts = bodies(&page, "text");
     assert_eq!(texts, [reply, "are you there?", "hello from bob"], "{page}");

@@ -1,14 +1,13 @@
 //! Flags, client fields, deletion and the priority filter.
 
-use reqwest::Method;
 use serde_json::{json, Value};
 
+use crate::common::client::Refusal;
 use crate::common::*;
 use crate::tokens::create_token;
 
 use super::{
-    db, fake_room_id, list, message_count, post, room_ids, room_path, seed_message, seed_room,
-    user_id, Seed,
+    db, fake_room_id, list, message_count, room_ids, seed_message, seed_room, user_id, Seed,
 };
 
 #[tokio::test]
@@ -21,10 +20,10 @@ async fn archive_mute_favorite_and_pin_round_trip_for_both_callers() {
     let other = fake_room_id("flags-other");
     seed_room(&app, &uid, Seed::new(&room).name("Flagged").ts(1_000));
     seed_room(&app, &uid, Seed::new(&other).name("Other").ts(2_000));
-    let path = room_path(&room);
 
     for token in [user.access_token.as_str(), t.token.as_str()] {
-        let body = expect_json(post(&app, &format!("{path}/archive"), token).await, 200).await;
+        let rooms = app.api(token).rooms();
+        let body = rooms.act(&room, "archive").await.unwrap();
         assert_eq!(body["roomId"], room.as_str());
         assert_eq!(body["archived"], true);
         let note = body["note"].as_str().unwrap();
@@ -38,10 +37,9 @@ async fn archive_mute_favorite_and_pin_round_trip_for_both_callers() {
             vec![room.clone()]
         );
         // The single-room read still finds an archived room.
-        let got = expect_json(app.get_auth(&path, token).await, 200).await;
-        assert_eq!(got["room"]["archived"], true);
+        assert_eq!(rooms.get(&room).await.unwrap()["archived"], true);
 
-        let body = expect_json(post(&app, &format!("{path}/unarchive"), token).await, 200).await;
+        let body = rooms.act(&room, "unarchive").await.unwrap();
         assert_eq!(
             body,
             json!({"message": body["message"], "roomId": room, "archived": false})
@@ -56,7 +54,7 @@ async fn archive_mute_favorite_and_pin_round_trip_for_both_callers() {
             ("pin", "pinned", true),
             ("unpin", "pinned", false),
         ] {
-            let body = expect_json(post(&app, &format!("{path}/{action}"), token).await, 200).await;
+            let body = rooms.act(&room, action).await.unwrap();
             assert_eq!(body["roomId"], room.as_str(), "{action}");
             assert_eq!(body[flag], value, "{action}: {body}");
             assert!(body["message"].as_str().is_some());
@@ -78,7 +76,7 @@ async fn archive_mute_favorite_and_pin_round_trip_for_both_callers() {
             assert_eq!(&room_ids(&listed)[0], expected_first, "{action}");
         }
         // Repeating an action is harmless.
-        expect_json(post(&app, &format!("{path}/unpin"), token).await, 200).await;
+        rooms.act(&room, "unpin").await.unwrap();
     }
 }
 
@@ -90,13 +88,12 @@ async fn put_stores_the_native_clients_encrypted_name_and_tokens_cannot_use_it()
     let t = create_token(&app, &user, json!({"name": "put"})).await;
     let room = fake_room_id("put");
     seed_room(&app, &uid, Seed::new(&room).name("Server name"));
-    let path = room_path(&room);
     let native = user.access_token.as_str();
+    let rooms = app.user(&user).rooms();
 
     let body = json!({"encryptedName": "bmFtZQ==", "encryptedAvatar": "YXZhdGFy", "nonce": "AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA"});
-    let resp = app.send(Method::PUT, &path, Some(native), Some(body)).await;
-    assert!(expect_json(resp, 200).await["message"].is_string());
-    let got = expect_json(app.get_auth(&path, native).await, 200).await["room"].clone();
+    assert!(rooms.put(&room, body).await.unwrap()["message"].is_string());
+    let got = rooms.get(&room).await.unwrap();
     assert_eq!(got["encryptedName"], "bmFtZQ==");
     assert_eq!(got["encryptedAvatar"], "YXZhdGFy");
     assert_eq!(got["nonce"], "AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA");
@@ -105,33 +102,20 @@ async fn put_stores_the_native_clients_encrypted_name_and_tokens_cannot_use_it()
     assert_eq!(listed["rooms"][0]["encryptedName"], "bmFtZQ==");
 
     // Absent fields stay, null clears.
-    let resp = app
-        .send(
-            Method::PUT,
-            &path,
-            Some(native),
-            Some(json!({"encryptedAvatar": null})),
-        )
-        .await;
-    expect_json(resp, 200).await;
-    let got = expect_json(app.get_auth(&path, native).await, 200).await["room"].clone();
+    rooms
+        .put(&room, json!({"encryptedAvatar": null}))
+        .await
+        .unwrap();
+    let got = rooms.get(&room).await.unwrap();
     assert_eq!(got["encryptedName"], "bmFtZQ==");
     assert_eq!(got["encryptedAvatar"], Value::Null);
-    let resp = app
-        .send(Method::PUT, &path, Some(native), Some(json!({})))
-        .await;
-    expect_json(resp, 200).await;
+    rooms.put(&room, json!({})).await.unwrap();
 
     // Invalid base64 is 400 and changes nothing.
-    let resp = app
-        .send(
-            Method::PUT,
-            &path,
-            Some(native),
-            Some(json!({"encryptedName": "bm FtZQ"})),
-        )
-        .await;
-    let err = expect_error(resp, 400, "invalid_request").await;
+    let err = rooms
+        .put(&room, json!({"encryptedName": "bm FtZQ"}))
+        .await
+        .refused(400, "invalid_request");
     assert!(
         err["message"]
             .as_str()
@@ -139,22 +123,18 @@ async fn put_stores_the_native_clients_encrypted_name_and_tokens_cannot_use_it()
             .starts_with("encryptedName:"),
         "{err}"
     );
-    let got = expect_json(app.get_auth(&path, native).await, 200).await["room"].clone();
+    let got = rooms.get(&room).await.unwrap();
     assert_eq!(got["encryptedName"], "bmFtZQ==");
 
     // Personal tokens see the readable name, never the client fields, and cannot PUT.
-    let got = expect_json(app.get_auth(&path, &t.token).await, 200).await["room"].clone();
+    let scripted = app.api(&t.token).rooms();
+    let got = scripted.get(&room).await.unwrap();
     assert_eq!(got["name"], "Server name");
     assert!(got.get("encryptedName").is_none());
-    let resp = app
-        .send(
-            Method::PUT,
-            &path,
-            Some(&t.token),
-            Some(json!({"encryptedName": "AAAA"})),
-        )
-        .await;
-    expect_error(resp, 403, "forbidden_for_api_token").await;
+    scripted
+        .put(&room, json!({"encryptedName": "AAAA"}))
+        .await
+        .refused(403, "forbidden_for_api_token");
 }
 
 #[tokio::test]
@@ -185,32 +165,20 @@ async fn delete_removes_the_room_from_the_service_and_optionally_its_messages() 
     );
 
     // Personal tokens may not delete rooms.
-    let resp = app
-        .send(Method::DELETE, &room_path(&keep), Some(&t.token), None)
-        .await;
-    expect_error(resp, 403, "forbidden_for_api_token").await;
+    let scripted = app.api(&t.token).rooms().delete(&keep, "").await;
+    scripted.refused(403, "forbidden_for_api_token");
 
-    let resp = app
-        .send(Method::DELETE, &room_path(&keep), Some(native), None)
-        .await;
-    let body = expect_json(resp, 200).await;
+    let rooms = app.user(&user).rooms();
+    let body = rooms.delete(&keep, "").await.unwrap();
     assert_eq!(body["roomId"], keep.as_str());
     assert_eq!(body["messagesDeleted"], false);
     assert_eq!(body["deletedMessagesCount"], 0);
     assert!(body["message"].is_string());
     assert_eq!(message_count(&app, &uid, &keep), 2);
-    expect_error(
-        app.get_auth(&room_path(&keep), native).await,
-        404,
-        "not_found",
-    )
-    .await;
+    rooms.get(&keep).await.refused(404, "not_found");
     assert!(!room_ids(&list(&app, native, "?archived=all").await).contains(&keep));
     // Deleting again: 404.
-    let resp = app
-        .send(Method::DELETE, &room_path(&keep), Some(native), None)
-        .await;
-    expect_error(resp, 404, "not_found").await;
+    rooms.delete(&keep, "").await.refused(404, "not_found");
 
     let wipe = fake_room_id("del-wipe");
     seed_room(
@@ -231,15 +199,7 @@ async fn delete_removes_the_room_from_the_service_and_optionally_its_messages() 
             "x",
         );
     }
-    let resp = app
-        .send(
-            Method::DELETE,
-            &format!("{}?deleteMessages=true", room_path(&wipe)),
-            Some(native),
-            None,
-        )
-        .await;
-    let body = expect_json(resp, 200).await;
+    let body = rooms.delete(&wipe, "?deleteMessages=true").await.unwrap();
     assert_eq!(body["messagesDeleted"], true);
     assert_eq!(body["deletedMessagesCount"], 3);
     assert_eq!(message_count(&app, &uid, &wipe), 0);
@@ -255,15 +215,8 @@ async fn delete_removes_the_room_from_the_service_and_optionally_its_messages() 
     // deleteMessages=false explicitly is the default.
     let third = fake_room_id("del-false");
     seed_room(&app, &uid, Seed::new(&third));
-    let resp = app
-        .send(
-            Method::DELETE,
-            &format!("{}?deleteMessages=false", room_path(&third)),
-            Some(native),
-            None,
-        )
-        .await;
-    assert_eq!(expect_json(resp, 200).await["messagesDeleted"], false);
+    let body = rooms.delete(&third, "?deleteMessages=false").await.unwrap();
+    assert_eq!(body["messagesDeleted"], false);
 }
 
 #[tokio::test]
@@ -317,12 +270,7 @@ async fn the_priority_filter_lists_important_unread_and_highlighted_rooms() {
         },
     );
 
-    let body = expect_json(
-        app.get_auth("/api/rooms/filter/priority", &user.access_token)
-            .await,
-        200,
-    )
-    .await;
+    let body = app.user(&user).rooms().filter("priority").await.unwrap();
     assert_eq!(room_ids(&body), vec![important, threshold, mention]);
     assert!(body["rooms"][0].get("encryptedName").is_some());
 }

@@ -11,8 +11,8 @@ use crate::tokens::create_token;
 
 use super::{
     create_room, cs_api, db, fake_room_id, list, matrix, matrix_id, matrix_token, matrix_user,
-    message_count, post, room_path, seed_message, seed_room, send_text, user_id, wait_for_joined,
-    wait_for_room, Seed,
+    message_count, seed_message, seed_room, send_text, user_id, wait_for_joined, wait_for_room,
+    Seed,
 };
 
 #[tokio::test]
@@ -30,7 +30,7 @@ async fn the_single_room_read_refreshes_members_and_resolves_the_direct_recipien
     send_text(&bob_token, &dm, "hi").await;
     accept_invite(&app, &user.access_token, &dm).await;
     wait_for_joined(&app, &t.token, &dm).await;
-    let got = expect_json(app.get_auth(&room_path(&dm), &t.token).await, 200).await["room"].clone();
+    let got = app.api(&t.token).rooms().get(&dm).await.unwrap();
     assert_eq!(got["roomId"], dm.as_str());
     assert_eq!(got["isDirect"], true);
     assert_eq!(got["recipientId"], bob.as_str());
@@ -55,12 +55,12 @@ async fn the_single_room_read_refreshes_members_and_resolves_the_direct_recipien
     matrix().join(&bob_token, &group).await.unwrap();
     matrix().join(&carol_token, &group).await.unwrap();
     wait_for_room(&app, &t.token, &group).await;
-    let got = expect_json(
-        app.get_auth(&room_path(&group), &user.access_token).await,
-        200,
-    )
-    .await["room"]
-        .clone();
+    let got = app
+        .api(&user.access_token)
+        .rooms()
+        .get(&group)
+        .await
+        .unwrap();
     assert_eq!(got["isDirect"], false);
     assert_eq!(got["recipientId"], Value::Null);
     let mut expected = vec![me.clone(), bob.clone(), carol.clone()];
@@ -82,12 +82,12 @@ async fn the_single_room_read_refreshes_members_and_resolves_the_direct_recipien
         Some(Value::Object(direct)),
     )
     .await;
-    let got = expect_json(
-        app.get_auth(&room_path(&quiet), &user.access_token).await,
-        200,
-    )
-    .await["room"]
-        .clone();
+    let got = app
+        .api(&user.access_token)
+        .rooms()
+        .get(&quiet)
+        .await
+        .unwrap();
     assert_eq!(got["isDirect"], true);
     assert_eq!(got["recipientId"], carol.as_str());
 }
@@ -109,12 +109,12 @@ async fn the_single_room_read_serves_stored_data_when_the_homeserver_is_down() {
         },
     );
     // A room the homeserver does not know: refused there, stored data served.
-    let got = expect_json(
-        app.get_auth(&room_path(&room), &user.access_token).await,
-        200,
-    )
-    .await["room"]
-        .clone();
+    let got = app
+        .api(&user.access_token)
+        .rooms()
+        .get(&room)
+        .await
+        .unwrap();
     assert_eq!(got["recipientId"], "@partner:localhost");
     assert_eq!(got["memberIds"].as_array().unwrap().len(), 2);
 
@@ -136,12 +136,12 @@ async fn the_single_room_read_serves_stored_data_when_the_homeserver_is_down() {
     app.spawn().await;
 
     let started = Instant::now();
-    let got = expect_json(
-        app.get_auth(&room_path(&room), &user.access_token).await,
-        200,
-    )
-    .await["room"]
-        .clone();
+    let got = app
+        .api(&user.access_token)
+        .rooms()
+        .get(&room)
+        .await
+        .unwrap();
     assert!(
         started.elapsed() < Duration::from_secs(10),
         "fallback took {:?}",
@@ -154,16 +154,12 @@ async fn the_single_room_read_serves_stored_data_when_the_homeserver_is_down() {
     assert_eq!(got["memberIds"], json!(expected));
     // Marking read still works here; the message says the homeserver was not told.
     seed_message(&app, &uid, &room, "$down-event", 1_000, "hi");
-    let body = expect_json(
-        post(
-            &app,
-            &format!("{}/read", room_path(&room)),
-            &user.access_token,
-        )
-        .await,
-        200,
-    )
-    .await;
+    let body = app
+        .api(&user.access_token)
+        .rooms()
+        .act(&room, "read")
+        .await
+        .unwrap();
     assert!(
         body["message"].as_str().unwrap().contains("homeserver"),
         "{body}"
@@ -194,14 +190,9 @@ async fn marking_read_clears_the_counts_and_moves_the_read_markers_on_the_homese
         tokio::time::sleep(Duration::from_millis(200)).await;
     }
 
-    let body = expect_json(
-        post(&app, &format!("{}/read", room_path(&room)), &t.token).await,
-        200,
-    )
-    .await;
+    let body = app.api(&t.token).rooms().act(&room, "read").await.unwrap();
     assert_eq!(body["message"], "room marked as read");
-    let got =
-        expect_json(app.get_auth(&room_path(&room), &t.token).await, 200).await["room"].clone();
+    let got = app.api(&t.token).rooms().get(&room).await.unwrap();
     assert_eq!(got["unreadCount"], 0);
     assert_eq!(got["highlightCount"], 0);
     let stored: Option<String> = db(&app)
@@ -227,35 +218,55 @@ async fn marking_read_clears_the_counts_and_moves_the_read_markers_on_the_homese
     )
     .await;
     assert_eq!(marker["event_id"], last.as_str());
-    tokio::time::sleep(Duration::from_secs(2)).await;
-    let got =
-        expect_json(app.get_auth(&room_path(&room), &t.token).await, 200).await["room"].clone();
-    assert_eq!(got["unreadCount"], 0, "{got}");
+    // Positive marker: one more message after the read is stored; the worker then has the
+    // homeserver's counts from after the read, which count only that message unread.
+    send_text(&bob_token, &room, "third").await;
+    let deadline = Instant::now() + Duration::from_secs(15);
+    while message_count(&app, &uid, &room) < 3 {
+        assert!(
+            Instant::now() < deadline,
+            "the third message was not stored"
+        );
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+    let deadline = Instant::now() + Duration::from_secs(15);
+    loop {
+        let got = app.api(&t.token).rooms().get(&room).await.unwrap();
+        if got["unreadCount"] == 1 {
+            assert_eq!(got["highlightCount"], 0, "{got}");
+            break;
+        }
+        assert_eq!(
+            got["unreadCount"], 0,
+            "only the new message is unread: {got}"
+        );
+        assert!(
+            Instant::now() < deadline,
+            "the new message was not counted: {got}"
+        );
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
 
     // A room without stored messages is marked read here only.
     let empty = fake_room_id("read-empty");
     seed_room(&app, &uid, Seed::new(&empty).unread(3));
-    let body = expect_json(
-        post(
-            &app,
-            &format!("{}/read", room_path(&empty)),
-            &user.access_token,
-        )
-        .await,
-        200,
-    )
-    .await;
+    let body = app
+        .api(&user.access_token)
+        .rooms()
+        .act(&empty, "read")
+        .await
+        .unwrap();
     assert!(
         body["message"].as_str().unwrap().contains("no messages"),
         "{body}"
     );
-    let listed = list(&app, &user.access_token, "?sortBy=unread").await;
-    assert!(
-        listed["rooms"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .all(|r| r["unreadCount"] == 0),
-        "{listed}"
-    );
+    let rooms = app.user(&user).rooms();
+    let cleared = rooms
+        .listed("?sortBy=unread", &empty)
+        .await
+        .expect("listed");
+    assert_eq!(cleared["unreadCount"], 0, "{cleared}");
+    // The other room still counts only the message after its read marker.
+    let other = rooms.listed("?sortBy=unread", &room).await.expect("listed");
+    assert_eq!(other["unreadCount"], 1, "{other}");
 }

@@ -2,10 +2,12 @@
 
 use serde_json::{json, Value};
 
+use crate::common::client::keys::CONFIRM_KEY_DELETION;
+use crate::common::client::Refusal;
 use crate::common::*;
 use crate::tokens::create_token;
 
-use super::{fake_room_id, list, post, room_ids, room_path, seed_room, user_id, Seed};
+use super::{fake_room_id, list, room_ids, seed_room, user_id, Seed};
 
 #[tokio::test]
 async fn personal_tokens_get_no_signing_key_after_the_keys_were_deleted() {
@@ -21,49 +23,22 @@ async fn personal_tokens_get_no_signing_key_after_the_keys_were_deleted() {
     );
 
     let key = base64_key();
-    let resp = app
-        .post_json(
-            "/api/keys/register",
-            Some(&user.access_token),
-            json!({"publicKey": key}),
-        )
-        .await;
-    expect_json(resp, 200).await;
-    let resp = app
-        .http
-        .delete(app.url("/api/keys"))
-        .bearer_auth(&user.access_token)
-        .header(
-            "X-Confirm-Key-Deletion",
-            "PERMANENTLY_DELETE_ALL_MY_MESSAGES",
-        )
-        .send()
-        .await
-        .unwrap();
-    expect_json(resp, 200).await;
+    let keys = app.user(&user).keys();
+    keys.register(json!({"publicKey": key})).await.unwrap();
+    keys.delete(Some(CONFIRM_KEY_DELETION)).await.unwrap();
 
-    for path in ["/api/rooms".to_owned(), room_path(&room)] {
-        let resp = app.get_auth(&path, &t.token).await;
-        expect_error(resp, 409, "NO_SIGNING_KEY").await;
-    }
+    let rooms = app.api(&t.token).rooms();
+    rooms.list("").await.refused(409, "NO_SIGNING_KEY");
+    rooms.get(&room).await.refused(409, "NO_SIGNING_KEY");
     // Actions that return nothing readable still work; native lists too.
-    expect_json(
-        post(&app, &format!("{}/pin", room_path(&room)), &t.token).await,
-        200,
-    )
-    .await;
+    app.api(&t.token).rooms().act(&room, "pin").await.unwrap();
     let body = list(&app, &user.access_token, "").await;
     assert_eq!(room_ids(&body), vec![room.clone()]);
 
     // New keys: readable again, but the old name is gone with the old data key.
-    let resp = app
-        .post_json(
-            "/api/keys/register",
-            Some(&user.access_token),
-            json!({"publicKey": base64_key()}),
-        )
-        .await;
-    expect_json(resp, 200).await;
+    keys.register(json!({"publicKey": base64_key()}))
+        .await
+        .unwrap();
     let body = list(&app, &t.token, "").await;
     assert_eq!(body["rooms"][0]["name"], Value::Null);
 }

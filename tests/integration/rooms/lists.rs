@@ -2,10 +2,11 @@
 
 use serde_json::{json, Value};
 
+use crate::common::client::Refusal;
 use crate::common::*;
 use crate::tokens::create_token;
 
-use super::{db, fake_room_id, list, room_ids, room_path, seed_room, user_id, Seed};
+use super::{db, fake_room_id, list, room_ids, seed_room, user_id, Seed};
 
 #[tokio::test]
 async fn lists_sort_filter_and_page_with_both_caller_shapes() {
@@ -208,8 +209,8 @@ async fn lists_sort_filter_and_page_with_both_caller_shapes() {
         format!("?sortBy=unread&cursor={cursor}"),
         format!("?archived=all&cursor={cursor}"),
     ] {
-        let resp = app.get_auth(&format!("/api/rooms{other}"), &t.token).await;
-        let body = expect_error(resp, 400, "invalid_request").await;
+        let listed = app.api(&t.token).rooms().list(&other).await;
+        let body = listed.refused(400, "invalid_request");
         assert!(
             body["message"].as_str().unwrap().starts_with("cursor:"),
             "{body}"
@@ -238,6 +239,6 @@ async fn lists_sort_filter_and_page_with_both_caller_shapes() {
         list(&app, &other.access_token, "?archived=all").await["rooms"],
         json!([])
     );
-    let resp = app.get_auth(&room_path(&ids[0]), &other.access_token).await;
-    expect_error(resp, 404, "not_found").await;
+    let theirs = app.user(&other).rooms().get(&ids[0]).await;
+    theirs.refused(404, "not_found");
 }

@@ -312,38 +312,18 @@ fn matrix_id(session: &Session) -> String {
 }
 
 async fn list(app: &TestApp, token: &str, query: &str) -> Value {
-    expect_json(
-        app.get_auth(&format!("/api/rooms{query}"), token).await,
-        200,
-    )
-    .await
+    app.api(token).rooms().list(query).await.expect("room list")
 }
 
-fn room_ids(list: &Value) -> Vec<String> {
-    list["rooms"]
-        .as_array()
-        .expect("rooms")
-        .iter()
-        .map(|r| r["roomId"].as_str().unwrap().to_owned())
-        .collect()
-}
-
-async fn post(app: &TestApp, path: &str, token: &str) -> reqwest::Response {
-    app.send(Method::POST, path, Some(token), None).await
-}
+use crate::common::client::rooms::room_ids;
 
 /// Polls the personal-token room list until `room_id` shows up (the sync worker's work).
 async fn wait_for_room(app: &TestApp, token: &str, room_id: &str) -> Value {
     let deadline = Instant::now() + Duration::from_secs(15);
+    let rooms = app.api(token).rooms();
     loop {
-        let rooms = list(app, token, "?archived=all&limit=100").await;
-        if let Some(room) = rooms["rooms"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .find(|r| r["roomId"] == room_id)
-        {
-            return room.clone();
+        if let Some(room) = rooms.listed("?archived=all&limit=100", room_id).await {
+            return room;
         }
         assert!(
             Instant::now() < deadline,

@@ -9,8 +9,7 @@ use crate::common::*;
 use crate::tokens::create_token;
 
 use super::{
-    create_room, list, matrix, matrix_token, matrix_user, post, room_ids, room_path, send_text,
-    wait_for_room,
+    create_room, list, matrix, matrix_token, matrix_user, room_ids, send_text, wait_for_room,
 };
 
 /// Rooms created on the homeserver appear in the list with readable names, through the
@@ -29,8 +28,7 @@ async fn rooms_from_the_homeserver_appear_with_readable_names() {
     assert_eq!(got["name"], "Synced room");
     assert_eq!(got["platform"], Value::Null);
     assert_eq!(got["archived"], false);
-    let detail =
-        expect_json(app.get_auth(&room_path(&room), &t.token).await, 200).await["room"].clone();
+    let detail = app.api(&t.token).rooms().get(&room).await.unwrap();
     assert_eq!(detail["memberIds"].as_array().unwrap().len(), 2);
     let native = wait_for_room(&app, &user.access_token, &room).await;
     assert!(native.get("name").is_none());
@@ -50,11 +48,11 @@ async fn an_incoming_message_unarchives_a_room() {
     send_text(&bob_token, &room, "hello").await;
     wait_for_room(&app, &t.token, &room).await;
 
-    expect_json(
-        post(&app, &format!("{}/archive", room_path(&room)), &t.token).await,
-        200,
-    )
-    .await;
+    app.api(&t.token)
+        .rooms()
+        .act(&room, "archive")
+        .await
+        .unwrap();
     assert!(!room_ids(&list(&app, &t.token, "").await).contains(&room));
     // The user's own message does not bring it back.
     send_text(&matrix_token(&user), &room, "note to self").await;

@@ -3,6 +3,7 @@
 use reqwest::Method;
 use serde_json::{json, Value};
 
+use crate::common::client::Refusal;
 use crate::common::*;
 use crate::tokens::create_token;
 
@@ -26,13 +27,13 @@ async fn bad_query_values_are_400_and_unknown_rooms_are_404_never_500() {
         "?cursor=%7B%7D",
     ] {
         for token in [native, t.token.as_str()] {
-            let resp = app.get_auth(&format!("/api/rooms{query}"), token).await;
-            expect_error(resp, 400, "invalid_request").await;
+            let listed = app.api(token).rooms().list(query).await;
+            listed.refused(400, "invalid_request");
         }
     }
     // Personal tokens page by recency or unread count only.
-    let resp = app.get_auth("/api/rooms?sortBy=importance", &t.token).await;
-    let body = expect_error(resp, 400, "invalid_request").await;
+    let listed = app.api(&t.token).rooms().list("?sortBy=importance").await;
+    let body = listed.refused(400, "invalid_request");
     assert!(
         body["message"].as_str().unwrap().starts_with("sortBy:"),
         "{body}"
@@ -70,15 +71,10 @@ async fn bad_query_values_are_400_and_unknown_rooms_are_404_never_500() {
         let resp = app.send(method.clone(), &path, Some(native), None).await;
         expect_error(resp, 404, "not_found").await;
     }
-    let resp = app
-        .send(
-            Method::PUT,
-            &unknown,
-            Some(native),
-            Some(json!({"encryptedName": "AAAA"})),
-        )
-        .await;
-    expect_error(resp, 404, "not_found").await;
+    let rooms = app.user(&user).rooms();
+    let nope = "!nope:localhost";
+    let put = rooms.put(nope, json!({"encryptedName": "AAAA"})).await;
+    put.refused(404, "not_found");
     // Allowlisted routes answer 404 to tokens as well.
     for (method, suffix) in [
         (Method::GET, ""),
@@ -92,30 +88,20 @@ async fn bad_query_values_are_400_and_unknown_rooms_are_404_never_500() {
     }
 
     // Bad values are 400 before the room is even looked up.
-    let resp = app
-        .send(
-            Method::DELETE,
-            &format!("{unknown}?deleteMessages=yes"),
-            Some(native),
-            None,
-        )
-        .await;
-    expect_error(resp, 400, "invalid_request").await;
+    let deleted = rooms.delete(nope, "?deleteMessages=yes").await;
+    deleted.refused(400, "invalid_request");
     for body in [
         json!({"encryptedName": "not base64!"}),
         json!({"encryptedAvatar": "@@@"}),
         json!({"nonce": ""}),
         json!({"encryptedName": 5}),
     ] {
-        let resp = app
-            .send(Method::PUT, &unknown, Some(native), Some(body))
-            .await;
-        expect_error(resp, 400, "invalid_request").await;
+        rooms.put(nope, body).await.refused(400, "invalid_request");
     }
 
     // Without authentication: 401.
-    let resp = app.get("/api/rooms").await;
-    expect_error(resp, 401, "unauthorized").await;
+    let listed = app.anonymous().rooms().list("").await;
+    listed.refused(401, "unauthorized");
 }
 
 #[tokio::test]
@@ -124,12 +110,7 @@ async fn a_new_user_has_no_rooms() {
     let user = app.sign_up("rooms-empty").await;
     let body = list(&app, &user.access_token, "").await;
     assert_eq!(body, json!({"rooms": [], "nextCursor": null}));
-    let body = expect_json(
-        app.get_auth("/api/rooms/filter/priority", &user.access_token)
-            .await,
-        200,
-    )
-    .await;
+    let body = app.user(&user).rooms().filter("priority").await.unwrap();
     assert_eq!(body, json!({"rooms": []}));
 }
 
@@ -143,11 +124,7 @@ async fn static_routes_under_rooms_are_not_captured_by_the_room_id_route() {
 
     let body = expect_json(app.get_auth("/api/rooms/linked", native).await, 200).await;
     assert_eq!(body, json!({"groups": []}));
-    let body = expect_json(
-        app.get_auth("/api/rooms/filter/priority", native).await,
-        200,
-    )
-    .await;
+    let body = app.user(&user).rooms().filter("priority").await.unwrap();
     assert_eq!(body, json!({"rooms": []}));
     // POST /api/rooms/link validates its body (it is not a room called "link").
     let resp = app
