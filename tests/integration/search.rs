@@ -56,6 +56,17 @@ pub(crate) async fn opt_in(app: &TestApp, s: &Session, token_id: &str) {
     assert!(body["optedInVersion"].as_u64().unwrap() >= 2, "{body}");
 }
 
+/// Runs `switchboard reindex --user <uid>` against the app's config; its output.
+pub(crate) fn reindex(app: &TestApp, uid: &str) -> String {
+    let config = app.config_path.to_str().unwrap();
+    let (status, out, err) = run_cli(
+        &["reindex", "--config", config, "--user", uid],
+        app.dir.path(),
+    );
+    assert!(status.success(), "{out}{err}");
+    out
+}
+
 pub(crate) async fn search(app: &TestApp, bearer: &str, query: &str) -> Value {
     expect_json(
         app.get_auth(&format!("/api/search?{query}"), bearer).await,
@@ -365,17 +376,7 @@ async fn reindex_rebuilds_and_key_deletion_makes_old_results_unreachable() {
         search(&app, &token, "q=brachiosaurus").await["results"],
         json!([])
     );
-    let (status, out, err) = run_cli(
-        &[
-            "reindex",
-            "--config",
-            app.config_path.to_str().unwrap(),
-            "--user",
-            &uid,
-        ],
-        app.dir.path(),
-    );
-    assert!(status.success(), "{out}{err}");
+    let out = reindex(&app, &uid);
     assert!(out.contains("2 messages and 0 e-mails indexed"), "{out}");
     let page = search(&app, &token, "q=brachiosaurus").await;
     assert_eq!(page["results"].as_array().unwrap().len(), 2, "{page}");
@@ -441,17 +442,7 @@ async fn reindex_rebuilds_and_key_deletion_makes_old_results_unreachable() {
         json!([])
     );
     // Reindexing cannot bring them back: the messages were sealed under the old key.
-    let (status, out, err) = run_cli(
-        &[
-            "reindex",
-            "--config",
-            app.config_path.to_str().unwrap(),
-            "--user",
-            &uid,
-        ],
-        app.dir.path(),
-    );
-    assert!(status.success(), "{out}{err}");
+    reindex(&app, &uid);
     assert_eq!(
         search(&app, &token, "q=brachiosaurus").await["results"],
         json!([])

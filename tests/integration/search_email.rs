@@ -6,7 +6,7 @@
 use serde_json::json;
 
 use crate::common::*;
-use crate::search::{enc, search, wait_for_results};
+use crate::search::{enc, reindex, search, wait_for_results};
 
 #[tokio::test]
 async fn cached_mail_is_found_reindexed_summarized_and_leaves_the_index_with_its_account() {
@@ -89,17 +89,7 @@ async fn cached_mail_is_found_reindexed_summarized_and_leaves_the_index_with_its
         search(&app, &jwt, "q=periwinkle").await["results"],
         json!([])
     );
-    let (status, out, err) = run_cli(
-        &[
-            "reindex",
-            "--config",
-            app.config_path.to_str().unwrap(),
-            "--user",
-            &uid,
-        ],
-        app.dir.path(),
-    );
-    assert!(status.success(), "{out}{err}");
+    let out = reindex(&app, &uid);
     assert!(out.contains("0 messages and 3 e-mails indexed"), "{out}");
     let again = search(&app, &jwt, "q=periwinkle").await;
     assert_eq!(again["results"], page_before_reindex["results"], "{again}");
