@@ -83,6 +83,22 @@ pub fn thread_cpu_secs(prefix: &str) -> f64 {
 }
 
 /// `conns` loops, each sending one request after the other until `duration` is over;
+/// Reads a response body to its end without collecting it (as wrk does): the load
+/// generator shares the machine with the server, and gathering every chunk of a 12 KB page
+/// into one buffer costs it a copy per response that no real client of the page needs.
+/// `false` when the body breaks off or is shorter than its `Content-Length`.
+async fn drain(mut resp: reqwest::Response) -> bool {
+    let expected = resp.content_length();
+    let mut read = 0u64;
+    loop {
+        match resp.chunk().await {
+            Ok(Some(chunk)) => read += chunk.len() as u64,
+            Ok(None) => return expected.is_none_or(|n| n == read),
+            Err(_) => return false,
+        }
+    }
+}
+
 /// `server_cpu` reads the CPU seconds of whatever serves `url`.
 pub async fn run(
     client: &reqwest::Client,
@@ -109,7 +125,7 @@ pub async fn run(
                         req = req.bearer_auth(t);
                     }
                     let good = match req.send().await {
-                        Ok(resp) => resp.status().is_success() && resp.bytes().await.is_ok(),
+                        Ok(resp) => resp.status().is_success() && drain(resp).await,
                         Err(_) => false,
                     };
                     if good {

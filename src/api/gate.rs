@@ -23,13 +23,12 @@ pub async fn gate<E: Endpoint>(ep: Arc<E>, mut req: Request) -> poem::Result<Res
         return Ok(AppError::internal("application state missing").to_response());
     };
     let ip = client_ip(&state, &req);
-    let ip_key = format!("ip:{ip}");
+    let ip_key = || format!("ip:{ip}");
     let limits = &state.config.rate_limit;
     // Public routes ignore credentials: a bearer token sent along must not move the
     // request off the caller's address budget (nor cost a lookup).
-    let token = (!route_table().is_public(req.uri().path()))
-        .then(|| bearer_token(&req))
-        .flatten();
+    let public = route_table().is_public(req.uri().path());
+    let token = (!public).then(|| bearer_token(&req)).flatten();
     let authenticated = match token {
         Some(token) => {
             // An address that has spent its budget may still present a token known to
@@ -45,7 +44,7 @@ pub async fn gate<E: Endpoint>(ep: Arc<E>, mut req: Request) -> poem::Result<Res
             } else if personal
                 && state
                     .limiter
-                    .peek(&ip_key, limits.requests, limits.window.0)
+                    .peek(&ip_key(), limits.requests, limits.window.0)
                     .await
                     .remaining
                     == 0
@@ -60,7 +59,7 @@ pub async fn gate<E: Endpoint>(ep: Arc<E>, mut req: Request) -> poem::Result<Res
     };
     let rate_key = match &authenticated {
         Some(Ok(principal)) => principal.rate_key(),
-        _ => ip_key,
+        _ => ip_key(),
     };
     let (quota, within) = match state
         .limiter
@@ -83,7 +82,7 @@ pub async fn gate<E: Endpoint>(ep: Arc<E>, mut req: Request) -> poem::Result<Res
         }
         .to_response()
     } else {
-        match admit(&req, authenticated) {
+        match admit(&req, public, authenticated) {
             Err(e) => e.to_response(),
             Ok(principal) => {
                 if let Some(p) = principal {
@@ -108,10 +107,11 @@ pub struct ClientAddr(pub IpAddr);
 /// Decides whether the request may reach its handler, and as whom.
 fn admit(
     req: &Request,
+    public: bool,
     authenticated: Option<Result<Principal, AppError>>,
 ) -> Result<Option<Principal>, AppError> {
     let path = req.uri().path();
-    if route_table().is_public(path) {
+    if public {
         return Ok(None);
     }
     let principal = match authenticated {

@@ -17,6 +17,15 @@ struct Template {
     method: String,
     path: String,
     segments: Vec<Segment>,
+    /// [`specificity`] of `segments`, computed once.
+    specificity: u64,
+}
+
+#[derive(Debug, Clone)]
+struct Group {
+    method: String,
+    len: usize,
+    members: Vec<usize>,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -36,6 +45,9 @@ pub fn route_table() -> &'static RouteTable {
 #[derive(Debug, Clone, Default)]
 pub struct RouteTable {
     templates: Vec<Template>,
+    /// Indexes into `templates` by (method, number of segments): a request is compared
+    /// only with the templates it could match.
+    groups: Vec<Group>,
     /// Paths of the operations without a security scheme.
     public: BTreeSet<String>,
     /// String fields of each operation's JSON body (see [`super::strict_json`]).
@@ -59,24 +71,42 @@ impl RouteTable {
                     if op["security"].as_array().is_none_or(Vec::is_empty) {
                         public.insert(path.clone());
                     }
+                    let segments: Vec<Segment> = split(path)
+                        .map(|s| {
+                            if s.starts_with('{') && s.ends_with('}') {
+                                Segment::Param
+                            } else {
+                                Segment::Literal(s.to_owned())
+                            }
+                        })
+                        .collect();
                     templates.push(Template {
                         method,
                         path: path.clone(),
-                        segments: split(path)
-                            .map(|s| {
-                                if s.starts_with('{') && s.ends_with('}') {
-                                    Segment::Param
-                                } else {
-                                    Segment::Literal(s.to_owned())
-                                }
-                            })
-                            .collect(),
+                        specificity: specificity(&segments),
+                        segments,
                     });
                 }
             }
         }
+        let mut groups: Vec<Group> = Vec::new();
+        for (i, t) in templates.iter().enumerate() {
+            let len = t.segments.len();
+            match groups
+                .iter_mut()
+                .find(|g| g.len == len && g.method == t.method)
+            {
+                Some(g) => g.members.push(i),
+                None => groups.push(Group {
+                    method: t.method.clone(),
+                    len,
+                    members: vec![i],
+                }),
+            }
+        }
         Self {
             templates,
+            groups,
             public,
             string_fields: super::strict_json::StringFields::from_spec(spec),
         }
@@ -85,17 +115,23 @@ impl RouteTable {
     /// The template a concrete request path is routed to, if any. Literal segments win
     /// over parameters, as in the router (`/api/rooms/linked` is not `/api/rooms/{roomId}`).
     pub fn resolve(&self, method: &str, path: &str) -> Option<&str> {
-        let parts: Vec<&str> = split(path).collect();
-        self.templates
+        // Runs on every personal-token request: no allocation, one pass per candidate.
+        let count = split(path).count();
+        let group = self
+            .groups
             .iter()
-            .filter(|t| t.method == method && t.segments.len() == parts.len())
+            .find(|g| g.len == count && g.method == method)?;
+        group
+            .members
+            .iter()
+            .map(|&i| &self.templates[i])
             .filter(|t| {
-                t.segments.iter().zip(&parts).all(|(s, p)| match s {
+                t.segments.iter().zip(split(path)).all(|(s, p)| match s {
                     Segment::Literal(l) => l == p,
                     Segment::Param => !p.is_empty(),
                 })
             })
-            .max_by_key(|t| specificity(&t.segments))
+            .max_by_key(|t| t.specificity)
             .map(|t| t.path.as_str())
     }
 
@@ -123,13 +159,17 @@ fn split(path: &str) -> impl Iterator<Item = &str> {
     path.trim_matches('/').split('/')
 }
 
-/// Compares templates position by position: a literal earlier in the path beats a
-/// parameter there.
-fn specificity(segments: &[Segment]) -> Vec<bool> {
+/// Orders templates position by position: a literal earlier in the path beats a parameter
+/// there. Bit `63 - i` is set when segment `i` is a literal, so comparing the numbers
+/// compares the positions in order (paths have far fewer than 64 segments; later ones
+/// are ignored).
+fn specificity(segments: &[Segment]) -> u64 {
     segments
         .iter()
-        .map(|s| matches!(s, Segment::Literal(_)))
-        .collect()
+        .take(64)
+        .enumerate()
+        .filter(|(_, s)| matches!(s, Segment::Literal(_)))
+        .fold(0, |bits, (i, _)| bits | (1u64 << (63 - i)))
 }
 
 #[cfg(test)]

@@ -24,8 +24,12 @@ pub const REFRESH_TOKEN_LEN: usize = 64;
 
 /// Lowercase hex SHA-256 of a string, for storing bearer tokens.
 pub fn sha256_hex(s: &str) -> String {
-    // Every request with a personal token hashes it: `hex` rather than 32 `write!`s.
-    hex::encode(Sha256::digest(s.as_bytes()))
+    // Every request with a personal token hashes it: hex digits into a stack buffer, then
+    // one allocation (rather than 32 `write!`s or a String grown char by char).
+    let mut out = [0u8; 64];
+    // 32 bytes always fit 64 hex digits, and hex digits are ASCII.
+    let _ = hex::encode_to_slice(Sha256::digest(s.as_bytes()), &mut out);
+    String::from_utf8_lossy(&out).into_owned()
 }
 
 /// `n` characters drawn uniformly from `[0-9A-Za-z]` using the OS RNG.

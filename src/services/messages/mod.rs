@@ -185,8 +185,6 @@ pub async fn history(
 ) -> AppResult<History> {
     let limit = parse_limit(q.limit)?;
     let room_id = parse_optional_room_id(q.room_id.as_deref())?;
-    let master = state.master.clone();
-    let uid = principal.user_id().to_owned();
     if conversations::wants_readable(principal) {
         if q.before.is_some() {
             return Err(AppError::invalid(
@@ -194,18 +192,30 @@ pub async fn history(
                 "personal tokens page with `cursor` (from `nextCursor`), not `before`",
             ));
         }
+        // The hot path (a page read again) builds the key from the query it owns and
+        // clones nothing else; what the render needs is taken from the key on a miss.
         let key = PageKey {
-            user_id: uid.clone(),
+            user_id: principal.user_id().to_owned(),
             view: PageView::ReadableHistory {
-                room_id: room_id.clone(),
-                cursor: q.cursor.clone(),
+                room_id,
+                cursor: q.cursor,
                 limit,
             },
         };
+        if let Some(body) = state.pages.get(&key) {
+            return Ok(History::Readable(body));
+        }
+        let PageView::ReadableHistory {
+            room_id, cursor, ..
+        } = key.view.clone()
+        else {
+            return Err(AppError::internal("readable page key of another view"));
+        };
+        let (uid, master) = (key.user_id.clone(), state.master.clone());
         let body = state
             .pages
             .get_or_render(key, || async move {
-                let cursor = q.cursor.as_deref().map(Cursor::decode).transpose()?;
+                let cursor = cursor.as_deref().map(Cursor::decode).transpose()?;
                 let user_id = uid.clone();
                 history::render_filling(state, &user_id, |fill| {
                     let (uid, master) = (uid.clone(), master.clone());
@@ -230,6 +240,7 @@ pub async fn history(
     }
     let before = parse_before(q.before.as_deref())?;
     let start = before.map_or_else(PageStart::newest, PageStart::before);
+    let (uid, master) = (principal.user_id().to_owned(), state.master.clone());
     // The key needs no public key: registering or replacing one is a write, which ends
     // every page sealed to the old one.
     let key = PageKey {
