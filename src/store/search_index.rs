@@ -84,6 +84,19 @@ pub struct Candidate {
     pub ts: i64,
 }
 
+/// Reads a [`Candidate`] from a row whose first six columns are a document's id, kind,
+/// item id, scope, sender and time, in that order.
+fn candidate(r: &rusqlite::Row<'_>) -> rusqlite::Result<Candidate> {
+    Ok(Candidate {
+        doc: r.get(0)?,
+        kind: r.get(1)?,
+        item_id: r.get(2)?,
+        scope: r.get(3)?,
+        sender: r.get(4)?,
+        ts: r.get(5)?,
+    })
+}
+
 /// Up to `limit` documents of `user_id` holding every one of `terms` (at least one),
 /// newest first, strictly after the position `(ts, doc)` in that order.
 pub fn candidates(
@@ -130,16 +143,7 @@ pub fn candidates(
     ];
     values.extend(rest.iter().map(|t| t.to_vec().into()));
     let mut stmt = conn.prepare_cached(&sql)?;
-    let rows = stmt.query_map(rusqlite::params_from_iter(values), |r| {
-        Ok(Candidate {
-            doc: r.get(0)?,
-            kind: r.get(1)?,
-            item_id: r.get(2)?,
-            scope: r.get(3)?,
-            sender: r.get(4)?,
-            ts: r.get(5)?,
-        })
-    })?;
+    let rows = stmt.query_map(rusqlite::params_from_iter(values), candidate)?;
     rows.collect()
 }
 
@@ -306,17 +310,7 @@ pub fn newest_with_vectors(
          WHERE d.user_id = ?1 ORDER BY d.ts DESC, d.id DESC LIMIT ?3",
     )?;
     let rows = stmt.query_map(params![user_id, model, limit, read_vectors], |r| {
-        Ok((
-            Candidate {
-                doc: r.get(0)?,
-                kind: r.get(1)?,
-                item_id: r.get(2)?,
-                scope: r.get(3)?,
-                sender: r.get(4)?,
-                ts: r.get(5)?,
-            },
-            r.get(6)?,
-        ))
+        Ok((candidate(r)?, r.get(6)?))
     })?;
     rows.collect()
 }
