@@ -1,7 +1,7 @@
 //! `devices` table: APNs device tokens (sealed, found by blind index) and their metadata.
 //! Times are Unix milliseconds.
 
-use rusqlite::{params, Connection, OptionalExtension, Row};
+use rusqlite::{params, Connection, OptionalExtension, Row, ToSql};
 
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct DeviceRow {
@@ -22,7 +22,7 @@ pub struct DeviceRow {
 }
 
 const COLUMNS: &str = "id, user_id, token_index, token_enc, device_name, device_model, \
-    os_version, app_version, environment, created_at, updated_at, last_used_at";
+    os_version, app_version, environment, created_at, last_used_at, updated_at";
 
 fn from_row(r: &Row<'_>) -> rusqlite::Result<DeviceRow> {
     Ok(DeviceRow {
@@ -36,48 +36,45 @@ fn from_row(r: &Row<'_>) -> rusqlite::Result<DeviceRow> {
         app_version: r.get(7)?,
         environment: r.get(8)?,
         created_at: r.get(9)?,
-        updated_at: r.get(10)?,
-        last_used_at: r.get(11)?,
+        last_used_at: r.get(10)?,
+        updated_at: r.get(11)?,
     })
+}
+
+/// Every column of `DeviceRow` in [`COLUMNS`] order, so `?n` names the n-th column in the
+/// INSERT and the UPDATE alike (the UPDATE binds them all too, so it names the last one).
+fn bind(d: &DeviceRow) -> [&dyn ToSql; 12] {
+    [
+        &d.id,
+        &d.user_id,
+        &d.token_index,
+        &d.token_enc,
+        &d.device_name,
+        &d.device_model,
+        &d.os_version,
+        &d.app_version,
+        &d.environment,
+        &d.created_at,
+        &d.last_used_at,
+        &d.updated_at,
+    ]
 }
 
 pub fn insert(conn: &Connection, d: &DeviceRow) -> rusqlite::Result<()> {
     conn.prepare_cached(&format!(
         "INSERT INTO devices ({COLUMNS}) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12)"
     ))?
-    .execute(params![
-        d.id,
-        d.user_id,
-        d.token_index,
-        d.token_enc,
-        d.device_name,
-        d.device_model,
-        d.os_version,
-        d.app_version,
-        d.environment,
-        d.created_at,
-        d.updated_at,
-        d.last_used_at
-    ])?;
+    .execute(&bind(d)[..])?;
     Ok(())
 }
 
 /// Writes the sealed token and the metadata of an existing device.
 pub fn update(conn: &Connection, d: &DeviceRow) -> rusqlite::Result<usize> {
     conn.prepare_cached(
-        "UPDATE devices SET token_enc = ?2, device_name = ?3, device_model = ?4, os_version = ?5, \
-           app_version = ?6, environment = ?7, updated_at = ?8 WHERE id = ?1",
+        "UPDATE devices SET token_enc = ?4, device_name = ?5, device_model = ?6, os_version = ?7, \
+           app_version = ?8, environment = ?9, updated_at = ?12 WHERE id = ?1",
     )?
-    .execute(params![
-        d.id,
-        d.token_enc,
-        d.device_name,
-        d.device_model,
-        d.os_version,
-        d.app_version,
-        d.environment,
-        d.updated_at
-    ])
+    .execute(&bind(d)[..])
 }
 
 /// The device with this token, whoever registered it.

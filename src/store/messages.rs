@@ -1,6 +1,6 @@
 //! `messages`: each user's copy of room messages, content sealed under its data key.
 
-use rusqlite::{params, Connection, OptionalExtension, Row};
+use rusqlite::{params, Connection, OptionalExtension, Row, ToSql};
 
 #[derive(Debug, Clone, Default)]
 pub struct MessageRow {
@@ -24,7 +24,7 @@ pub struct MessageRow {
 }
 
 pub const COLUMNS: &str = "id, user_id, room_id, event_id, sender_id, ts, msgtype, content_enc, \
-    is_mine, importance, category, is_question, edited, redacted, created_at";
+    is_mine, importance, category, is_question, edited, created_at, redacted";
 
 pub fn from_row(r: &Row<'_>) -> rusqlite::Result<MessageRow> {
     Ok(MessageRow {
@@ -41,9 +41,31 @@ pub fn from_row(r: &Row<'_>) -> rusqlite::Result<MessageRow> {
         category: r.get(10)?,
         is_question: r.get(11)?,
         edited: r.get(12)?,
-        redacted: r.get(13)?,
-        created_at: r.get(14)?,
+        created_at: r.get(13)?,
+        redacted: r.get(14)?,
     })
+}
+
+/// Every column of `MessageRow` in [`COLUMNS`] order, so `?n` names the n-th column in the
+/// INSERT and the UPDATE alike (the UPDATE binds them all too, so it names the last one).
+fn bind(m: &MessageRow) -> [&dyn ToSql; 15] {
+    [
+        &m.id,
+        &m.user_id,
+        &m.room_id,
+        &m.event_id,
+        &m.sender_id,
+        &m.ts,
+        &m.msgtype,
+        &m.content_enc,
+        &m.is_mine,
+        &m.importance,
+        &m.category,
+        &m.is_question,
+        &m.edited,
+        &m.created_at,
+        &m.redacted,
+    ]
 }
 
 /// Inserts a message unless this user already has its event; returns whether it was new.
@@ -52,23 +74,7 @@ pub fn insert_if_new(conn: &Connection, m: &MessageRow) -> rusqlite::Result<bool
         .prepare_cached(&format!(
             "INSERT OR IGNORE INTO messages ({COLUMNS}) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15)"
         ))?
-        .execute(params![
-            m.id,
-            m.user_id,
-            m.room_id,
-            m.event_id,
-            m.sender_id,
-            m.ts,
-            m.msgtype,
-            m.content_enc,
-            m.is_mine,
-            m.importance,
-            m.category,
-            m.is_question,
-            m.edited,
-            m.redacted,
-            m.created_at,
-        ])?;
+        .execute(&bind(m)[..])?;
     Ok(n == 1)
 }
 
@@ -104,19 +110,10 @@ pub fn with_msgtype(
 /// Replaces the sealed content and flags of an existing message (edits, redactions).
 pub fn update_content(conn: &Connection, m: &MessageRow) -> rusqlite::Result<usize> {
     conn.prepare_cached(
-        "UPDATE messages SET content_enc = ?2, msgtype = ?3, edited = ?4, redacted = ?5, \
-         importance = ?6, category = ?7, is_question = ?8 WHERE id = ?1",
+        "UPDATE messages SET content_enc = ?8, msgtype = ?7, edited = ?13, redacted = ?15, \
+         importance = ?10, category = ?11, is_question = ?12 WHERE id = ?1",
     )?
-    .execute(params![
-        m.id,
-        m.content_enc,
-        m.msgtype,
-        m.edited,
-        m.redacted,
-        m.importance,
-        m.category,
-        m.is_question
-    ])
+    .execute(&bind(m)[..])
 }
 
 // ---- History pages, deletion and statistics (`/api/messages`) ----

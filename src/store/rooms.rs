@@ -1,6 +1,6 @@
 //! `rooms` and `room_members`: each user's view of its Matrix rooms.
 
-use rusqlite::{params, Connection, OptionalExtension, Row};
+use rusqlite::{params, Connection, OptionalExtension, Row, ToSql};
 
 #[derive(Debug, Clone, Default)]
 pub struct RoomRow {
@@ -38,7 +38,7 @@ pub struct RoomRow {
 pub const COLUMNS: &str = "user_id, room_id, name_enc, avatar_enc, topic_enc, client_name, \
     client_avatar, client_nonce, is_direct, recipient_id, platform, member_count, unread_count, \
     highlight_count, last_read_event_id, last_message_ts, importance, archived, archived_at, \
-    muted, favorite, pinned, membership, created_at, updated_at, invited_by, encrypted";
+    muted, favorite, pinned, membership, created_at, updated_at, encrypted, invited_by";
 
 pub fn from_row(r: &Row<'_>) -> rusqlite::Result<RoomRow> {
     Ok(RoomRow {
@@ -67,9 +67,43 @@ pub fn from_row(r: &Row<'_>) -> rusqlite::Result<RoomRow> {
         membership: r.get(22)?,
         created_at: r.get(23)?,
         updated_at: r.get(24)?,
-        invited_by: r.get(25)?,
-        encrypted: r.get(26)?,
+        encrypted: r.get(25)?,
+        invited_by: r.get(26)?,
     })
+}
+
+/// Every column of `RoomRow` in [`COLUMNS`] order, so `?n` names the n-th column in the
+/// INSERT and the UPDATE alike (the UPDATE binds them all too, so it names the last one).
+fn bind(r: &RoomRow) -> [&dyn ToSql; 27] {
+    [
+        &r.user_id,
+        &r.room_id,
+        &r.name_enc,
+        &r.avatar_enc,
+        &r.topic_enc,
+        &r.client_name,
+        &r.client_avatar,
+        &r.client_nonce,
+        &r.is_direct,
+        &r.recipient_id,
+        &r.platform,
+        &r.member_count,
+        &r.unread_count,
+        &r.highlight_count,
+        &r.last_read_event_id,
+        &r.last_message_ts,
+        &r.importance,
+        &r.archived,
+        &r.archived_at,
+        &r.muted,
+        &r.favorite,
+        &r.pinned,
+        &r.membership,
+        &r.created_at,
+        &r.updated_at,
+        &r.encrypted,
+        &r.invited_by,
+    ]
 }
 
 pub fn find(conn: &Connection, user_id: &str, room_id: &str) -> rusqlite::Result<Option<RoomRow>> {
@@ -86,35 +120,7 @@ pub fn upsert(conn: &Connection, r: &RoomRow) -> rusqlite::Result<()> {
         "INSERT OR REPLACE INTO rooms ({COLUMNS}) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, \
          ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18, ?19, ?20, ?21, ?22, ?23, ?24, ?25, ?26, ?27)"
     ))?
-    .execute(params![
-        r.user_id,
-        r.room_id,
-        r.name_enc,
-        r.avatar_enc,
-        r.topic_enc,
-        r.client_name,
-        r.client_avatar,
-        r.client_nonce,
-        r.is_direct,
-        r.recipient_id,
-        r.platform,
-        r.member_count,
-        r.unread_count,
-        r.highlight_count,
-        r.last_read_event_id,
-        r.last_message_ts,
-        r.importance,
-        r.archived,
-        r.archived_at,
-        r.muted,
-        r.favorite,
-        r.pinned,
-        r.membership,
-        r.created_at,
-        r.updated_at,
-        r.invited_by,
-        r.encrypted,
-    ])?;
+    .execute(&bind(r)[..])?;
     Ok(())
 }
 
@@ -135,37 +141,6 @@ pub fn set_members(
     for m in members {
         insert.execute([user_id, room_id, m])?;
     }
-    Ok(())
-}
-
-pub fn add_member(
-    conn: &Connection,
-    user_id: &str,
-    room_id: &str,
-    member: &str,
-) -> rusqlite::Result<()> {
-    member_write(
-        conn,
-        "INSERT OR IGNORE INTO room_members (user_id, room_id, member_id) VALUES (?1, ?2, ?3)",
-        [user_id, room_id, member],
-    )
-}
-
-pub fn remove_member(
-    conn: &Connection,
-    user_id: &str,
-    room_id: &str,
-    member: &str,
-) -> rusqlite::Result<()> {
-    member_write(
-        conn,
-        "DELETE FROM room_members WHERE user_id = ?1 AND room_id = ?2 AND member_id = ?3",
-        [user_id, room_id, member],
-    )
-}
-
-fn member_write(conn: &Connection, sql: &str, ids: [&str; 3]) -> rusqlite::Result<()> {
-    conn.prepare_cached(sql)?.execute(ids)?;
     Ok(())
 }
 
@@ -330,31 +305,13 @@ pub fn platforms_of(
 /// the user's own settings (client name, archive, mute, favorite, pin) untouched.
 pub fn update_synced(conn: &Connection, r: &RoomRow) -> rusqlite::Result<usize> {
     conn.prepare_cached(
-        "UPDATE rooms SET name_enc = ?3, avatar_enc = ?4, topic_enc = ?5, is_direct = ?6, \
-         recipient_id = ?7, platform = ?8, member_count = ?9, unread_count = ?10, \
-         highlight_count = ?11, last_read_event_id = ?12, last_message_ts = ?13, \
-         importance = ?14, membership = ?15, updated_at = ?16, invited_by = ?17 \
+        "UPDATE rooms SET name_enc = ?3, avatar_enc = ?4, topic_enc = ?5, is_direct = ?9, \
+         recipient_id = ?10, platform = ?11, member_count = ?12, unread_count = ?13, \
+         highlight_count = ?14, last_read_event_id = ?15, last_message_ts = ?16, \
+         importance = ?17, membership = ?23, updated_at = ?25, invited_by = ?27 \
          WHERE user_id = ?1 AND room_id = ?2",
     )?
-    .execute(params![
-        r.user_id,
-        r.room_id,
-        r.name_enc,
-        r.avatar_enc,
-        r.topic_enc,
-        r.is_direct,
-        r.recipient_id,
-        r.platform,
-        r.member_count,
-        r.unread_count,
-        r.highlight_count,
-        r.last_read_event_id,
-        r.last_message_ts,
-        r.importance,
-        r.membership,
-        r.updated_at,
-        r.invited_by,
-    ])
+    .execute(&bind(r)[..])
 }
 
 /// Marks a room direct with `partner` as recipient (from the `m.direct` account data),
