@@ -1,5 +1,6 @@
 use std::collections::HashMap;
 
+use rusqlite::Transaction;
 use serde_json::{json, Value};
 
 use super::ingest::{ingest, IngestContext, IngestOutcome};
@@ -46,6 +47,17 @@ impl Fixture {
 
     fn ingest(&mut self, resp: Value) -> IngestOutcome {
         let resp: SyncResponse = serde_json::from_value(resp).unwrap();
+        let mut direct = std::mem::take(&mut self.direct);
+        let out = self.in_tx(|tx, ctx, dek| ingest(tx, ctx, dek, &mut direct, &resp));
+        self.direct = direct;
+        out
+    }
+
+    /// Runs one ingest step in a committed transaction, as user "u1" at a fixed time.
+    fn in_tx<T>(
+        &self,
+        step: impl FnOnce(&Transaction<'_>, &IngestContext<'_>, &DataKey) -> rusqlite::Result<T>,
+    ) -> T {
         let mut conn = self.store.conn().unwrap();
         let tx = conn.transaction().unwrap();
         let ctx = IngestContext {
@@ -55,7 +67,7 @@ impl Fixture {
             hints: &self.hints,
             now: 1_700_000_000,
         };
-        let out = ingest(&tx, &ctx, &self.dek, &mut self.direct, &resp).unwrap();
+        let out = step(&tx, &ctx, &self.dek).unwrap();
         tx.commit().unwrap();
         out
     }
@@ -130,6 +142,15 @@ fn member(user: &str, membership: &str, name: Option<&str>) -> Value {
 fn text(event_id: &str, sender: &str, ts: i64, body: &str) -> Value {
     json!({"type": "m.room.message", "event_id": event_id, "sender": sender,
            "origin_server_ts": ts, "content": {"msgtype": "m.text", "body": body}})
+}
+
+/// The user, Bob and Carol, joined.
+fn three_members() -> Vec<Value> {
+    vec![
+        member(ME, "join", None),
+        member(BOB, "join", None),
+        member("@carol:test", "join", None),
+    ]
 }
 
 fn joined(batch: &str, room: &str, state: Vec<Value>, timeline: Vec<Value>) -> Value {
@@ -318,16 +339,7 @@ fn names_are_joined_readably() {
 #[test]
 fn m_direct_marks_the_room_direct_with_the_partner_as_recipient() {
     let mut f = Fixture::new();
-    let mut resp = joined(
-        "s1",
-        ROOM,
-        vec![
-            member(ME, "join", None),
-            member(BOB, "join", None),
-            member("@carol:test", "join", None),
-        ],
-        vec![text("$1", BOB, 1, "hi")],
-    );
+    let mut resp = joined("s1", ROOM, three_members(), vec![text("$1", BOB, 1, "hi")]);
     resp["account_data"] = json!({"events": [{"type": "m.direct", "content": {BOB: [ROOM]}}]});
     f.ingest(resp);
     let room = f.room(ROOM);
@@ -386,11 +398,7 @@ fn unread_counts_read_markers_and_importance_follow_the_room() {
     let mut resp = joined(
         "s1",
         ROOM,
-        vec![
-            member(ME, "join", None),
-            member(BOB, "join", None),
-            member("@carol:test", "join", None),
-        ],
+        three_members(),
         vec![
             text("$1", BOB, 1, "old news"),
             text("$2", BOB, 2, "urgent: call me"),

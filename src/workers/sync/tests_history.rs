@@ -7,13 +7,23 @@ use crate::clients::matrix::types::Event;
 use crate::services::history::{gap_crossed, PageSpan};
 use crate::store::history::{self, Gap};
 use crate::store::messages::PageStart;
-use crate::workers::sync::ingest::{ingest_history, IngestContext};
+use crate::workers::sync::ingest::ingest_history;
 
 fn timeline(batch: &str, events: Vec<Value>, limited: bool, prev: Option<&str>) -> Value {
     json!({"next_batch": batch, "rooms": {"join": {ROOM: {
         "state": {"events": [member(ME, "join", None), member(BOB, "join", None)]},
         "timeline": {"events": events, "limited": limited, "prev_batch": prev},
     }}}})
+}
+
+/// A first, limited timeline: $5 and $6, with older history before them.
+fn five_and_six() -> Value {
+    timeline(
+        "s1",
+        vec![text("$5", BOB, 5000, "five"), text("$6", BOB, 6000, "six")],
+        true,
+        Some("p1"),
+    )
 }
 
 impl Fixture {
@@ -26,30 +36,16 @@ impl Fixture {
             .into_iter()
             .map(|e| serde_json::from_value(e).unwrap())
             .collect();
-        let mut conn = self.store.conn().unwrap();
-        let tx = conn.transaction().unwrap();
-        let ctx = IngestContext {
-            user_id: "u1",
-            reader: &self.reader,
-            bridges: &self.bridges,
-            hints: &self.hints,
-            now: 1_700_000_000,
-        };
-        let out = ingest_history(&tx, &ctx, &self.dek, ROOM, &events).unwrap();
-        tx.commit().unwrap();
-        out.new_messages.len()
+        self.in_tx(|tx, ctx, dek| ingest_history(tx, ctx, dek, ROOM, &events))
+            .new_messages
+            .len()
     }
 }
 
 #[test]
 fn a_first_timeline_leaves_the_rooms_start_to_fetch_and_a_limited_one_its_gap() {
     let mut f = Fixture::new();
-    f.ingest(timeline(
-        "s1",
-        vec![text("$5", BOB, 5000, "five"), text("$6", BOB, 6000, "six")],
-        true,
-        Some("p1"),
-    ));
+    f.ingest(five_and_six());
     let start = f.gaps();
     assert_eq!(start.len(), 1);
     let g = &start[0];
@@ -139,12 +135,7 @@ fn back_filled_events_add_messages_and_edits_but_not_old_state() {
 #[test]
 fn a_page_reaches_a_gap_when_it_runs_past_its_top_or_starts_inside_it() {
     let mut f = Fixture::new();
-    f.ingest(timeline(
-        "s1",
-        vec![text("$5", BOB, 5000, "five"), text("$6", BOB, 6000, "six")],
-        true,
-        Some("p1"),
-    ));
+    f.ingest(five_and_six());
     f.ingest(timeline(
         "s2",
         vec![text("$20", BOB, 20_000, "twenty")],
