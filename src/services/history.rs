@@ -56,16 +56,19 @@ pub trait TimelineSink: Send + Sync {
         room_id: &'a str,
         events: &'a mut [Event],
     ) -> BoxFuture<'a, usize>;
-    /// Stores `events` (oldest first) of a stored room; returns the messages added.
-    fn ingest(
-        &self,
-        tx: &Transaction<'_>,
-        user: &UserRow,
-        dek: &DataKey,
-        room_id: &str,
-        events: &[Event],
-        now: i64,
-    ) -> rusqlite::Result<usize>;
+    /// Stores a page of back-filled events; returns the messages added.
+    fn ingest(&self, tx: &Transaction<'_>, page: &BackFill<'_>) -> rusqlite::Result<usize>;
+}
+
+/// Back-filled events of one stored room, for [`TimelineSink::ingest`].
+pub struct BackFill<'a> {
+    pub user: &'a UserRow,
+    pub dek: &'a DataKey,
+    pub room_id: &'a str,
+    /// Oldest first.
+    pub events: &'a [Event],
+    /// Unix seconds.
+    pub now: i64,
 }
 
 /// A rendered page, or the gap it would have to cross first.
@@ -347,7 +350,14 @@ async fn fetch_and_store(state: &Context, user_id: &str, gap: &Gap) -> AppResult
             let mut events = page.chunk;
             events.reverse();
             let now = unix_now() as i64;
-            let added = sink.ingest(&tx, &user, &dek, &gap.room_id, &events, now)?;
+            let page_in = BackFill {
+                user: &user,
+                dek: &dek,
+                room_id: &gap.room_id,
+                events: &events,
+                now,
+            };
+            let added = sink.ingest(&tx, &page_in)?;
             advance(&tx, &uid, &gap, events.first(), page.end.as_deref(), now)?;
             tx.commit()?;
             Ok::<_, AppError>(added)

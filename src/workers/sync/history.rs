@@ -19,11 +19,9 @@ use crate::clients::matrix::e2ee::UserCrypto;
 use crate::clients::matrix::types::{Event, Timeline};
 use crate::clients::provisioning::identity::BridgeIdentities;
 use crate::config::BridgesConfig;
-use crate::crypto::DataKey;
-use crate::services::history::TimelineSink;
+use crate::services::history::{BackFill, TimelineSink};
 use crate::services::importance::Reader;
 use crate::store::history::{self, NewGap};
-use crate::store::users::UserRow;
 
 /// Back-filled events into [`ingest::ingest_history`]: the services' [`TimelineSink`].
 pub struct HistoryIngest {
@@ -52,15 +50,8 @@ impl TimelineSink for HistoryIngest {
         Box::pin(super::e2ee::decrypt_events(crypto, room_id, events))
     }
 
-    fn ingest(
-        &self,
-        tx: &Transaction<'_>,
-        user: &UserRow,
-        dek: &DataKey,
-        room_id: &str,
-        events: &[Event],
-        now: i64,
-    ) -> rusqlite::Result<usize> {
+    fn ingest(&self, tx: &Transaction<'_>, page: &BackFill<'_>) -> rusqlite::Result<usize> {
+        let user = page.user;
         let Some(mxid) = user.matrix_user_id.as_deref() else {
             return Ok(0);
         };
@@ -71,9 +62,9 @@ impl TimelineSink for HistoryIngest {
             reader: &reader,
             bridges: &self.bridges,
             hints: &hints,
-            now,
+            now: page.now,
         };
-        let out = ingest::ingest_history(tx, &ctx, dek, room_id, events)?;
+        let out = ingest::ingest_history(tx, &ctx, page.dek, page.room_id, page.events)?;
         Ok(out.new_messages.len())
     }
 }
