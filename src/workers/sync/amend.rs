@@ -7,7 +7,6 @@ use serde_json::json;
 use super::ingest::*;
 use super::room::RoomView;
 use crate::clients::matrix::types::{Event, JoinedRoom};
-use crate::crypto::DataKey;
 use crate::services::conversations::{seal_message, MessageContent};
 use crate::services::importance::Score;
 use crate::store::messages::{self, MessageRow};
@@ -27,86 +26,80 @@ pub(super) fn redacted_content() -> (MessageContent, Score) {
     )
 }
 
-/// Re-seals `orig` with `content` and its new score (an edit or a redaction).
-pub(super) fn rewrite(
-    tx: &Transaction<'_>,
-    dek: &DataKey,
-    orig: &mut MessageRow,
-    content: &MessageContent,
-    s: Score,
-    out: &mut IngestOutcome,
-) -> rusqlite::Result<bool> {
-    orig.content_enc = seal_message(dek, &orig.id, content);
-    (orig.importance, orig.is_question) = (s.importance, s.is_question);
-    orig.category = s.category.to_owned();
-    messages::update_content(tx, orig)?;
-    crate::services::search::index_message(tx, dek, orig, &content.body)?;
-    out.updated_messages += 1;
-    Ok(true)
-}
+impl Pass<'_, '_> {
+    /// Re-seals `orig` with `content` and its new score (an edit or a redaction).
+    pub(super) fn rewrite(
+        &mut self,
+        orig: &mut MessageRow,
+        content: &MessageContent,
+        s: Score,
+    ) -> rusqlite::Result<bool> {
+        orig.content_enc = seal_message(self.dek, &orig.id, content);
+        (orig.importance, orig.is_question) = (s.importance, s.is_question);
+        orig.category = s.category.to_owned();
+        messages::update_content(self.tx, orig)?;
+        crate::services::search::index_message(self.tx, self.dek, orig, &content.body)?;
+        self.out.updated_messages += 1;
+        Ok(true)
+    }
 
-/// An edit rewrites the original (same sender, same room, not redacted) with
-/// `m.new_content`; no row is added for the edit event itself.
-pub(super) fn apply_edit(
-    tx: &Transaction<'_>,
-    ctx: &IngestContext<'_>,
-    dek: &DataKey,
-    view: &RoomView,
-    ev: &Event,
-    target: &str,
-    out: &mut IngestOutcome,
-) -> rusqlite::Result<bool> {
-    let Some(mut orig) = messages::find_by_event(tx, ctx.user_id, target)? else {
-        return Ok(false);
-    };
-    let new_content = &ev.content["m.new_content"];
-    if orig.redacted
-        || orig.room_id != view.row.room_id
-        || ev.sender.as_deref() != Some(orig.sender_id.as_str())
-        || !new_content.is_object()
-    {
-        return Ok(false);
+    /// An edit rewrites the original (same sender, same room, not redacted) with
+    /// `m.new_content`; no row is added for the edit event itself.
+    pub(super) fn apply_edit(
+        &mut self,
+        view: &RoomView,
+        ev: &Event,
+        target: &str,
+    ) -> rusqlite::Result<bool> {
+        let Some(mut orig) = messages::find_by_event(self.tx, self.ctx.user_id, target)? else {
+            return Ok(false);
+        };
+        let new_content = &ev.content["m.new_content"];
+        if orig.redacted
+            || orig.room_id != view.row.room_id
+            || ev.sender.as_deref() != Some(orig.sender_id.as_str())
+            || !new_content.is_object()
+        {
+            return Ok(false);
+        }
+        if let Some(t) = new_content["msgtype"].as_str() {
+            orig.msgtype = t.to_owned();
+        }
+        let s = score(
+            self.ctx,
+            view.row.is_direct,
+            new_content,
+            &orig.msgtype,
+            orig.is_mine,
+        );
+        let content = MessageContent {
+            body: new_content["body"].as_str().unwrap_or_default().to_owned(),
+            content: new_content.clone(),
+        };
+        orig.edited = true;
+        self.rewrite(&mut orig, &content, s)
     }
-    if let Some(t) = new_content["msgtype"].as_str() {
-        orig.msgtype = t.to_owned();
-    }
-    let s = score(
-        ctx,
-        view.row.is_direct,
-        new_content,
-        &orig.msgtype,
-        orig.is_mine,
-    );
-    let content = MessageContent {
-        body: new_content["body"].as_str().unwrap_or_default().to_owned(),
-        content: new_content.clone(),
-    };
-    orig.edited = true;
-    rewrite(tx, dek, &mut orig, &content, s, out)
-}
 
-/// A redaction empties the original: body "", content {}, `redacted`.
-pub(super) fn apply_redaction(
-    tx: &Transaction<'_>,
-    ctx: &IngestContext<'_>,
-    dek: &DataKey,
-    view: &RoomView,
-    ev: &Event,
-    out: &mut IngestOutcome,
-) -> rusqlite::Result<bool> {
-    // Room versions up to 10 carry `redacts` at the top level, v11 in the content.
-    let Some(target) = ev.redacts.as_deref().or(ev.content["redacts"].as_str()) else {
-        return Ok(false);
-    };
-    let Some(mut orig) = messages::find_by_event(tx, ctx.user_id, target)? else {
-        return Ok(false);
-    };
-    if orig.redacted || orig.room_id != view.row.room_id {
-        return Ok(false);
+    /// A redaction empties the original: body "", content {}, `redacted`.
+    pub(super) fn apply_redaction(
+        &mut self,
+        view: &RoomView,
+        ev: &Event,
+    ) -> rusqlite::Result<bool> {
+        // Room versions up to 10 carry `redacts` at the top level, v11 in the content.
+        let Some(target) = ev.redacts.as_deref().or(ev.content["redacts"].as_str()) else {
+            return Ok(false);
+        };
+        let Some(mut orig) = messages::find_by_event(self.tx, self.ctx.user_id, target)? else {
+            return Ok(false);
+        };
+        if orig.redacted || orig.room_id != view.row.room_id {
+            return Ok(false);
+        }
+        orig.redacted = true;
+        let (empty, s) = redacted_content();
+        self.rewrite(&mut orig, &empty, s)
     }
-    orig.redacted = true;
-    let (empty, s) = redacted_content();
-    rewrite(tx, dek, &mut orig, &empty, s, out)
 }
 
 /// The later of `m.fully_read` and the user's own read receipts (by message time when

@@ -8,11 +8,13 @@
 //! Every path that feeds ingest (sync timelines, gap pages, history back-fill) calls
 //! [`decrypt_events`] first.
 
-use rusqlite::TransactionBehavior;
+use std::collections::HashMap;
+
+use rusqlite::{Transaction, TransactionBehavior};
 use serde_json::{json, Value};
 
-use super::ingest::{self, IngestContext, IngestOutcome, UNDECRYPTABLE};
-use super::room::RoomView;
+use super::ingest::{self, IngestContext, Pass, UNDECRYPTABLE};
+use super::room::{RoomHint, RoomView};
 use crate::clients::matrix::e2ee::{SyncCrypto, UserCrypto};
 use crate::clients::matrix::types::{Event, SyncResponse};
 use crate::clients::provisioning::identity::BridgeIdentities;
@@ -86,16 +88,14 @@ pub async fn decrypt_response(crypto: &UserCrypto, resp: &mut SyncResponse) -> u
 /// it to the message it edits and drops the placeholder (an edit), or drops it (other
 /// event types are not messages). Returns the id of the message that changed.
 fn apply_decrypted(
-    tx: &rusqlite::Transaction<'_>,
-    ctx: &IngestContext<'_>,
-    dek: &DataKey,
+    pass: &mut Pass<'_, '_>,
     mut row: MessageRow,
     kind: &str,
     content: &Value,
-    out: &mut IngestOutcome,
 ) -> rusqlite::Result<Option<String>> {
-    let view = RoomView::load(tx, ctx, dek, &row.room_id)?;
-    out.changed_rooms.insert(row.room_id.clone());
+    let (tx, ctx) = (pass.tx, pass.ctx);
+    let view = RoomView::load(tx, ctx, pass.dek, &row.room_id)?;
+    pass.out.changed_rooms.insert(row.room_id.clone());
     if kind != "m.room.message" {
         messages::delete_one(tx, ctx.user_id, &row.id)?;
         return Ok(None);
@@ -109,7 +109,7 @@ fn apply_decrypted(
             content: content.clone(),
             ..Event::default()
         };
-        super::amend::apply_edit(tx, ctx, dek, &view, &ev, target, out)?;
+        pass.apply_edit(&view, &ev, target)?;
         messages::delete_one(tx, ctx.user_id, &row.id)?;
         return Ok(messages::find_by_event(tx, ctx.user_id, target)?.map(|m| m.id));
     }
@@ -120,7 +120,7 @@ fn apply_decrypted(
         content: content.clone(),
     };
     row.msgtype = msgtype;
-    ingest::rewrite(tx, dek, &mut row, &plain, s, out)?;
+    pass.rewrite(&mut row, &plain, s)?;
     Ok(Some(row.id))
 }
 
@@ -129,6 +129,48 @@ pub struct Syncer<'a> {
     pub user_id: &'a str,
     pub reader: &'a Reader,
     pub bridges: &'a BridgeIdentities,
+}
+
+impl Syncer<'_> {
+    /// Runs `step` off the executor in one IMMEDIATE transaction as this user at the
+    /// current time, opening the data key inside it so a concurrent key deletion cannot
+    /// interleave; commits when `step` succeeds.
+    pub async fn in_tx<T, F>(
+        &self,
+        state: &Context,
+        hints: HashMap<String, RoomHint>,
+        step: F,
+    ) -> AppResult<T>
+    where
+        T: Send + 'static,
+        F: FnOnce(&Transaction<'_>, &IngestContext<'_>, &DataKey) -> AppResult<T> + Send + 'static,
+    {
+        let master = state.master.clone();
+        let (user_id, reader, bridges) = (
+            self.user_id.to_owned(),
+            self.reader.clone(),
+            self.bridges.clone(),
+        );
+        state
+            .store
+            .run(move |c| {
+                let tx = c.transaction_with_behavior(TransactionBehavior::Immediate)?;
+                let user = crate::store::users::find(&tx, &user_id)?
+                    .ok_or_else(|| AppError::not_found("user"))?;
+                let dek = users::data_key(&master, &user)?;
+                let ctx = IngestContext {
+                    user_id: &user_id,
+                    reader: &reader,
+                    bridges: &bridges,
+                    hints: &hints,
+                    now: unix_now() as i64,
+                };
+                let out = step(&tx, &ctx, &dek)?;
+                tx.commit()?;
+                Ok(out)
+            })
+            .await
+    }
 }
 
 /// Tries the undecryptable messages of `rooms` (all rooms: `None`) again, e.g. after
@@ -182,38 +224,17 @@ pub async fn retry_undecryptable(
     if plain.is_empty() {
         return Ok(0);
     }
-    let master = state.master.clone();
-    let (uid, reader, bridges) = (
-        who.user_id.to_owned(),
-        who.reader.clone(),
-        who.bridges.clone(),
-    );
-    let (changed, rooms) = state
-        .store
-        .run(move |c| {
-            let tx = c.transaction_with_behavior(TransactionBehavior::Immediate)?;
-            let user =
-                crate::store::users::find(&tx, &uid)?.ok_or_else(|| AppError::not_found("user"))?;
-            let dek = users::data_key(&master, &user)?;
-            let hints = Default::default();
-            let ctx = IngestContext {
-                user_id: &uid,
-                reader: &reader,
-                bridges: &bridges,
-                hints: &hints,
-                now: unix_now() as i64,
-            };
-            let mut out = IngestOutcome::default();
+    let (changed, rooms) = who
+        .in_tx(state, HashMap::new(), |tx, ctx, dek| {
+            let mut pass = Pass::new(tx, ctx, dek);
             let mut changed = Vec::new();
             for (row, kind, content) in plain {
                 let (room_id, event_id) = (row.room_id.clone(), row.event_id.clone());
-                if let Some(id) = apply_decrypted(&tx, &ctx, &dek, row, &kind, &content, &mut out)?
-                {
+                if let Some(id) = apply_decrypted(&mut pass, row, &kind, &content)? {
                     changed.push((room_id, event_id, id));
                 }
             }
-            tx.commit()?;
-            Ok::<_, AppError>((changed, out.changed_rooms))
+            Ok((changed, pass.out.changed_rooms))
         })
         .await?;
     for (room_id, event_id, message_id) in &changed {

@@ -29,7 +29,7 @@ use rusqlite::Transaction;
 use serde::Deserialize as _;
 use serde_json::Value;
 
-use super::amend::{apply_edit, apply_redaction, redacted_content, update_read_marker};
+use super::amend::{redacted_content, update_read_marker};
 use super::history;
 use super::room::{DirectRooms, RoomHint, RoomView};
 use crate::clients::matrix::types::{Event, Events, JoinedRoom, SyncResponse};
@@ -40,8 +40,6 @@ use crate::services::importance::{self, MessageFacts, Reader, Score};
 use crate::store::messages::{self, MessageRow};
 use crate::store::rooms::RoomFlag;
 use crate::store::{rooms, sync_state};
-
-pub(super) use super::amend::rewrite;
 
 /// msgtype stored when an event has none (e.g. it arrived already redacted).
 const DEFAULT_MSGTYPE: &str = "m.text";
@@ -68,6 +66,16 @@ pub struct IngestContext<'a> {
 
 pub use crate::services::importance::NewMessage;
 
+/// One pass of ingest over a transaction: who is syncing, the data key, and what changed
+/// so far. The per-event steps (here, in `amend` and in `e2ee`) are its methods, so they
+/// share these instead of passing them along.
+pub(super) struct Pass<'a, 't> {
+    pub tx: &'a Transaction<'t>,
+    pub ctx: &'a IngestContext<'a>,
+    pub dek: &'a DataKey,
+    pub out: IngestOutcome,
+}
+
 #[derive(Debug, Default)]
 pub struct IngestOutcome {
     pub new_messages: Vec<NewMessage>,
@@ -88,13 +96,13 @@ pub fn ingest(
     direct: &mut DirectRooms,
     resp: &SyncResponse,
 ) -> rusqlite::Result<IngestOutcome> {
-    let mut out = IngestOutcome::default();
+    let mut pass = Pass::new(tx, ctx, dek);
     let direct_changed = apply_account_data(direct, &resp.account_data);
     // The position before this response: where a limited timeline's gap ends.
     let since = sync_state::find(tx, ctx.user_id)?.and_then(|s| s.since);
     for room_id in sorted_keys(&resp.rooms.join) {
         let room = &resp.rooms.join[room_id];
-        let stored_until = ingest_joined(tx, ctx, dek, direct, room_id, room, &mut out)?;
+        let stored_until = pass.joined(direct, room_id, room)?;
         history::note_timeline(
             tx,
             ctx,
@@ -117,9 +125,9 @@ pub fn ingest(
         }
         view.resolve_direct(ctx, direct);
         view.finish(ctx, dek, None);
-        save_if_changed(tx, ctx, &mut view, false, &mut out)?;
+        pass.save_if_changed(&mut view, false)?;
         if view.trusted_invite(ctx) {
-            out.invites.push(room_id.clone());
+            pass.out.invites.push(room_id.clone());
         } else {
             tracing::info!(user_id = ctx.user_id, %room_id, inviter = view.row.invited_by.as_deref().unwrap_or("unknown"),
                 "invite from outside the configured bridges; waiting for the user to accept or decline");
@@ -132,12 +140,12 @@ pub fn ingest(
         }
         let mut touched = false;
         for ev in &resp.rooms.leave[room_id].timeline.events {
-            touched |= timeline_event(tx, ctx, dek, &mut view, ev, &mut out)?;
+            touched |= pass.timeline_event(&mut view, ev)?;
         }
         view.row.membership = "leave".to_owned();
         view.row.invited_by = None;
         view.finish(ctx, dek, None);
-        save_if_changed(tx, ctx, &mut view, touched, &mut out)?;
+        pass.save_if_changed(&mut view, touched)?;
     }
     if direct_changed {
         let seen: BTreeSet<&str> = resp
@@ -160,11 +168,11 @@ pub fn ingest(
             {
                 continue;
             }
-            out.changed_rooms.insert(room_id.to_owned());
+            pass.out.changed_rooms.insert(room_id.to_owned());
         }
     }
     sync_state::save_since(tx, ctx.user_id, &resp.next_batch, ctx.now)?;
-    Ok(out)
+    Ok(pass.out)
 }
 
 fn sorted_keys<V>(map: &HashMap<String, V>) -> Vec<&String> {
@@ -186,54 +194,58 @@ fn apply_account_data(direct: &mut DirectRooms, data: &Events) -> bool {
     changed
 }
 
-fn ingest_joined(
-    tx: &Transaction<'_>,
-    ctx: &IngestContext<'_>,
-    dek: &DataKey,
-    direct: &DirectRooms,
-    room_id: &str,
-    room: &JoinedRoom,
-    out: &mut IngestOutcome,
-) -> rusqlite::Result<Option<i64>> {
-    let mut view = RoomView::load(tx, ctx, dek, room_id)?;
-    let stored_until = view.row.last_message_ts;
-    view.row.membership = "join".to_owned();
-    view.row.invited_by = None;
-    for ev in &room.state.events {
-        view.apply_state(ctx, ev);
+impl<'a, 't> Pass<'a, 't> {
+    pub fn new(tx: &'a Transaction<'t>, ctx: &'a IngestContext<'a>, dek: &'a DataKey) -> Self {
+        Self {
+            tx,
+            ctx,
+            dek,
+            out: IngestOutcome::default(),
+        }
     }
-    view.resolve_direct(ctx, direct);
-    let mut touched = false;
-    for ev in &room.timeline.events {
-        touched |= timeline_event(tx, ctx, dek, &mut view, ev, out)?;
-    }
-    view.resolve_direct(ctx, direct);
-    update_read_marker(tx, ctx, &mut view, room)?;
-    let counts = &room.unread_notifications;
-    if let Some(n) = counts.notification_count {
-        view.row.unread_count = n;
-    }
-    if let Some(n) = counts.highlight_count {
-        view.row.highlight_count = n;
-    }
-    view.finish(ctx, dek, Some(&room.summary));
-    view.row.importance = importance::unread_room_importance(tx, &view.row, ctx.now)?;
-    save_if_changed(tx, ctx, &mut view, touched, out)?;
-    Ok(stored_until)
-}
 
-fn save_if_changed(
-    tx: &Transaction<'_>,
-    ctx: &IngestContext<'_>,
-    view: &mut RoomView,
-    touched: bool,
-    out: &mut IngestOutcome,
-) -> rusqlite::Result<()> {
-    if touched || view.changed() {
-        view.save(tx, ctx.now)?;
-        out.changed_rooms.insert(view.row.room_id.clone());
+    /// Stores one joined room of a response; returns the room's last message time before it.
+    fn joined(
+        &mut self,
+        direct: &DirectRooms,
+        room_id: &str,
+        room: &JoinedRoom,
+    ) -> rusqlite::Result<Option<i64>> {
+        let (tx, ctx) = (self.tx, self.ctx);
+        let mut view = RoomView::load(tx, ctx, self.dek, room_id)?;
+        let stored_until = view.row.last_message_ts;
+        view.row.membership = "join".to_owned();
+        view.row.invited_by = None;
+        for ev in &room.state.events {
+            view.apply_state(ctx, ev);
+        }
+        view.resolve_direct(ctx, direct);
+        let mut touched = false;
+        for ev in &room.timeline.events {
+            touched |= self.timeline_event(&mut view, ev)?;
+        }
+        view.resolve_direct(ctx, direct);
+        update_read_marker(tx, ctx, &mut view, room)?;
+        let counts = &room.unread_notifications;
+        if let Some(n) = counts.notification_count {
+            view.row.unread_count = n;
+        }
+        if let Some(n) = counts.highlight_count {
+            view.row.highlight_count = n;
+        }
+        view.finish(ctx, self.dek, Some(&room.summary));
+        view.row.importance = importance::unread_room_importance(tx, &view.row, ctx.now)?;
+        self.save_if_changed(&mut view, touched)?;
+        Ok(stored_until)
     }
-    Ok(())
+
+    fn save_if_changed(&mut self, view: &mut RoomView, touched: bool) -> rusqlite::Result<()> {
+        if touched || view.changed() {
+            view.save(self.tx, self.ctx.now)?;
+            self.out.changed_rooms.insert(view.row.room_id.clone());
+        }
+        Ok(())
+    }
 }
 
 /// Stores events paged back from the homeserver (`/rooms/{id}/messages`, given oldest
@@ -248,48 +260,24 @@ pub fn ingest_history(
     room_id: &str,
     events: &[Event],
 ) -> rusqlite::Result<IngestOutcome> {
-    let mut out = IngestOutcome::default();
+    let mut pass = Pass::new(tx, ctx, dek);
     let mut view = RoomView::load(tx, ctx, dek, room_id)?;
     if view.is_new() {
-        return Ok(out); // removed meanwhile
+        return Ok(pass.out); // removed meanwhile
     }
     let mut touched = false;
     for ev in events.iter().filter(|e| e.state_key.is_none()) {
-        touched |= timeline_event(tx, ctx, dek, &mut view, ev, &mut out)?;
+        touched |= pass.timeline_event(&mut view, ev)?;
         let bundled = ev.unsigned.as_ref().map(|u| &u["m.relations"]["m.replace"]);
         if let Some(edit) = bundled.and_then(|e| Event::deserialize(e).ok()) {
-            touched |= timeline_event(tx, ctx, dek, &mut view, &edit, &mut out)?;
+            touched |= pass.timeline_event(&mut view, &edit)?;
         }
     }
     if touched {
         view.row.importance = importance::unread_room_importance(tx, &view.row, ctx.now)?;
     }
-    save_if_changed(tx, ctx, &mut view, touched, &mut out)?;
-    Ok(out)
-}
-
-/// Applies one timeline event; returns whether a message was added or changed.
-fn timeline_event(
-    tx: &Transaction<'_>,
-    ctx: &IngestContext<'_>,
-    dek: &DataKey,
-    view: &mut RoomView,
-    ev: &Event,
-    out: &mut IngestOutcome,
-) -> rusqlite::Result<bool> {
-    if ev.state_key.is_some() {
-        view.apply_state(ctx, ev);
-        return Ok(false);
-    }
-    match ev.kind.as_str() {
-        "m.room.message" => match replaced_event(&ev.content) {
-            Some(target) => apply_edit(tx, ctx, dek, view, ev, target, out),
-            None => insert_message(tx, ctx, dek, view, ev, out),
-        },
-        "m.room.redaction" => apply_redaction(tx, ctx, dek, view, ev, out),
-        UNDECRYPTABLE => insert_message(tx, ctx, dek, view, ev, out),
-        _ => Ok(false),
-    }
+    pass.save_if_changed(&mut view, touched)?;
+    Ok(pass.out)
 }
 
 /// The event an edit replaces (`m.relates_to.rel_type == "m.replace"`).
@@ -320,93 +308,109 @@ pub(super) fn score(
     )
 }
 
-fn insert_message(
-    tx: &Transaction<'_>,
-    ctx: &IngestContext<'_>,
-    dek: &DataKey,
-    view: &mut RoomView,
-    ev: &Event,
-    out: &mut IngestOutcome,
-) -> rusqlite::Result<bool> {
-    let (Some(event_id), Some(sender)) = (ev.event_id.as_deref(), ev.sender.as_deref()) else {
-        return Ok(false);
-    };
-    let redacted = ev
-        .unsigned
-        .as_ref()
-        .is_some_and(|u| u.get("redacted_because").is_some());
-    let is_mine = sender == ctx.reader.matrix_user_id;
-    let undecryptable = ev.kind == UNDECRYPTABLE;
-    let msgtype = match ev.content["msgtype"].as_str() {
-        _ if undecryptable => UNDECRYPTABLE,
-        Some(t) => t,
-        None => DEFAULT_MSGTYPE,
-    };
-    let (content, s) = if redacted {
-        redacted_content()
-    } else if undecryptable {
-        let (_, s) = redacted_content();
-        let content = MessageContent {
-            body: UNDECRYPTABLE_BODY.to_owned(),
-            content: ev.content.clone(),
-        };
-        (content, s)
-    } else {
-        let body = ev.content["body"].as_str().unwrap_or_default().to_owned();
-        let s = score(ctx, view.row.is_direct, &ev.content, msgtype, is_mine);
-        (
-            MessageContent {
-                body,
-                content: ev.content.clone(),
+impl Pass<'_, '_> {
+    /// Applies one timeline event; returns whether a message was added or changed.
+    fn timeline_event(&mut self, view: &mut RoomView, ev: &Event) -> rusqlite::Result<bool> {
+        if ev.state_key.is_some() {
+            view.apply_state(self.ctx, ev);
+            return Ok(false);
+        }
+        match ev.kind.as_str() {
+            "m.room.message" => match replaced_event(&ev.content) {
+                Some(target) => self.apply_edit(view, ev, target),
+                None => self.insert_message(view, ev),
             },
-            s,
-        )
-    };
-    let id = uuid::Uuid::new_v4().to_string();
-    let ts = ev.origin_server_ts.unwrap_or(ctx.now * 1000);
-    let row = MessageRow {
-        content_enc: seal_message(dek, &id, &content),
-        id,
-        user_id: ctx.user_id.to_owned(),
-        room_id: view.row.room_id.clone(),
-        event_id: event_id.to_owned(),
-        sender_id: sender.to_owned(),
-        ts,
-        msgtype: msgtype.to_owned(),
-        is_mine,
-        importance: s.importance,
-        category: s.category.to_owned(),
-        is_question: s.is_question,
-        edited: false,
-        redacted,
-        created_at: ctx.now,
-    };
-    if !messages::insert_if_new(tx, &row)? {
-        return Ok(false);
+            "m.room.redaction" => self.apply_redaction(view, ev),
+            UNDECRYPTABLE => self.insert_message(view, ev),
+            _ => Ok(false),
+        }
     }
-    crate::services::search::index_message(tx, dek, &row, &content.body)?;
-    // An incoming message sent after the archiving brings the conversation back to the
-    // active list. `archived_at` has whole seconds: a message from that same second may
-    // predate the archiving, so only later seconds count.
-    if !is_mine && view.row.archived && view.row.archived_at.is_none_or(|at| ts >= (at + 1) * 1000)
-    {
-        crate::store::rooms::set_flag(
-            tx,
-            ctx.user_id,
-            &view.row.room_id,
-            RoomFlag::Archived,
-            false,
-            ctx.now,
-        )?;
-        view.row.archived = false;
-        view.row.archived_at = None;
+
+    /// Stores a new message (unless its event is stored already); returns whether it was new.
+    fn insert_message(&mut self, view: &mut RoomView, ev: &Event) -> rusqlite::Result<bool> {
+        let (tx, ctx, dek) = (self.tx, self.ctx, self.dek);
+        let (Some(event_id), Some(sender)) = (ev.event_id.as_deref(), ev.sender.as_deref()) else {
+            return Ok(false);
+        };
+        let redacted = ev
+            .unsigned
+            .as_ref()
+            .is_some_and(|u| u.get("redacted_because").is_some());
+        let is_mine = sender == ctx.reader.matrix_user_id;
+        let undecryptable = ev.kind == UNDECRYPTABLE;
+        let msgtype = match ev.content["msgtype"].as_str() {
+            _ if undecryptable => UNDECRYPTABLE,
+            Some(t) => t,
+            None => DEFAULT_MSGTYPE,
+        };
+        let (content, s) = if redacted {
+            redacted_content()
+        } else if undecryptable {
+            let (_, s) = redacted_content();
+            let content = MessageContent {
+                body: UNDECRYPTABLE_BODY.to_owned(),
+                content: ev.content.clone(),
+            };
+            (content, s)
+        } else {
+            let body = ev.content["body"].as_str().unwrap_or_default().to_owned();
+            let s = score(ctx, view.row.is_direct, &ev.content, msgtype, is_mine);
+            (
+                MessageContent {
+                    body,
+                    content: ev.content.clone(),
+                },
+                s,
+            )
+        };
+        let id = uuid::Uuid::new_v4().to_string();
+        let ts = ev.origin_server_ts.unwrap_or(ctx.now * 1000);
+        let row = MessageRow {
+            content_enc: seal_message(dek, &id, &content),
+            id,
+            user_id: ctx.user_id.to_owned(),
+            room_id: view.row.room_id.clone(),
+            event_id: event_id.to_owned(),
+            sender_id: sender.to_owned(),
+            ts,
+            msgtype: msgtype.to_owned(),
+            is_mine,
+            importance: s.importance,
+            category: s.category.to_owned(),
+            is_question: s.is_question,
+            edited: false,
+            redacted,
+            created_at: ctx.now,
+        };
+        if !messages::insert_if_new(tx, &row)? {
+            return Ok(false);
+        }
+        crate::services::search::index_message(tx, dek, &row, &content.body)?;
+        // An incoming message sent after the archiving brings the conversation back to the
+        // active list. `archived_at` has whole seconds: a message from that same second may
+        // predate the archiving, so only later seconds count.
+        if !is_mine
+            && view.row.archived
+            && view.row.archived_at.is_none_or(|at| ts >= (at + 1) * 1000)
+        {
+            crate::store::rooms::set_flag(
+                tx,
+                ctx.user_id,
+                &view.row.room_id,
+                RoomFlag::Archived,
+                false,
+                ctx.now,
+            )?;
+            view.row.archived = false;
+            view.row.archived_at = None;
+        }
+        view.row.last_message_ts = Some(view.row.last_message_ts.map_or(ts, |t| t.max(ts)));
+        self.out.new_messages.push(NewMessage {
+            room_id: row.room_id,
+            event_id: row.event_id,
+            message_id: row.id,
+            scorable: !is_mine && !redacted && !undecryptable,
+        });
+        Ok(true)
     }
-    view.row.last_message_ts = Some(view.row.last_message_ts.map_or(ts, |t| t.max(ts)));
-    out.new_messages.push(NewMessage {
-        room_id: row.room_id,
-        event_id: row.event_id,
-        message_id: row.id,
-        scorable: !is_mine && !redacted && !undecryptable,
-    });
-    Ok(true)
 }

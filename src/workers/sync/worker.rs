@@ -12,13 +12,12 @@ use std::collections::HashMap;
 use std::sync::{Arc, OnceLock};
 use std::time::{Duration, Instant};
 
-use rusqlite::TransactionBehavior;
 use serde_json::json;
 
 use super::crypto_rooms;
 use super::e2ee::{self as decrypt, Syncer};
 use super::homeserver::Homeserver;
-use super::ingest::{self, IngestContext, IngestOutcome};
+use super::ingest::{self, IngestOutcome};
 use super::room::{DirectRooms, RoomHint};
 use crate::clients::matrix::e2ee::UserCrypto;
 use crate::clients::matrix::{MatrixClient, MatrixError, SyncResponse};
@@ -365,13 +364,17 @@ impl Session {
         Ok(())
     }
 
-    /// Decrypts stored undecryptable messages of `rooms` (all: `None`) whose keys arrived.
-    async fn retry_undecryptable(&self, state: &Context, rooms: Option<&[String]>) {
-        let who = Syncer {
+    fn who(&self) -> Syncer<'_> {
+        Syncer {
             user_id: &self.user_id,
             reader: &self.reader,
             bridges: &self.bridges,
-        };
+        }
+    }
+
+    /// Decrypts stored undecryptable messages of `rooms` (all: `None`) whose keys arrived.
+    async fn retry_undecryptable(&self, state: &Context, rooms: Option<&[String]>) {
+        let who = self.who();
         if let Err(e) = decrypt::retry_undecryptable(state, &self.crypto, &who, rooms).await {
             tracing::warn!(user_id = %self.user_id, error = %e, "decrypting stored messages failed");
         }
@@ -385,28 +388,12 @@ impl Session {
         resp: SyncResponse,
         hints: HashMap<String, RoomHint>,
     ) -> AppResult<IngestOutcome> {
-        let master = state.master.clone();
-        let user_id = self.user_id.clone();
-        let reader = self.reader.clone();
-        let bridges = self.bridges.clone();
         let mut direct = self.direct.clone();
-        let (outcome, direct) = state
-            .store
-            .run(move |c| {
-                let tx = c.transaction_with_behavior(TransactionBehavior::Immediate)?;
-                let user = crate::store::users::find(&tx, &user_id)?
-                    .ok_or_else(|| AppError::not_found("user"))?;
-                let dek = users::data_key(&master, &user)?;
-                let ctx = IngestContext {
-                    user_id: &user_id,
-                    reader: &reader,
-                    bridges: &bridges,
-                    hints: &hints,
-                    now: unix_now() as i64,
-                };
-                let outcome = ingest::ingest(&tx, &ctx, &dek, &mut direct, &resp)?;
-                tx.commit()?;
-                Ok::<_, AppError>((outcome, direct))
+        let (outcome, direct) = self
+            .who()
+            .in_tx(state, hints, move |tx, ctx, dek| {
+                let outcome = ingest::ingest(tx, ctx, dek, &mut direct, &resp)?;
+                Ok((outcome, direct))
             })
             .await?;
         self.direct = direct;
