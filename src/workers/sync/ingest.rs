@@ -67,8 +67,8 @@ pub struct IngestContext<'a> {
 pub use crate::services::importance::NewMessage;
 
 /// One pass of ingest over a transaction: who is syncing, the data key, and what changed
-/// so far. The per-event steps (here, in `amend` and in `e2ee`) are its methods, so they
-/// share these instead of passing them along.
+/// so far. The per-event steps (here and in `amend`) are its methods, so they share these
+/// instead of passing them along; `e2ee` applies late-decrypted rows through them too.
 pub(super) struct Pass<'a, 't> {
     pub tx: &'a Transaction<'t>,
     pub ctx: &'a IngestContext<'a>,
