@@ -308,7 +308,7 @@ pub fn update_synced(conn: &Connection, r: &RoomRow) -> rusqlite::Result<usize> 
         "UPDATE rooms SET name_enc = ?3, avatar_enc = ?4, topic_enc = ?5, is_direct = ?9, \
          recipient_id = ?10, platform = ?11, member_count = ?12, unread_count = ?13, \
          highlight_count = ?14, last_read_event_id = ?15, last_message_ts = ?16, \
-         importance = ?17, membership = ?23, updated_at = ?25, invited_by = ?27 \
+         importance = ?17, membership = ?23, updated_at = ?25, encrypted = ?26, invited_by = ?27 \
          WHERE user_id = ?1 AND room_id = ?2",
     )?
     .execute(&bind(r)[..])

@@ -31,3 +31,17 @@ fn an_encrypted_event_without_its_key_is_stored_undecryptable_and_the_room_marke
     );
     assert!(f.room(ROOM).encrypted);
 }
+
+#[test]
+fn a_stored_room_that_turns_on_encryption_later_is_marked_encrypted() {
+    let mut f = Fixture::new();
+    f.ingest(joined("s1", ROOM, vec![member(ME, "join", None)], vec![]));
+    assert!(!f.room(ROOM).encrypted, "a plain room at first");
+    let encryption = json!({"type": "m.room.encryption", "state_key": "", "sender": BOB,
+        "event_id": "$enc", "origin_server_ts": 7, "content": {"algorithm": "m.megolm.v1.aes-sha2"}});
+    f.ingest(joined("s2", ROOM, vec![encryption], vec![]));
+    assert!(
+        f.room(ROOM).encrypted,
+        "the update of a stored room writes the flag too"
+    );
+}
