@@ -12,7 +12,7 @@ use poem::http::{header, HeaderValue, Method};
 use poem::{Endpoint, IntoResponse, Request, Response};
 
 use super::error::{ensure_json_error, json_error_response};
-use super::routes::{personal_token_allows, route_table};
+use super::routes::route_table;
 use crate::error::{AppError, ErrorCode};
 use crate::ratelimit::Quota;
 use crate::services::session::{self, Principal};
@@ -133,14 +133,9 @@ fn admit(
             &Method::HEAD => "GET",
             m => m.as_str(),
         };
-        match route_table().resolve(method, path) {
-            Some(template)
-                if !personal_token_allows(
-                    method,
-                    template,
-                    *allowlist_version,
-                    *opted_in_version,
-                ) =>
+        match route_table().resolve_personal(method, path) {
+            Some((template, entry))
+                if !entry.is_some_and(|e| e.admits(*allowlist_version, *opted_in_version)) =>
             {
                 return Err(AppError::forbidden(
                     ErrorCode::ForbiddenForApiToken,

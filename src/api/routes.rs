@@ -7,7 +7,8 @@
 
 use std::collections::BTreeSet;
 
-pub use crate::services::allowlist::{personal_token_allows, ALLOWLIST_VERSION};
+use crate::services::allowlist::allowlist_entry;
+pub use crate::services::allowlist::{personal_token_allows, AllowedRoute, ALLOWLIST_VERSION};
 
 /// The OpenAPI document itself, served beside the API (so it is not one of its operations).
 pub const DOCUMENT_PATH: &str = "/openapi.yaml";
@@ -19,6 +20,8 @@ struct Template {
     segments: Vec<Segment>,
     /// [`specificity`] of `segments`, computed once.
     specificity: u64,
+    /// The operation's personal-token allowlist entry, looked up once.
+    personal: Option<AllowedRoute>,
 }
 
 #[derive(Debug, Clone)]
@@ -81,6 +84,7 @@ impl RouteTable {
                         })
                         .collect();
                     templates.push(Template {
+                        personal: allowlist_entry(&method, path),
                         method,
                         path: path.clone(),
                         specificity: specificity(&segments),
@@ -115,6 +119,21 @@ impl RouteTable {
     /// The template a concrete request path is routed to, if any. Literal segments win
     /// over parameters, as in the router (`/api/rooms/linked` is not `/api/rooms/{roomId}`).
     pub fn resolve(&self, method: &str, path: &str) -> Option<&str> {
+        self.template(method, path).map(|t| t.path.as_str())
+    }
+
+    /// The template a concrete request path is routed to with its personal-token
+    /// allowlist entry (`None`: personal tokens may not call it).
+    pub fn resolve_personal(
+        &self,
+        method: &str,
+        path: &str,
+    ) -> Option<(&str, Option<AllowedRoute>)> {
+        self.template(method, path)
+            .map(|t| (t.path.as_str(), t.personal))
+    }
+
+    fn template(&self, method: &str, path: &str) -> Option<&Template> {
         // Runs on every personal-token request: no allocation, one pass per candidate.
         let count = split(path).count();
         let group = self
@@ -132,7 +151,6 @@ impl RouteTable {
                 })
             })
             .max_by_key(|t| t.specificity)
-            .map(|t| t.path.as_str())
     }
 
     /// Routes reachable without a bearer token: the operations that take no security
@@ -207,6 +225,25 @@ mod tests {
         );
         assert_eq!(t.resolve("PUT", "/api/rooms/x"), None);
         assert_eq!(t.resolve("GET", "/api/nothing"), None);
+    }
+
+    #[test]
+    fn the_precomputed_allowlist_entries_agree_with_the_table() {
+        let t = route_table();
+        for (method, template) in t.operations() {
+            let concrete = template.replace('{', "x").replace('}', "");
+            let (resolved, entry) = t.resolve_personal(method, &concrete).unwrap();
+            assert_eq!(resolved, template);
+            for version in 0..=ALLOWLIST_VERSION + 1 {
+                for opted in [0, version] {
+                    assert_eq!(
+                        entry.is_some_and(|e| e.admits(version, opted)),
+                        personal_token_allows(method, template, version, opted),
+                        "{method} {template} v{version} opted {opted}"
+                    );
+                }
+            }
+        }
     }
 
     #[test]

@@ -104,10 +104,21 @@ pub fn personal_token_allows(
     token_version: u32,
     opted_in_version: u32,
 ) -> bool {
-    PERSONAL_TOKEN_ALLOWLIST.iter().any(|r| {
-        r.method == method
-            && r.path == template
-            && r.since <= token_version
-            && (!r.explicit || r.since <= opted_in_version)
-    })
+    allowlist_entry(method, template).is_some_and(|r| r.admits(token_version, opted_in_version))
+}
+
+/// The allowlist entry of an operation, if it has one.
+pub fn allowlist_entry(method: &str, template: &str) -> Option<AllowedRoute> {
+    PERSONAL_TOKEN_ALLOWLIST
+        .iter()
+        .find(|r| r.method == method && r.path == template)
+        .copied()
+}
+
+impl AllowedRoute {
+    /// Whether a token with allowlist version `token_version`, explicitly opted in at
+    /// `opted_in_version` (0: never), may call this operation.
+    pub fn admits(&self, token_version: u32, opted_in_version: u32) -> bool {
+        self.since <= token_version && (!self.explicit || self.since <= opted_in_version)
+    }
 }

@@ -104,10 +104,12 @@ pub enum Principal {
         user_id: String,
         session_id: Option<String>,
     },
-    /// A script holding a personal API token of `user_id`.
+    /// A script holding a personal API token of `user_id`. Shared strings: a cached
+    /// grant hands out this principal on every request (and the security scheme copies it
+    /// again for the handler), so a copy is two reference counts, not two allocations.
     ApiToken {
-        user_id: String,
-        token_id: String,
+        user_id: Arc<str>,
+        token_id: Arc<str>,
         allowlist_version: u32,
         /// Allowlist version of the token's last explicit opt-in (0: never).
         opted_in_version: u32,
@@ -117,7 +119,8 @@ pub enum Principal {
 impl Principal {
     pub fn user_id(&self) -> &str {
         match self {
-            Self::User { user_id, .. } | Self::ApiToken { user_id, .. } => user_id,
+            Self::User { user_id, .. } => user_id,
+            Self::ApiToken { user_id, .. } => user_id,
         }
     }
 
@@ -264,8 +267,8 @@ async fn authenticate_personal(state: &Context, token: &str) -> AppResult<Princi
             }
             Ok(Ok(TokenGrant {
                 principal: Principal::ApiToken {
-                    user_id: row.user_id,
-                    token_id: row.id,
+                    user_id: row.user_id.into(),
+                    token_id: row.id.into(),
                     allowlist_version: row.allowlist_version,
                     opted_in_version: row.opted_in_version,
                 },

@@ -52,8 +52,8 @@ async fn an_expired_token_is_refused_with_401_and_a_live_one_is_accepted() {
     assert_eq!(
         principal,
         Principal::ApiToken {
-            user_id: user_id.clone(),
-            token_id: created.row.id.clone(),
+            user_id: user_id.clone().into(),
+            token_id: created.row.id.clone().into(),
             allowlist_version: ALLOWLIST_VERSION,
             opted_in_version: 0,
         }

@@ -421,7 +421,7 @@ async fn room_for_platform_and_chat_counts_follow_groups_and_the_list_filter() {
     .collect();
     assert_eq!(counts, expected);
     let principal = Principal::ApiToken {
-        user_id: uid.clone(),
+        user_id: uid.as_str().into(),
         token_id: "t".into(),
         allowlist_version: 1,
         opted_in_version: 0,
