@@ -10,8 +10,8 @@ use poem_openapi::{Object, OpenApi};
 use super::security::NativeAuth;
 use super::views::opt_time;
 use super::ApiTags;
-use crate::error::AppError;
-use crate::services::keys;
+use crate::error::{AppError, AppResult};
+use crate::services::{keys, Context};
 use crate::state::AppState;
 
 #[derive(Debug, Object)]
@@ -100,18 +100,8 @@ impl KeysApi {
         auth: NativeAuth,
         body: Json<KeyRequest>,
     ) -> Result<Json<KeyVersionResult>, AppError> {
-        let body = body.0;
-        let key_version = keys::register(
-            &state,
-            auth.user_id(),
-            body.public_key,
-            body.encrypted_master_key,
-        )
-        .await?;
-        Ok(Json(KeyVersionResult {
-            message: "encryption keys registered".to_owned(),
-            key_version,
-        }))
+        let message = "encryption keys registered";
+        store_key(&state, &auth, body.0, keys::register, message).await
     }
 
     /// Rotate encryption keys
@@ -127,18 +117,8 @@ impl KeysApi {
         auth: NativeAuth,
         body: Json<KeyRequest>,
     ) -> Result<Json<KeyVersionResult>, AppError> {
-        let body = body.0;
-        let key_version = keys::rotate(
-            &state,
-            auth.user_id(),
-            body.public_key,
-            body.encrypted_master_key,
-        )
-        .await?;
-        Ok(Json(KeyVersionResult {
-            message: "encryption keys rotated".to_owned(),
-            key_version,
-        }))
+        let message = "encryption keys rotated";
+        store_key(&state, &auth, body.0, keys::rotate, message).await
     }
 
     /// Delete encryption keys (crypto-shredding)
@@ -245,4 +225,21 @@ impl KeysApi {
             salt,
         }))
     }
+}
+
+/// Registering and rotating take the same request and answer alike with the new version;
+/// only the service call (`store`) and the message differ.
+async fn store_key(
+    state: &Context,
+    auth: &NativeAuth,
+    body: KeyRequest,
+    store: impl AsyncFnOnce(&Context, &str, String, Option<String>) -> AppResult<i64>,
+    message: &str,
+) -> Result<Json<KeyVersionResult>, AppError> {
+    let user_id = auth.user_id();
+    let key_version = store(state, user_id, body.public_key, body.encrypted_master_key).await?;
+    Ok(Json(KeyVersionResult {
+        message: message.to_owned(),
+        key_version,
+    }))
 }

@@ -99,7 +99,7 @@ fn apis() -> impl OpenApi {
             devices::DevicesApi,
         ),
         messages::MessagesApi,
-        (rooms::RoomsApi, invites::InvitesApi),
+        (rooms::RoomsApi, rooms::RoomFlagsApi, invites::InvitesApi),
         linked::LinkedApi,
         sync::SyncApi,
         (

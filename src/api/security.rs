@@ -21,38 +21,40 @@ use crate::services::session::Principal;
 use crate::state::AppState;
 use crate::store::users::UserRow;
 
-/// `Authorization: Bearer <token>`: a JWT access token from `/api/auth/verify`, or a
-/// personal API token (`csk_…`, 52 characters) on the routes that allow them.
-#[derive(SecurityScheme)]
-#[oai(
-    rename = "bearerAuth",
-    ty = "bearer",
-    bearer_format = "JWT or csk_ personal token",
-    checker = "principal_of"
-)]
-pub struct TokenAuth(pub Principal);
+/// Declares one of the schemes: all three are the document's one `bearerAuth` scheme (one
+/// spelling, so its entry cannot differ by the scheme that registered it); only the
+/// checker, and what it hands to the handler, differ.
+macro_rules! bearer_scheme {
+    ($(#[doc = $doc:tt])* $name:ident($inner:ty) checked by $checker:tt) => {
+        $(#[doc = $doc])*
+        #[derive(SecurityScheme)]
+        #[oai(
+            rename = "bearerAuth",
+            ty = "bearer",
+            bearer_format = "JWT or csk_ personal token",
+            checker = $checker
+        )]
+        pub struct $name(pub $inner);
+    };
+}
 
-/// The same `bearerAuth` scheme, for operations personal tokens may not use.
-#[derive(SecurityScheme)]
-#[oai(
-    rename = "bearerAuth",
-    ty = "bearer",
-    bearer_format = "JWT or csk_ personal token",
-    checker = "native_principal_of"
-)]
-pub struct NativeAuth(pub Principal);
+bearer_scheme! {
+    /// `Authorization: Bearer <token>`: a JWT access token from `/api/auth/verify`, or a
+    /// personal API token (`csk_…`, 52 characters) on the routes that allow them.
+    TokenAuth(Principal) checked by "principal_of"
+}
 
-/// The same `bearerAuth` scheme for `/api/admin/*`: obtaining it additionally requires an
-/// administrator (403 `admin_required` otherwise; 403 `forbidden_for_api_token` for
-/// personal tokens).
-#[derive(SecurityScheme)]
-#[oai(
-    rename = "bearerAuth",
-    ty = "bearer",
-    bearer_format = "JWT or csk_ personal token",
-    checker = "admin_of"
-)]
-pub struct AdminAuth(pub UserRow);
+bearer_scheme! {
+    /// The same `bearerAuth` scheme, for operations personal tokens may not use.
+    NativeAuth(Principal) checked by "native_principal_of"
+}
+
+bearer_scheme! {
+    /// The same `bearerAuth` scheme for `/api/admin/*`: obtaining it additionally requires an
+    /// administrator (403 `admin_required` otherwise; 403 `forbidden_for_api_token` for
+    /// personal tokens).
+    AdminAuth(UserRow) checked by "admin_of"
+}
 
 fn principal(req: &Request) -> Result<Principal, AppError> {
     req.extensions()
