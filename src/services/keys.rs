@@ -141,35 +141,9 @@ pub async fn register(
     public_key: String,
     encrypted_master_key: Option<String>,
 ) -> AppResult<i64> {
-    store_key(
-        state,
-        user_id,
-        public_key,
-        encrypted_master_key,
-        |tx, user, key, now| {
-            let uid = user.id.clone();
-            if user_keys::find(tx, &uid)?.is_some() {
-                return Err(AppError::bad_request(
-                    ErrorCode::KeysAlreadyRegistered,
-                    "encryption keys are already registered; rotate them with PUT /api/keys",
-                ));
-            }
-            let version = user_keys::last_version(tx, &uid)? + 1;
-            if user.keys_shredded {
-                user.keys_shredded = false;
-                user.updated_at = now;
-                crate::store::users::update(tx, user)?;
-            }
-            Ok(new_key_row(
-                &uid,
-                key.public_key.clone(),
-                None,
-                version,
-                now,
-            ))
-        },
-    )
-    .await
+    KeyChange::Register
+        .store(state, user_id, public_key, encrypted_master_key)
+        .await
 }
 
 /// `PUT /api/keys`: replaces the public key and bumps the version. New recovery material
@@ -181,49 +155,86 @@ pub async fn rotate(
     public_key: String,
     encrypted_master_key: Option<String>,
 ) -> AppResult<i64> {
-    store_key(
-        state,
-        user_id,
-        public_key,
-        encrypted_master_key,
-        |tx, user, key, now| {
-            let mut row = user_keys::find(tx, &user.id)?.ok_or_else(no_keys)?;
-            row.key_version = user_keys::last_version(tx, &user.id)? + 1;
-            row.public_key = key.public_key.trim().to_owned();
-            row.updated_at = now;
-            Ok(row)
-        },
-    )
-    .await
+    KeyChange::Rotate
+        .store(state, user_id, public_key, encrypted_master_key)
+        .await
 }
 
-/// Validates the key, then in one IMMEDIATE transaction: `next` makes the new key row
-/// (from the user and what is stored), the recovery material is sealed into it and the
-/// row is stored. Returns the row's key version.
-async fn store_key(
-    state: &Context,
-    user_id: &str,
-    public_key: String,
-    encrypted_master_key: Option<String>,
-    next: impl FnOnce(&rusqlite::Transaction<'_>, &mut UserRow, &NewKey, i64) -> AppResult<UserKeyRow>
-        + Send
-        + 'static,
-) -> AppResult<i64> {
-    let key = NewKey::validate(public_key, encrypted_master_key)?;
-    let master = state.master.clone();
-    let uid = user_id.to_owned();
-    let now = unix_now() as i64;
-    state
-        .db(move |c| {
-            let tx = c.transaction_with_behavior(TransactionBehavior::Immediate)?;
-            let mut user = load_user(&tx, &uid)?;
-            let mut row = next(&tx, &mut user, &key, now)?;
-            key.seal_recovery_into(&master, &user, &mut row)?;
-            user_keys::upsert(&tx, &row)?;
-            tx.commit()?;
-            Ok(row.key_version)
-        })
-        .await
+/// Which of the two ways to store a key a request takes.
+#[derive(Debug, Clone, Copy)]
+pub enum KeyChange {
+    Register,
+    Rotate,
+}
+
+impl KeyChange {
+    /// Validates the key, then in one IMMEDIATE transaction: [`Self::next_row`] makes the
+    /// new key row (from the user and what is stored), the recovery material is sealed into
+    /// it and the row is stored. Returns the row's key version.
+    pub async fn store(
+        self,
+        state: &Context,
+        user_id: &str,
+        public_key: String,
+        encrypted_master_key: Option<String>,
+    ) -> AppResult<i64> {
+        let key = NewKey::validate(public_key, encrypted_master_key)?;
+        let master = state.master.clone();
+        let uid = user_id.to_owned();
+        let now = unix_now() as i64;
+        state
+            .db(move |c| {
+                let tx = c.transaction_with_behavior(TransactionBehavior::Immediate)?;
+                let mut user = load_user(&tx, &uid)?;
+                let mut row = self.next_row(&tx, &mut user, &key, now)?;
+                key.seal_recovery_into(&master, &user, &mut row)?;
+                user_keys::upsert(&tx, &row)?;
+                tx.commit()?;
+                Ok(row.key_version)
+            })
+            .await
+    }
+
+    /// The new key row, from the user and what is stored (recovery material not sealed yet).
+    /// A registration continues after the highest version the user ever had and clears
+    /// `keys_shredded`; a rotation keeps the stored row with the new key and next version.
+    fn next_row(
+        self,
+        tx: &rusqlite::Transaction<'_>,
+        user: &mut UserRow,
+        key: &NewKey,
+        now: i64,
+    ) -> AppResult<UserKeyRow> {
+        let stored = user_keys::find(tx, &user.id)?;
+        let version = user_keys::last_version(tx, &user.id)? + 1;
+        match (self, stored) {
+            (Self::Register, Some(_)) => Err(AppError::bad_request(
+                ErrorCode::KeysAlreadyRegistered,
+                "encryption keys are already registered; rotate them with PUT /api/keys",
+            )),
+            (Self::Register, None) => {
+                if user.keys_shredded {
+                    user.keys_shredded = false;
+                    user.updated_at = now;
+                    crate::store::users::update(tx, user)?;
+                }
+                Ok(new_key_row(
+                    &user.id,
+                    key.public_key.clone(),
+                    None,
+                    version,
+                    now,
+                ))
+            }
+            (Self::Rotate, None) => Err(no_keys()),
+            (Self::Rotate, Some(mut row)) => {
+                row.key_version = version;
+                row.public_key = key.public_key.trim().to_owned();
+                row.updated_at = now;
+                Ok(row)
+            }
+        }
+    }
 }
 
 /// `DELETE /api/keys`: crypto-shredding in one transaction. Checks, in this order: the

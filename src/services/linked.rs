@@ -23,7 +23,8 @@ use crate::error::{AppError, AppResult, ErrorCode};
 use crate::services::Context;
 use crate::store::linked_groups::{self, GroupRow};
 use crate::store::rooms;
-use rusqlite::Connection;
+use crate::store::Conn;
+use rusqlite::{Connection, Transaction};
 
 /// Longest readable group name (characters).
 pub const MAX_NAME: usize = 255;
@@ -102,6 +103,32 @@ fn dek_of(state: &Context, conn: &Connection, user_id: &str) -> AppResult<DataKe
     let user = crate::store::users::find(conn, user_id)?
         .ok_or_else(|| AppError::unauthorized("the signed-in user no longer exists"))?;
     users::data_key(&state.master, &user)
+}
+
+/// Runs `job` on the store's thread with the context, a connection and the user's id.
+async fn run<T: Send + 'static>(
+    state: &Context,
+    user_id: &str,
+    job: impl FnOnce(&Context, &mut Conn, &str) -> AppResult<T> + Send + 'static,
+) -> AppResult<T> {
+    let (state2, uid) = (state.clone(), user_id.to_owned());
+    state.db(move |c| job(&state2, c, &uid)).await
+}
+
+/// [`run`] in one IMMEDIATE transaction, committed when `job` succeeds: the checks and
+/// the changes of a write see the same rows.
+async fn write<T: Send + 'static>(
+    state: &Context,
+    user_id: &str,
+    job: impl FnOnce(&Context, &Transaction<'_>, &str) -> AppResult<T> + Send + 'static,
+) -> AppResult<T> {
+    run(state, user_id, move |state, c, uid| {
+        let tx = c.transaction_with_behavior(TransactionBehavior::Immediate)?;
+        let out = job(state, &tx, uid)?;
+        tx.commit()?;
+        Ok(out)
+    })
+    .await
 }
 
 /// 404 unless every room is a visible (joined or invited) room of the user.
@@ -210,65 +237,60 @@ pub async fn create(state: &Context, user_id: &str, new: NewGroup) -> AppResult<
         .as_deref()
         .map(|v| validate_base64("nonce", v, MAX_NONCE))
         .transpose()?;
-    let uid = user_id.to_owned();
-    let state2 = state.clone();
-    state
-        .store
-        .run(move |c| {
-            let tx = c.transaction_with_behavior(TransactionBehavior::Immediate)?;
-            require_rooms(&tx, &uid, &room_ids)?;
-            let dek = dek_of(&state2, &tx, &uid)?;
-            let id = uuid::Uuid::new_v4().to_string();
-            let now = unix_now() as i64;
-            let row = GroupRow {
-                name_enc: name.map(|n| dek.seal_str(&n, &name_aad(&id))),
-                id,
-                user_id: uid.clone(),
-                encrypted_name,
-                nonce,
-                created_at: now,
-                updated_at: now,
-            };
-            linked_groups::insert(&tx, &row)?;
-            link_rooms(&tx, &uid, &row.id, &room_ids, now)?;
-            let view = load_view(&tx, &dek, row)?;
-            tx.commit()?;
-            Ok(view)
-        })
-        .await
+    write(state, user_id, move |state, tx, uid| {
+        require_rooms(tx, uid, &room_ids)?;
+        let dek = dek_of(state, tx, uid)?;
+        let id = uuid::Uuid::new_v4().to_string();
+        let now = unix_now() as i64;
+        let row = GroupRow {
+            name_enc: name.map(|n| dek.seal_str(&n, &name_aad(&id))),
+            id,
+            user_id: uid.to_owned(),
+            encrypted_name,
+            nonce,
+            created_at: now,
+            updated_at: now,
+        };
+        linked_groups::insert(tx, &row)?;
+        link_rooms(tx, uid, &row.id, &room_ids, now)?;
+        load_view(tx, &dek, row)
+    })
+    .await
 }
 
 pub async fn list(state: &Context, user_id: &str) -> AppResult<Vec<GroupView>> {
-    let uid = user_id.to_owned();
-    let state2 = state.clone();
-    state
-        .store
-        .run(move |c| {
-            let dek = dek_of(&state2, c, &uid)?;
-            linked_groups::list(c, &uid)?
-                .into_iter()
-                .map(|row| load_view(c, &dek, row))
-                .collect()
-        })
-        .await
+    run(state, user_id, |state, c, uid| {
+        let dek = dek_of(state, c, uid)?;
+        linked_groups::list(c, uid)?
+            .into_iter()
+            .map(|row| load_view(c, &dek, row))
+            .collect()
+    })
+    .await
 }
 
 fn find_group(conn: &Connection, user_id: &str, group_id: &str) -> AppResult<GroupRow> {
     linked_groups::find(conn, user_id, group_id)?.ok_or_else(|| AppError::not_found("linked group"))
 }
 
+/// The user's group `group_id` as its owner sees it; 404 when the user has no such group.
+fn view_of(
+    state: &Context,
+    conn: &Connection,
+    user_id: &str,
+    group_id: &str,
+) -> AppResult<GroupView> {
+    let row = find_group(conn, user_id, group_id)?;
+    let dek = dek_of(state, conn, user_id)?;
+    load_view(conn, &dek, row)
+}
+
 pub async fn get(state: &Context, user_id: &str, group_id: &str) -> AppResult<GroupView> {
     let gid = parse_group_id(group_id)?;
-    let uid = user_id.to_owned();
-    let state2 = state.clone();
-    state
-        .store
-        .run(move |c| {
-            let row = find_group(c, &uid, &gid)?;
-            let dek = dek_of(&state2, c, &uid)?;
-            load_view(c, &dek, row)
-        })
-        .await
+    run(state, user_id, move |state, c, uid| {
+        view_of(state, c, uid, &gid)
+    })
+    .await
 }
 
 /// The group of a room; 404 when the user does not have the room.
@@ -278,21 +300,15 @@ pub async fn of_room(
     room_id: &str,
 ) -> AppResult<Option<GroupView>> {
     let room_id = validate_room_id(room_id)?;
-    let uid = user_id.to_owned();
-    let state2 = state.clone();
-    state
-        .store
-        .run(move |c| {
-            require_rooms(c, &uid, std::slice::from_ref(&room_id))
-                .map_err(|_| AppError::not_found("room"))?;
-            let Some(gid) = linked_groups::group_of_room(c, &uid, &room_id)? else {
-                return Ok(None);
-            };
-            let row = find_group(c, &uid, &gid)?;
-            let dek = dek_of(&state2, c, &uid)?;
-            load_view(c, &dek, row).map(Some)
-        })
-        .await
+    run(state, user_id, move |state, c, uid| {
+        require_rooms(c, uid, std::slice::from_ref(&room_id))
+            .map_err(|_| AppError::not_found("room"))?;
+        let Some(gid) = linked_groups::group_of_room(c, uid, &room_id)? else {
+            return Ok(None);
+        };
+        view_of(state, c, uid, &gid).map(Some)
+    })
+    .await
 }
 
 /// `PUT /api/rooms/linked/{groupId}`: absent fields stay, null clears.
@@ -317,43 +333,35 @@ pub async fn update(
     let encrypted_name =
         validate_patch("encryptedName", change.encrypted_name, MAX_ENCRYPTED_NAME)?;
     let nonce = validate_patch("nonce", change.nonce, MAX_NONCE)?;
-    let uid = user_id.to_owned();
-    let state2 = state.clone();
-    state
-        .db(move |c| {
-            let tx = c.transaction_with_behavior(TransactionBehavior::Immediate)?;
-            let mut row = find_group(&tx, &uid, &gid)?;
-            if let Some(name) = name {
-                let dek = dek_of(&state2, &tx, &uid)?;
-                row.name_enc = name.map(|n| dek.seal_str(&n, &name_aad(&row.id)));
-            }
-            if let Some(v) = encrypted_name {
-                row.encrypted_name = v;
-            }
-            if let Some(v) = nonce {
-                row.nonce = v;
-            }
-            row.updated_at = unix_now() as i64;
-            linked_groups::update(&tx, &row)?;
-            tx.commit()?;
-            Ok(())
-        })
-        .await
+    write(state, user_id, move |state, tx, uid| {
+        let mut row = find_group(tx, uid, &gid)?;
+        if let Some(name) = name {
+            let dek = dek_of(state, tx, uid)?;
+            row.name_enc = name.map(|n| dek.seal_str(&n, &name_aad(&row.id)));
+        }
+        if let Some(v) = encrypted_name {
+            row.encrypted_name = v;
+        }
+        if let Some(v) = nonce {
+            row.nonce = v;
+        }
+        row.updated_at = unix_now() as i64;
+        linked_groups::update(tx, &row)?;
+        Ok(())
+    })
+    .await
 }
 
 /// Deletes a group (its rooms stay); returns the normalized group id.
 pub async fn delete(state: &Context, user_id: &str, group_id: &str) -> AppResult<String> {
     let gid = parse_group_id(group_id)?;
-    let uid = user_id.to_owned();
-    state
-        .store
-        .run(move |c| {
-            if linked_groups::delete(c, &uid, &gid)? == 0 {
-                return Err(AppError::not_found("linked group"));
-            }
-            Ok(gid)
-        })
-        .await
+    run(state, user_id, move |_, c, uid| {
+        if linked_groups::delete(c, uid, &gid)? == 0 {
+            return Err(AppError::not_found("linked group"));
+        }
+        Ok(gid)
+    })
+    .await
 }
 
 /// `POST /api/rooms/linked/{groupId}/rooms`: returns the rooms added (rooms already in
@@ -366,22 +374,17 @@ pub async fn add_rooms(
 ) -> AppResult<Vec<String>> {
     let gid = parse_group_id(group_id)?;
     let room_ids = validate_room_ids(&room_ids, 1)?;
-    let uid = user_id.to_owned();
-    state
-        .store
-        .run(move |c| {
-            let tx = c.transaction_with_behavior(TransactionBehavior::Immediate)?;
-            find_group(&tx, &uid, &gid)?;
-            require_rooms(&tx, &uid, &room_ids)?;
-            let now = unix_now() as i64;
-            let added = link_rooms(&tx, &uid, &gid, &room_ids, now)?;
-            if !added.is_empty() {
-                linked_groups::touch(&tx, &gid, now)?;
-            }
-            tx.commit()?;
-            Ok(added)
-        })
-        .await
+    write(state, user_id, move |_, tx, uid| {
+        find_group(tx, uid, &gid)?;
+        require_rooms(tx, uid, &room_ids)?;
+        let now = unix_now() as i64;
+        let added = link_rooms(tx, uid, &gid, &room_ids, now)?;
+        if !added.is_empty() {
+            linked_groups::touch(tx, &gid, now)?;
+        }
+        Ok(added)
+    })
+    .await
 }
 
 /// `DELETE /api/rooms/linked/{groupId}/rooms/{roomId}`: returns whether the group was
@@ -394,29 +397,24 @@ pub async fn remove_room(
 ) -> AppResult<(String, bool)> {
     let gid = parse_group_id(group_id)?;
     let room_id = validate_room_id(room_id)?;
-    let uid = user_id.to_owned();
-    state
-        .store
-        .run(move |c| {
-            let tx = c.transaction_with_behavior(TransactionBehavior::Immediate)?;
-            find_group(&tx, &uid, &gid)?;
-            if linked_groups::remove_room(&tx, &gid, &room_id)? == 0 {
-                return Err(AppError::NotFound {
-                    code: ErrorCode::NotFound,
-                    message: format!("room {room_id} is not in this linked group"),
-                });
-            }
-            let deleted = if linked_groups::room_count(&tx, &gid)? == 0 {
-                linked_groups::delete(&tx, &uid, &gid)?;
-                true
-            } else {
-                linked_groups::touch(&tx, &gid, unix_now() as i64)?;
-                false
-            };
-            tx.commit()?;
-            Ok((room_id, deleted))
-        })
-        .await
+    write(state, user_id, move |_, tx, uid| {
+        find_group(tx, uid, &gid)?;
+        if linked_groups::remove_room(tx, &gid, &room_id)? == 0 {
+            return Err(AppError::NotFound {
+                code: ErrorCode::NotFound,
+                message: format!("room {room_id} is not in this linked group"),
+            });
+        }
+        let deleted = if linked_groups::room_count(tx, &gid)? == 0 {
+            linked_groups::delete(tx, uid, &gid)?;
+            true
+        } else {
+            linked_groups::touch(tx, &gid, unix_now() as i64)?;
+            false
+        };
+        Ok((room_id, deleted))
+    })
+    .await
 }
 
 /// The room to send to on `platform` for `room_id` (scheduled messages' `targetPlatform`):
@@ -429,29 +427,26 @@ pub async fn room_for_platform(
     room_id: &str,
     platform: &str,
 ) -> AppResult<String> {
-    let uid = user_id.to_owned();
     let rid = room_id.to_owned();
     let platform = platform.trim().to_ascii_lowercase();
-    state
-        .db(move |c| {
-            let Some(gid) = linked_groups::group_of_room(c, &uid, &rid)? else {
-                return Ok(rid);
-            };
-            let members: Vec<String> = linked_groups::rooms(c, &gid)?
-                .into_iter()
-                .map(|m| m.room_id)
-                .collect();
-            let platforms: HashMap<String, Option<String>> =
-                rooms::platforms_of(c, &uid, &members)?;
-            let on = |id: &String| {
-                platforms.get(id).cloned().flatten().as_deref() == Some(platform.as_str())
-            };
-            if on(&rid) {
-                return Ok(rid);
-            }
-            Ok(members.into_iter().find(|id| on(id)).unwrap_or(rid))
-        })
-        .await
+    run(state, user_id, move |_, c, uid| {
+        let Some(gid) = linked_groups::group_of_room(c, uid, &rid)? else {
+            return Ok(rid);
+        };
+        let members: Vec<String> = linked_groups::rooms(c, &gid)?
+            .into_iter()
+            .map(|m| m.room_id)
+            .collect();
+        let platforms: HashMap<String, Option<String>> = rooms::platforms_of(c, uid, &members)?;
+        let on = |id: &String| {
+            platforms.get(id).cloned().flatten().as_deref() == Some(platform.as_str())
+        };
+        if on(&rid) {
+            return Ok(rid);
+        }
+        Ok(members.into_iter().find(|id| on(id)).unwrap_or(rid))
+    })
+    .await
 }
 
 #[cfg(test)]

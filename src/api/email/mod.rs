@@ -228,7 +228,7 @@ impl EmailApi {
         id: Path<String>,
         body: Json<ThreadActionRequest>,
     ) -> Result<Json<ThreadView>, AppError> {
-        let action = actions::parse_action(body.0.action.as_str(), body.0.label.as_deref())?;
+        let action = body.0.into_action()?;
         let t = actions::apply(&state, auth.user_id(), &id, action).await?;
         Ok(Json(t.into()))
     }

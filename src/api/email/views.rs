@@ -3,7 +3,9 @@
 use chrono::{DateTime, Utc};
 use poem_openapi::{Enum, Object};
 
+use crate::error::AppResult;
 use crate::services::email::accounts::Account;
+use crate::services::email::actions::{self, Action, Flag};
 use crate::services::email::threads::{Label, Message, Thread};
 use crate::services::email::Person;
 use crate::services::scheduled::to_time;
@@ -274,29 +276,32 @@ pub enum ThreadAction {
     RemoveLabel,
 }
 
-impl ThreadAction {
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Self::Read => "read",
-            Self::Unread => "unread",
-            Self::Star => "star",
-            Self::Unstar => "unstar",
-            Self::Archive => "archive",
-            Self::Unarchive => "unarchive",
-            Self::Trash => "trash",
-            Self::Delete => "delete",
-            Self::AddLabel => "addLabel",
-            Self::RemoveLabel => "removeLabel",
-        }
-    }
-}
-
 #[derive(Debug, Object)]
 #[oai(rename = "EmailThreadActionRequest")]
 pub struct ThreadActionRequest {
     pub action: ThreadAction,
     /// The label's id, for `addLabel` and `removeLabel`.
     pub label: Option<String>,
+}
+
+impl ThreadActionRequest {
+    /// What the action does on the server; 400 naming `label` when addLabel or
+    /// removeLabel comes without one.
+    pub fn into_action(self) -> AppResult<Action> {
+        let label = || actions::required_label(self.label.as_deref());
+        Ok(match self.action {
+            ThreadAction::Read => Action::SetFlag(Flag::Seen, true),
+            ThreadAction::Unread => Action::SetFlag(Flag::Seen, false),
+            ThreadAction::Star => Action::SetFlag(Flag::Flagged, true),
+            ThreadAction::Unstar => Action::SetFlag(Flag::Flagged, false),
+            ThreadAction::Archive => Action::Archive,
+            ThreadAction::Unarchive => Action::Unarchive,
+            ThreadAction::Trash => Action::Trash,
+            ThreadAction::Delete => Action::Delete,
+            ThreadAction::AddLabel => Action::AddLabel(label()?),
+            ThreadAction::RemoveLabel => Action::RemoveLabel(label()?),
+        })
+    }
 }
 
 #[derive(Debug, Object)]

@@ -23,7 +23,7 @@ use crate::crypto::{Aad, DataKey};
 use crate::error::{AppError, AppResult};
 use crate::services::messages::cache::KeyTag;
 use crate::services::search::open_item;
-use crate::services::search::run::{render, verified_matches, Verified};
+use crate::services::search::run::{parse_limit, render, verified_matches, Verified};
 use crate::services::search::{Query, SearchPage};
 use crate::services::Context;
 use crate::store::search_index::{self, Candidate, Filters, VectorRow};
@@ -120,16 +120,7 @@ pub async fn search(
     query_text: &str,
     limit: Option<i64>,
 ) -> AppResult<AiSearch> {
-    let limit = match limit {
-        None => DEFAULT_LIMIT,
-        Some(n) if (1..=MAX_LIMIT).contains(&n) => n,
-        Some(_) => {
-            return Err(AppError::invalid(
-                "limit",
-                format!("must be an integer from 1 to {MAX_LIMIT}"),
-            ))
-        }
-    } as usize;
+    let limit = parse_limit(limit, DEFAULT_LIMIT, MAX_LIMIT)? as usize;
     let query = Query::parse(query_text).map_err(|e| match e {
         AppError::BadRequest { message, .. } => {
             AppError::invalid("query", message.trim_start_matches("q: ").to_owned())

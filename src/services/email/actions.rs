@@ -12,12 +12,27 @@ use crate::services::upstream::imap_error;
 use crate::services::Context;
 use crate::store::email::{self as store, messages as mstore, MailboxRow};
 
+/// A message flag that read/unread and star/unstar set or clear.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Flag {
+    Seen,
+    Flagged,
+}
+
+impl Flag {
+    fn imap(self) -> &'static str {
+        match self {
+            Self::Seen => "\\Seen",
+            Self::Flagged => "\\Flagged",
+        }
+    }
+}
+
+/// What a thread action does on the IMAP server.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Action {
-    Read,
-    Unread,
-    Star,
-    Unstar,
+    /// Adds (`true`) or removes the flag on every message of the thread.
+    SetFlag(Flag, bool),
     Archive,
     Unarchive,
     Trash,
@@ -26,32 +41,13 @@ pub enum Action {
     RemoveLabel(String),
 }
 
-pub fn parse_action(action: &str, label: Option<&str>) -> AppResult<Action> {
-    let need_label = || {
-        label
-            .map(str::trim)
-            .filter(|l| !l.is_empty())
-            .map(str::to_owned)
-            .ok_or_else(|| AppError::invalid("label", "is required for addLabel and removeLabel"))
-    };
-    Ok(match action.trim() {
-        "read" => Action::Read,
-        "unread" => Action::Unread,
-        "star" => Action::Star,
-        "unstar" => Action::Unstar,
-        "archive" => Action::Archive,
-        "unarchive" => Action::Unarchive,
-        "trash" => Action::Trash,
-        "delete" => Action::Delete,
-        "addLabel" => Action::AddLabel(need_label()?),
-        "removeLabel" => Action::RemoveLabel(need_label()?),
-        _ => {
-            return Err(AppError::invalid(
-                "action",
-                "must be read, unread, star, unstar, archive, unarchive, trash, delete, addLabel or removeLabel",
-            ))
-        }
-    })
+/// The `label` that addLabel and removeLabel need: trimmed, non-empty.
+pub fn required_label(label: Option<&str>) -> AppResult<String> {
+    label
+        .map(str::trim)
+        .filter(|l| !l.is_empty())
+        .map(str::to_owned)
+        .ok_or_else(|| AppError::invalid("label", "is required for addLabel and removeLabel"))
 }
 
 async fn open_session(state: &Context, ctx: &AccountCtx) -> AppResult<(Session, Caps)> {
@@ -163,18 +159,11 @@ async fn act(
     action: &Action,
 ) -> AppResult<Vec<String>> {
     let mut touched: BTreeSet<String> = BTreeSet::new();
-    let flag = |a: &Action| match a {
-        Action::Read => Some((true, "\\Seen")),
-        Action::Unread => Some((false, "\\Seen")),
-        Action::Star => Some((true, "\\Flagged")),
-        Action::Unstar => Some((false, "\\Flagged")),
-        _ => None,
-    };
     let e = imap_error;
-    if let Some((add, f)) = flag(action) {
+    if let Action::SetFlag(flag, add) = *action {
         for (name, uids) in by_box {
             imap::select(s, name, false).await.map_err(e)?;
-            imap::store_flag(s, &imap::uid_set(uids), add, f)
+            imap::store_flag(s, &imap::uid_set(uids), add, flag.imap())
                 .await
                 .map_err(e)?;
             touched.insert(name.clone());

@@ -104,22 +104,25 @@ fn parse_text(field: &str, raw: Option<&str>, max: usize) -> AppResult<Option<St
     Ok(Some(v.to_owned()))
 }
 
+/// `limit`: `default` when absent, else an integer from 1 to `max`.
+pub fn parse_limit(limit: Option<i64>, default: i64, max: i64) -> AppResult<i64> {
+    match limit {
+        None => Ok(default),
+        Some(n) if (1..=max).contains(&n) => Ok(n),
+        Some(_) => Err(AppError::invalid(
+            "limit",
+            format!("must be an integer from 1 to {max}"),
+        )),
+    }
+}
+
 /// Validated query, filters, position and page size.
 pub fn parse(p: &SearchParams) -> AppResult<(Query, Filters, Option<Cursor>, i64)> {
     let q =
         p.q.as_deref()
             .ok_or_else(|| AppError::invalid("q", "is required"))?;
     let query = Query::parse(q)?;
-    let limit = match p.limit {
-        None => DEFAULT_LIMIT,
-        Some(n) if (1..=MAX_LIMIT).contains(&n) => n,
-        Some(_) => {
-            return Err(AppError::invalid(
-                "limit",
-                format!("must be an integer from 1 to {MAX_LIMIT}"),
-            ))
-        }
-    };
+    let limit = parse_limit(p.limit, DEFAULT_LIMIT, MAX_LIMIT)?;
     let platform = parse_text("platform", p.platform.as_deref(), 16)?;
     if let Some(pl) = &platform {
         if !PLATFORMS.contains(&pl.as_str()) {
