@@ -10,8 +10,9 @@ use poem_openapi::{Object, OpenApi};
 use super::security::NativeAuth;
 use super::views::opt_time;
 use super::ApiTags;
-use crate::error::{AppError, AppResult};
-use crate::services::{keys, Context};
+use crate::error::AppError;
+use crate::services::keys::{self, KeyChange};
+use crate::services::Context;
 use crate::state::AppState;
 
 #[derive(Debug, Object)]
@@ -101,7 +102,7 @@ impl KeysApi {
         body: Json<KeyRequest>,
     ) -> Result<Json<KeyVersionResult>, AppError> {
         let message = "encryption keys registered";
-        store_key(&state, &auth, body.0, keys::register, message).await
+        store_key(&state, &auth, body.0, KeyChange::Register, message).await
     }
 
     /// Rotate encryption keys
@@ -118,7 +119,7 @@ impl KeysApi {
         body: Json<KeyRequest>,
     ) -> Result<Json<KeyVersionResult>, AppError> {
         let message = "encryption keys rotated";
-        store_key(&state, &auth, body.0, keys::rotate, message).await
+        store_key(&state, &auth, body.0, KeyChange::Rotate, message).await
     }
 
     /// Delete encryption keys (crypto-shredding)
@@ -228,16 +229,22 @@ impl KeysApi {
 }
 
 /// Registering and rotating take the same request and answer alike with the new version;
-/// only the service call (`store`) and the message differ.
+/// only the kind of change and the message differ.
 async fn store_key(
     state: &Context,
     auth: &NativeAuth,
     body: KeyRequest,
-    store: impl AsyncFnOnce(&Context, &str, String, Option<String>) -> AppResult<i64>,
+    change: KeyChange,
     message: &str,
 ) -> Result<Json<KeyVersionResult>, AppError> {
-    let user_id = auth.user_id();
-    let key_version = store(state, user_id, body.public_key, body.encrypted_master_key).await?;
+    let key_version = change
+        .store(
+            state,
+            auth.user_id(),
+            body.public_key,
+            body.encrypted_master_key,
+        )
+        .await?;
     Ok(Json(KeyVersionResult {
         message: message.to_owned(),
         key_version,

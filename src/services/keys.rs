@@ -133,34 +133,14 @@ fn load_user(conn: &rusqlite::Connection, user_id: &str) -> AppResult<UserRow> {
     crate::store::users::find(conn, user_id)?.ok_or_else(|| AppError::not_found("user"))
 }
 
-/// `POST /api/keys/register`: the user's first key (or first after a deletion). Returns the
-/// key version. 400 `keys_already_registered` when a key record exists.
-pub async fn register(
-    state: &Context,
-    user_id: &str,
-    public_key: String,
-    encrypted_master_key: Option<String>,
-) -> AppResult<i64> {
-    KeyChange::Register
-        .store(state, user_id, public_key, encrypted_master_key)
-        .await
-}
-
-/// `PUT /api/keys`: replaces the public key and bumps the version. New recovery material
-/// replaces the stored one (with a new salt); without it the stored material stays. 404
-/// when no keys are registered.
-pub async fn rotate(
-    state: &Context,
-    user_id: &str,
-    public_key: String,
-    encrypted_master_key: Option<String>,
-) -> AppResult<i64> {
-    KeyChange::Rotate
-        .store(state, user_id, public_key, encrypted_master_key)
-        .await
-}
-
-/// Which of the two ways to store a key a request takes.
+/// Which of the two ways to store a key a request takes:
+/// - `Register` (`POST /api/keys/register`): the user's first key (or first after a
+///   deletion); 400 `keys_already_registered` when a key record exists.
+/// - `Rotate` (`PUT /api/keys`): replaces the public key and bumps the version; new
+///   recovery material replaces the stored one (with a new salt), without it the stored
+///   material stays; 404 when no keys are registered.
+///
+/// [`KeyChange::store`] returns the key version.
 #[derive(Debug, Clone, Copy)]
 pub enum KeyChange {
     Register,

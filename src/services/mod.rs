@@ -23,6 +23,7 @@ pub mod linked;
 pub mod matrix_sessions;
 pub mod messages;
 pub mod pages;
+pub mod params;
 pub mod reminders;
 pub mod rooms;
 pub mod scheduled;

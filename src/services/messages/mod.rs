@@ -30,6 +30,7 @@ use super::conversations::{self, MessageContent};
 use super::history::{self, Fill, Rendered};
 use super::keys::validate_public_key;
 use super::pages::{PageKey, PageView};
+use super::params;
 use super::session::Principal;
 use super::users;
 use crate::crypto::DataKey;
@@ -82,33 +83,12 @@ pub enum History {
 }
 
 pub fn parse_limit(limit: Option<i64>) -> AppResult<i64> {
-    match limit {
-        None => Ok(DEFAULT_LIMIT),
-        Some(n) if (1..=MAX_LIMIT).contains(&n) => Ok(n),
-        Some(_) => Err(AppError::invalid(
-            "limit",
-            format!("must be an integer from 1 to {MAX_LIMIT}"),
-        )),
-    }
+    params::parse_limit(limit, DEFAULT_LIMIT, MAX_LIMIT)
 }
 
 /// `before`: milliseconds since the Unix epoch, or an RFC 3339 date-time.
 pub fn parse_before(before: Option<&str>) -> AppResult<Option<i64>> {
-    let Some(raw) = before.map(str::trim) else {
-        return Ok(None);
-    };
-    let bad = || {
-        AppError::invalid(
-            "before",
-            "must be a timestamp in milliseconds or an RFC 3339 date-time",
-        )
-    };
-    if let Ok(ms) = raw.parse::<i64>() {
-        return if ms >= 0 { Ok(Some(ms)) } else { Err(bad()) };
-    }
-    chrono::DateTime::parse_from_rfc3339(raw)
-        .map(|t| Some(t.timestamp_millis()))
-        .map_err(|_| bad())
+    params::parse_time("before", before)
 }
 
 pub(crate) fn parse_room_id(field: &str, room_id: &str) -> AppResult<String> {

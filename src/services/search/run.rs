@@ -9,6 +9,7 @@ use crate::crypto::{self, DataKey};
 use crate::error::{AppError, AppResult};
 use crate::services::conversations;
 use crate::services::keys::validate_public_key;
+pub use crate::services::params::{parse_limit, parse_time};
 use crate::services::session::Principal;
 use crate::services::users;
 use crate::services::Context;
@@ -73,24 +74,6 @@ pub struct Verified {
     pub hits: Vec<(usize, usize)>,
 }
 
-pub fn parse_time(field: &str, raw: Option<&str>) -> AppResult<Option<i64>> {
-    let Some(raw) = raw.map(str::trim) else {
-        return Ok(None);
-    };
-    let bad = || {
-        AppError::invalid(
-            field,
-            "must be a timestamp in milliseconds or an RFC 3339 date-time",
-        )
-    };
-    if let Ok(ms) = raw.parse::<i64>() {
-        return if ms >= 0 { Ok(Some(ms)) } else { Err(bad()) };
-    }
-    chrono::DateTime::parse_from_rfc3339(raw)
-        .map(|t| Some(t.timestamp_millis()))
-        .map_err(|_| bad())
-}
-
 fn parse_text(field: &str, raw: Option<&str>, max: usize) -> AppResult<Option<String>> {
     let Some(v) = raw.map(str::trim) else {
         return Ok(None);
@@ -102,18 +85,6 @@ fn parse_text(field: &str, raw: Option<&str>, max: usize) -> AppResult<Option<St
         ));
     }
     Ok(Some(v.to_owned()))
-}
-
-/// `limit`: `default` when absent, else an integer from 1 to `max`.
-pub fn parse_limit(limit: Option<i64>, default: i64, max: i64) -> AppResult<i64> {
-    match limit {
-        None => Ok(default),
-        Some(n) if (1..=max).contains(&n) => Ok(n),
-        Some(_) => Err(AppError::invalid(
-            "limit",
-            format!("must be an integer from 1 to {max}"),
-        )),
-    }
 }
 
 /// Validated query, filters, position and page size.
