@@ -6,7 +6,7 @@
 
 use std::time::{Duration, Instant};
 
-use serde_json::{json, Value};
+use serde_json::json;
 
 use crate::ai_routes::{last_with_prompt, open_text, post, register_key};
 use crate::common::ai::{self as standin, AiStandIn, Answer};
@@ -23,25 +23,6 @@ fn mail(email: &str, run: &str, n: u32, head: &str, text: &str) -> String {
          Content-Type: text/plain; charset=utf-8\n\n{text}\n"
     )
     .replace("{email}", email)
-}
-
-async fn connect(app: &TestApp, jwt: &str, email: &str) -> Value {
-    expect_json(
-        app.post_json(
-            "/api/email/accounts",
-            Some(jwt),
-            json!({
-                "email": email,
-                "imap": {"host": "127.0.0.1", "port": dovecot::dovecot().port, "security": "none",
-                         "username": email, "password": PASSWORD},
-                "smtp": {"host": "127.0.0.1", "port": mail::smtp().port, "security": "none",
-                         "username": email, "password": "smtp-pass"},
-            }),
-        )
-        .await,
-        201,
-    )
-    .await
 }
 
 fn email_vectors(app: &TestApp) -> i64 {
@@ -94,7 +75,7 @@ async fn threads_are_summarized_and_mail_is_searched_by_meaning() {
     ] {
         dovecot::deliver(&email, PASSWORD, "INBOX", &raw).await;
     }
-    let account = connect(&app, &jwt, &email).await;
+    let account = crate::email::connect_mailbox(&app, &jwt, &email, PASSWORD).await;
     let page = wait_for_results(&app, &jwt, "q=friday", 2).await;
     let thread = page["results"][0]["threadId"].as_str().unwrap().to_owned();
     assert_eq!(page["results"][1]["threadId"], thread.as_str(), "{page}");

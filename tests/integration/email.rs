@@ -85,12 +85,26 @@ async fn act(app: &TestApp, token: &str, thread: &str, body: Value) -> reqwest::
 }
 
 async fn connect(app: &TestApp, token: &str, email: &str) -> Value {
+    let body = account_body(email, dovecot::dovecot().port, IMAP_PASSWORD, "smtp-pass");
+    connect_account(app, token, body).await
+}
+
+/// Connects the Dovecot mailbox `email` (IMAP password `imap_password`, no display name)
+/// to the caller: the account as answered (201).
+pub(crate) async fn connect_mailbox(
+    app: &TestApp,
+    token: &str,
+    email: &str,
+    imap_password: &str,
+) -> Value {
+    let mut body = account_body(email, dovecot::dovecot().port, imap_password, "smtp-pass");
+    body.as_object_mut().unwrap().remove("displayName");
+    connect_account(app, token, body).await
+}
+
+async fn connect_account(app: &TestApp, token: &str, body: Value) -> Value {
     let resp = app
-        .post_json(
-            "/api/email/accounts",
-            Some(token),
-            account_body(email, dovecot::dovecot().port, IMAP_PASSWORD, "smtp-pass"),
-        )
+        .post_json("/api/email/accounts", Some(token), body)
         .await;
     expect_json(resp, 201).await
 }

@@ -32,22 +32,7 @@ async fn cached_mail_is_found_reindexed_summarized_and_leaves_the_index_with_its
         );
         dovecot::deliver(&email, PASSWORD, "INBOX", &raw).await;
     }
-    let account = expect_json(
-        app.post_json(
-            "/api/email/accounts",
-            Some(&jwt),
-            json!({
-                "email": email,
-                "imap": {"host": "127.0.0.1", "port": dovecot::dovecot().port, "security": "none",
-                         "username": email, "password": PASSWORD},
-                "smtp": {"host": "127.0.0.1", "port": mail::smtp().port, "security": "none",
-                         "username": email, "password": "smtp-pass"},
-            }),
-        )
-        .await,
-        201,
-    )
-    .await;
+    let account = crate::email::connect_mailbox(&app, &jwt, &email, PASSWORD).await;
     let page = wait_for_results(&app, &jwt, "q=periwinkle", 2).await;
     let page_before_reindex = page.clone();
     let results = page["results"].as_array().unwrap();

@@ -78,15 +78,17 @@ pub(super) async fn read_all_readable(app: &TestApp, token: &str, room: &str) ->
     panic!("readable history of {room} does not end");
 }
 
-/// The whole native history of `room`, newest first, opened with `secret`.
-async fn read_all_native(
+/// The whole native history (of `room`, or of all rooms without one), newest first: each
+/// message with its content opened with `secret`.
+pub(super) async fn read_native(
     app: &TestApp,
     jwt: &str,
     secret: &StaticSecret,
-    room: &str,
-) -> Vec<(String, String)> {
+    room: Option<&str>,
+) -> Vec<(Value, Value)> {
+    let scope = room.map_or(String::new(), |r| format!("roomId={}&", enc(r)));
     let mut out = Vec::new();
-    let mut query = format!("?roomId={}&limit=100", enc(room));
+    let mut query = format!("?{scope}limit=100");
     for _ in 0..100 {
         let page = history(app, jwt, &query).await;
         let items = page["messages"].as_array().unwrap();
@@ -94,14 +96,30 @@ async fn read_all_native(
             return out;
         };
         for m in items {
-            let plain = decrypt(secret, m);
-            let body = plain["body"].as_str().unwrap().to_owned();
-            out.push((m["eventId"].as_str().unwrap().to_owned(), body));
+            out.push((m.clone(), decrypt(secret, m)));
         }
         let before = oldest["timestamp"].as_i64().unwrap();
-        query = format!("?roomId={}&limit=100&before={before}", enc(room));
+        query = format!("?{scope}limit=100&before={before}");
     }
-    panic!("native history of {room} does not end");
+    panic!("native history of {room:?} does not end");
+}
+
+/// The whole native history of `room`, newest first: (event id, body).
+async fn read_all_native(
+    app: &TestApp,
+    jwt: &str,
+    secret: &StaticSecret,
+    room: &str,
+) -> Vec<(String, String)> {
+    read_native(app, jwt, secret, Some(room))
+        .await
+        .into_iter()
+        .map(|(m, plain)| (str_of(&m, "eventId"), str_of(&plain, "body")))
+        .collect()
+}
+
+pub(super) fn str_of(v: &Value, field: &str) -> String {
+    v[field].as_str().unwrap().to_owned()
 }
 
 pub(super) fn expected(n: usize) -> Vec<String> {

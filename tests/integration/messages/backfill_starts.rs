@@ -5,39 +5,13 @@
 
 use std::time::Duration;
 
-use x25519_dalek::StaticSecret;
-
 use super::backfill::{
-    expected, read_all_readable, room_with_history, stored_messages, wait_for_newest, FETCHED,
+    expected, read_all_readable, read_native, room_with_history, stored_messages, str_of,
+    wait_for_newest, FETCHED,
 };
-use super::{decrypt, enc, history, me_on_matrix, personal_token, register_key};
+use super::{me_on_matrix, personal_token, register_key};
 use crate::common::matrix as mx;
 use crate::common::*;
-
-/// The whole native history of all rooms (no `roomId`), newest first: (room, body).
-async fn read_all_rooms_native(
-    app: &TestApp,
-    jwt: &str,
-    secret: &StaticSecret,
-) -> Vec<(String, String)> {
-    let mut out = Vec::new();
-    let mut query = "?limit=100".to_owned();
-    for _ in 0..100 {
-        let page = history(app, jwt, &query).await;
-        let items = page["messages"].as_array().unwrap();
-        let Some(oldest) = items.last() else {
-            return out;
-        };
-        for m in items {
-            let plain = decrypt(secret, m);
-            let room = m["roomId"].as_str().unwrap().to_owned();
-            out.push((room, plain["body"].as_str().unwrap().to_owned()));
-        }
-        let before = oldest["timestamp"].as_i64().unwrap();
-        query = format!("?limit=100&before={before}");
-    }
-    panic!("native all-rooms history does not end");
-}
 
 #[tokio::test]
 async fn the_native_all_rooms_history_pages_back_to_each_rooms_first_message() {
@@ -53,11 +27,11 @@ async fn the_native_all_rooms_history_pages_back_to_each_rooms_first_message() {
     wait_for_newest(&app, &token, &second, "m119").await;
     assert!(stored_messages(&app, &first) < 150);
 
-    let all = read_all_rooms_native(&app, &session.access_token, &secret).await;
+    let all = read_native(&app, &session.access_token, &secret, None).await;
     let of = |room: &str| -> Vec<String> {
         all.iter()
-            .filter(|(r, _)| r == room)
-            .map(|(_, b)| b.clone())
+            .filter(|(m, _)| m["roomId"] == room)
+            .map(|(_, plain)| str_of(plain, "body"))
             .collect()
     };
     assert_eq!(of(&first), expected(230), "{}", app.log());
@@ -93,17 +67,10 @@ async fn a_room_stored_before_history_was_tracked_reads_back_to_its_first_messag
     assert!(app.log().contains("tracked from its oldest message"));
 
     // The native view of the room reads it all too (stored now).
-    let mut bodies = Vec::new();
-    let mut query = format!("?roomId={}&limit=100", enc(&room));
-    loop {
-        let page = history(&app, &session.access_token, &query).await;
-        let items = page["messages"].as_array().unwrap();
-        let Some(oldest) = items.last() else { break };
-        for m in items {
-            bodies.push(decrypt(&secret, m)["body"].as_str().unwrap().to_owned());
-        }
-        let before = oldest["timestamp"].as_i64().unwrap();
-        query = format!("?roomId={}&limit=100&before={before}", enc(&room));
-    }
+    let bodies: Vec<String> = read_native(&app, &session.access_token, &secret, Some(&room))
+        .await
+        .iter()
+        .map(|(_, plain)| str_of(plain, "body"))
+        .collect();
     assert_eq!(bodies, expected(180));
 }
