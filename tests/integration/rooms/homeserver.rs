@@ -55,12 +55,7 @@ async fn the_single_room_read_refreshes_members_and_resolves_the_direct_recipien
     matrix().join(&bob_token, &group).await.unwrap();
     matrix().join(&carol_token, &group).await.unwrap();
     wait_for_room(&app, &t.token, &group).await;
-    let got = app
-        .api(&user.access_token)
-        .rooms()
-        .get(&group)
-        .await
-        .unwrap();
+    let got = room_of(&app, &user.access_token, &group).await;
     assert_eq!(got["isDirect"], false);
     assert_eq!(got["recipientId"], Value::Null);
     let mut expected = vec![me.clone(), bob.clone(), carol.clone()];
@@ -82,12 +77,7 @@ async fn the_single_room_read_refreshes_members_and_resolves_the_direct_recipien
         Some(Value::Object(direct)),
     )
     .await;
-    let got = app
-        .api(&user.access_token)
-        .rooms()
-        .get(&quiet)
-        .await
-        .unwrap();
+    let got = room_of(&app, &user.access_token, &quiet).await;
     assert_eq!(got["isDirect"], true);
     assert_eq!(got["recipientId"], carol.as_str());
 }
@@ -109,12 +99,7 @@ async fn the_single_room_read_serves_stored_data_when_the_homeserver_is_down() {
         },
     );
     // A room the homeserver does not know: refused there, stored data served.
-    let got = app
-        .api(&user.access_token)
-        .rooms()
-        .get(&room)
-        .await
-        .unwrap();
+    let got = room_of(&app, &user.access_token, &room).await;
     assert_eq!(got["recipientId"], "@partner:localhost");
     assert_eq!(got["memberIds"].as_array().unwrap().len(), 2);
 
@@ -136,12 +121,7 @@ async fn the_single_room_read_serves_stored_data_when_the_homeserver_is_down() {
     app.spawn().await;
 
     let started = Instant::now();
-    let got = app
-        .api(&user.access_token)
-        .rooms()
-        .get(&room)
-        .await
-        .unwrap();
+    let got = room_of(&app, &user.access_token, &room).await;
     assert!(
         started.elapsed() < Duration::from_secs(10),
         "fallback took {:?}",
@@ -269,4 +249,9 @@ async fn marking_read_clears_the_counts_and_moves_the_read_markers_on_the_homese
     // The other room still counts only the message after its read marker.
     let other = rooms.listed("?sortBy=unread", &room).await.expect("listed");
     assert_eq!(other["unreadCount"], 1, "{other}");
+}
+
+/// `GET /api/rooms/{room}` as `token`, answered 200.
+async fn room_of(app: &TestApp, token: &str, room: &str) -> Value {
+    app.api(token).rooms().get(room).await.unwrap()
 }
