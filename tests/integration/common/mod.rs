@@ -364,6 +364,13 @@ impl Drop for TestApp {
 }
 
 /// Reads a JSON body, asserting the status first (printing the body on mismatch).
+/// The field names of a JSON object, sorted (to compare a body's exact shape).
+pub fn sorted_keys(v: &serde_json::Value) -> Vec<&str> {
+    let mut keys: Vec<&str> = v.as_object().unwrap().keys().map(String::as_str).collect();
+    keys.sort_unstable();
+    keys
+}
+
 pub async fn expect_json(resp: reqwest::Response, status: u16) -> serde_json::Value {
     let got = resp.status().as_u16();
     let text = resp.text().await.expect("body");

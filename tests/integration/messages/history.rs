@@ -249,13 +249,7 @@ async fn readable_history_walks_each_conversation_with_an_opaque_cursor() {
     assert_eq!(first[2]["text"], "from me");
     assert_eq!(first[2]["direction"], "outgoing");
     assert_eq!(first[2]["isMine"], true);
-    let mut keys: Vec<&str> = first[0]
-        .as_object()
-        .unwrap()
-        .keys()
-        .map(String::as_str)
-        .collect();
-    keys.sort_unstable();
+    let keys = sorted_keys(&first[0]);
     assert_eq!(
         keys,
         [

@@ -23,14 +23,7 @@ async fn creating_a_token_answers_201_with_a_52_character_csk_secret_shown_once(
         .unwrap()
         .timestamp();
     assert!((before - 1..=before + 5).contains(&created), "{}", t.body);
-    let mut keys: Vec<&str> = t
-        .body
-        .as_object()
-        .unwrap()
-        .keys()
-        .map(String::as_str)
-        .collect();
-    keys.sort_unstable();
+    let keys = sorted_keys(&t.body);
     assert_eq!(
         keys,
         ["createdAt", "expiresAt", "id", "lastFour", "name", "token"]
@@ -101,8 +94,7 @@ async fn the_list_shows_every_token_but_never_a_secret() {
     let ids: Vec<&str> = tokens.iter().map(|t| t["id"].as_str().unwrap()).collect();
     assert!(ids.contains(&first.id.as_str()) && ids.contains(&second.id.as_str()));
     for t in tokens {
-        let mut keys: Vec<&str> = t.as_object().unwrap().keys().map(String::as_str).collect();
-        keys.sort_unstable();
+        let keys = sorted_keys(t);
         assert_eq!(
             keys,
             [
