@@ -8,6 +8,9 @@ import { h, replace, field } from '../ui/dom.js';
 import { busy, errorBox, toast } from '../ui/notice.js';
 import { qrImage } from '../ui/qr.js';
 
+/** A finished login's message, shown once in the redrawn card. @type {Map<string, string>} */
+const notices = new Map();
+
 /** @param {HTMLElement} main */
 export function render(main) {
   const list = h('div', { class: 'stack' }, h('p', { class: 'muted' }, 'Loading bridges…'));
@@ -40,6 +43,11 @@ export function render(main) {
 function bridgeCard(b, reload, inFlow) {
   const name = platformName(b.platform);
   const flowArea = h('div', { class: 'flow' });
+  const notice = notices.get(b.platform);
+  if (notice) {
+    notices.delete(b.platform);
+    flowArea.append(h('p', { class: 'ok', role: 'status' }, notice));
+  }
   const status = !b.configured ? 'Not configured on this server'
     : !b.reachable ? `Bridge unreachable${b.problem ? `: ${b.problem}` : ''}`
     : b.connected ? 'Connected' : 'Not connected';
@@ -107,6 +115,7 @@ async function runSteps(platform, processId, step, timeout, area) {
   for (;;) {
     if (step.type === 'complete') {
       replace(area, h('p', { class: 'ok', role: 'status' }, `${platformName(platform)} is connected.`));
+      notices.set(platform, `${platformName(platform)} is connected.`);
       toast(`${platformName(platform)} connected`);
       return;
     }
