@@ -40,3 +40,4 @@ mod storage;
 mod streams;
 mod sync;
 mod tokens;
+mod webapp;
