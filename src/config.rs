@@ -259,6 +259,9 @@ pub struct PushConfig {
 pub struct RateLimitConfig {
     pub requests: u32,
     pub window: HumanDuration,
+    /// Budget per client address for the web app's static files, per `window`; counted
+    /// apart from `requests`, so loading the app never spends the API's budget.
+    pub static_requests: u32,
 }
 
 impl Default for RateLimitConfig {
@@ -266,6 +269,7 @@ impl Default for RateLimitConfig {
         Self {
             requests: 300,
             window: HumanDuration::from_secs(60),
+            static_requests: 2000,
         }
     }
 }

@@ -14,6 +14,7 @@ use crate::state::AppState;
 pub mod accounts;
 pub mod admin;
 pub mod ai;
+pub mod assets;
 pub mod attestation;
 pub mod auth;
 pub mod bridges;
@@ -143,6 +144,9 @@ pub fn spec_yaml() -> String {
 /// The whole HTTP application: routes, the gate, panic and size guards, request logging,
 /// and `/mcp`, whose tools are sent through the rest of the application ([`mcp`]).
 pub fn app(state: AppState) -> impl Endpoint {
+    // The web app's files are read, hashed and compressed now, not on a first request.
+    let files = assets::load();
+    tracing::debug!(files, "web app files embedded");
     let core: mcp::Core = std::sync::Arc::new(poem::endpoint::ToDynEndpoint(
         core(state.clone()).map_to_response(),
     ));
@@ -167,6 +171,7 @@ fn core(state: AppState) -> impl Endpoint {
         )
         .nest("/", service())
         .around(limit_body)
+        .around(assets::serve)
         .with(CatchPanic::new().with_handler(|_| {
             error::json_body(
                 StatusCode::INTERNAL_SERVER_ERROR,

@@ -32,11 +32,16 @@ impl Config {
                 "must be at least 1",
             ));
         }
-        if self.rate_limit.requests == 0 {
-            return Err(ConfigError::key(
-                "rate_limit.requests",
-                "must be at least 1",
-            ));
+        for (key, n) in [
+            ("rate_limit.requests", self.rate_limit.requests),
+            (
+                "rate_limit.static_requests",
+                self.rate_limit.static_requests,
+            ),
+        ] {
+            if n == 0 {
+                return Err(ConfigError::key(key, "must be at least 1"));
+            }
         }
         if self.mail.transport == MailTransport::Smtp && self.mail.smtp_host.is_none() {
             return Err(ConfigError::key(

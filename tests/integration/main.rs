@@ -29,6 +29,7 @@ mod keys;
 mod linked;
 mod mcp;
 mod messages;
+mod operations;
 mod package;
 mod reminders;
 mod rooms;
