@@ -1,10 +1,11 @@
 #!/usr/bin/env python3
 """A person's journey through the web app in Debian's Chromium (Playwright for Python).
 
-Run by tests/integration/webapp.rs with one JSON argument (base URL, addresses, the room the
-Synapse user wrote to, where screenshots go). What only the test can do is asked on stdout,
-one line each, and answered on stdin: `CODE <email>` -> the mailed sign-in code; `QR <processId>`
--> the emulator rotates the QR code; `SCAN <processId>` -> the emulator completes the login.
+Run by tests/integration/webapp/browser.rs with one JSON argument (base URL, addresses, the room
+the Synapse user wrote to, where screenshots go). What only the test can do is asked on stdout,
+one line each, and answered on stdin: `CODE <email>` -> the mailed sign-in code; `SAY <text>` ->
+the Synapse user writes <text> to the room; `QR <processId>` -> the emulator rotates the QR code;
+`SCAN <processId>` -> the emulator completes the login.
 The last line is `DONE <json>`: {"steps": {name: true}, "reply": str, "problems": [...]}.
 `problems` collects console errors (CSP violations land there), page errors and any request
 that leaves the origin (aborted by a route handler). Progress goes to stderr.
@@ -133,6 +134,21 @@ def conversation(page):
     expect(log_.get_by_text(reply)).to_be_visible()
     expect(box).to_have_value("")
     step("replied")
+    # Live: a message the Synapse user writes now appears without a reload (/api/sync).
+    live = f"Live from Synapse {int(time.time())}"
+    ask(f"SAY {live}")
+    expect(log_.get_by_text(live)).to_be_visible()
+    step("live_update")
+    # Send later: sealed in the browser to the attested server key; the server opens it (201).
+    box.fill("A message for later")
+    page.get_by_text("Send later").click()
+    page.get_by_role("button", name="Schedule").click()
+    expect(page.locator("#toast")).to_contain_text("Scheduled for")
+    step("scheduled")
+    pin = page.get_by_role("group", name="Conversation actions").get_by_role("button", name="Pin")
+    pin.click()
+    expect(pin).to_have_attribute("aria-pressed", "true")
+    step("pinned")
     shot(page, "conversation.png")
 
     page.get_by_role("link", name="Search").click()

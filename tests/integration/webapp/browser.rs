@@ -2,7 +2,7 @@
 //! Playwright for Python (tests/web/webapp.py) against the real binary, Synapse, the SMTP sink
 //! and the WhatsApp bridge emulator. The script asks this test for what only the test can do
 //! (a sign-in code from the mail, a QR rotation and a scan at the emulator) on a line protocol:
-//! `CODE <email>`, `QR <processId>`, `SCAN <processId>`, then `DONE <json report>`.
+//! `CODE <email>`, `SAY <text>`, `QR <processId>`, `SCAN <processId>`, then `DONE <json report>`.
 //! Also: `tsc --noEmit --allowJs --checkJs` over assets/ with the API types generated from the
 //! served OpenAPI document.
 
@@ -139,6 +139,10 @@ async fn a_person_uses_switchboard_from_chromium() {
             let code = mail::wait_for_code(arg, *seen).await;
             *seen += 1;
             code
+        }
+        "SAY" => {
+            bob.send_text(&room, arg).await;
+            "ok".to_owned()
         }
         "QR" => {
             wa.refresh_qr(arg);
