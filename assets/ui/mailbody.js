@@ -7,14 +7,11 @@ import { h } from './dom.js';
 
 /** @param {string} html sanitised by the server @returns {{frame: HTMLIFrameElement, remote: string[]}} */
 export function mailFrame(html) {
-  const parsed = new DOMParser().parseFromString(html, 'text/html');
-  /** @type {string[]} */
-  const styles = [];
-  for (const el of parsed.body.querySelectorAll('[style]')) {
-    el.setAttribute('data-sb-style', String(styles.length));
-    styles.push(el.getAttribute('style') || '');
-    el.removeAttribute('style');
-  }
+  // Parsing a `style` attribute is already an inline style under the app's CSP (DOMParser
+  // documents share it): rename the attribute in the markup first (the server's serializer
+  // quotes every attribute, and `<` only opens tags), then apply the styles through CSSOM.
+  const renamed = html.replace(/(<[a-z][a-z0-9]*\b[^<>]*?\s)style\s*=/gi, '$1data-sb-style=');
+  const parsed = new DOMParser().parseFromString(renamed, 'text/html');
   /** @type {string[]} */
   const remote = [];
   for (const img of parsed.body.querySelectorAll('img')) {
@@ -40,7 +37,7 @@ export function mailFrame(html) {
     doc.body.replaceChildren(...[...parsed.body.childNodes].map((n) => doc.importNode(n, true)));
     doc.body.style.cssText = 'font-family: system-ui, sans-serif; margin: 8px; color: #111; background: #fff; overflow-wrap: anywhere;';
     for (const el of doc.querySelectorAll('[data-sb-style]')) {
-      /** @type {HTMLElement} */ (el).style.cssText = styles[Number(el.getAttribute('data-sb-style'))] || '';
+      /** @type {HTMLElement} */ (el).style.cssText = el.getAttribute('data-sb-style') || '';
       el.removeAttribute('data-sb-style');
     }
     frame.style.height = `${Math.min(4000, doc.documentElement.scrollHeight + 24)}px`;

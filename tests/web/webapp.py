@@ -210,6 +210,49 @@ def tokens(page):
     step("admin_hidden")
 
 
+def email(page):
+    """Connect the Dovecot mailbox, read the HTML mail in its sandboxed frame, reply."""
+    go(page, "/settings")
+    section = page.locator("#mail")
+    section.get_by_text("Connect a mailbox").click()
+    section.get_by_label("E-mail address").fill(CFG["mailbox"])
+    section.get_by_label("IMAP server").fill("127.0.0.1")
+    section.get_by_label("IMAP port").fill(str(CFG["imapPort"]))
+    section.get_by_label("IMAP security").select_option("none")
+    section.get_by_label("SMTP server").fill("127.0.0.1")
+    section.get_by_label("SMTP port").fill(str(CFG["smtpPort"]))
+    section.get_by_label("SMTP security").select_option("none")
+    section.get_by_label("Password or app password").fill(CFG["mailPassword"])
+    section.get_by_role("button", name="Connect mailbox").click()
+    expect(section.get_by_text(CFG["mailbox"])).to_be_visible()
+    step("mailbox_connected")
+    page.get_by_role("link", name="Inbox").click()
+    thread = page.locator("li.mail", has_text=CFG["mailSubject"])
+    expect(thread).to_be_visible(timeout=60_000)
+    thread.get_by_role("link").click()
+    expect(page.get_by_role("heading", name=CFG["mailSubject"])).to_be_visible()
+    frame = page.frame_locator("iframe.mailbody")
+    expect(frame.get_by_text("did well this quarter")).to_be_visible()
+    # The mail's inline style survives (applied through CSSOM, so the CSP is not violated).
+    color = frame.locator("p").first.evaluate("p => getComputedStyle(p).color")
+    assert color == "rgb(0, 170, 85)", color
+    sandbox = page.locator("iframe.mailbody").get_attribute("sandbox")
+    assert "allow-scripts" not in sandbox, sandbox
+    step("mail_read")
+    expect(page.get_by_text("1 remote image is not loaded")).to_be_visible()
+    assert frame.locator("img").count() == 0
+    step("remote_image_held_back")
+    page.get_by_role("link", name="Reply").click()
+    expect(page.get_by_label("Subject")).to_have_value("Re: Quarterly garden report")
+    reply = f"Thanks for the report {int(time.time())}"
+    body = page.get_by_label("Message", exact=True)
+    body.fill(reply + "\n" + body.input_value())
+    page.get_by_role("button", name="Send", exact=True).click()
+    expect(page).to_have_url(re.compile(r"/mail/"))
+    step("mail_replied")
+    return reply
+
+
 def second_browser(browser):
     """A new browser (context): the passphrase unlocks; a wrong one is refused."""
     ctx = browser.new_context(viewport={"width": 1000, "height": 700})
@@ -258,7 +301,7 @@ def admin(browser):
 
 
 def main():
-    reply = None
+    reply = mail_reply = None
     with sync_playwright() as p:
         browser = p.chromium.launch(executable_path=CFG["chromium"], args=LAUNCH_ARGS)
         ctx = browser.new_context(viewport={"width": 1000, "height": 640})
@@ -268,6 +311,7 @@ def main():
             reply = conversation(page)
             whatsapp(page)
             tokens(page)
+            mail_reply = email(page)
             second_browser(browser)
             admin(browser)
         except Exception as e:  # report what failed, with the page's text, to the test
@@ -277,7 +321,7 @@ def main():
                     log("page", pg.url, "\n", pg.inner_text("body")[:2000])
         finally:
             browser.close()
-    print("DONE " + json.dumps({"steps": steps, "reply": reply, "problems": problems}), flush=True)
+    print("DONE " + json.dumps({"steps": steps, "reply": reply, "mailReply": mail_reply, "problems": problems}), flush=True)
 
 
 if __name__ == "__main__":

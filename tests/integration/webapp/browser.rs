@@ -18,6 +18,8 @@ use crate::common::*;
 
 /// The browser every run uses: Debian's package (Playwright's own download is not reachable).
 const CHROMIUM: &str = "/usr/bin/chromium";
+/// IMAP password of the journey's Dovecot mailbox (the SMTP sink takes any).
+const MAIL_PASSWORD: &str = "web-mail-secret-4Kp";
 /// The whole browser journey must finish within this.
 const JOURNEY_TIMEOUT: Duration = Duration::from_secs(300);
 
@@ -118,6 +120,19 @@ async fn a_person_uses_switchboard_from_chromium() {
 
     // Screenshots go to the test's directory; SWITCHBOARD_WEB_SCREENSHOTS=DIR keeps them
     // (README's come from `SWITCHBOARD_WEB_SCREENSHOTS=docs/screenshots`).
+    // A mailbox on the real Dovecot with an HTML mail holding a remote (tracking) image.
+    let mailbox = dovecot::add_user("web.mailbox", MAIL_PASSWORD);
+    let mail_from = unique_email("web.dana");
+    let raw = format!(
+        "From: Dana <{mail_from}>\nTo: {mailbox}\nSubject: Quarterly garden report\n\
+         Message-ID: <report.{}@example.org>\nDate: Wed, 2 Jul 2025 12:00:00 +0000\n\
+         MIME-Version: 1.0\nContent-Type: text/html; charset=utf-8\n\n\
+         <p style=\"color: #0a5\">The tomatoes did <b>well</b> this quarter.</p>\
+         <img src=\"https://tracker.example.org/open.png\" alt=\"logo\">\n",
+        std::process::id()
+    );
+    dovecot::deliver(&mailbox, MAIL_PASSWORD, "INBOX", &raw).await;
+
     let shots = std::env::var_os("SWITCHBOARD_WEB_SCREENSHOTS")
         .map(|d| repo_root().join(d))
         .unwrap_or_else(|| app.dir.path().join("screenshots"));
@@ -130,6 +145,12 @@ async fn a_person_uses_switchboard_from_chromium() {
         "searchWord": "pineapple",
         "screenshots": shots,
         "chromium": CHROMIUM,
+        "mailbox": mailbox,
+        "mailPassword": MAIL_PASSWORD,
+        "imapPort": dovecot::dovecot().port,
+        "smtpPort": mail::smtp().port,
+        "mailSubject": "Quarterly garden report",
+        "mailText": "The tomatoes did well this quarter.",
     });
     let mut codes_seen = std::collections::HashMap::<String, usize>::new();
     codes_seen.insert(alice_email.clone(), mail::messages_to(&alice_email).len());
@@ -172,6 +193,15 @@ async fn a_person_uses_switchboard_from_chromium() {
         );
         tokio::time::sleep(Duration::from_millis(200)).await;
     }
+    // The e-mail reply written in the browser went out over SMTP to the sender.
+    let mail_reply = report["mailReply"].as_str().expect("mail reply text");
+    let delivered = mail::messages_to(&mail_from);
+    assert!(
+        delivered
+            .iter()
+            .any(|m| m.contains(mail_reply) && m.contains("Re: Quarterly garden report")),
+        "no reply to {mail_from} with {mail_reply:?}: {delivered:?}"
+    );
     // The WhatsApp login the browser completed is now the user's.
     let logins = wa.login_ids(&alice_mxid);
     assert_eq!(logins, ["15550001111"], "emulator logins of {alice_mxid}");
