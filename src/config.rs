@@ -259,6 +259,8 @@ pub struct PushConfig {
 pub struct RateLimitConfig {
     pub requests: u32,
     pub window: HumanDuration,
+    /// `POST /api/chats` calls per user per hour (all tokens and sessions together).
+    pub new_chats_per_hour: u32,
 }
 
 impl Default for RateLimitConfig {
@@ -266,6 +268,7 @@ impl Default for RateLimitConfig {
         Self {
             requests: 300,
             window: HumanDuration::from_secs(60),
+            new_chats_per_hour: 20,
         }
     }
 }

@@ -17,6 +17,7 @@ pub mod ai;
 pub mod attestation;
 pub mod auth;
 pub mod bridges;
+pub mod contacts;
 pub mod devices;
 pub mod email;
 pub mod error;
@@ -82,6 +83,8 @@ pub enum ApiTags {
     Search,
     /// Summaries, translations and search by meaning (native sessions only).
     Ai,
+    /// Contacts on the bridges and Matrix, and starting new conversations with them.
+    Contacts,
 }
 
 fn apis() -> impl OpenApi {
@@ -107,6 +110,7 @@ fn apis() -> impl OpenApi {
             (email::EmailApi, email::EmailSignaturesApi),
             search::SearchApi,
             ai::AiApi,
+            contacts::ContactsApi,
         ),
     )
 }
