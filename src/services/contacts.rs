@@ -116,13 +116,14 @@ async fn one(
             out.unsupported.push(target.id());
         }
         Part::NotLoggedIn => {
+            let name = match target {
+                Target::Bridge(p) => p.name(),
+                Target::Matrix => "Matrix",
+            };
             return Err(AppError::conflict(
                 ErrorCode::NotLoggedIn,
-                format!(
-                    "no {} account is logged in on the bridge; connect one first",
-                    target.id()
-                ),
-            ))
+                format!("no {name} account is logged in on the bridge; connect one first"),
+            ));
         }
     }
     Ok(out)

@@ -36,7 +36,7 @@ pub async fn start(
         .map_err(mapped)?;
     let room_id = dm
         .dm_room_mxid
-        .filter(|r| r.starts_with('!') && r.contains(':'))
+        .filter(|r| r.starts_with('!') && r.len() > 1)
         .ok_or_else(|| AppError::BadGateway {
             code: ErrorCode::BridgeError,
             message: format!(
