@@ -262,6 +262,8 @@ pub struct RateLimitConfig {
     /// Budget per client address for the web app's static files, per `window`; counted
     /// apart from `requests`, so loading the app never spends the API's budget.
     pub static_requests: u32,
+    /// `POST /api/chats` calls per user per hour (all tokens and sessions together).
+    pub new_chats_per_hour: u32,
 }
 
 impl Default for RateLimitConfig {
@@ -270,6 +272,7 @@ impl Default for RateLimitConfig {
             requests: 300,
             window: HumanDuration::from_secs(60),
             static_requests: 2000,
+            new_chats_per_hour: 20,
         }
     }
 }

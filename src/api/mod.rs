@@ -18,6 +18,7 @@ pub mod assets;
 pub mod attestation;
 pub mod auth;
 pub mod bridges;
+pub mod contacts;
 pub mod devices;
 pub mod email;
 pub mod error;
@@ -83,6 +84,8 @@ pub enum ApiTags {
     Search,
     /// Summaries, translations and search by meaning (native sessions only).
     Ai,
+    /// Contacts on the bridges and Matrix, and starting new conversations with them.
+    Contacts,
 }
 
 fn apis() -> impl OpenApi {
@@ -108,6 +111,7 @@ fn apis() -> impl OpenApi {
             (email::EmailApi, email::EmailSignaturesApi),
             search::SearchApi,
             ai::AiApi,
+            contacts::ContactsApi,
         ),
     )
 }

@@ -43,6 +43,12 @@ impl Config {
                 return Err(ConfigError::key(key, "must be at least 1"));
             }
         }
+        if self.rate_limit.new_chats_per_hour == 0 {
+            return Err(ConfigError::key(
+                "rate_limit.new_chats_per_hour",
+                "must be at least 1",
+            ));
+        }
         if self.mail.transport == MailTransport::Smtp && self.mail.smtp_host.is_none() {
             return Err(ConfigError::key(
                 "mail.smtp_host",

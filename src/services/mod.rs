@@ -9,6 +9,8 @@ pub mod allowlist;
 pub mod attestation;
 pub mod auth;
 pub mod bridges;
+pub mod chats;
+pub mod contacts;
 pub mod context;
 pub mod conversations;
 pub mod devices;

@@ -11,6 +11,7 @@ use serde_json::json;
 use crate::config::MatrixConfig;
 
 mod devices;
+pub mod directory;
 pub mod e2ee;
 pub mod history;
 pub mod types;

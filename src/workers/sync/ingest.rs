@@ -280,6 +280,24 @@ pub fn ingest_history(
     Ok(pass.out)
 }
 
+/// Stores a room the API has just created or joined from its full state, as one joined
+/// room of a sync without a timeline: no gap is recorded, so the room's first synced
+/// timeline records its history as for any newly joined room.
+pub fn ingest_joined_state(
+    tx: &Transaction<'_>,
+    ctx: &IngestContext<'_>,
+    dek: &DataKey,
+    direct: &DirectRooms,
+    joined: &crate::services::history::JoinedState<'_>,
+) -> rusqlite::Result<()> {
+    let mut pass = Pass::new(tx, ctx, dek);
+    let mut room = JoinedRoom::default();
+    room.state.events = joined.state.clone();
+    room.summary.heroes = Some(joined.heroes.clone());
+    pass.joined(direct, joined.room_id, &room)?;
+    Ok(())
+}
+
 /// The event an edit replaces (`m.relates_to.rel_type == "m.replace"`).
 pub(super) fn replaced_event(content: &Value) -> Option<&str> {
     let rel = &content["m.relates_to"];
