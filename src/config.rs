@@ -12,8 +12,10 @@ use serde::{Deserialize, Deserializer, Serialize, Serializer};
 
 mod email;
 pub mod matrix_ids;
+mod media;
 mod server;
 pub use email::{EmailConfig, PrivateHosts};
+pub use media::MediaConfig;
 pub use server::{ServerConfig, TrustedProxies};
 
 /// Environment prefix; `__` separates nesting levels (`SWITCHBOARD__RATE_LIMIT__REQUESTS=100`).
@@ -56,6 +58,7 @@ pub struct Config {
     pub email: EmailConfig,
     pub subscriptions: SubscriptionsConfig,
     pub log: LogConfig,
+    pub media: MediaConfig,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, Serialize)]

@@ -26,6 +26,14 @@ impl Config {
                 return Err(ConfigError::key(key, "must be longer than zero"));
             }
         }
+        for (key, mb) in [
+            ("media.max_download_mb", self.media.max_download_mb),
+            ("media.max_upload_mb", self.media.max_upload_mb),
+        ] {
+            if mb == 0 {
+                return Err(ConfigError::key(key, "must be at least 1"));
+            }
+        }
         if self.auth.max_code_failures == 0 {
             return Err(ConfigError::key(
                 "auth.max_code_failures",
