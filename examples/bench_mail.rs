@@ -74,7 +74,11 @@ fn main() {
     };
     let filled = Instant::now();
     rt.block_on(async {
-        let mut s = imap::connect(&ep, &PrivateHosts::All)
+        let cfg = switchboard::config::EmailConfig {
+            allow_private_hosts: PrivateHosts::All,
+            ..Default::default()
+        };
+        let mut s = imap::connect(&ep, &cfg, "bench")
             .await
             .expect("login");
         for i in 0..count {

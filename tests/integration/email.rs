@@ -9,8 +9,6 @@ use std::time::{Duration, Instant};
 use reqwest::Method;
 use serde_json::{json, Value};
 
-use switchboard::config::PrivateHosts;
-
 use crate::common::dovecot::{self, add_user};
 use crate::common::*;
 use crate::reminders::{event_stream, wait_event};
@@ -987,9 +985,10 @@ async fn an_outage_keeps_cached_mail_readable_and_key_deletion_drops_the_account
     assert!(added.status.success());
     let mut ep = dovecot::endpoint(&email, IMAP_PASSWORD);
     ep.port = port;
-    let mut s = switchboard::clients::mail::imap::connect(&ep, &PrivateHosts::All)
-        .await
-        .unwrap();
+    let mut s =
+        switchboard::clients::mail::imap::connect(&ep, &dovecot::harness_config(), "test-harness")
+            .await
+            .unwrap();
     let raw = thread_mail(
         "outage.1@example.org",
         None,

@@ -21,6 +21,7 @@ mod e2ee;
 mod e2ee_sync;
 mod email;
 mod email_backfill;
+mod email_hostile;
 mod email_safety;
 mod foundation;
 mod hardening;

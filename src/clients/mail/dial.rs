@@ -21,8 +21,33 @@ pub enum DialError {
     /// No address (unknown name, DNS failure or timeout).
     #[error("{0}")]
     Unresolvable(String),
+    /// Cleartext (`security: "none"`) to a public address: passwords would cross the
+    /// internet unencrypted.
+    #[error(
+        "{host}: security \"none\" (no encryption) is only used with private hosts allowed \
+         by [email] allow_private_hosts; use tls or starttls"
+    )]
+    Cleartext { host: String },
 }
 
+/// [`resolve`], and for a connection without TLS (`cleartext`) every address must be a
+/// non-public one the policy allows.
+pub async fn resolve_for(
+    host: &str,
+    port: u16,
+    policy: &PrivateHosts,
+    cleartext: bool,
+) -> Result<Vec<SocketAddr>, DialError> {
+    let addrs = resolve(host, port, policy).await?;
+    if cleartext && addrs.iter().any(|a| is_public(a.ip())) {
+        return Err(DialError::Cleartext {
+            host: host.to_owned(),
+        });
+    }
+    Ok(addrs)
+}
+
+/// IPv4: global unicast, i.e. none of the special-purpose blocks (RFC 6890 and later).
 fn v4_is_public(ip: Ipv4Addr) -> bool {
     let o = ip.octets();
     !(ip.is_unspecified()
@@ -35,6 +60,7 @@ fn v4_is_public(ip: Ipv4Addr) -> bool {
         || o[0] == 0 // "this network": 0.x.y.z reaches the local host on Linux
         || (o[0] == 100 && (o[1] & 0xc0) == 64) // 100.64/10 carrier-grade NAT
         || (o[0] == 192 && o[1] == 0 && o[2] == 0) // 192.0.0/24 protocol assignments
+        || (o[0] == 192 && o[1] == 88 && o[2] == 99) // 192.88.99/24 6to4 relay anycast
         || (o[0] == 198 && (o[1] & 0xfe) == 18) // 198.18/15 benchmarking
         || o[0] >= 240) // 240/4 reserved
 }
@@ -43,6 +69,11 @@ fn embedded_v4(bits: u128) -> Ipv4Addr {
     Ipv4Addr::from((bits & 0xffff_ffff) as u32)
 }
 
+/// IPv6: an allowlist. Only global unicast (2000::/3) minus its special blocks, plus the
+/// two forms that carry an IPv4 address to be judged as such: IPv4-mapped
+/// (`::ffff:a.b.c.d`) and the well-known NAT64 prefix (`64:ff9b::/96`). Everything else
+/// (loopback, unique and link-local, multicast, `64:ff9b:1::/48` local NAT64, the
+/// IPv4-translated `::ffff:0:a.b.c.d`, discard, …) is not public.
 fn v6_is_public(ip: Ipv6Addr) -> bool {
     if let Some(v4) = ip.to_ipv4_mapped() {
         return v4_is_public(v4);
@@ -50,22 +81,15 @@ fn v6_is_public(ip: Ipv6Addr) -> bool {
     let bits = u128::from(ip);
     let seg = ip.segments();
     if bits >> 32 == 0x0064_ff9b_0000_0000_0000_0000 {
-        // NAT64 (64:ff9b::/96) leads to the IPv4 address in its last 32 bits.
         return v4_is_public(embedded_v4(bits));
     }
-    if seg[0] == 0x2002 {
-        // 6to4 (2002::/16) carries an IPv4 address in bits 16..48.
-        return v4_is_public(embedded_v4(bits >> 80));
-    }
-    !(ip.is_unspecified()
-        || ip.is_loopback()
-        || ip.is_multicast()
-        || bits >> 32 == 0 // ::/96, IPv4-compatible (deprecated)
-        || (seg[0] & 0xfe00) == 0xfc00 // fc00::/7 unique local
-        || (seg[0] & 0xffc0) == 0xfe80 // fe80::/10 link-local
-        || (seg[0] & 0xffc0) == 0xfec0 // fec0::/10 site-local (deprecated)
-        || (seg[0] == 0x2001 && seg[1] == 0x0db8) // documentation
-        || (seg[0] == 0x0100 && seg[1] == 0 && seg[2] == 0 && seg[3] == 0)) // discard
+    let global_unicast = (seg[0] & 0xe000) == 0x2000;
+    global_unicast
+        && !((seg[0] == 0x2001 && seg[1] < 0x0200) // 2001::/23 IETF assignments (Teredo 2001::/32, benchmarking, ORCHID)
+            || (seg[0] == 0x2001 && seg[1] == 0x0db8) // 2001:db8::/32 documentation
+            || seg[0] == 0x2002 // 2002::/16 6to4: reaches an IPv4 address through a relay
+            || (seg[0] & 0xfff0) == 0x3ff0 // 3ff0::/12 (3fff::/20 documentation)
+            || (seg[0] == 0x2620 && seg[1] == 0x004f && seg[2] == 0x8000)) // AS112
 }
 
 /// Whether `ip` is a public unicast address.
@@ -134,6 +158,19 @@ mod tests {
             "64:ff9b::a00:1",
             "2002:7f00:1::",
             "::127.0.0.1",
+            "64:ff9b:1::a00:1",
+            "64:ff9b:1::101:101",
+            "::ffff:0:101:101",
+            "::ffff:0:0",
+            "2001::1",
+            "2001:0:4136:e378:8000:63bf:3fff:fdd2",
+            "2001:db8::1",
+            "2002:101:101::1",
+            "192.88.99.1",
+            "198.51.100.7",
+            "203.0.113.9",
+            "100::1",
+            "3fff::1",
         ] {
             assert!(!is_public(bad.parse().unwrap()), "{bad}");
         }
@@ -143,6 +180,8 @@ mod tests {
             "172.32.0.1",
             "2606:4700::1111",
             "64:ff9b::101:101",
+            "2a00:1450:4001::1",
+            "2001:4860:4860::8888",
         ] {
             assert!(is_public(good.parse().unwrap()), "{good}");
         }

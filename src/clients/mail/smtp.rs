@@ -32,7 +32,9 @@ pub enum SmtpError {
 impl From<DialError> for SmtpError {
     fn from(e: DialError) -> Self {
         match e {
-            DialError::NotAllowed { .. } => Self::NotAllowed(e.to_string()),
+            DialError::NotAllowed { .. } | DialError::Cleartext { .. } => {
+                Self::NotAllowed(e.to_string())
+            }
             DialError::Unresolvable(m) => Self::Unreachable(m),
         }
     }
@@ -69,7 +71,13 @@ async fn step<T>(
 /// certificate for the host name.
 async fn open(ep: &Endpoint, cfg: &EmailConfig) -> Result<AsyncSmtpConnection, SmtpError> {
     let deadline = cfg.timeout();
-    let addrs = dial::resolve(&ep.host, ep.port, &cfg.allow_private_hosts).await?;
+    let addrs = dial::resolve_for(
+        &ep.host,
+        ep.port,
+        &cfg.allow_private_hosts,
+        ep.security == Security::None,
+    )
+    .await?;
     let at = format!("{}:{}", ep.host, ep.port);
     let tcp = match tokio::time::timeout(deadline, TcpStream::connect(&addrs[..])).await {
         Ok(Ok(tcp)) => tcp,

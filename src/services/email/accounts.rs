@@ -2,7 +2,7 @@
 //! stored; credentials sealed under the user's data key.
 
 use crate::clients::mail::imap::{self, Endpoint, Security};
-use crate::clients::mail::smtp;
+use crate::clients::mail::{dial, smtp};
 use crate::crypto::{Aad, DataKey};
 use crate::error::{AppError, AppResult, ErrorCode};
 use crate::services::upstream::{imap_connect_error, smtp_connect_error};
@@ -71,6 +71,13 @@ async fn used_bytes(state: &Context, user_id: &str) -> AppResult<u64> {
         .store
         .run(move |c| Ok::<_, AppError>(crate::store::email::messages::bytes_of_user(c, &uid)?))
         .await
+}
+
+fn too_many_accounts() -> AppError {
+    AppError::bad_request(
+        ErrorCode::TooManyMailAccounts,
+        format!("at most {MAX_ACCOUNTS} mailboxes can be connected"),
+    )
 }
 
 fn text(field: &str, value: &str, max: usize) -> AppResult<String> {
@@ -156,12 +163,12 @@ pub async fn connect(state: &Context, user_id: &str, input: AccountInput) -> App
         .run(move |c| Ok::<_, AppError>(store::accounts_of(c, &uid)?.len()))
         .await?;
     if count >= MAX_ACCOUNTS {
-        return Err(AppError::bad_request(
-            ErrorCode::TooManyMailAccounts,
-            format!("at most {MAX_ACCOUNTS} mailboxes can be connected"),
-        ));
+        return Err(too_many_accounts());
     }
     let cfg = &state.config.email;
+    for (field, ep) in [("imap", &settings.imap), ("smtp", &settings.smtp)] {
+        cleartext_check(field, ep, cfg).await?;
+    }
     let session = imap::connect(&settings.imap, cfg, user_id)
         .await
         .map_err(imap_connect_error)?;
@@ -186,11 +193,41 @@ pub async fn connect(state: &Context, user_id: &str, input: AccountInput) -> App
     let saved = row.clone();
     state
         .store
-        .run(move |c| Ok::<_, AppError>(store::insert_account(c, &saved)?))
+        .run(move |c| {
+            // Counted and inserted in one write transaction: connections made in parallel
+            // cannot pass the cap together.
+            let tx = c.transaction_with_behavior(rusqlite::TransactionBehavior::Immediate)?;
+            if store::accounts_of(&tx, &saved.user_id)?.len() >= MAX_ACCOUNTS {
+                return Err(too_many_accounts());
+            }
+            store::insert_account(&tx, &saved)?;
+            tx.commit()?;
+            Ok::<_, AppError>(())
+        })
         .await?;
     state.email.wakeup.notify_one();
     let used = used_bytes(state, user_id).await?;
     Ok(open(state, &dek, row, used))
+}
+
+/// `security: "none"` only for a host that resolves to allowed private addresses: 400
+/// naming `<field>.security` otherwise (other resolution failures are left to the
+/// connection, which reports them).
+async fn cleartext_check(
+    field: &str,
+    ep: &Endpoint,
+    cfg: &crate::config::EmailConfig,
+) -> AppResult<()> {
+    if ep.security != Security::None {
+        return Ok(());
+    }
+    match dial::resolve_for(&ep.host, ep.port, &cfg.allow_private_hosts, true).await {
+        Err(e @ dial::DialError::Cleartext { .. }) => Err(AppError::invalid(
+            &format!("{field}.security"),
+            e.to_string(),
+        )),
+        _ => Ok(()),
+    }
 }
 
 pub async fn list(state: &Context, user_id: &str) -> AppResult<Vec<Account>> {

@@ -62,7 +62,9 @@ fn quote_header(m: &Cached) -> String {
         Some(n) => format!("{n} <{}>", p.email),
         None => p.email.clone(),
     };
-    let date = crate::services::scheduled::to_time(m.date).to_rfc2822();
+    // Rows cached before dates were clamped at ingest may hold a year past 9999.
+    let date =
+        crate::services::scheduled::to_time(super::parse::clamp_date(m.date / 1000)).to_rfc2822();
     format!(
         "---------- Forwarded message ----------\nFrom: {}\nDate: {date}\nSubject: {}\nTo: {}\n\n{}",
         m.header.from.as_ref().map(who).unwrap_or_default(),

@@ -72,7 +72,10 @@ static CLEANER: LazyLock<ammonia::Builder<'static>> = LazyLock::new(|| {
     ])
     .filter_style_properties(STYLE_PROPERTIES.iter().copied().collect::<HashSet<_>>())
     .url_schemes(["http", "https", "mailto", "tel"].into_iter().collect())
-    .link_rel(Some("noopener noreferrer"));
+    .link_rel(Some("noopener noreferrer"))
+    // A relative URL resolves against wherever the client shows the mail (the app's own
+    // origin, its API): denied, links and images keep only absolute URLs.
+    .url_relative(ammonia::UrlRelative::Deny);
     b
 });
 
@@ -119,5 +122,16 @@ mod tests {
                 "{kept}: {out}"
             );
         }
+    }
+
+    #[test]
+    fn relative_urls_are_removed() {
+        let out = sanitize(
+            r#"<a href="/api/keys">k</a><a href="../x">x</a><img src="//evil.example/i.png"><a href="https://e.org/ok">ok</a>"#,
+        );
+        assert!(!out.contains("/api/keys"), "{out}");
+        assert!(!out.contains("../x"), "{out}");
+        assert!(!out.contains("//evil.example"), "{out}");
+        assert!(out.contains("https://e.org/ok"), "{out}");
     }
 }

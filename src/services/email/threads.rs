@@ -143,6 +143,9 @@ fn matches(t: &Thread, q: &str) -> bool {
         })
 }
 
+/// Threads one `q` request opens and matches at most (as `GET /api/search` scans).
+pub const MAX_Q_SCAN: usize = crate::services::search::run::MAX_SCAN;
+
 pub async fn list(
     state: &Context,
     user_id: &str,
@@ -178,6 +181,7 @@ pub async fn list(
     let mut out: Vec<Thread> = Vec::new();
     let mut after = after;
     let (mut backfills, mut more_on_server) = (0, false);
+    let mut scanned = 0usize;
     loop {
         let (uid2, label2, after2) = (uid.clone(), label.clone(), after.clone());
         let (rows, messages) = state
@@ -196,6 +200,7 @@ pub async fn list(
             })
             .await?;
         let exhausted = (rows.len() as i64) < batch;
+        scanned += rows.len();
         if let Some(r) = rows.last() {
             after = Some((r.last_message_at, r.id.clone()));
         }
@@ -219,6 +224,12 @@ pub async fn list(
             }
         }
         if exhausted {
+            break;
+        }
+        if q.is_some() && scanned >= MAX_Q_SCAN {
+            // Like search: one request opens a bounded number of threads; the cursor
+            // goes on from the last one looked at.
+            more_on_server = true;
             break;
         }
     }

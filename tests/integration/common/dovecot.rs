@@ -9,7 +9,7 @@ use std::process::Command;
 use std::sync::OnceLock;
 
 use switchboard::clients::mail::imap::{self, Endpoint, Security, Session};
-use switchboard::config::PrivateHosts;
+use switchboard::config::{EmailConfig, PrivateHosts};
 
 use super::repo_root;
 
@@ -102,13 +102,21 @@ pub fn endpoint(user: &str, password: &str) -> Endpoint {
     }
 }
 
+/// The client settings the tests' own IMAP sessions use (loopback allowed).
+pub fn harness_config() -> EmailConfig {
+    EmailConfig {
+        allow_private_hosts: PrivateHosts::All,
+        ..EmailConfig::default()
+    }
+}
+
 /// An IMAP session of `user`, as another mail client. A user added a moment ago may not
 /// be known yet (Dovecot re-reads its passwd-file when it sees the file change, and tests
 /// add users concurrently): a refused login (answered after Dovecot's 2 s failure delay) is retried for a few seconds.
 pub async fn login(user: &str, password: &str) -> Session {
     let deadline = std::time::Instant::now() + std::time::Duration::from_secs(12);
     loop {
-        match imap::connect(&endpoint(user, password), &PrivateHosts::All).await {
+        match imap::connect(&endpoint(user, password), &harness_config(), "test-harness").await {
             Ok(s) => return s,
             Err(imap::ImapError::Login(_)) if std::time::Instant::now() < deadline => {
                 tokio::time::sleep(std::time::Duration::from_millis(200)).await;
@@ -133,7 +141,10 @@ pub async fn list(user: &str, password: &str, mailbox: &str) -> Vec<(u32, bool, 
     let sel = imap::select(&mut s, mailbox, false).await.expect("SELECT");
     let mut out = Vec::new();
     if sel.exists > 0 {
-        for f in imap::fetch_messages(&mut s, "1:*").await.expect("FETCH") {
+        for f in imap::fetch_messages(&mut s, "1:*", imap::Extent::Whole, u64::MAX)
+            .await
+            .expect("FETCH")
+        {
             let text = String::from_utf8_lossy(&f.raw).into_owned();
             let mid = text
                 .lines()
@@ -164,7 +175,7 @@ pub async fn set_flag(user: &str, password: &str, mailbox: &str, add: bool, flag
 /// Whether `mailbox` exists for `user`.
 pub async fn mailbox_names(user: &str, password: &str) -> Vec<String> {
     let mut s = login(user, password).await;
-    let names = imap::list_mailboxes(&mut s)
+    let names = imap::list_mailboxes(&mut s, usize::MAX)
         .await
         .expect("LIST")
         .into_iter()

@@ -101,7 +101,9 @@ pub enum ImapError {
 impl From<DialError> for ImapError {
     fn from(e: DialError) -> Self {
         match e {
-            DialError::NotAllowed { .. } => Self::NotAllowed(e.to_string()),
+            DialError::NotAllowed { .. } | DialError::Cleartext { .. } => {
+                Self::NotAllowed(e.to_string())
+            }
             DialError::Unresolvable(m) => Self::Unreachable(m),
         }
     }
@@ -168,7 +170,13 @@ pub async fn connect(ep: &Endpoint, cfg: &EmailConfig, user_id: &str) -> Result<
             "too many IMAP sessions are open on this server; try again later".into(),
         )
     })?;
-    let addrs = dial::resolve(&ep.host, ep.port, &cfg.allow_private_hosts).await?;
+    let addrs = dial::resolve_for(
+        &ep.host,
+        ep.port,
+        &cfg.allow_private_hosts,
+        ep.security == Security::None,
+    )
+    .await?;
     let at = format!("{}:{}", ep.host, ep.port);
     let tcp = timed("connect", async {
         TcpStream::connect(&addrs[..])
