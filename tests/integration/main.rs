@@ -31,6 +31,7 @@ mod mcp;
 mod messages;
 mod package;
 mod reminders;
+mod rich;
 mod rooms;
 mod scheduled;
 mod search;

@@ -15,7 +15,7 @@ use crate::common::*;
 use crate::search::{enc, me_on_matrix, opt_in, token_with_id};
 
 /// Runs tests/mcp/mcp_client.py with `calls`; returns its JSON report.
-async fn mcp_client(app: &TestApp, bearer: &str, calls: Value) -> Value {
+pub(crate) async fn mcp_client(app: &TestApp, bearer: &str, calls: Value) -> Value {
     let plan = json!({"url": app.url("/mcp"), "token": bearer, "calls": calls});
     let script = repo_root().join("tests/mcp/mcp_client.py");
     tokio::task::spawn_blocking(move || {
@@ -46,7 +46,7 @@ async fn mcp_client(app: &TestApp, bearer: &str, calls: Value) -> Value {
     .unwrap()
 }
 
-fn error_code(result: &Value) -> &str {
+pub(crate) fn error_code(result: &Value) -> &str {
     result["error"]["data"]["error"]
         .as_str()
         .unwrap_or_else(|| panic!("not a refusal: {result}"))
