@@ -16,15 +16,30 @@ asyncio loop. Commands (all answer {"ok": true, ...} or {"ok": false, "error": .
   whoami       {}                                      -> user_id, device_id
   wait_key_request {session_id, timeout}               -> an m.room_key_request for that
                                                           session reached this device
+  send_event   {room, type, content}                   -> event_id (encrypted like send)
+  send_file    {room, data_b64, msgtype, mimetype, name} -> event_id: the bytes encrypted
+                                                          with nio's attachment cipher,
+                                                          uploaded, sent with `file`
+  wait_event   {room, match, timeout}                  -> the first room event (decrypted
+                                                          when it was encrypted) whose
+                                                          fields match `match` ("a.b": v),
+                                                          as {event, decrypted}
+  fetch_file   {file}                                  -> downloads an encrypted attachment
+                                                          (authenticated media API) and
+                                                          decrypts it: {sha256, size}
 """
 import asyncio
+import base64
+import hashlib
 import json
 import sys
 import time
+import urllib.request
 
-from nio import (AsyncClient, AsyncClientConfig, RoomKeyRequest, RoomMessageText,
-                 RoomSendResponse)
+from nio import (AsyncClient, AsyncClientConfig, Event, RoomKeyRequest, RoomMessageText,
+                 RoomSendResponse, UploadResponse)
 from nio.api import Api
+from nio.crypto.attachments import decrypt_attachment, encrypt_attachment
 
 
 class Driver:
@@ -32,6 +47,8 @@ class Driver:
         self.client = None
         self.texts = []  # (room_id, sender, body, decrypted, session_id) of text messages
         self.key_requests = []  # (session_id, requesting_device_id) received
+        self.events = []  # (room_id, event source, decrypted) of every room event
+        self.base = None
 
     async def sync(self, timeout=0):
         resp = await self.client.sync(timeout=timeout, full_state=False)
@@ -44,6 +61,7 @@ class Driver:
         return resp
 
     async def login(self, base, user_id, password, store):
+        self.base = base
         cfg = AsyncClientConfig(encryption_enabled=True, store_sync_tokens=True)
         self.client = AsyncClient(base, user_id, store_path=store, config=cfg)
         resp = await self.client.login(password, device_name="nio test client")
@@ -60,6 +78,12 @@ class Driver:
                                getattr(event, "session_id", None)))
 
         self.client.add_event_callback(on_text, RoomMessageText)
+
+        def on_event(room, event):
+            self.events.append((room.room_id, event.source,
+                                bool(getattr(event, "decrypted", False))))
+
+        self.client.add_event_callback(on_event, Event)
         # nio hands key requests to callbacks only when it holds the key and the
         # requester is unverified; the test wants to see every request that arrives.
         olm = self.client.olm
@@ -187,6 +211,53 @@ class Driver:
                 raise RuntimeError(f"no key request for {session_id} within {timeout}s; "
                                    f"saw {self.key_requests}")
             await self.sync(timeout=500)
+
+    async def send_event(self, room, type, content):
+        await self.sync()
+        resp = await self.client.room_send(room, type, content, ignore_unverified_devices=True)
+        if not isinstance(resp, RoomSendResponse):
+            raise RuntimeError(f"room_send failed: {resp}")
+        return {"event_id": resp.event_id}
+
+    async def send_file(self, room, data_b64, msgtype, mimetype, name):
+        data = base64.b64decode(data_b64)
+        cipher, keys = encrypt_attachment(data)
+        import io
+        up, _ = await self.client.upload(io.BytesIO(cipher), content_type="application/octet-stream",
+                                         filename=name, filesize=len(cipher))
+        if not isinstance(up, UploadResponse):
+            raise RuntimeError(f"upload failed: {up}")
+        content = {"msgtype": msgtype, "body": name,
+                   "info": {"mimetype": mimetype, "size": len(data)},
+                   "file": {"url": up.content_uri, **keys}}
+        return await self.send_event(room, "m.room.message", content)
+
+    async def wait_event(self, room, match, timeout):
+        def field(source, path):
+            for part in path.split("|"):
+                if not isinstance(source, dict):
+                    return None
+                source = source.get(part)
+            return source
+
+        deadline = time.monotonic() + timeout
+        while True:
+            for r, source, decrypted in self.events:
+                if r == room and all(field(source, k) == v for k, v in match.items()):
+                    return {"event": source, "decrypted": decrypted}
+            if time.monotonic() > deadline:
+                raise RuntimeError(f"no event matching {match} within {timeout}s")
+            await self.sync(timeout=500)
+
+    async def fetch_file(self, file):
+        server, media_id = file["url"][len("mxc://"):].split("/", 1)
+        url = f"{self.base}/_matrix/client/v1/media/download/{server}/{media_id}"
+        req = urllib.request.Request(url, headers={
+            "Authorization": f"Bearer {self.client.access_token}"})
+        loop = asyncio.get_running_loop()
+        cipher = await loop.run_in_executor(None, lambda: urllib.request.urlopen(req).read())
+        plain = decrypt_attachment(cipher, file["key"]["k"], file["hashes"]["sha256"], file["iv"])
+        return {"sha256": hashlib.sha256(plain).hexdigest(), "size": len(plain)}
 
 
 async def main():

@@ -34,6 +34,7 @@ mod messages;
 mod operations;
 mod package;
 mod reminders;
+mod rich;
 mod rooms;
 mod scheduled;
 mod search;

@@ -46,7 +46,7 @@ pub(crate) async fn mcp_client(app: &TestApp, bearer: &str, calls: Value) -> Val
     .unwrap()
 }
 
-fn error_code(result: &Value) -> &str {
+pub(crate) fn error_code(result: &Value) -> &str {
     result["error"]["data"]["error"]
         .as_str()
         .unwrap_or_else(|| panic!("not a refusal: {result}"))

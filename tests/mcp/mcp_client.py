@@ -10,6 +10,8 @@ or, when the session itself is refused, {"connect_error": {"code", "message", "d
 """
 
 import asyncio
+import base64
+import hashlib
 import json
 import sys
 
@@ -43,8 +45,23 @@ async def main() -> None:
                     try:
                         r = await session.call_tool(call["tool"], call.get("args") or {})
                         text = "".join(getattr(c, "text", "") for c in r.content)
+                        # Binary content (images, blob resources): its type and digest.
+                        blobs = []
+                        for c in r.content:
+                            data = getattr(c, "data", None)
+                            res = getattr(c, "resource", None)
+                            if data is None and res is not None:
+                                data = getattr(res, "blob", None)
+                            if data is not None:
+                                mime = (getattr(c, "mime_type", None) or getattr(c, "mimeType", None)
+                                        or getattr(res, "mime_type", None)
+                                        or getattr(res, "mimeType", None))
+                                raw = base64.b64decode(data)
+                                blobs.append({"type": c.type, "mimeType": mime,
+                                              "sha256": hashlib.sha256(raw).hexdigest()})
                         out["results"].append(
-                            {"ok": r.structured_content, "text": text, "isError": r.is_error}
+                            {"ok": r.structured_content, "text": text, "isError": r.is_error,
+                             "blobs": blobs}
                         )
                     except MCPError as e:
                         out["results"].append({"error": error_of(e)})

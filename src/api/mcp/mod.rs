@@ -38,6 +38,7 @@ use crate::error::{AppError, ErrorCode};
 use crate::services::session::Principal;
 use crate::state::AppState;
 
+mod media;
 pub mod tools;
 
 /// The application every tool call is sent through.
@@ -183,6 +184,9 @@ impl ServerHandler for McpServer {
                 )
             })?;
         let args = request.arguments.unwrap_or_default();
+        if let Some(result) = media::call(&self.core, spec, &args, bearer.clone()).await {
+            return result.map(Into::into);
+        }
         let (path, body) = spec
             .request(&args)
             .map_err(|why| route_error(StatusCode::BAD_REQUEST, "invalid_request", &why))?;

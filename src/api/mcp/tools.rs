@@ -89,6 +89,11 @@ fn build() -> Vec<ToolSpec> {
                 ("roomId", STR, "Matrix room id"),
                 ("content", STR, "the text, 1 to 65536 characters"),
                 ("txnId", STR, "idempotency key; a repeat sends nothing"),
+                (
+                    "replyTo",
+                    STR,
+                    "event id of a message of the room this replies to",
+                ),
             ],
             required: &["roomId", "content", "txnId"],
         },
@@ -130,6 +135,89 @@ fn build() -> Vec<ToolSpec> {
                 ),
             ],
             required: &["platform", "identifier"],
+        },
+        ToolSpec {
+            name: "get_attachment",
+            description: "Get the attachment of a message (GET \
+                /api/rooms/{roomId}/media/{eventId}): image content for images, an \
+                embedded resource otherwise (at most 8 MiB here).",
+            method: Method::GET,
+            path: "/api/rooms/{roomId}/media/{eventId}",
+            args: &[
+                ("roomId", STR, "Matrix room id"),
+                (
+                    "eventId",
+                    STR,
+                    "event id of the message (its media is not null)",
+                ),
+                ("thumbnail", BOOL, "true for the thumbnail"),
+            ],
+            required: &["roomId", "eventId"],
+        },
+        ToolSpec {
+            name: "send_file",
+            description: "Send a file to a conversation (POST /api/rooms/{roomId}/media): \
+                base64 data of at most 700 KiB; sent as an image, video, voice note or file \
+                by its type.",
+            method: Method::POST,
+            path: "/api/rooms/{roomId}/media",
+            args: &[
+                ("roomId", STR, "Matrix room id"),
+                ("data", STR, "the file, standard base64"),
+                ("name", STR, "file name"),
+                (
+                    "mimetype",
+                    STR,
+                    "its type; images and audio must be what they claim",
+                ),
+                ("caption", STR, "text shown with it"),
+                ("txnId", STR, "idempotency key; a repeat sends nothing"),
+                (
+                    "replyTo",
+                    STR,
+                    "event id of a message of the room this replies to",
+                ),
+            ],
+            required: &["roomId", "data", "name", "txnId"],
+        },
+        ToolSpec {
+            name: "react",
+            description: "React to a message with an emoji or short text (POST \
+                /api/rooms/{roomId}/messages/{eventId}/reactions); once per key.",
+            method: Method::POST,
+            path: "/api/rooms/{roomId}/messages/{eventId}/reactions",
+            args: &[
+                ("roomId", STR, "Matrix room id"),
+                ("eventId", STR, "event id of the message"),
+                ("key", STR, "the reaction, 1 to 64 bytes"),
+            ],
+            required: &["roomId", "eventId", "key"],
+        },
+        ToolSpec {
+            name: "edit_message",
+            description: "Replace the text of one of the user's own text messages (PUT \
+                /api/rooms/{roomId}/messages/{eventId}).",
+            method: Method::PUT,
+            path: "/api/rooms/{roomId}/messages/{eventId}",
+            args: &[
+                ("roomId", STR, "Matrix room id"),
+                ("eventId", STR, "event id of the user's own message"),
+                ("content", STR, "the new text, 1 to 65536 characters"),
+                ("txnId", STR, "idempotency key; a repeat edits once"),
+            ],
+            required: &["roomId", "eventId", "content"],
+        },
+        ToolSpec {
+            name: "delete_message",
+            description: "Delete one of the user's own messages for everyone (DELETE \
+                /api/rooms/{roomId}/messages/{eventId}).",
+            method: Method::DELETE,
+            path: "/api/rooms/{roomId}/messages/{eventId}",
+            args: &[
+                ("roomId", STR, "Matrix room id"),
+                ("eventId", STR, "event id of the user's own message"),
+            ],
+            required: &["roomId", "eventId"],
         },
         ToolSpec {
             name: "list_reminders",

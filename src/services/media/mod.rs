@@ -73,7 +73,11 @@ fn encrypted(file: &Value) -> AppResult<Source> {
 
 /// The source and declared type of an attachment (or of its thumbnail); `None` when the
 /// event has no thumbnail.
-fn source_of(content: &Value, thumbnail: bool) -> AppResult<Option<(Source, Option<String>)>> {
+fn source_of(
+    msgtype: &str,
+    content: &Value,
+    thumbnail: bool,
+) -> AppResult<Option<(Source, Option<String>)>> {
     let info = &content["info"];
     if !thumbnail {
         let declared = info["mimetype"].as_str().map(str::to_owned);
@@ -93,7 +97,7 @@ fn source_of(content: &Value, thumbnail: bool) -> AppResult<Option<(Source, Opti
     if info["thumbnail_url"].is_string() {
         return Ok(Some((plain(&info["thumbnail_url"])?, declared)));
     }
-    if content["url"].is_string() {
+    if content["url"].is_string() && matches!(msgtype, "m.image" | "m.sticker") {
         let Source::Plain(mxc) = plain(&content["url"])? else {
             return Err(malformed());
         };
@@ -194,8 +198,8 @@ pub async fn download(
         })
         .await?;
     let media = media_of(&msgtype, &content).ok_or_else(|| AppError::not_found("media"))?;
-    let (source, declared) =
-        source_of(&content, thumbnail)?.ok_or_else(|| AppError::not_found("thumbnail"))?;
+    let (source, declared) = source_of(&msgtype, &content, thumbnail)?
+        .ok_or_else(|| AppError::not_found("thumbnail"))?;
     let max = state.config.media.max_download_bytes();
     if !thumbnail && media.size.is_some_and(|n| n > max) {
         return Err(too_large(
@@ -230,7 +234,9 @@ pub async fn download(
         Some(info) => {
             let (out, _) = pipe::through_blocking(input, move |reader, sink| {
                 let mut dec = AttachmentDecryptor::new(reader, *info).map_err(io::Error::other)?;
-                pipe::copy_held_back(&mut dec, sink)
+                pipe::copy_held_back(&mut dec, sink).inspect_err(|e| {
+                    tracing::warn!(error = %e, "encrypted attachment not delivered whole");
+                })
             });
             out
         }

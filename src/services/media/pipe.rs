@@ -100,7 +100,8 @@ where
 
 /// Reads `reader` to its end in chunks of [`CHUNK_BYTES`], sending each to `sink`; each
 /// chunk is held back until the next read succeeded, so a failure detected at the end
-/// (the attachment hash check) means the last chunk is never sent.
+/// (the attachment hash check) means the last chunk is never sent. The end is read once:
+/// the attachment decryptor checks its hash on every read that returns nothing.
 pub fn copy_held_back(reader: &mut impl Read, sink: &ChunkSink) -> io::Result<u64> {
     let mut total = 0u64;
     let mut held: Option<Bytes> = None;
@@ -115,6 +116,11 @@ pub fn copy_held_back(reader: &mut impl Read, sink: &ChunkSink) -> io::Result<u6
         }
         buf.truncate(n);
         total += n as u64;
+        if n < CHUNK_BYTES {
+            // `read_full` stopped at the end, which the reader accepted.
+            sink.send(Bytes::from(buf))?;
+            return Ok(total);
+        }
         held = Some(Bytes::from(buf));
     }
 }
@@ -136,6 +142,36 @@ fn read_full(reader: &mut impl Read, buf: &mut [u8]) -> io::Result<usize> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Like the attachment decryptor: a second read at the end is an error.
+    struct OneEnd(std::io::Cursor<Vec<u8>>, bool);
+
+    impl Read for OneEnd {
+        fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+            let n = self.0.read(buf)?;
+            if n == 0 {
+                if self.1 {
+                    return Err(io::Error::other("end read twice"));
+                }
+                self.1 = true;
+            }
+            Ok(n)
+        }
+    }
+
+    #[tokio::test]
+    async fn the_end_is_read_once() {
+        for len in [0, 10, CHUNK_BYTES, CHUNK_BYTES + 1, 3 * CHUNK_BYTES] {
+            let data = vec![7u8; len];
+            let (out, handle) = through_blocking(futures_util::stream::empty(), move |_, s| {
+                copy_held_back(&mut OneEnd(std::io::Cursor::new(data), false), s)
+            });
+            let got: Vec<io::Result<Bytes>> = out.collect().await;
+            let n: usize = got.into_iter().map(|c| c.unwrap().len()).sum();
+            assert_eq!(n, len);
+            assert_eq!(handle.await.unwrap().unwrap(), len as u64);
+        }
+    }
 
     #[tokio::test]
     async fn bytes_pass_through_and_failures_end_the_output() {

@@ -316,6 +316,50 @@ impl MatrixUser {
         self.send(room_id, "m.room.message", content).await
     }
 
+    /// Uploads `bytes` (`POST /_matrix/media/v3/upload`); returns the `mxc://` URI.
+    pub async fn upload(&self, bytes: Vec<u8>, content_type: &str) -> String {
+        let url = format!("{}/_matrix/media/v3/upload", self.base);
+        let resp = self
+            .http
+            .post(url)
+            .bearer_auth(&self.access_token)
+            .header("Content-Type", content_type)
+            .body(bytes)
+            .send()
+            .await
+            .expect("upload");
+        let status = resp.status();
+        let v: Value = resp.json().await.unwrap_or_default();
+        assert!(status.is_success(), "upload answered {status}: {v}");
+        v["content_uri"].as_str().expect("content_uri").to_owned()
+    }
+
+    /// Downloads `mxc` through the authenticated media API: (content type, bytes).
+    pub async fn download(&self, mxc: &str) -> (String, Vec<u8>) {
+        let rest = mxc.strip_prefix("mxc://").expect("mxc URI");
+        let url = format!("{}/_matrix/client/v1/media/download/{rest}", self.base);
+        let resp = self
+            .http
+            .get(url)
+            .bearer_auth(&self.access_token)
+            .send()
+            .await
+            .expect("download");
+        assert!(resp.status().is_success(), "download: {}", resp.status());
+        let ctype = resp
+            .headers()
+            .get("content-type")
+            .map(|v| v.to_str().unwrap().to_owned())
+            .unwrap_or_default();
+        (ctype, resp.bytes().await.unwrap().to_vec())
+    }
+
+    /// `GET /rooms/{roomId}/event/{eventId}` as this user.
+    pub async fn event(&self, room_id: &str, event_id: &str) -> Value {
+        let path = format!("rooms/{}/event/{}", enc(room_id), enc(event_id));
+        self.call(reqwest::Method::GET, &path, None).await
+    }
+
     /// Redacts `event_id`; returns the redaction's id.
     pub async fn redact(&self, room_id: &str, event_id: &str) -> String {
         let txn = format!("r{}", COUNTER.fetch_add(1, Ordering::SeqCst));

@@ -255,8 +255,13 @@ async fn readable_history_walks_each_conversation_with_an_opaque_cursor() {
         [
             "content",
             "direction",
+            "editedAt",
             "eventId",
             "isMine",
+            "media",
+            "msgtype",
+            "reactions",
+            "replyTo",
             "roomId",
             "senderId",
             "text",

@@ -202,6 +202,7 @@ impl Seeder {
             edited: m.edited,
             redacted: m.redacted,
             created_at: chrono::Utc::now().timestamp(),
+            edited_at: None,
         };
         assert!(insert_if_new(&self.conn, &row).unwrap());
         (id, event_id)
