@@ -3,12 +3,13 @@
 #
 # 1. Makes sure the Python venv ./.synapse/venv exists with matrix-synapse
 #    (installed by scripts/synapse.sh --install, ~1 min the first time) and the
-#    test helpers openapi-spec-validator, aiosmtpd, matrix-nio[e2e] and mcp (pip, only if missing).
+#    test helpers openapi-spec-validator, aiosmtpd, matrix-nio[e2e], mcp and playwright (pip, only if
+#    missing).
 #    Installs the tools of the client and package tests into target/test-tools (each
 #    only when missing or when its pinned version changed): a venv with
 #    openapi-python-client (tests/clients/requirements.txt), openapi-typescript via
 #    `npm ci` (tests/clients/package-lock.json), cargo-deb (cargo install, ~2 min the
-#    first time), and lintian (apt-get, when run as root). A tool that cannot be
+#    first time), and lintian, dovecot-imapd and chromium (apt-get, when run as root). A tool that cannot be
 #    installed is reported here, and the test that needs it fails saying so.
 # 2. Exports for the Rust tests:
 #      SWITCHBOARD_TEST_VENV    absolute path of that venv
@@ -57,6 +58,8 @@ missing=()
 "$PY" -c 'import nio.crypto' 2>/dev/null || missing+=('matrix-nio[e2e]==0.26.*')
 # The independent MCP client of tests/mcp/mcp_client.py (the official Python SDK).
 "$PY" -c 'import mcp.client.streamable_http' 2>/dev/null || missing+=('mcp==2.3.*')
+# Playwright for Python drives Debian's chromium in tests/web/webapp.py (never `playwright install`).
+"$PY" -c 'import playwright.sync_api' 2>/dev/null || missing+=('playwright==1.65.*')
 if ((${#missing[@]})); then
   log "installing ${missing[*]} into $VENV_DIR ..."
   "$PY" -m pip install -q --disable-pip-version-check "${missing[@]}" >&2 \
@@ -128,6 +131,20 @@ if ! command -v dovecot >/dev/null; then
       || warn_tool "apt-get install dovecot-imapd failed"
   else
     warn_tool "dovecot is not installed (as root: apt-get install dovecot-imapd)"
+  fi
+fi
+
+# Chromium: the browser of the web app's tests (tests/web/webapp.py drives /usr/bin/chromium;
+# Playwright's own browser download is not used).
+if [[ ! -x /usr/bin/chromium ]]; then
+  if [[ $(id -u) == 0 ]] && command -v apt-get >/dev/null; then
+    log "installing chromium (apt-get) ..."
+    { DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends chromium \
+        || { apt-get update -qq && DEBIAN_FRONTEND=noninteractive \
+             apt-get install -y -qq --no-install-recommends chromium; }; } >&2 \
+      || warn_tool "apt-get install chromium failed"
+  else
+    warn_tool "chromium is not installed (as root: apt-get install chromium)"
   fi
 fi
 

@@ -25,9 +25,12 @@ pub async fn gate<E: Endpoint>(ep: Arc<E>, mut req: Request) -> poem::Result<Res
     let ip = client_ip(&state, &req);
     let ip_key = || format!("ip:{ip}");
     let limits = &state.config.rate_limit;
+    // The web app's files are public and counted on a budget of their own, so loading
+    // the app never spends what the API needs (`[rate_limit] static_requests`).
+    let app = super::assets::is_app_request(req.method(), req.uri().path());
     // Public routes ignore credentials: a bearer token sent along must not move the
     // request off the caller's address budget (nor cost a lookup).
-    let public = route_table().is_public(req.uri().path());
+    let public = app || route_table().is_public(req.uri().path());
     let token = (!public).then(|| bearer_token(&req)).flatten();
     let authenticated = match token {
         Some(token) => {
@@ -57,15 +60,12 @@ pub async fn gate<E: Endpoint>(ep: Arc<E>, mut req: Request) -> poem::Result<Res
         }
         None => None,
     };
-    let rate_key = match &authenticated {
-        Some(Ok(principal)) => principal.rate_key(),
-        _ => ip_key(),
+    let (rate_key, budget) = match &authenticated {
+        _ if app => (format!("static:{ip}"), limits.static_requests),
+        Some(Ok(principal)) => (principal.rate_key(), limits.requests),
+        _ => (ip_key(), limits.requests),
     };
-    let (quota, within) = match state
-        .limiter
-        .hit(&rate_key, limits.requests, limits.window.0)
-        .await
-    {
+    let (quota, within) = match state.limiter.hit(&rate_key, budget, limits.window.0).await {
         Ok(q) => (q, true),
         Err(q) => (q, false),
     };
@@ -115,6 +115,9 @@ fn admit(
         return Ok(None);
     }
     let principal = match authenticated {
+        // A path no operation has is the router's 404 (JSON), with or without a token:
+        // `/api/…` never answers anything else (nor the app's HTML).
+        None if !route_table().knows_path(path) => return Ok(None),
         None => {
             return Err(AppError::unauthorized(
                 "authentication required: send Authorization: Bearer <token>",

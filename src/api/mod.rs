@@ -14,6 +14,7 @@ use crate::state::AppState;
 pub mod accounts;
 pub mod admin;
 pub mod ai;
+pub mod assets;
 pub mod attestation;
 pub mod auth;
 pub mod bridges;
@@ -28,6 +29,7 @@ pub mod invites;
 pub mod keys;
 pub mod linked;
 pub mod mcp;
+pub mod media;
 pub mod messages;
 pub mod openapi;
 pub mod reminders;
@@ -101,7 +103,11 @@ fn apis() -> impl OpenApi {
             reminders::RemindersApi,
             devices::DevicesApi,
         ),
-        messages::MessagesApi,
+        (
+            messages::MessagesApi,
+            messages::MessageActionsApi,
+            media::MediaApi,
+        ),
         (rooms::RoomsApi, rooms::RoomFlagsApi, invites::InvitesApi),
         linked::LinkedApi,
         sync::SyncApi,
@@ -147,6 +153,9 @@ pub fn spec_yaml() -> String {
 /// The whole HTTP application: routes, the gate, panic and size guards, request logging,
 /// and `/mcp`, whose tools are sent through the rest of the application ([`mcp`]).
 pub fn app(state: AppState) -> impl Endpoint {
+    // The web app's files are read, hashed and compressed now, not on a first request.
+    let files = assets::load();
+    tracing::debug!(files, "web app files embedded");
     let core: mcp::Core = std::sync::Arc::new(poem::endpoint::ToDynEndpoint(
         core(state.clone()).map_to_response(),
     ));
@@ -171,6 +180,7 @@ fn core(state: AppState) -> impl Endpoint {
         )
         .nest("/", service())
         .around(limit_body)
+        .around(assets::serve)
         .with(CatchPanic::new().with_handler(|_| {
             error::json_body(
                 StatusCode::INTERNAL_SERVER_ERROR,
@@ -191,6 +201,10 @@ async fn limit_body<E: Endpoint>(
 ) -> poem::Result<Response> {
     use poem::IntoResponse;
     use tokio::io::AsyncReadExt;
+    if is_media_upload(&req) {
+        // Streamed to the homeserver under its own cap ([media] max_upload_mb).
+        return ep.call(req).await.map(IntoResponse::into_response);
+    }
     let declared = req
         .headers()
         .get(poem::http::header::CONTENT_LENGTH)
@@ -257,4 +271,11 @@ fn strict_route(req: &poem::Request) -> Option<String> {
         .string_fields
         .covers(method, template)
         .then(|| template.to_owned())
+}
+
+/// `POST /api/rooms/{roomId}/media`: its body is a file, capped by the upload itself.
+fn is_media_upload(req: &poem::Request) -> bool {
+    req.method() == poem::http::Method::POST
+        && routes::route_table().resolve("POST", req.uri().path())
+            == Some("/api/rooms/{roomId}/media")
 }

@@ -58,6 +58,8 @@ pub enum ErrorCode {
     SubscriptionExpired,
     /// 403: a route for administrators only.
     AdminRequired,
+    /// 403: an edit or deletion for everyone of another user's message.
+    NotOwnMessage,
     /// 404: no such resource (or route).
     NotFound,
     /// 404: the bridge does not know this login.
@@ -193,6 +195,7 @@ impl ErrorCode {
         Self::ForbiddenForApiToken,
         Self::SubscriptionExpired,
         Self::AdminRequired,
+        Self::NotOwnMessage,
         Self::NotFound,
         Self::LoginNotFound,
         Self::LoginProcessNotFound,
@@ -276,6 +279,7 @@ impl ErrorCode {
             Self::ForbiddenForApiToken => "forbidden_for_api_token",
             Self::SubscriptionExpired => "subscription_expired",
             Self::AdminRequired => "admin_required",
+            Self::NotOwnMessage => "not_own_message",
             Self::NotFound => "not_found",
             Self::LoginNotFound => "login_not_found",
             Self::LoginProcessNotFound => "login_process_not_found",

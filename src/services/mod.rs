@@ -23,6 +23,7 @@ pub mod importance;
 pub mod keys;
 pub mod linked;
 pub mod matrix_sessions;
+pub mod media;
 pub mod messages;
 pub mod pages;
 pub mod params;

@@ -43,6 +43,8 @@ use crate::store::{rooms, sync_state};
 
 /// msgtype stored when an event has none (e.g. it arrived already redacted).
 const DEFAULT_MSGTYPE: &str = "m.text";
+/// Stickers are their own event type; stored with this as their msgtype.
+pub const STICKER: &str = "m.sticker";
 /// msgtype of a message that could not be decrypted yet; its content is the encrypted
 /// event content, kept to decrypt it when its room key arrives.
 pub const UNDECRYPTABLE: &str = "m.room.encrypted";
@@ -334,10 +336,11 @@ impl Pass<'_, '_> {
             return Ok(false);
         }
         match ev.kind.as_str() {
-            "m.room.message" => match replaced_event(&ev.content) {
+            "m.room.message" | STICKER => match replaced_event(&ev.content) {
                 Some(target) => self.apply_edit(view, ev, target),
                 None => self.insert_message(view, ev),
             },
+            "m.reaction" => self.apply_reaction(view, ev),
             "m.room.redaction" => self.apply_redaction(view, ev),
             UNDECRYPTABLE => self.insert_message(view, ev),
             _ => Ok(false),
@@ -358,6 +361,7 @@ impl Pass<'_, '_> {
         let undecryptable = ev.kind == UNDECRYPTABLE;
         let msgtype = match ev.content["msgtype"].as_str() {
             _ if undecryptable => UNDECRYPTABLE,
+            _ if ev.kind == STICKER => STICKER,
             Some(t) => t,
             None => DEFAULT_MSGTYPE,
         };
@@ -399,6 +403,7 @@ impl Pass<'_, '_> {
             edited: false,
             redacted,
             created_at: ctx.now,
+            edited_at: None,
         };
         if !messages::insert_if_new(tx, &row)? {
             return Ok(false);

@@ -25,6 +25,8 @@ use poem::{Endpoint, EndpointExt, IntoEndpoint};
 use tokio::io::AsyncWriteExt;
 use tokio::sync::{watch, Semaphore};
 
+mod unread;
+
 /// Connection limits, from `[server]`.
 #[derive(Debug, Clone, Copy)]
 pub struct ConnectionLimits {
@@ -81,11 +83,7 @@ where
                         let endpoint = endpoint.clone();
                         let request =
                             poem::Request::from((req, local.clone(), remote.clone(), scheme.clone()));
-                        async move {
-                            let response: hyper::Response<BoxBody<Bytes, std::io::Error>> =
-                                endpoint.get_response(request).await.into();
-                            Ok::<_, Infallible>(response)
-                        }
+                        async move { Ok::<_, Infallible>(respond(&*endpoint, request).await) }
                     });
                     serve_connection(io, service, limits.header_timeout, stop).await;
                     drop(permit);
@@ -103,6 +101,29 @@ where
         tracing::warn!("grace period over; dropping the connections still open");
     }
     Ok(())
+}
+
+/// One request: the endpoint's response, after what the handler left of an HTTP/1 request
+/// body has been read (bounded), so the connection can carry the next request; when it
+/// could not be, the response says `Connection: close` (see [`unread`]).
+async fn respond<E: Endpoint<Output = poem::Response>>(
+    endpoint: &E,
+    mut request: poem::Request,
+) -> hyper::Response<BoxBody<Bytes, std::io::Error>> {
+    let http1 = request.version() < poem::http::Version::HTTP_2;
+    let leftover = unread::Leftover::default();
+    if http1 {
+        let body = leftover.track(request.take_body().into());
+        request.set_body(poem::Body::from(body));
+    }
+    let mut response = endpoint.get_response(request).await;
+    if http1 && !unread::finish(&leftover).await {
+        response.headers_mut().insert(
+            poem::http::header::CONNECTION,
+            poem::http::HeaderValue::from_static("close"),
+        );
+    }
+    response.into()
 }
 
 async fn serve_connection<Io, S>(

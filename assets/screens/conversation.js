@@ -1,0 +1,200 @@
+// @ts-check
+// One conversation: history paged back as you scroll up, envelopes opened in the browser, send
+// (Enter sends, Shift+Enter adds a line), schedule, read marker, room actions, linked group.
+import * as api from '../api.js';
+import { openJson } from '../crypto.js';
+import { getRoom, roomAction } from '../rooms.js';
+import { state, on, platformName } from '../state.js';
+import { h, replace } from '../ui/dom.js';
+import { errorBox, toast } from '../ui/notice.js';
+import { scheduleForm } from '../ui/schedule.js';
+import { messageItem } from '../ui/message.js';
+
+const PAGE = 50;
+
+/** @param {HTMLElement} main @param {{roomId: string}} params */
+export async function render(main, { roomId }) {
+  const head = h('div', { class: 'bar convhead' }, h('h1', null, 'Conversation'));
+  const info = h('div', { class: 'roominfo' });
+  const log = h('ol', { class: 'messages', 'aria-label': 'Messages', 'aria-live': 'polite', tabindex: '0' });
+  const more = h('p', { class: 'muted center', role: 'status' });
+  const out = h('div', { class: 'out' });
+  const composer = composeForm(roomId, out, () => refreshNewest());
+  main.append(head, info, h('div', { class: 'scroller' }, more, log), out, composer);
+  main.classList.add('conversation');
+
+  /** @type {import('../rooms.js').RoomView} */
+  let room;
+  try {
+    room = await getRoom(roomId);
+  } catch (e) {
+    replace(head, h('h1', null, 'Conversation'));
+    main.append(errorBox(e));
+    composer.hidden = true;
+    return;
+  }
+  renderHead();
+
+  function renderHead() {
+    /** @param {'pinned' | 'muted' | 'favorite' | 'archived'} flag @param {string} on_ @param {string} off @param {string} label */
+    const toggle = (flag, on_, off, label) =>
+      h('button', {
+        type: 'button', class: 'secondary', 'aria-pressed': String(!!room[flag]),
+        onclick: async () => {
+          try {
+            await roomAction(roomId, room[flag] ? off : on_);
+            room = await getRoom(roomId);
+            renderHead();
+          } catch (e) {
+            toast(api.describe(e), true);
+          }
+        },
+      }, label);
+    replace(head,
+      h('a', { href: '/inbox', class: 'back', 'aria-label': 'Back to the inbox' }, '←'),
+      h('h1', null, room.title),
+      h('span', { class: `platform ${room.platform || 'matrix'}` }, platformName(room.platform)),
+      h('div', { class: 'actions', role: 'group', 'aria-label': 'Conversation actions' },
+        toggle('pinned', 'pin', 'unpin', 'Pin'),
+        toggle('muted', 'mute', 'unmute', 'Mute'),
+        toggle('favorite', 'favorite', 'unfavorite', 'Favourite'),
+        toggle('archived', 'archive', 'unarchive', 'Archived')),
+    );
+    if (room.membership === 'invite') {
+      composer.hidden = true;
+      replace(info, h('p', null, `You are invited${room.invitedBy ? ` by ${room.invitedBy}` : ''}. `),
+        h('button', { type: 'button', onclick: async () => { await roomAction(roomId, 'accept'); location.reload(); } }, 'Accept'));
+    } else replace(info, room.meta?.topic ? h('p', { class: 'muted' }, room.meta.topic) : '');
+    linkedGroup(roomId, info);
+  }
+
+  /** @type {Map<string, HTMLElement>} */
+  const shown = new Map();
+  let oldest = Infinity;
+  let exhausted = false;
+  let loadingOlder = false;
+
+  /** Opens and places a page of messages (newest first from the server). @param {Schemas['EncryptedMessage'][]} page @param {'top' | 'bottom'} where */
+  async function place(page, where) {
+    const opened = await Promise.all(page.map(async (m) => ({ m, c: m.redacted ? null : await openJson(state.keys, m.encryptedContent) })));
+    /** @type {HTMLElement[]} */
+    const fresh = [];
+    for (const { m, c } of opened.reverse()) {
+      oldest = Math.min(oldest, m.timestamp);
+      const el = messageItem(roomId, m, c);
+      const old = shown.get(m.id);
+      shown.set(m.id, el);
+      if (old) old.replaceWith(el);
+      else fresh.push(el);
+    }
+    if (where === 'top') log.prepend(...fresh);
+    else log.append(...fresh);
+  }
+
+  async function loadOlder() {
+    if (exhausted || loadingOlder) return;
+    loadingOlder = true;
+    more.textContent = 'Loading earlier messages…';
+    const scroller = /** @type {HTMLElement} */ (log.parentElement);
+    const before = scroller.scrollHeight;
+    try {
+      /** @type {{messages: Schemas['EncryptedMessage'][]}} */
+      const page = await api.get('/api/messages', { query: { roomId, limit: PAGE, before: Number.isFinite(oldest) ? oldest : undefined } });
+      await place(page.messages, 'top');
+      exhausted = page.messages.length < PAGE;
+      more.textContent = exhausted ? (shown.size ? 'Beginning of the conversation' : 'No messages yet.') : '';
+      scroller.scrollTop += scroller.scrollHeight - before;
+    } catch (e) {
+      replace(more, errorBox(e));
+    } finally {
+      loadingOlder = false;
+    }
+  }
+
+  async function refreshNewest() {
+    try {
+      const page = await api.get('/api/messages', { query: { roomId, limit: 20 } });
+      const scroller = /** @type {HTMLElement} */ (log.parentElement);
+      const atEnd = scroller.scrollHeight - scroller.scrollTop - scroller.clientHeight < 80;
+      await place(page.messages.filter((/** @type {any} */ m) => !shown.has(m.id) || m.edited || m.redacted), 'bottom');
+      if (atEnd) scroller.scrollTop = scroller.scrollHeight;
+      markRead();
+    } catch (e) {
+      toast(api.describe(e), true);
+    }
+  }
+
+  function markRead() {
+    if (room.membership === 'join' && document.visibilityState === 'visible') roomAction(roomId, 'read').catch(() => {});
+  }
+
+  await loadOlder();
+  const scroller = /** @type {HTMLElement} */ (log.parentElement);
+  scroller.scrollTop = scroller.scrollHeight;
+  scroller.addEventListener('scroll', () => {
+    if (scroller.scrollTop < 120) loadOlder();
+  });
+  markRead();
+
+  const offs = [
+    on('sync', (ev) => {
+      if (ev.roomId !== roomId) return;
+      if (ev.type === 'message.created') refreshNewest();
+      if (ev.type === 'room.updated') getRoom(roomId).then((r) => { room = r; renderHead(); }).catch(() => {});
+    }),
+    on('resync', () => refreshNewest()),
+  ];
+  return () => offs.forEach((f) => f());
+}
+
+/** The linked group of the room, with links to its other rooms. @param {string} roomId @param {HTMLElement} into */
+async function linkedGroup(roomId, into) {
+  try {
+    /** @type {Schemas['RoomLinkedGroupResult']} */
+    const res = await api.get(`/api/rooms/${api.seg(roomId)}/linked-group`);
+    const g = res.linkedGroup;
+    if (!g) return;
+    into.append(h('nav', { class: 'linked', 'aria-label': 'Linked conversations' },
+      h('span', null, `Linked group${g.name ? ` “${g.name}”` : ''}: `),
+      g.rooms.filter((r) => r.roomId !== roomId).map((r) =>
+        h('a', { href: `/rooms/${api.seg(r.roomId)}`, class: 'chip' }, `${state.meta.get(r.roomId)?.name || r.roomId} (${platformName(r.platform)})`))));
+  } catch {
+    /* no group */
+  }
+}
+
+/** @param {string} roomId @param {HTMLElement} out @param {() => void} sent */
+function composeForm(roomId, out, sent) {
+  const text = h('textarea', { name: 'message', rows: 2, 'aria-label': 'Message', placeholder: 'Write a message (Enter sends, Shift+Enter adds a line)', required: true });
+  const form = h('form', { class: 'composer' },
+    text,
+    h('button', { type: 'submit' }, 'Send'),
+    scheduleForm(roomId, () => text.value, () => { text.value = ''; }),
+  );
+  text.addEventListener('keydown', (ev) => {
+    if (ev.key === 'Enter' && !ev.shiftKey && !ev.isComposing) {
+      ev.preventDefault();
+      form.requestSubmit();
+    }
+  });
+  form.addEventListener('submit', async (ev) => {
+    ev.preventDefault();
+    const content = text.value.trim();
+    if (!content) return;
+    const txnId = `web-${Date.now()}-${Math.random().toString(36).slice(2)}`;
+    text.disabled = true;
+    out.replaceChildren();
+    try {
+      await api.post(`/api/rooms/${api.seg(roomId)}/messages`, { content, txnId });
+      text.value = '';
+      sent();
+    } catch (e) {
+      out.replaceChildren(errorBox(e));
+    } finally {
+      text.disabled = false;
+      text.focus();
+    }
+  });
+  return form;
+}
+
