@@ -158,7 +158,7 @@ pub fn matrix_user_id(value: &str) -> AppResult<String> {
 fn is_server_name(server: &str) -> bool {
     // The last colon starts the port unless it is inside a bare `[IPv6]` literal.
     let (host, port) = match server.rsplit_once(':') {
-        Some((h, p)) if !(h.starts_with('[') && !h.ends_with(']')) => (h, Some(p)),
+        Some((h, p)) if !h.starts_with('[') || h.ends_with(']') => (h, Some(p)),
         _ => (server, None),
     };
     let port_ok =

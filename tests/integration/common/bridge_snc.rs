@@ -98,11 +98,11 @@ impl Emu {
         v
     }
 
-    fn logged_in(&self, user: &str) -> Result<(), poem::Response> {
-        if self.logins_of(user).is_empty() {
-            return Err(error(400, "FI.MAU.NOT_LOGGED_IN", "Not logged in"));
-        }
-        Ok(())
+    /// mautrix-go's answer to a user without a login, if `user` has none.
+    fn without_login(&self, user: &str) -> Option<poem::Response> {
+        self.logins_of(user)
+            .is_empty()
+            .then(|| error(400, "FI.MAU.NOT_LOGGED_IN", "Not logged in"))
     }
 
     fn lists(&self) -> bool {
@@ -110,7 +110,7 @@ impl Emu {
     }
 
     pub(super) fn contacts(&self, user: &str) -> poem::Response {
-        if let Err(resp) = self.logged_in(user) {
+        if let Some(resp) = self.without_login(user) {
             return resp;
         }
         if !self.lists() {
@@ -131,7 +131,7 @@ impl Emu {
         let Some(query) = body["query"].as_str() else {
             return error(400, "M_NOT_JSON", "Failed to decode request body");
         };
-        if let Err(resp) = self.logged_in(user) {
+        if let Some(resp) = self.without_login(user) {
             return resp;
         }
         if !self.lists() {
@@ -151,7 +151,7 @@ impl Emu {
     }
 
     pub(super) fn resolve(&self, user: &str, identifier: &str) -> poem::Response {
-        if let Err(resp) = self.logged_in(user) {
+        if let Some(resp) = self.without_login(user) {
             return resp;
         }
         match find(self.network, identifier) {
@@ -161,7 +161,7 @@ impl Emu {
     }
 
     pub(super) async fn create_dm(&self, user: &str, identifier: &str) -> poem::Response {
-        if let Err(resp) = self.logged_in(user) {
+        if let Some(resp) = self.without_login(user) {
             return resp;
         }
         let Some(r) = find(self.network, identifier) else {
