@@ -12,8 +12,10 @@ use serde::{Deserialize, Deserializer, Serialize, Serializer};
 
 mod email;
 pub mod matrix_ids;
+mod media;
 mod server;
 pub use email::{EmailConfig, PrivateHosts};
+pub use media::MediaConfig;
 pub use server::{ServerConfig, TrustedProxies};
 
 /// Environment prefix; `__` separates nesting levels (`SWITCHBOARD__RATE_LIMIT__REQUESTS=100`).
@@ -56,6 +58,7 @@ pub struct Config {
     pub email: EmailConfig,
     pub subscriptions: SubscriptionsConfig,
     pub log: LogConfig,
+    pub media: MediaConfig,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, Serialize)]
@@ -262,6 +265,8 @@ pub struct RateLimitConfig {
     /// Budget per client address for the web app's static files, per `window`; counted
     /// apart from `requests`, so loading the app never spends the API's budget.
     pub static_requests: u32,
+    /// `POST /api/chats` calls per user per hour (all tokens and sessions together).
+    pub new_chats_per_hour: u32,
 }
 
 impl Default for RateLimitConfig {
@@ -270,6 +275,7 @@ impl Default for RateLimitConfig {
             requests: 300,
             window: HumanDuration::from_secs(60),
             static_requests: 2000,
+            new_chats_per_hour: 20,
         }
     }
 }

@@ -43,6 +43,9 @@ pub enum AppError {
     },
     #[error("request body larger than {limit} bytes")]
     PayloadTooLarge { limit: usize },
+    /// 413 `payload_too_large` with its own explanation (an attachment over a size cap).
+    #[error("{message}")]
+    TooLarge { message: String },
     #[error("{message}")]
     NotImplemented { message: String },
     /// 500: the detail is logged, never sent to the client.
@@ -138,7 +141,7 @@ impl AppError {
             | Self::TooManyRequests { code, .. }
             | Self::BadGateway { code, .. }
             | Self::Unavailable { code, .. } => *code,
-            Self::PayloadTooLarge { .. } => ErrorCode::PayloadTooLarge,
+            Self::PayloadTooLarge { .. } | Self::TooLarge { .. } => ErrorCode::PayloadTooLarge,
             Self::NotImplemented { .. } => ErrorCode::NotImplemented,
             Self::Internal(_) => ErrorCode::InternalError,
         }

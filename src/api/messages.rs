@@ -20,8 +20,10 @@ use crate::store::messages::MessageStats;
 /// `shared = X25519(ephemeral_secret, recipient_public)`; `key = HKDF-SHA256(ikm = shared,
 /// salt = empty, info = "switchboard-v1")`, 32 bytes; `ciphertext` = XChaCha20-Poly1305
 /// (key, `nonce`, no associated data) of the UTF-8 JSON `{"body": <text, empty when
-/// redacted>, "content": <Matrix event content>}`, tag appended. All fields standard
-/// base64 with padding.
+/// redacted>, "content": <Matrix event content>, "msgtype", "media", "replyTo",
+/// "editedAt", "reactions"}` (the last five as in the ReadableMessage schema: `media` a
+/// MessageMedia or null, `reactions` a list of MessageReaction), tag appended. All fields
+/// standard base64 with padding.
 ///
 /// Open each envelope on its own with its own `ephemeralPubkey` and `nonce`. The server
 /// uses one ephemeral key for all envelopes of one response (each with its own random
@@ -103,6 +105,52 @@ pub struct ReadableMessageView {
     pub is_mine: bool,
     /// Origin server time, milliseconds since the Unix epoch.
     pub timestamp: i64,
+    /// Matrix `msgtype` (`m.text`, `m.image`, `m.audio`, …; `m.sticker` for stickers).
+    pub msgtype: String,
+    /// The attachment, for `m.image`, `m.file`, `m.audio`, `m.video` and `m.sticker`
+    /// messages; null otherwise. Its bytes: `GET /api/rooms/{roomId}/media/{eventId}`.
+    pub media: Option<MessageMedia>,
+    /// The event id this message replies to (`m.in_reply_to`); null when none.
+    pub reply_to: Option<String>,
+    /// When the message was last edited (milliseconds since the Unix epoch); null when
+    /// never. The text and content are the edited ones.
+    pub edited_at: Option<i64>,
+    /// Reactions (`m.reaction` annotations) by key, in the order the keys were first used;
+    /// redacted reactions are gone. Empty for redacted messages.
+    pub reactions: Vec<MessageReaction>,
+}
+
+/// What an attachment is (from its event; the bytes are never stored by Switchboard).
+#[derive(Debug, Object)]
+#[oai(rename = "MessageMedia", rename_all = "camelCase")]
+#[allow(dead_code)]
+pub struct MessageMedia {
+    /// MIME type the sender announced (`application/octet-stream` when none).
+    pub mimetype: String,
+    /// Size in bytes the sender announced; null when not announced.
+    pub size: Option<u64>,
+    /// File name (the event's `filename`, else its body).
+    pub name: String,
+    /// Pixels (images, videos), when announced.
+    pub width: Option<u64>,
+    pub height: Option<u64>,
+    /// Length of audio and video in milliseconds, when announced.
+    pub duration_ms: Option<u64>,
+    /// Whether `?thumbnail=true` has something to serve.
+    pub has_thumbnail: bool,
+}
+
+/// One reaction key on a message.
+#[derive(Debug, Object)]
+#[oai(rename = "MessageReaction", rename_all = "camelCase")]
+#[allow(dead_code)]
+pub struct MessageReaction {
+    /// The annotation key (an emoji or short text).
+    pub key: String,
+    /// How many users reacted with it.
+    pub count: u32,
+    /// The caller is one of them.
+    pub mine: bool,
 }
 
 /// Native sessions: a page of encrypted messages (written by the messages service).
@@ -136,7 +184,9 @@ pub enum History {
     Readable(ReadableHistory),
 }
 
+mod actions;
 mod objects;
+pub use actions::MessageActionsApi;
 pub use objects::*;
 
 pub struct MessagesApi;
@@ -322,7 +372,9 @@ impl MessagesApi {
 
     /// Send approved text to a room
     ///
-    /// Sends `content` as an `m.text` message from the caller's Matrix account. Idempotent
+    /// Sends `content` as an `m.text` message from the caller's Matrix account (a reply
+    /// when `replyTo` names a message of the room: `m.relates_to.m.in_reply_to`; 400
+    /// naming `replyTo` otherwise). Idempotent
     /// per `txnId`: the same caller and `txnId` send once; a repeat returns the first
     /// event with `duplicate: true` (a `txnId` used for another room: 409
     /// `txn_id_conflict`). 404 when the room is not the caller's; 409 `not_joined` when the
@@ -351,6 +403,7 @@ impl MessagesApi {
             &room_id,
             &body.content,
             &body.txn_id,
+            body.reply_to.as_deref(),
         )
         .await?;
         Ok(Json(SendResult {

@@ -18,6 +18,7 @@ pub mod assets;
 pub mod attestation;
 pub mod auth;
 pub mod bridges;
+pub mod contacts;
 pub mod devices;
 pub mod email;
 pub mod error;
@@ -28,6 +29,7 @@ pub mod invites;
 pub mod keys;
 pub mod linked;
 pub mod mcp;
+pub mod media;
 pub mod messages;
 pub mod openapi;
 pub mod reminders;
@@ -83,6 +85,8 @@ pub enum ApiTags {
     Search,
     /// Summaries, translations and search by meaning (native sessions only).
     Ai,
+    /// Contacts on the bridges and Matrix, and starting new conversations with them.
+    Contacts,
 }
 
 fn apis() -> impl OpenApi {
@@ -99,7 +103,11 @@ fn apis() -> impl OpenApi {
             reminders::RemindersApi,
             devices::DevicesApi,
         ),
-        messages::MessagesApi,
+        (
+            messages::MessagesApi,
+            messages::MessageActionsApi,
+            media::MediaApi,
+        ),
         (rooms::RoomsApi, rooms::RoomFlagsApi, invites::InvitesApi),
         linked::LinkedApi,
         sync::SyncApi,
@@ -108,6 +116,7 @@ fn apis() -> impl OpenApi {
             (email::EmailApi, email::EmailSignaturesApi),
             search::SearchApi,
             ai::AiApi,
+            contacts::ContactsApi,
         ),
     )
 }
@@ -192,6 +201,10 @@ async fn limit_body<E: Endpoint>(
 ) -> poem::Result<Response> {
     use poem::IntoResponse;
     use tokio::io::AsyncReadExt;
+    if is_media_upload(&req) {
+        // Streamed to the homeserver under its own cap ([media] max_upload_mb).
+        return ep.call(req).await.map(IntoResponse::into_response);
+    }
     let declared = req
         .headers()
         .get(poem::http::header::CONTENT_LENGTH)
@@ -258,4 +271,11 @@ fn strict_route(req: &poem::Request) -> Option<String> {
         .string_fields
         .covers(method, template)
         .then(|| template.to_owned())
+}
+
+/// `POST /api/rooms/{roomId}/media`: its body is a file, capped by the upload itself.
+fn is_media_upload(req: &poem::Request) -> bool {
+    req.method() == poem::http::Method::POST
+        && routes::route_table().resolve("POST", req.uri().path())
+            == Some("/api/rooms/{roomId}/media")
 }

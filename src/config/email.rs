@@ -20,6 +20,31 @@ pub struct EmailConfig {
     /// here (`true` for any, or a list of CIDRs), so that users of a public instance cannot
     /// make it probe the operator's network.
     pub allow_private_hosts: PrivateHosts,
+    /// The largest mail fetched whole, and the largest IMAP literal read at all (MiB); a
+    /// larger mail is cached with its headers and the first part of its body, marked
+    /// truncated.
+    pub max_message_mb: u32,
+    /// Deadline of every network step with a mail server: TCP connect, TLS handshake,
+    /// greeting, login, each IMAP command, each SMTP step (connect/EHLO, AUTH, the
+    /// message, QUIT).
+    pub network_timeout: HumanDuration,
+    /// IMAP sessions open at once, over every user, and per user (sync tasks, account
+    /// checks, actions, attachment downloads).
+    pub max_sessions: u32,
+    pub max_sessions_per_user: u32,
+    /// One UID FETCH asks for at most this many MiB of mail (by RFC822.SIZE).
+    pub fetch_batch_mb: u32,
+    /// One sync round caches at most this many new messages and MiB, over every mailbox
+    /// of the account (the rest comes in the next rounds).
+    pub round_max_messages: u32,
+    pub round_max_mb: u32,
+    /// Mailboxes of one account that are synced (the rest is ignored).
+    pub max_mailboxes: u32,
+    /// Messages cached for one account; past it new mail is left on the server.
+    pub max_messages_per_account: u32,
+    /// Cached mail of one user (every account, MiB): past it new mail is left on the server
+    /// and the accounts say `quota`.
+    pub quota_mb: u32,
 }
 
 impl Default for EmailConfig {
@@ -28,7 +53,37 @@ impl Default for EmailConfig {
             poll_interval: HumanDuration::from_secs(60),
             first_sync_limit: 500,
             allow_private_hosts: PrivateHosts::None,
+            max_message_mb: 50,
+            network_timeout: HumanDuration::from_secs(30),
+            max_sessions: 256,
+            max_sessions_per_user: 24,
+            fetch_batch_mb: 16,
+            round_max_messages: 2000,
+            round_max_mb: 256,
+            max_mailboxes: 200,
+            max_messages_per_account: 100_000,
+            quota_mb: 4096,
         }
+    }
+}
+
+const MIB: u64 = 1024 * 1024;
+
+impl EmailConfig {
+    pub fn max_message_bytes(&self) -> u64 {
+        u64::from(self.max_message_mb) * MIB
+    }
+    pub fn fetch_batch_bytes(&self) -> u64 {
+        u64::from(self.fetch_batch_mb) * MIB
+    }
+    pub fn round_max_bytes(&self) -> u64 {
+        u64::from(self.round_max_mb) * MIB
+    }
+    pub fn quota_bytes(&self) -> u64 {
+        u64::from(self.quota_mb) * MIB
+    }
+    pub fn timeout(&self) -> std::time::Duration {
+        self.network_timeout.0
     }
 }
 

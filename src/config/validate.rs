@@ -21,9 +21,18 @@ impl Config {
             ("auth.code_ttl", self.auth.code_ttl),
             ("rate_limit.window", self.rate_limit.window),
             ("email.poll_interval", self.email.poll_interval),
+            ("email.network_timeout", self.email.network_timeout),
         ] {
             if d.0.is_zero() {
                 return Err(ConfigError::key(key, "must be longer than zero"));
+            }
+        }
+        for (key, mb) in [
+            ("media.max_download_mb", self.media.max_download_mb),
+            ("media.max_upload_mb", self.media.max_upload_mb),
+        ] {
+            if mb == 0 {
+                return Err(ConfigError::key(key, "must be at least 1"));
             }
         }
         if self.auth.max_code_failures == 0 {
@@ -32,16 +41,36 @@ impl Config {
                 "must be at least 1",
             ));
         }
+        let e = &self.email;
         for (key, n) in [
             ("rate_limit.requests", self.rate_limit.requests),
             (
                 "rate_limit.static_requests",
                 self.rate_limit.static_requests,
             ),
+            (
+                "rate_limit.new_chats_per_hour",
+                self.rate_limit.new_chats_per_hour,
+            ),
+            ("email.max_message_mb", e.max_message_mb),
+            ("email.max_sessions", e.max_sessions),
+            ("email.max_sessions_per_user", e.max_sessions_per_user),
+            ("email.fetch_batch_mb", e.fetch_batch_mb),
+            ("email.round_max_messages", e.round_max_messages),
+            ("email.round_max_mb", e.round_max_mb),
+            ("email.max_mailboxes", e.max_mailboxes),
+            ("email.max_messages_per_account", e.max_messages_per_account),
+            ("email.quota_mb", e.quota_mb),
         ] {
             if n == 0 {
                 return Err(ConfigError::key(key, "must be at least 1"));
             }
+        }
+        if e.max_message_mb > 512 {
+            return Err(ConfigError::key(
+                "email.max_message_mb",
+                "must be at most 512",
+            ));
         }
         if self.mail.transport == MailTransport::Smtp && self.mail.smtp_host.is_none() {
             return Err(ConfigError::key(

@@ -58,12 +58,16 @@ pub enum ErrorCode {
     SubscriptionExpired,
     /// 403: a route for administrators only.
     AdminRequired,
+    /// 403: an edit or deletion for everyone of another user's message.
+    NotOwnMessage,
     /// 404: no such resource (or route).
     NotFound,
     /// 404: the bridge does not know this login.
     LoginNotFound,
     /// 404: no such bridge login process.
     LoginProcessNotFound,
+    /// 404: nobody on the platform has this phone number, username, … (`POST /api/chats`).
+    IdentifierNotFound,
     /// 405: the route exists, the method does not.
     MethodNotAllowed,
     /// 409: the account is already linked to this user.
@@ -90,6 +94,8 @@ pub enum ErrorCode {
     RoomsAlreadyLinked,
     /// 409: the bridge allows no more logins.
     TooManyLogins,
+    /// 409: the user has no login on that bridge.
+    NotLoggedIn,
     /// 409: the transaction id was used for another message.
     TxnIdConflict,
     /// 409: the user name is taken.
@@ -189,9 +195,11 @@ impl ErrorCode {
         Self::ForbiddenForApiToken,
         Self::SubscriptionExpired,
         Self::AdminRequired,
+        Self::NotOwnMessage,
         Self::NotFound,
         Self::LoginNotFound,
         Self::LoginProcessNotFound,
+        Self::IdentifierNotFound,
         Self::MethodNotAllowed,
         Self::AccountAlreadyAdded,
         Self::AccountGroupChanged,
@@ -205,6 +213,7 @@ impl ErrorCode {
         Self::NotPending,
         Self::RoomsAlreadyLinked,
         Self::TooManyLogins,
+        Self::NotLoggedIn,
         Self::TxnIdConflict,
         Self::UsernameTaken,
         Self::LabelExists,
@@ -270,9 +279,11 @@ impl ErrorCode {
             Self::ForbiddenForApiToken => "forbidden_for_api_token",
             Self::SubscriptionExpired => "subscription_expired",
             Self::AdminRequired => "admin_required",
+            Self::NotOwnMessage => "not_own_message",
             Self::NotFound => "not_found",
             Self::LoginNotFound => "login_not_found",
             Self::LoginProcessNotFound => "login_process_not_found",
+            Self::IdentifierNotFound => "identifier_not_found",
             Self::MethodNotAllowed => "method_not_allowed",
             Self::AccountAlreadyAdded => "account_already_added",
             Self::AccountGroupChanged => "account_group_changed",
@@ -286,6 +297,7 @@ impl ErrorCode {
             Self::NotPending => "not_pending",
             Self::RoomsAlreadyLinked => "rooms_already_linked",
             Self::TooManyLogins => "too_many_logins",
+            Self::NotLoggedIn => "not_logged_in",
             Self::TxnIdConflict => "txn_id_conflict",
             Self::UsernameTaken => "username_taken",
             Self::LabelExists => "label_exists",

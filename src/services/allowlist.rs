@@ -11,7 +11,11 @@
 /// Version 3 added `GET /api/search` as an *explicit* entry: it reads across every room at
 /// once, so each token needs its own opt-in for it, also a token created after version 3
 /// (creation grants the ordinary entries of the current version only).
-pub const ALLOWLIST_VERSION: u32 = 3;
+///
+/// Version 4 added contacts and new chats (`GET /api/contacts`, `POST /api/chats`) and rich
+/// messages (DESIGN §14): attachments both ways, reactions, edits and deletion for everyone
+/// of the token owner's own messages.
+pub const ALLOWLIST_VERSION: u32 = 4;
 
 /// One operation personal tokens may call.
 #[derive(Debug, Clone, Copy)]
@@ -92,8 +96,26 @@ pub const PERSONAL_TOKEN_ALLOWLIST: &[AllowedRoute] = &[
     allow("GET", "/api/bridges/configured"),
     allow("GET", "/api/bridges/dashboard"),
     allow("GET", "/api/bridges/chat-counts"),
+    // Rich messages (version 4): attachments, reactions, edits and deletion for everyone.
+    allow_since("GET", "/api/rooms/{roomId}/media/{eventId}", 4),
+    allow_since("POST", "/api/rooms/{roomId}/media", 4),
+    allow_since(
+        "POST",
+        "/api/rooms/{roomId}/messages/{eventId}/reactions",
+        4,
+    ),
+    allow_since(
+        "DELETE",
+        "/api/rooms/{roomId}/messages/{eventId}/reactions/{key}",
+        4,
+    ),
+    allow_since("PUT", "/api/rooms/{roomId}/messages/{eventId}", 4),
+    allow_since("DELETE", "/api/rooms/{roomId}/messages/{eventId}", 4),
     // Search across every room and mailbox (version 3): explicit opt-in of each token.
     explicit("GET", "/api/search", 3),
+    // Contacts and new chats (version 4): tokens created earlier opt in.
+    allow_since("GET", "/api/contacts", 4),
+    allow_since("POST", "/api/chats", 4),
 ];
 
 /// Whether a personal token with allowlist version `token_version`, explicitly opted in at
@@ -120,5 +142,67 @@ impl AllowedRoute {
     /// `opted_in_version` (0: never), may call this operation.
     pub fn admits(&self, token_version: u32, opted_in_version: u32) -> bool {
         self.since <= token_version && (!self.explicit || self.since <= opted_in_version)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn contacts_and_new_chats_need_version_4_or_an_opt_in() {
+        for (method, path) in [("GET", "/api/contacts"), ("POST", "/api/chats")] {
+            // Created under version 3, never opted in: refused.
+            assert!(
+                !personal_token_allows(method, path, 3, 0),
+                "{method} {path}"
+            );
+            // The same token after `{"optIn": true}` (moved to the current version).
+            assert!(personal_token_allows(
+                method,
+                path,
+                ALLOWLIST_VERSION,
+                ALLOWLIST_VERSION
+            ));
+            // Created under version 4: allowed without an opt-in (not an explicit entry).
+            assert!(personal_token_allows(method, path, 4, 0), "{method} {path}");
+        }
+        // Older entries stay open to the version-3 token.
+        assert!(personal_token_allows("GET", "/api/rooms", 3, 0));
+        assert!(!personal_token_allows("DELETE", "/api/chats", 4, 4));
+    }
+
+    #[test]
+    fn rich_message_routes_need_an_opt_in_from_tokens_older_than_version_4() {
+        let rich = [
+            ("GET", "/api/rooms/{roomId}/media/{eventId}"),
+            ("POST", "/api/rooms/{roomId}/media"),
+            ("POST", "/api/rooms/{roomId}/messages/{eventId}/reactions"),
+            (
+                "DELETE",
+                "/api/rooms/{roomId}/messages/{eventId}/reactions/{key}",
+            ),
+            ("PUT", "/api/rooms/{roomId}/messages/{eventId}"),
+            ("DELETE", "/api/rooms/{roomId}/messages/{eventId}"),
+        ];
+        assert_eq!(ALLOWLIST_VERSION, 4);
+        for (method, path) in rich {
+            // Created at version 3, never opted in: refused; after the opt-in (which
+            // raises the token's version to the current one): allowed.
+            assert!(
+                !personal_token_allows(method, path, 3, 0),
+                "{method} {path}"
+            );
+            assert!(personal_token_allows(method, path, ALLOWLIST_VERSION, 0));
+            // An explicit opt-in at 3 (search) does not reach version-4 routes either.
+            assert!(!personal_token_allows(method, path, 3, 3));
+        }
+        // What version 3 tokens had stays theirs.
+        assert!(personal_token_allows(
+            "POST",
+            "/api/rooms/{roomId}/messages",
+            3,
+            0
+        ));
     }
 }

@@ -76,6 +76,24 @@ pub fn open_message(dek: &DataKey, message_id: &str, sealed: &[u8]) -> AppResult
     serde_json::from_slice(&json).map_err(AppError::internal)
 }
 
+/// Seals a reaction's annotation key (AAD: reactions, key, "{user_id}/{event_id}").
+pub fn seal_reaction_key(dek: &DataKey, user_id: &str, event_id: &str, key: &str) -> Vec<u8> {
+    let row = format!("{user_id}/{event_id}");
+    dek.seal_str(key, &Aad::new("reactions", "key", &row))
+}
+
+/// Opens a reaction key; `None` when unreadable (shredded key).
+pub fn open_reaction_key(
+    dek: &DataKey,
+    user_id: &str,
+    event_id: &str,
+    sealed: &[u8],
+) -> Option<String> {
+    let row = format!("{user_id}/{event_id}");
+    dek.open_string(sealed, &Aad::new("reactions", "key", &row))
+        .ok()
+}
+
 /// Readable routes (room names, message text) are refused after the user deleted their
 /// keys, until new keys are registered: 409 `NO_SIGNING_KEY` (README, "Data, keys and backups").
 pub fn require_readable(user: &UserRow) -> AppResult<()> {

@@ -204,6 +204,22 @@ pub async fn send_event(
         .map_err(SendFailure::Homeserver)
 }
 
+/// Whether sends into the room are encrypted (the same decision [`send_event`] makes):
+/// attachments for it are encrypted before they are uploaded.
+pub async fn room_is_encrypted(
+    state: &Context,
+    matrix: &MatrixClient,
+    user_id: &str,
+    token: &str,
+    room_id: &str,
+) -> AppResult<bool> {
+    match route(state, matrix, user_id, token, room_id).await {
+        Ok(Route::Plain) => Ok(false),
+        Ok(Route::Encrypted(..)) => Ok(true),
+        Err(e) => Err(e.into_app_error()),
+    }
+}
+
 /// How a send into a room goes out: in the clear, or encrypted with the room's settings
 /// for its joined members (`None`: not stored, ask the homeserver).
 enum Route {

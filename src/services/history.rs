@@ -58,6 +58,25 @@ pub trait TimelineSink: Send + Sync {
     ) -> BoxFuture<'a, usize>;
     /// Stores a page of back-filled events; returns the messages added.
     fn ingest(&self, tx: &Transaction<'_>, page: &BackFill<'_>) -> rusqlite::Result<usize>;
+    /// Stores a room the API has just created or joined, from its full current state, as
+    /// the sync stores a joined room (`services::chats`): listed and readable before the
+    /// next sync brings its timeline.
+    fn ingest_joined(&self, tx: &Transaction<'_>, room: &JoinedState<'_>) -> rusqlite::Result<()>;
+}
+
+/// A room just joined through the API, for [`TimelineSink::ingest_joined`].
+pub struct JoinedState<'a> {
+    pub user: &'a UserRow,
+    pub dek: &'a DataKey,
+    pub room_id: &'a str,
+    /// Every current state event (`GET /rooms/{id}/state`).
+    pub state: Vec<Event>,
+    /// The user's `m.direct` content (`{partner: [room ids]}`).
+    pub direct: &'a serde_json::Value,
+    /// Members to name the room after while none but the user has joined (an invitee).
+    pub heroes: Vec<String>,
+    /// Unix seconds.
+    pub now: i64,
 }
 
 /// Back-filled events of one stored room, for [`TimelineSink::ingest`].

@@ -102,6 +102,21 @@ pub fn bridge_error(e: BridgeError, not_found_code: ErrorCode) -> AppError {
                 "the {name} bridge allows no more logins; pass loginId to re-authenticate"
             )),
         },
+        Failure::NotLoggedIn => AppError::Conflict {
+            code: ErrorCode::NotLoggedIn,
+            message: format!(
+                "no {name} account is logged in on the bridge; connect one first \
+                 (POST /api/bridges/{}/login/start)",
+                e.platform().id()
+            ),
+        },
+        Failure::Unsupported => AppError::BadGateway {
+            code: ErrorCode::BridgeError,
+            message: format!(
+                "the {name} bridge does not support this: {}",
+                or("unrecognized request".into())
+            ),
+        },
         Failure::Upstream => AppError::BadGateway {
             code: ErrorCode::BridgeError,
             message: match &e {
@@ -279,6 +294,17 @@ mod tests {
             detail: "connection refused".into(),
         };
         assert_eq!(AppError::from(down).code(), "bridge_unavailable");
+        let e = bridge_error(
+            http(400, "FI.MAU.NOT_LOGGED_IN"),
+            ErrorCode::IdentifierNotFound,
+        );
+        assert_eq!(e.code(), "not_logged_in");
+        assert!(matches!(e, AppError::Conflict { .. }), "{e:?}");
+        let e = bridge_error(http(404, "M_NOT_FOUND"), ErrorCode::IdentifierNotFound);
+        assert_eq!(e.code(), "identifier_not_found");
+        let e = bridge_error(http(501, "M_UNRECOGNIZED"), ErrorCode::IdentifierNotFound);
+        assert_eq!(e.code(), "bridge_error");
+        assert!(e.to_string().contains("WhatsApp"), "{e}");
     }
 
     #[test]

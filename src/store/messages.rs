@@ -21,10 +21,12 @@ pub struct MessageRow {
     pub edited: bool,
     pub redacted: bool,
     pub created_at: i64,
+    /// Origin time (ms) of the last edit applied; `None` when never edited.
+    pub edited_at: Option<i64>,
 }
 
 pub const COLUMNS: &str = "id, user_id, room_id, event_id, sender_id, ts, msgtype, content_enc, \
-    is_mine, importance, category, is_question, edited, created_at, redacted";
+    is_mine, importance, category, is_question, edited, created_at, redacted, edited_at";
 
 pub fn from_row(r: &Row<'_>) -> rusqlite::Result<MessageRow> {
     Ok(MessageRow {
@@ -43,12 +45,13 @@ pub fn from_row(r: &Row<'_>) -> rusqlite::Result<MessageRow> {
         edited: r.get(12)?,
         created_at: r.get(13)?,
         redacted: r.get(14)?,
+        edited_at: r.get(15)?,
     })
 }
 
 /// Every column of `MessageRow` in [`COLUMNS`] order, so `?n` names the n-th column in the
 /// INSERT and the UPDATE alike (the UPDATE binds them all too, so it names the last one).
-fn bind(m: &MessageRow) -> [&dyn ToSql; 15] {
+fn bind(m: &MessageRow) -> [&dyn ToSql; 16] {
     [
         &m.id,
         &m.user_id,
@@ -65,6 +68,7 @@ fn bind(m: &MessageRow) -> [&dyn ToSql; 15] {
         &m.edited,
         &m.created_at,
         &m.redacted,
+        &m.edited_at,
     ]
 }
 
@@ -72,7 +76,7 @@ fn bind(m: &MessageRow) -> [&dyn ToSql; 15] {
 pub fn insert_if_new(conn: &Connection, m: &MessageRow) -> rusqlite::Result<bool> {
     let n = conn
         .prepare_cached(&format!(
-            "INSERT OR IGNORE INTO messages ({COLUMNS}) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15)"
+            "INSERT OR IGNORE INTO messages ({COLUMNS}) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16)"
         ))?
         .execute(&bind(m)[..])?;
     Ok(n == 1)
@@ -110,7 +114,7 @@ pub fn with_msgtype(
 /// Replaces the sealed content and flags of an existing message (edits, redactions).
 pub fn update_content(conn: &Connection, m: &MessageRow) -> rusqlite::Result<usize> {
     conn.prepare_cached(
-        "UPDATE messages SET content_enc = ?8, msgtype = ?7, edited = ?13, redacted = ?15, \
+        "UPDATE messages SET content_enc = ?8, msgtype = ?7, edited = ?13, redacted = ?15, edited_at = ?16, \
          importance = ?10, category = ?11, is_question = ?12 WHERE id = ?1",
     )?
     .execute(&bind(m)[..])
@@ -156,7 +160,7 @@ impl PageStart {
 /// Columns a history page needs (`user_id`, `room_id`, `category`, `is_question` and
 /// `created_at` are left out: known from the query, or not shown).
 const PAGE_COLUMNS: &str =
-    "id, event_id, sender_id, ts, msgtype, content_enc, is_mine, importance, edited, redacted";
+    "id, event_id, sender_id, ts, msgtype, content_enc, is_mine, importance, edited, redacted, edited_at";
 
 /// Up to `limit` messages of one room from `start`, newest first, with the
 /// [`PAGE_COLUMNS`] only (`user_id`, `room_id` and `category` are empty).
@@ -187,6 +191,7 @@ pub fn room_page(
             importance: r.get(7)?,
             edited: r.get(8)?,
             redacted: r.get(9)?,
+            edited_at: r.get(10)?,
             ..MessageRow::default()
         })
     })?;
@@ -225,7 +230,7 @@ pub fn user_page(
         limit.max(0)
     ))?;
     let rows = stmt.query_map(params![user_id, start.ts, start.event_id], |r| {
-        Ok((from_row(r)?, r.get(15)?))
+        Ok((from_row(r)?, r.get(16)?))
     })?;
     rows.collect()
 }

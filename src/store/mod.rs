@@ -22,6 +22,7 @@ pub mod linked_groups;
 pub mod login_codes;
 pub mod matrix_logouts;
 pub mod messages;
+pub mod reactions;
 pub mod refresh_tokens;
 pub mod reminders;
 pub mod rooms;
@@ -99,6 +100,10 @@ const MIGRATIONS: &[(&str, &str)] = &[
     (
         "0013_search",
         include_str!("../../migrations/0013_search.sql"),
+    ),
+    (
+        "0017_rich_messages",
+        include_str!("../../migrations/0017_rich_messages.sql"),
     ),
 ];
 

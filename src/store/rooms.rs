@@ -159,7 +159,9 @@ pub fn delete(conn: &Connection, user_id: &str, room_id: &str) -> rusqlite::Resu
     )
 }
 
+mod direct;
 mod lists;
+pub use direct::*;
 pub use lists::*;
 
 // ---- Flags and read state (services::rooms) ----

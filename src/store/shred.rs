@@ -31,6 +31,9 @@ pub fn content_of(conn: &Connection, user_id: &str) -> rusqlite::Result<Shredded
     let run = |sql: &str| conn.execute(sql, [user_id]);
     // Before the messages: their delete trigger would otherwise remove these one by one.
     let search_docs = super::search_index::remove_user(conn, user_id)?;
+    // Reaction keys are sealed like message content and go with it (counted as messages'
+    // annotations, not separately).
+    run("DELETE FROM reactions WHERE user_id = ?1")?;
     Ok(Shredded {
         search_docs,
         messages: run("DELETE FROM messages WHERE user_id = ?1")?,

@@ -5,6 +5,7 @@ asyncio loop. Commands (all answer {"ok": true, ...} or {"ok": false, "error": .
   login        {base, user_id, password, store}        -> device_id
   create_room  {invite: [mxid], encryption?: {...}}    -> room_id (encrypted, private chat)
   wait_joined  {room, user_id, timeout}                -> the user joined
+  join         {room, timeout}                         -> accepts an invitation (waits for it)
   send         {room, text}                            -> event_id (room keys shared first)
   send_late    {room, text}                            -> event_id; its room key is NOT sent
   share_late   {room}                                  -> sends the held-back room key
@@ -96,6 +97,21 @@ class Driver:
                     await self.client.keys_query()
                 return {}
         raise RuntimeError(f"{user_id} did not join {room} within {timeout}s")
+
+    async def join(self, room, timeout=30):
+        deadline = time.monotonic() + timeout
+        while room not in self.client.invited_rooms and room not in self.client.rooms:
+            if time.monotonic() > deadline:
+                raise RuntimeError(f"no invitation to {room} within {timeout}s")
+            await self.sync(timeout=500)
+        resp = await self.client.join(room)
+        if not getattr(resp, "room_id", None):
+            raise RuntimeError(f"join failed: {resp}")
+        await self.sync()
+        await self.client.joined_members(room)
+        if self.client.should_query_keys:
+            await self.client.keys_query()
+        return {"room_id": resp.room_id}
 
     async def send(self, room, text):
         await self.sync()

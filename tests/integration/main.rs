@@ -14,6 +14,7 @@ mod auth;
 mod bridges;
 mod cli;
 mod clients;
+mod contacts;
 mod data;
 mod devices;
 mod e2ee;

@@ -15,7 +15,7 @@ use crate::common::*;
 use crate::search::{enc, me_on_matrix, opt_in, token_with_id};
 
 /// Runs tests/mcp/mcp_client.py with `calls`; returns its JSON report.
-async fn mcp_client(app: &TestApp, bearer: &str, calls: Value) -> Value {
+pub(crate) async fn mcp_client(app: &TestApp, bearer: &str, calls: Value) -> Value {
     let plan = json!({"url": app.url("/mcp"), "token": bearer, "calls": calls});
     let script = repo_root().join("tests/mcp/mcp_client.py");
     tokio::task::spawn_blocking(move || {

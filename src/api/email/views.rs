@@ -92,6 +92,17 @@ pub struct AccountView {
     pub error: Option<String>,
     /// Present while a mailbox is being fetched.
     pub progress: Option<SyncProgress>,
+    /// The user's mail storage on this server (every account together): new mail beyond
+    /// `limitBytes` (`[email] quota_mb`) is left on the mail server and `error` says so.
+    pub quota: MailQuota,
+}
+
+#[derive(Debug, Object)]
+#[oai(rename = "EmailQuota", rename_all = "camelCase")]
+pub struct MailQuota {
+    /// Bytes of mail cached for the user.
+    pub used_bytes: u64,
+    pub limit_bytes: u64,
 }
 
 impl From<Account> for AccountView {
@@ -111,6 +122,10 @@ impl From<Account> for AccountView {
             progress: a
                 .progress
                 .map(|(fetched, total)| SyncProgress { fetched, total }),
+            quota: MailQuota {
+                used_bytes: a.quota.0,
+                limit_bytes: a.quota.1,
+            },
         }
     }
 }
@@ -228,6 +243,10 @@ pub struct MessageView {
     pub unread: bool,
     pub starred: bool,
     pub attachments: Vec<AttachmentView>,
+    /// True when the mail is larger than `[email] max_message_mb`: only its header and
+    /// the first part of its body (256 KiB) are cached and shown, and attachments beyond
+    /// that part cannot be downloaded.
+    pub truncated: bool,
 }
 
 impl From<Message> for MessageView {
@@ -246,6 +265,7 @@ impl From<Message> for MessageView {
             labels: m.labels,
             unread: m.unread,
             starred: m.starred,
+            truncated: m.body.truncated,
             attachments: m
                 .body
                 .attachments

@@ -93,6 +93,45 @@ fn build() -> Vec<ToolSpec> {
             required: &["roomId", "content", "txnId"],
         },
         ToolSpec {
+            name: "list_contacts",
+            description: "List or search the people the user can write to (GET \
+                /api/contacts): bridge contacts, Matrix users; each with its existing roomId \
+                when there is a conversation already.",
+            method: Method::GET,
+            path: "/api/contacts",
+            args: &[
+                (
+                    "platform",
+                    STR,
+                    "whatsapp, telegram, discord or matrix; absent: all",
+                ),
+                (
+                    "q",
+                    STR,
+                    "search words (name, username, phone number, Matrix ID)",
+                ),
+                ("limit", INT, "1 to 100, default 50"),
+            ],
+            required: &[],
+        },
+        ToolSpec {
+            name: "start_chat",
+            description: "Start a conversation with someone (POST /api/chats): returns \
+                roomId and whether it was created now; an existing conversation is returned \
+                as it is. Counts against a budget of new chats per hour.",
+            method: Method::POST,
+            path: "/api/chats",
+            args: &[
+                ("platform", STR, "whatsapp, telegram, discord or matrix"),
+                (
+                    "identifier",
+                    STR,
+                    "phone number (+E.164), username, contact id, or Matrix user ID",
+                ),
+            ],
+            required: &["platform", "identifier"],
+        },
+        ToolSpec {
             name: "list_reminders",
             description: "List reminders, earliest due first (GET /api/reminders).",
             method: Method::GET,

@@ -72,6 +72,8 @@ pub struct SendRequest {
     /// Client transaction id: 1 to 255 characters of `A-Z a-z 0-9 . _ ~ -`. A repeat of
     /// the same `txnId` sends nothing and returns the first send's event.
     pub txn_id: String,
+    /// Event id of a message of this room this one replies to (`m.in_reply_to`).
+    pub reply_to: Option<String>,
 }
 
 #[derive(Debug, Object)]

@@ -32,6 +32,17 @@ fn the_readable_page_is_written_exactly_as_documented() {
             content: serde_json::json!({"msgtype": "m.text", "body": "secret"}),
         }),
         redacted: true,
+        msgtype: "m.image".into(),
+        rich: messages::rich::rich(
+            "m.image",
+            &serde_json::json!({"body": "a.png", "url": "mxc://h/a", "info": {"mimetype": "image/png"}}),
+            Some(9),
+            vec![messages::rich::Reaction {
+                key: "👍".into(),
+                count: 2,
+                mine: true,
+            }],
+        ),
         outgoing: true,
         is_mine: false,
         timestamp: 7,

@@ -14,12 +14,10 @@ const RESOLVE_TIMEOUT: Duration = Duration::from_secs(10);
 
 #[derive(Debug, thiserror::Error)]
 pub enum DialError {
-    /// The host resolves to an address this server does not connect to.
-    #[error(
-        "{host} resolves to {addr}, a private, loopback, link-local or otherwise non-public \
-         address this server does not connect to"
-    )]
-    NotAllowed { host: String, addr: IpAddr },
+    /// The host resolves to an address this server does not connect to. The message does
+    /// not name the address: it would tell users what internal names resolve to.
+    #[error("{host} is not allowed as a mail server on this instance")]
+    NotAllowed { host: String },
     /// No address (unknown name, DNS failure or timeout).
     #[error("{0}")]
     Unresolvable(String),
@@ -99,9 +97,9 @@ pub async fn resolve(
         .iter()
         .find(|a| !is_public(a.ip()) && !policy.allows(a.ip()))
     {
+        tracing::debug!(host, addr = %bad.ip(), "mail host refused: not a public address");
         return Err(DialError::NotAllowed {
             host: host.to_owned(),
-            addr: bad.ip(),
         });
     }
     Ok(addrs)

@@ -1,15 +1,17 @@
 //! SMTP client for the user's own mailboxes (lettre): the connection check done when an
 //! account is connected, and sending. Protocol only.
 
-use std::net::SocketAddr;
 use std::time::Duration;
 
-use lettre::transport::smtp::authentication::Credentials;
-use lettre::transport::smtp::client::{Tls, TlsParameters};
-use lettre::{AsyncSmtpTransport, AsyncTransport, Tokio1Executor};
+use lettre::transport::smtp::authentication::{Credentials, Mechanism};
+use lettre::transport::smtp::client::{AsyncSmtpConnection, TlsParameters};
+use lettre::transport::smtp::extension::ClientId;
+use tokio::net::TcpStream;
 
-use super::dial::{self, DialError, PrivateHosts};
-use super::imap::{Endpoint, Security};
+use super::dial::{self, DialError};
+use super::imap::stream::{tls_stream, Capped};
+use super::imap::{Endpoint, MailStream, Security};
+use crate::config::EmailConfig;
 
 #[derive(Debug, thiserror::Error)]
 pub enum SmtpError {
@@ -44,63 +46,82 @@ fn classify(e: lettre::transport::smtp::Error) -> SmtpError {
     }
 }
 
-/// A transport for one account that connects to `addr` (already resolved and checked)
-/// while TLS still verifies the certificate for the host name; an empty username means
-/// no AUTH.
-fn transport(
-    ep: &Endpoint,
-    addr: SocketAddr,
-) -> Result<AsyncSmtpTransport<Tokio1Executor>, SmtpError> {
-    let tls = |host: &str| {
-        TlsParameters::new(host.to_owned()).map_err(|e| SmtpError::Config(e.to_string()))
-    };
-    let tls = match ep.security {
-        Security::None => Tls::None,
-        Security::Starttls => Tls::Required(tls(&ep.host)?),
-        Security::Tls => Tls::Wrapper(tls(&ep.host)?),
-    };
-    let mut builder =
-        AsyncSmtpTransport::<Tokio1Executor>::builder_dangerous(addr.ip().to_string())
-            .port(addr.port())
-            .tls(tls)
-            .timeout(Some(Duration::from_secs(15)));
-    if !ep.username.is_empty() {
-        builder = builder.credentials(Credentials::new(ep.username.clone(), ep.password.clone()));
+/// What an SMTP server may send over one connection (its answers are a few lines).
+const MAX_SMTP_READ: usize = 1024 * 1024;
+
+/// Runs one SMTP step under `deadline`.
+async fn step<T>(
+    what: &str,
+    deadline: Duration,
+    f: impl std::future::Future<Output = Result<T, lettre::transport::smtp::Error>>,
+) -> Result<T, SmtpError> {
+    match tokio::time::timeout(deadline, f).await {
+        Ok(r) => r.map_err(classify),
+        Err(_) => Err(SmtpError::Unreachable(format!(
+            "{what}: no answer within {} s",
+            deadline.as_secs_f32()
+        ))),
     }
-    Ok(builder.build())
 }
 
-async fn checked(
-    ep: &Endpoint,
-    hosts: &PrivateHosts,
-) -> Result<AsyncSmtpTransport<Tokio1Executor>, SmtpError> {
-    let addrs = dial::resolve(&ep.host, ep.port, hosts).await?;
-    transport(ep, addrs[0])
+/// Connects to the checked address, greets (EHLO), STARTTLS when asked, AUTH when
+/// credentials are set: each step under `[email] network_timeout`; TLS verifies the
+/// certificate for the host name.
+async fn open(ep: &Endpoint, cfg: &EmailConfig) -> Result<AsyncSmtpConnection, SmtpError> {
+    let deadline = cfg.timeout();
+    let addrs = dial::resolve(&ep.host, ep.port, &cfg.allow_private_hosts).await?;
+    let at = format!("{}:{}", ep.host, ep.port);
+    let tcp = match tokio::time::timeout(deadline, TcpStream::connect(&addrs[..])).await {
+        Ok(Ok(tcp)) => tcp,
+        Ok(Err(e)) => return Err(SmtpError::Unreachable(format!("{at}: {e}"))),
+        Err(_) => return Err(SmtpError::Unreachable(format!("{at}: connect timed out"))),
+    };
+    let stream = match ep.security {
+        Security::Tls => match tokio::time::timeout(deadline, tls_stream(&ep.host, tcp)).await {
+            Ok(s) => s.map_err(SmtpError::Unreachable)?,
+            Err(_) => return Err(SmtpError::Unreachable("TLS handshake timed out".into())),
+        },
+        _ => MailStream::Plain(tcp),
+    };
+    let hello = ClientId::default();
+    let capped = Box::new(Capped::new(stream, MAX_SMTP_READ));
+    let mut conn = step(
+        "greeting",
+        deadline,
+        AsyncSmtpConnection::connect_with_transport(capped, &hello),
+    )
+    .await?;
+    if ep.security == Security::Starttls {
+        let params =
+            TlsParameters::new(ep.host.clone()).map_err(|e| SmtpError::Config(e.to_string()))?;
+        step("STARTTLS", deadline, conn.starttls(params, &hello)).await?;
+    }
+    if !ep.username.is_empty() {
+        let creds = Credentials::new(ep.username.clone(), ep.password.clone());
+        let mechanisms = [Mechanism::Plain, Mechanism::Login];
+        step("AUTH", deadline, conn.auth(&mechanisms, &creds)).await?;
+    }
+    Ok(conn)
 }
 
 /// EHLO (and AUTH when credentials are set), then QUIT.
-pub async fn check(ep: &Endpoint, hosts: &PrivateHosts) -> Result<(), SmtpError> {
-    match checked(ep, hosts).await?.test_connection().await {
-        Ok(true) => Ok(()),
-        Ok(false) => Err(SmtpError::Unreachable(format!(
-            "{}:{} did not accept the connection",
-            ep.host, ep.port
-        ))),
-        Err(e) => Err(classify(e)),
-    }
+pub async fn check(ep: &Endpoint, cfg: &EmailConfig) -> Result<(), SmtpError> {
+    let mut conn = open(ep, cfg).await?;
+    let _ = tokio::time::timeout(cfg.timeout(), conn.quit()).await;
+    Ok(())
 }
 
-/// Sends `message` as built, to the envelope recipients `to` (To, Cc and Bcc).
+/// Sends `raw` as built, to the envelope recipients `to` (To, Cc and Bcc). The message
+/// step's deadline grows with the message (one more second per 64 KiB).
 pub async fn send(
     ep: &Endpoint,
-    hosts: &PrivateHosts,
+    cfg: &EmailConfig,
     envelope: lettre::address::Envelope,
     raw: &[u8],
 ) -> Result<(), SmtpError> {
-    checked(ep, hosts)
-        .await?
-        .send_raw(&envelope, raw)
-        .await
-        .map(|_| ())
-        .map_err(classify)
+    let mut conn = open(ep, cfg).await?;
+    let deadline = cfg.timeout() + Duration::from_secs(raw.len() as u64 / 65536);
+    step("message", deadline, conn.send(&envelope, raw)).await?;
+    let _ = tokio::time::timeout(cfg.timeout(), conn.quit()).await;
+    Ok(())
 }

@@ -11,8 +11,10 @@ use serde_json::json;
 use crate::config::MatrixConfig;
 
 mod devices;
+pub mod directory;
 pub mod e2ee;
 pub mod history;
+pub mod media;
 pub mod types;
 pub use types::SyncResponse;
 
@@ -71,6 +73,9 @@ pub struct MatrixClient {
     shared_secret: String,
     api: reqwest::Client,
     probe: reqwest::Client,
+    /// Media up- and downloads: no overall timeout (a large file takes what it takes), a
+    /// bound on each read instead.
+    media: reqwest::Client,
 }
 
 impl MatrixClient {
@@ -90,6 +95,13 @@ impl MatrixClient {
             shared_secret: config.registration_shared_secret.expose().to_owned(),
             api: build(Duration::from_secs(30))?,
             probe: build(Duration::from_secs(3))?,
+            media: reqwest::Client::builder()
+                .user_agent(concat!("switchboard/", env!("CARGO_PKG_VERSION")))
+                .connect_timeout(Duration::from_secs(3))
+                .read_timeout(media::READ_TIMEOUT)
+                .redirect(reqwest::redirect::Policy::none())
+                .build()
+                .map_err(|e| MatrixError::Unreachable(e.to_string()))?,
         })
     }
 
@@ -296,6 +308,35 @@ impl MatrixClient {
         let resp = self
             .client_api(reqwest::Method::PUT, token, &path)
             .json(content)
+            .send()
+            .await
+            .map_err(unreachable)?;
+        let sent: Sent = decode(resp).await?;
+        Ok(sent.event_id)
+    }
+
+    /// `PUT /rooms/{roomId}/redact/{eventId}/{txnId}`: redacts `event_id` (idempotent per
+    /// access token and txn id). Returns the redaction's event id.
+    pub async fn redact(
+        &self,
+        token: &str,
+        room_id: &str,
+        event_id: &str,
+        txn_id: &str,
+    ) -> Result<String, MatrixError> {
+        #[derive(Deserialize)]
+        struct Sent {
+            event_id: String,
+        }
+        let path = format!(
+            "rooms/{}/redact/{}/{}",
+            encode(room_id),
+            encode(event_id),
+            encode(txn_id)
+        );
+        let resp = self
+            .client_api(reqwest::Method::PUT, token, &path)
+            .json(&json!({}))
             .send()
             .await
             .map_err(unreachable)?;

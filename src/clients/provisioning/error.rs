@@ -49,6 +49,11 @@ pub enum Failure {
     Ended,
     /// The bridge's `max_logins` is reached.
     TooManyLogins,
+    /// The user has no login on the bridge (`FI.MAU.NOT_LOGGED_IN`).
+    NotLoggedIn,
+    /// The bridge lacks the capability or endpoint (`M_UNRECOGNIZED`, e.g. a network
+    /// that cannot list contacts).
+    Unsupported,
     /// The bridge failed (5xx) or answered something unexpected.
     Upstream,
 }
@@ -105,7 +110,8 @@ fn classify(status: u16, errcode: &str) -> Failure {
             return Failure::Ended
         }
         "FI.MAU.BRIDGE.TOO_MANY_LOGINS" => return Failure::TooManyLogins,
-        "M_UNRECOGNIZED" => return Failure::Upstream,
+        "M_UNRECOGNIZED" => return Failure::Unsupported,
+        "FI.MAU.NOT_LOGGED_IN" => return Failure::NotLoggedIn,
         code if code.ends_with("LOGIN_TIMED_OUT") || code.ends_with("LOGIN_TIMEOUT") => {
             return Failure::Expired
         }
@@ -158,5 +164,10 @@ mod tests {
         assert_eq!(http(401, "M_UNKNOWN_TOKEN").failure(), Failure::Auth);
         assert_eq!(http(500, "M_UNKNOWN").failure(), Failure::Upstream);
         assert_eq!(http(502, "").failure(), Failure::Upstream);
+        assert_eq!(http(501, "M_UNRECOGNIZED").failure(), Failure::Unsupported);
+        assert_eq!(
+            http(400, "FI.MAU.NOT_LOGGED_IN").failure(),
+            Failure::NotLoggedIn
+        );
     }
 }

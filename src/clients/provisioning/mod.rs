@@ -17,10 +17,11 @@ use crate::config::{BridgeConfig, BridgesConfig};
 
 pub mod error;
 pub mod identity;
+mod snc;
 pub mod types;
 
 pub use error::{BridgeError, Failure};
-pub use types::{LoginFlow, LoginStep, Whoami, WhoamiLogin};
+pub use types::{LoginFlow, LoginStep, ResolvedIdentifier, Whoami, WhoamiLogin};
 
 /// Connect timeout of every bridge request.
 pub const CONNECT_TIMEOUT: Duration = Duration::from_secs(3);
@@ -257,6 +258,21 @@ impl ProvisioningClient {
         body: Option<&serde_json::Value>,
         long_poll: Option<Duration>,
     ) -> Result<T, BridgeError> {
+        self.call_with_status(method, path, user_id, extra_query, body, long_poll)
+            .await
+            .map(|(_, value)| value)
+    }
+
+    /// [`Self::call`] with the success status (`create_dm` says 201 for a new chat).
+    async fn call_with_status<T: DeserializeOwned>(
+        &self,
+        method: reqwest::Method,
+        path: &str,
+        user_id: &str,
+        extra_query: &[(&str, &str)],
+        body: Option<&serde_json::Value>,
+        long_poll: Option<Duration>,
+    ) -> Result<(u16, T), BridgeError> {
         let platform = self.platform;
         let mut query = vec![("user_id", user_id)];
         query.extend_from_slice(extra_query);
@@ -301,10 +317,11 @@ impl ProvisioningClient {
                 message: err.error,
             });
         }
-        serde_json::from_slice(&bytes).map_err(|e| BridgeError::Decode {
+        let value = serde_json::from_slice(&bytes).map_err(|e| BridgeError::Decode {
             platform,
             detail: e.to_string(),
-        })
+        })?;
+        Ok((status.as_u16(), value))
     }
 }
 

@@ -139,3 +139,39 @@ pub struct RespError {
     #[serde(default)]
     pub error: String,
 }
+
+/// `RespResolveIdentifier`: a remote user as `contacts`, `search_users`,
+/// `resolve_identifier` and `create_dm` describe them (every field but `id` may be absent).
+#[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize)]
+pub struct ResolvedIdentifier {
+    /// The network's id of the user.
+    pub id: String,
+    #[serde(default)]
+    pub name: Option<String>,
+    /// `mxc://` avatar.
+    #[serde(default)]
+    pub avatar_url: Option<String>,
+    /// URIs such as `tel:+123456789`, `mailto:…`, `signal:username`.
+    #[serde(default)]
+    pub identifiers: Option<Vec<String>>,
+    /// The ghost's Matrix ID.
+    #[serde(default)]
+    pub mxid: Option<String>,
+    /// The direct chat's portal room, when there is one.
+    #[serde(default)]
+    pub dm_room_mxid: Option<String>,
+}
+
+/// `GET /v3/contacts`.
+#[derive(Debug, Clone, Default, Deserialize)]
+pub struct ContactList {
+    #[serde(default)]
+    pub contacts: Option<Vec<ResolvedIdentifier>>,
+}
+
+/// `POST /v3/search_users`.
+#[derive(Debug, Clone, Default, Deserialize)]
+pub struct SearchResults {
+    #[serde(default)]
+    pub results: Option<Vec<ResolvedIdentifier>>,
+}

@@ -41,9 +41,11 @@ pub struct Account {
     pub error: Option<String>,
     /// `(fetched, to fetch)` while a mailbox is being synced.
     pub progress: Option<(u64, u64)>,
+    /// `(bytes of mail cached for the user, [email] quota)`.
+    pub quota: (u64, u64),
 }
 
-fn open(state: &Context, dek: &DataKey, a: AccountRow) -> Account {
+fn open(state: &Context, dek: &DataKey, a: AccountRow, used: u64) -> Account {
     let email = dek
         .open_string(&a.email_enc, &Aad::new(T_ACCOUNTS, "email", &a.id))
         .unwrap_or_default();
@@ -59,7 +61,16 @@ fn open(state: &Context, dek: &DataKey, a: AccountRow) -> Account {
         status: a.status,
         last_sync_at: a.last_sync_at,
         error: a.error,
+        quota: (used, state.config.email.quota_bytes()),
     }
+}
+
+async fn used_bytes(state: &Context, user_id: &str) -> AppResult<u64> {
+    let uid = user_id.to_owned();
+    state
+        .store
+        .run(move |c| Ok::<_, AppError>(crate::store::email::messages::bytes_of_user(c, &uid)?))
+        .await
 }
 
 fn text(field: &str, value: &str, max: usize) -> AppResult<String> {
@@ -150,12 +161,12 @@ pub async fn connect(state: &Context, user_id: &str, input: AccountInput) -> App
             format!("at most {MAX_ACCOUNTS} mailboxes can be connected"),
         ));
     }
-    let hosts = &state.config.email.allow_private_hosts;
-    let session = imap::connect(&settings.imap, hosts)
+    let cfg = &state.config.email;
+    let session = imap::connect(&settings.imap, cfg, user_id)
         .await
         .map_err(imap_connect_error)?;
     imap::logout(session).await;
-    smtp::check(&settings.smtp, hosts)
+    smtp::check(&settings.smtp, cfg)
         .await
         .map_err(smtp_connect_error)?;
     let id = uuid::Uuid::new_v4().to_string();
@@ -178,7 +189,8 @@ pub async fn connect(state: &Context, user_id: &str, input: AccountInput) -> App
         .run(move |c| Ok::<_, AppError>(store::insert_account(c, &saved)?))
         .await?;
     state.email.wakeup.notify_one();
-    Ok(open(state, &dek, row))
+    let used = used_bytes(state, user_id).await?;
+    Ok(open(state, &dek, row, used))
 }
 
 pub async fn list(state: &Context, user_id: &str) -> AppResult<Vec<Account>> {
@@ -188,7 +200,11 @@ pub async fn list(state: &Context, user_id: &str) -> AppResult<Vec<Account>> {
         .store
         .run(move |c| Ok::<_, AppError>(store::accounts_of(c, &uid)?))
         .await?;
-    Ok(rows.into_iter().map(|a| open(state, &dek, a)).collect())
+    let used = used_bytes(state, user_id).await?;
+    Ok(rows
+        .into_iter()
+        .map(|a| open(state, &dek, a, used))
+        .collect())
 }
 
 /// Removes the account and (by cascade) its cached mailboxes, threads and messages.

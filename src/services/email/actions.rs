@@ -51,7 +51,7 @@ pub fn required_label(label: Option<&str>) -> AppResult<String> {
 }
 
 async fn open_session(state: &Context, ctx: &AccountCtx) -> AppResult<(Session, Caps)> {
-    let mut s = imap::connect(&ctx.settings.imap, &state.config.email.allow_private_hosts)
+    let mut s = imap::connect(&ctx.settings.imap, &state.config.email, &ctx.user_id)
         .await
         .map_err(imap_error)?;
     let caps = imap::capabilities(&mut s).await.map_err(imap_error)?;
@@ -336,9 +336,10 @@ pub async fn attachment(
         .next()
         .ok_or_else(|| AppError::not_found("message"))?;
     let (mut s, _) = open_session(state, &ctx).await?;
+    let max = state.config.email.max_message_bytes();
     let fetched = async {
         imap::select(&mut s, &mailbox, false).await?;
-        imap::fetch_messages(&mut s, &uid.to_string()).await
+        imap::fetch_messages(&mut s, &uid.to_string(), imap::Extent::Whole, max).await
     }
     .await;
     imap::logout(s).await;

@@ -10,7 +10,7 @@
 //! fetching another batch. Only accounts whose last sync succeeded are back-filled, so a
 //! mail server outage answers from the cache without waiting on timeouts.
 
-use std::collections::{BTreeSet, HashSet};
+use std::collections::{BTreeSet, HashMap, HashSet};
 
 use super::announce;
 use super::sync::{self, AccountCtx, SyncError};
@@ -112,8 +112,7 @@ async fn fetch_account(
         .collect();
     sync::set_status(state, account_id, "syncing", None).await;
     let result = async {
-        let hosts = &state.config.email.allow_private_hosts;
-        let mut s = imap::connect(&ctx.settings.imap, hosts).await?;
+        let mut s = imap::connect(&ctx.settings.imap, &state.config.email, &ctx.user_id).await?;
         let fetched = async {
             let mut n = 0;
             for mb in &boxes {
@@ -154,10 +153,10 @@ async fn fetch_older(
         // The UIDs changed meaning: the next round starts the mailbox over.
         return Ok(0);
     }
-    let server = if sel.exists == 0 {
-        HashSet::new()
+    let server: HashMap<u32, u64> = if sel.exists == 0 {
+        HashMap::new()
     } else {
-        imap::all_uids(s).await?
+        imap::uid_sizes(s).await?.into_iter().collect()
     };
     let mbid = mb.id.clone();
     let cached: HashSet<i64> = state
@@ -167,22 +166,30 @@ async fn fetch_older(
         .into_iter()
         .map(|(uid, ..)| uid)
         .collect();
-    let mut older: Vec<u32> = server
+    let mut older: Vec<(u32, u64)> = server
         .into_iter()
-        .filter(|u| i64::from(*u) <= mb.last_uid && !cached.contains(&i64::from(*u)))
+        .filter(|(u, _)| i64::from(*u) <= mb.last_uid && !cached.contains(&i64::from(*u)))
         .collect();
-    older.sort_unstable_by(|a, b| b.cmp(a));
+    older.sort_unstable_by(|a, b| b.0.cmp(&a.0));
     let take = older
         .len()
         .min(state.config.email.first_sync_limit as usize);
-    let batch = &older[..take];
+    // The account's cap and the user's quota hold for back-fills too.
+    let mut budget = sync::budget_of(state, ctx).await?;
+    let cfg = &state.config.email;
+    let batch: Vec<(u32, u64)> = older[..take]
+        .iter()
+        .copied()
+        .filter(|(_, size)| budget.take(sync::cached_cost(cfg, *size)))
+        .collect();
+    let batch = &batch[..];
     let total = batch.len() as u64;
     let mut changed = BTreeSet::new();
     state.email.set_progress(&ctx.account_id, 0, total);
     sync::fetch_into_cache(state, ctx, s, (&mb.id, validity), batch, &mut changed).await?;
     state
         .email
-        .set_older(&ctx.account_id, &mb.id, (older.len() - take) as u64);
+        .set_older(&ctx.account_id, &mb.id, (older.len() - batch.len()) as u64);
     for t in &changed {
         announce(state, &ctx.user_id, &ctx.account_id, t);
     }

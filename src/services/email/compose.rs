@@ -184,7 +184,7 @@ pub async fn send(state: &Context, user_id: &str, input: ComposeInput) -> AppRes
     let raw = message.formatted();
     smtp::send(
         &ctx.settings.smtp,
-        &state.config.email.allow_private_hosts,
+        &state.config.email,
         message.envelope().clone(),
         &raw,
     )
@@ -216,7 +216,7 @@ pub async fn send(state: &Context, user_id: &str, input: ComposeInput) -> AppRes
 }
 
 async fn append_sent(state: &Context, ctx: &AccountCtx, raw: &[u8]) -> AppResult<()> {
-    let mut s = imap::connect(&ctx.settings.imap, &state.config.email.allow_private_hosts)
+    let mut s = imap::connect(&ctx.settings.imap, &state.config.email, &ctx.user_id)
         .await
         .map_err(imap_error)?;
     let result = async {

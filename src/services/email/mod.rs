@@ -24,6 +24,7 @@ use crate::services::Context;
 pub mod accounts;
 pub mod actions;
 pub mod backfill;
+pub mod budget;
 pub mod compose;
 pub mod html;
 pub mod parse;
@@ -180,6 +181,10 @@ pub struct Body {
     pub text: Option<String>,
     pub html: Option<String>,
     pub attachments: Vec<AttachmentMeta>,
+    /// Only the header and the first part of the body are cached: the mail is larger
+    /// than `[email] max_message_mb`.
+    #[serde(default)]
+    pub truncated: bool,
 }
 
 /// IMAP and SMTP settings of an account, sealed as one document.

@@ -86,9 +86,18 @@ pub fn parse(raw: &[u8]) -> Option<Parsed> {
             text,
             html,
             attachments,
+            truncated: false,
         },
-        date: m.date().map(|d| d.to_timestamp() * 1000).unwrap_or(0),
+        date: m.date().map(|d| clamp_date(d.to_timestamp())).unwrap_or(0),
     })
+}
+
+/// A `Date:` as Unix ms, clamped at ingest to 1970 .. two days from now: a sender's
+/// year 9999+ (or a clock far ahead) must neither pin a thread to the top for ever nor
+/// break formatting it later (a forward's `Date:` line).
+pub fn clamp_date(unix_secs: i64) -> i64 {
+    let latest = crate::services::scheduled::now_ms() + 2 * 86_400_000;
+    unix_secs.saturating_mul(1000).clamp(0, latest)
 }
 
 /// The attachment `index` of a raw message: `(content type, filename, bytes)`.

@@ -8,18 +8,16 @@
 
 use std::collections::{BTreeSet, HashMap, HashSet};
 
+use super::budget::{self, Budget, Limit};
 use super::parse::{parse, thread_subject};
 use super::{now_ms, ref_hash, seal_json, Settings, T_ACCOUNTS, T_MESSAGES};
-use crate::clients::mail::imap::{self, Caps, Fetched, ImapError, Session};
+use crate::clients::mail::imap::{self, Caps, Extent, Fetched, ImapError, Session};
 use crate::crypto::{Aad, DataKey};
 use crate::error::{AppError, AppResult};
 use crate::services::Context;
 use crate::store::email::{self as store, messages as mstore, MailboxRow};
 
 pub use super::accounts::set_status;
-
-/// Messages fetched per UID FETCH.
-pub(super) const FETCH_BATCH: usize = 100;
 
 #[derive(Debug, thiserror::Error)]
 pub enum SyncError {
@@ -80,7 +78,7 @@ pub async fn refresh_mailboxes(
     ctx: &AccountCtx,
     s: &mut Session,
 ) -> Result<Vec<MailboxRow>, SyncError> {
-    let found = imap::list_mailboxes(s).await?;
+    let found = imap::list_mailboxes(s, state.config.email.max_mailboxes as usize).await?;
     let id = ctx.account_id.clone();
     Ok(state
         .store
@@ -101,6 +99,14 @@ pub async fn refresh_mailboxes(
 pub struct Round {
     pub changed: BTreeSet<String>,
     pub inbox: Option<imap::Selected>,
+    /// The limit that left new mail on the server, if one did.
+    pub limit: Option<Limit>,
+}
+
+/// The room of a sync of the account now.
+pub async fn budget_of(state: &Context, ctx: &AccountCtx) -> AppResult<Budget> {
+    let used = budget::usage(state, &ctx.account_id, &ctx.user_id).await?;
+    Ok(Budget::new(&state.config.email, used))
 }
 
 /// Syncs every mailbox, then drops what no mailbox holds.
@@ -115,15 +121,20 @@ pub async fn full_round(
     state.email.retain_mailboxes(&ctx.account_id, &ids);
     let mut changed = BTreeSet::new();
     let mut inbox = None;
+    let mut budget = budget_of(state, ctx).await?;
     for mb in &boxes {
-        let (c, sel) = sync_mailbox(state, ctx, s, caps, mb).await?;
+        let (c, sel) = sync_mailbox(state, ctx, s, caps, mb, &mut budget).await?;
         changed.extend(c);
         if mb.name.eq_ignore_ascii_case("INBOX") {
             inbox = Some(sel);
         }
     }
     changed.extend(drop_orphans(state, ctx).await?);
-    Ok(Round { changed, inbox })
+    Ok(Round {
+        changed,
+        inbox,
+        limit: budget.hit,
+    })
 }
 
 /// Syncs the named mailboxes (after an action), then drops orphans.
@@ -136,8 +147,9 @@ pub async fn sync_named(
 ) -> Result<BTreeSet<String>, SyncError> {
     let boxes = refresh_mailboxes(state, ctx, s).await?;
     let mut changed = BTreeSet::new();
+    let mut budget = budget_of(state, ctx).await?;
     for mb in boxes.iter().filter(|b| names.contains(&b.name)) {
-        changed.extend(sync_mailbox(state, ctx, s, caps, mb).await?.0);
+        changed.extend(sync_mailbox(state, ctx, s, caps, mb, &mut budget).await?.0);
     }
     changed.extend(drop_orphans(state, ctx).await?);
     Ok(changed)
@@ -168,6 +180,7 @@ pub async fn sync_mailbox(
     s: &mut Session,
     caps: Caps,
     mb: &MailboxRow,
+    budget: &mut Budget,
 ) -> Result<(BTreeSet<String>, imap::Selected), SyncError> {
     let sel = imap::select(s, &mb.name, caps.condstore).await?;
     let validity = i64::from(sel.uid_validity);
@@ -182,11 +195,12 @@ pub async fn sync_mailbox(
         last_uid = 0;
         modseq = None;
     }
-    let server: HashSet<u32> = if sel.exists == 0 {
-        HashSet::new()
+    let listed: HashMap<u32, u64> = if sel.exists == 0 {
+        HashMap::new()
     } else {
-        imap::all_uids(s).await?
+        imap::uid_sizes(s).await?.into_iter().collect()
     };
+    let server: HashSet<u32> = listed.keys().copied().collect();
     let mbid = mb.id.clone();
     let cached: HashMap<i64, (String, bool, bool)> = state
         .store
@@ -216,6 +230,13 @@ pub async fn sync_mailbox(
         // client pages past them: backfill).
         new.truncate(state.config.email.first_sync_limit as usize);
     }
+    // What the round, the account and the user's quota still take (newest first).
+    let cfg = &state.config.email;
+    let new: Vec<(u32, u64)> = new
+        .into_iter()
+        .map(|u| (u, listed.get(&u).copied().unwrap_or(0)))
+        .filter(|(_, size)| budget.take(cached_cost(cfg, *size)))
+        .collect();
     let left = server.len()
         - server
             .iter()
@@ -295,22 +316,41 @@ pub async fn sync_mailbox(
     Ok((changed, sel))
 }
 
-/// Fetches `uids` of the selected mailbox `(id, validity)` in batches of [`FETCH_BATCH`],
-/// caches each batch in one transaction, adds the threads it touched to `changed` and
-/// reports the progress (of `uids.len()`) after each batch.
+/// What caching a message of `size` announced bytes costs: itself, or for mail over the
+/// cap its header and first part.
+pub(crate) fn cached_cost(cfg: &crate::config::EmailConfig, size: u64) -> u64 {
+    if size > cfg.max_message_bytes() {
+        budget::partial_body(cfg) + 64 * 1024
+    } else {
+        size
+    }
+}
+
+/// Fetches `(uid, announced size)` of the selected mailbox `(id, validity)` in batches
+/// bounded by count and bytes ([`budget::batches`]; mail over `[email] max_message_mb`
+/// partially), caches each batch in one transaction, adds the threads it touched to
+/// `changed` and reports the progress (of `msgs.len()`) after each batch.
 pub(super) async fn fetch_into_cache(
     state: &Context,
     ctx: &AccountCtx,
     s: &mut Session,
     (mailbox_id, validity): (&str, i64),
-    uids: &[u32],
+    msgs: &[(u32, u64)],
     changed: &mut BTreeSet<String>,
 ) -> Result<(), SyncError> {
-    let total = uids.len() as u64;
+    let total = msgs.len() as u64;
     let mut done = 0u64;
-    for batch in uids.chunks(FETCH_BATCH) {
-        let fetched = imap::fetch_messages(s, &imap::uid_set(batch)).await?;
-        done += batch.len() as u64;
+    let cfg = &state.config.email;
+    for batch in budget::batches(cfg, msgs) {
+        let extent = if batch.partial {
+            Extent::Partial(budget::partial_body(cfg))
+        } else {
+            Extent::Whole
+        };
+        // A server may round its sizes: allow some slack over what it announced.
+        let allowed = batch.bytes + batch.bytes / 8 + 64 * 1024;
+        let fetched = imap::fetch_messages(s, &imap::uid_set(&batch.uids), extent, allowed).await?;
+        done += batch.uids.len() as u64;
         let (ctx2, mbid) = (ctx.clone(), mailbox_id.to_owned());
         let threads = state
             .db(move |c| {
@@ -338,7 +378,8 @@ pub(super) fn ingest(
     f: Fetched,
 ) -> AppResult<String> {
     let dek = &ctx.dek;
-    let parsed = parse(&f.raw).unwrap_or_default();
+    let mut parsed = parse(&f.raw).unwrap_or_default();
+    parsed.body.truncated = f.truncated;
     let h = &parsed.header;
     let key = match &h.message_id {
         Some(mid) => ref_hash(dek, "mid", mid),
@@ -396,6 +437,9 @@ pub(super) fn ingest(
         flagged: f.flagged,
         size: f.raw.len() as i64,
     };
+    if f.truncated {
+        tracing::debug!(account = %ctx.account_id, size = f.size, "mail over max_message_mb cached partially");
+    }
     mstore::insert(tx, &row)?;
     crate::services::search::index_email(
         tx,

@@ -42,9 +42,11 @@ use crate::store::user_keys;
 use crate::store::users::UserRow;
 use cache::KeyTag;
 
+pub mod actions;
 pub mod cache;
 mod delete;
 pub mod readable;
+pub mod rich;
 mod sealed;
 
 pub use delete::{delete_matching, delete_one, Deleted};
@@ -270,7 +272,7 @@ pub async fn history(
                 },
             };
             let dek = users::data_key(&master, &user)?;
-            sealed::seal_page(&user, &dek, &recipient, rows).map(Rendered::Page)
+            sealed::seal_page(c, &user, &dek, &recipient, rows).map(Rendered::Page)
         })
     };
     let user_id = principal.user_id().to_owned();
@@ -400,6 +402,15 @@ fn readable_page(
         .collect();
     own.extend(user.matrix_user_id.clone());
     let key = KeyTag::of(dek);
+    let mut reactions = rich::reactions_of(
+        c,
+        dek,
+        uid,
+        user.matrix_user_id.as_deref(),
+        rows.iter()
+            .filter(|r| !r.redacted)
+            .map(|r| r.event_id.as_str()),
+    )?;
     let messages: Vec<ReadableMessage> = rows
         .into_iter()
         .filter_map(|row| {
@@ -408,6 +419,13 @@ fn readable_page(
             Some(ReadableMessage {
                 outgoing: is_mine || own.contains(&row.sender_id),
                 is_mine,
+                rich: rich::rich(
+                    &row.msgtype,
+                    &content.content,
+                    row.edited_at,
+                    reactions.remove(&row.event_id).unwrap_or_default(),
+                ),
+                msgtype: row.msgtype,
                 content,
                 redacted: row.redacted,
                 timestamp: row.ts,

@@ -6,6 +6,7 @@ use std::sync::Arc;
 use bytes::Bytes;
 use serde::Serialize;
 
+use super::rich::Rich;
 use crate::error::{AppError, AppResult};
 use crate::services::conversations::MessageContent;
 
@@ -18,6 +19,10 @@ pub struct ReadableMessage {
     /// content. Shared with the content cache.
     pub content: Arc<MessageContent>,
     pub redacted: bool,
+    /// Matrix `msgtype` (`m.sticker` for stickers).
+    pub msgtype: String,
+    /// `media`, `replyTo`, `editedAt`, `reactions`.
+    pub rich: Rich,
     pub outgoing: bool,
     pub is_mine: bool,
     pub timestamp: i64,
@@ -46,6 +51,9 @@ struct MessageOut<'a> {
     direction: &'static str,
     is_mine: bool,
     timestamp: i64,
+    msgtype: &'a str,
+    #[serde(flatten)]
+    rich: &'a Rich,
 }
 
 /// `ReadableMessagePage` of the API document, as written.
@@ -75,6 +83,8 @@ pub fn render(
                 direction: if m.outgoing { "outgoing" } else { "incoming" },
                 is_mine: m.is_mine,
                 timestamp: m.timestamp,
+                msgtype: &m.msgtype,
+                rich: &m.rich,
             })
             .collect(),
         next_cursor,

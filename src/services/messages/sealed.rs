@@ -15,18 +15,25 @@ use bytes::Bytes;
 use serde::Serialize;
 use serde_json::Value;
 
+use rusqlite::Connection;
+
 use super::cache::KeyTag;
-use super::{is_mine, open};
+use super::{is_mine, open, rich};
 use crate::crypto::{self, DataKey};
 use crate::error::{AppError, AppResult, ErrorCode};
 use crate::store::messages::MessageRow;
 use crate::store::users::UserRow;
 
-/// The plaintext sealed into a native envelope.
+/// The plaintext sealed into a native envelope: the text, the event content and the
+/// rich fields ([`rich::Rich`]: `media`, `replyTo`, `editedAt`, `reactions`).
 #[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
 struct Plaintext<'a> {
     body: &'a str,
     content: &'a Value,
+    msgtype: &'a str,
+    #[serde(flatten)]
+    rich: rich::Rich,
 }
 
 /// `EncryptedContent` of the API document, as written.
@@ -64,11 +71,21 @@ struct PageOut<'a> {
 /// Opens each row (rows whose content is gone are left out), seals its content to
 /// `recipient` under one ephemeral key and writes the page.
 pub(super) fn seal_page(
+    c: &Connection,
     user: &UserRow,
     dek: &DataKey,
     recipient: &[u8; 32],
     rows: Vec<(MessageRow, Option<String>)>,
 ) -> AppResult<Bytes> {
+    let mut reactions = rich::reactions_of(
+        c,
+        dek,
+        &user.id,
+        user.matrix_user_id.as_deref(),
+        rows.iter()
+            .filter(|(r, _)| !r.redacted)
+            .map(|(r, _)| r.event_id.as_str()),
+    )?;
     let key = KeyTag::of(dek);
     let opened: Vec<_> = rows
         .iter()
@@ -96,6 +113,13 @@ pub(super) fn seal_page(
         let sealed = Plaintext {
             body: if row.redacted { "" } else { &content.body },
             content: &content.content,
+            msgtype: &row.msgtype,
+            rich: rich::rich(
+                &row.msgtype,
+                &content.content,
+                row.edited_at,
+                reactions.remove(&row.event_id).unwrap_or_default(),
+            ),
         };
         serde_json::to_writer(&mut plaintext, &sealed).map_err(AppError::internal)?;
         let Some(sealer) = &sealer else { break };

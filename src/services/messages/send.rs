@@ -12,6 +12,7 @@ use super::{load_user, parse_room_id, room_not_found};
 use crate::clock::unix_now;
 use crate::error::{AppError, AppResult, ErrorCode};
 use crate::services::e2ee::{self, Outgoing, SendFailure};
+use crate::services::upstream::homeserver_error;
 use crate::services::users;
 use crate::services::Context;
 use crate::store::rooms;
@@ -77,7 +78,7 @@ fn no_homeserver() -> AppError {
     }
 }
 
-fn matrix_token(state: &Context, user: &UserRow) -> AppResult<String> {
+pub(crate) fn matrix_token(state: &Context, user: &UserRow) -> AppResult<String> {
     users::matrix_token_of(&state.master, user)?.ok_or_else(|| {
         AppError::conflict(
             ErrorCode::MatrixAccountMissing,
@@ -105,92 +106,276 @@ enum Prepared {
     Send { token: String, duplicate: bool },
 }
 
-/// `POST /api/rooms/{roomId}/messages`: sends `text` as `m.text`, once per (user, `txnId`).
+/// What a stored message must be for an action naming it (`replyTo`, a reaction's,
+/// edit's or deletion's target).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum TargetRule {
+    /// A message of the room; otherwise 400 naming the field (a reply).
+    ReplyIn,
+    /// A message of the room; otherwise 404.
+    InRoom,
+    /// The caller's own text message (edits): others' are 403 `not_own_message`.
+    OwnText,
+    /// The caller's own message (deletion for everyone).
+    Own,
+}
+
+/// The stored message an action names.
+#[derive(Debug, Clone)]
+pub struct Target {
+    pub field: &'static str,
+    pub event_id: String,
+    pub rule: TargetRule,
+}
+
+/// What goes to the homeserver.
+#[derive(Debug, Clone)]
+pub enum Action {
+    /// `PUT /rooms/{roomId}/send/{type}/{txnId}` (encrypted in an encrypted room).
+    Send {
+        event_type: &'static str,
+        content: Value,
+    },
+    /// `PUT /rooms/{roomId}/redact/{eventId}/{txnId}` (redactions are never encrypted in
+    /// Matrix: the homeserver must be able to apply them).
+    Redact { event_id: String },
+}
+
+/// One outgoing action, idempotent per (user, `txn_id`).
+#[derive(Debug, Clone)]
+pub struct Outbound {
+    pub room_id: String,
+    /// The client's transaction id (validated by the caller).
+    pub txn_id: String,
+    pub action: Action,
+    pub target: Option<Target>,
+}
+
+/// `POST /api/rooms/{roomId}/messages`: sends `text` as `m.text` (a reply when `reply_to`
+/// names a message of the room), once per (user, `txnId`).
 pub async fn send_to_room(
     state: &Context,
     user_id: &str,
     room_id: &str,
     text: &str,
     txn_id: &str,
+    reply_to: Option<&str>,
 ) -> AppResult<Sent> {
     let room_id = parse_room_id("roomId", room_id)?;
     validate_text("content", text)?;
     validate_txn_id(txn_id)?;
-    let matrix = state.matrix.clone().ok_or_else(no_homeserver)?;
-    let (uid, room, txn, st) = (
+    let mut content = text_content("m.text", text);
+    let target = match reply_to {
+        Some(reply) => {
+            let event_id = parse_event_id("replyTo", reply)?;
+            content["m.relates_to"] = json!({"m.in_reply_to": {"event_id": event_id}});
+            Some(Target {
+                field: "replyTo",
+                event_id,
+                rule: TargetRule::ReplyIn,
+            })
+        }
+        None => None,
+    };
+    let out = Outbound {
+        room_id,
+        txn_id: txn_id.to_owned(),
+        action: Action::Send {
+            event_type: "m.room.message",
+            content,
+        },
+        target,
+    };
+    send_once(state, user_id, out).await
+}
+
+/// Longest event id accepted, in bytes (the Matrix limit).
+const MAX_EVENT_ID_BYTES: usize = 255;
+
+/// An event id: `$` and at most 255 bytes.
+pub fn parse_event_id(field: &str, event_id: &str) -> AppResult<String> {
+    let e = event_id.trim();
+    if !e.starts_with('$') || e.len() < 2 || e.len() > MAX_EVENT_ID_BYTES {
+        return Err(AppError::invalid(
+            field,
+            format!("must be a Matrix event id ($…, at most {MAX_EVENT_ID_BYTES} bytes)"),
+        ));
+    }
+    Ok(e.to_owned())
+}
+
+/// Checks `target` against the stored messages of `room` (see [`TargetRule`]).
+fn check_target(
+    c: &rusqlite::Connection,
+    user: &UserRow,
+    room: &str,
+    target: &Target,
+) -> AppResult<()> {
+    let found = crate::store::messages::find_by_event(c, &user.id, &target.event_id)?
+        .filter(|m| m.room_id == room);
+    let Some(m) = found else {
+        return Err(match target.rule {
+            TargetRule::ReplyIn => AppError::invalid(target.field, "is not a message of this room"),
+            _ => AppError::not_found("message"),
+        });
+    };
+    let own = m.is_mine || user.matrix_user_id.as_deref() == Some(m.sender_id.as_str());
+    match target.rule {
+        TargetRule::ReplyIn | TargetRule::InRoom => Ok(()),
+        TargetRule::OwnText | TargetRule::Own if !own => Err(AppError::forbidden(
+            ErrorCode::NotOwnMessage,
+            "only your own messages can be edited or deleted for everyone",
+        )),
+        TargetRule::OwnText if m.redacted => {
+            Err(AppError::invalid(target.field, "the message was deleted"))
+        }
+        TargetRule::OwnText if !TEXT_MSGTYPES.contains(&m.msgtype.as_str()) => Err(
+            AppError::invalid(target.field, "only text messages can be edited"),
+        ),
+        TargetRule::OwnText | TargetRule::Own => Ok(()),
+    }
+}
+
+/// The checks of a send, in the caller's transaction: the `txnId` (a repeat is `Done`),
+/// the room (joined, recipient known), the target; with `record`, the transaction is
+/// recorded as in flight.
+fn prepare(
+    tx: &rusqlite::Connection,
+    st: &Context,
+    uid: &str,
+    room: &str,
+    txn: &str,
+    target: Option<&Target>,
+    record: bool,
+) -> AppResult<Prepared> {
+    let user = load_user(tx, uid)?;
+    let earlier = sent_transactions::find(tx, uid, txn)?;
+    if let Some(t) = &earlier {
+        if t.room_id != room {
+            return Err(AppError::conflict(
+                ErrorCode::TxnIdConflict,
+                "this txnId was already used for another room; use a new txnId per message",
+            ));
+        }
+        if let Some(event_id) = &t.event_id {
+            return Ok(Prepared::Done(event_id.clone()));
+        }
+    }
+    let r = rooms::find(tx, uid, room)?.ok_or_else(room_not_found)?;
+    if r.membership != "join" {
+        return Err(not_joined());
+    }
+    if r.is_direct && r.recipient_id.is_none() {
+        return Err(AppError::conflict(
+            ErrorCode::RecipientUnresolved,
+            "the recipient of this direct conversation is not verified yet: \
+             verify this conversation in the native app first",
+        ));
+    }
+    if let Some(target) = target {
+        check_target(tx, &user, room, target)?;
+    }
+    let token = matrix_token(st, &user)?;
+    if earlier.is_none() && record {
+        sent_transactions::insert_if_new(
+            tx,
+            &SentTransaction {
+                user_id: uid.to_owned(),
+                txn_id: txn.to_owned(),
+                room_id: room.to_owned(),
+                event_id: None,
+                created_at: unix_now() as i64,
+            },
+        )?;
+    }
+    Ok(Prepared::Send {
+        token,
+        duplicate: earlier.is_some(),
+    })
+}
+
+/// The checks of [`send_once`] without recording anything (before work that should not
+/// be done for a repeat, such as an upload): `Ok(Ok(sent))` for a `txnId` sent already,
+/// `Ok(Err(token))` (the caller's Matrix token) when it is to be sent.
+pub async fn precheck(
+    state: &Context,
+    user_id: &str,
+    out: &Outbound,
+) -> AppResult<Result<Sent, String>> {
+    let (uid, room, txn, st, target) = (
         user_id.to_owned(),
-        room_id.clone(),
-        txn_id.to_owned(),
+        out.room_id.clone(),
+        out.txn_id.clone(),
         state.clone(),
+        out.target.clone(),
+    );
+    let prepared = state
+        .db(move |c| prepare(c, &st, &uid, &room, &txn, target.as_ref(), false))
+        .await?;
+    Ok(match prepared {
+        Prepared::Done(event_id) => Ok(Sent {
+            event_id,
+            room_id: out.room_id.clone(),
+            txn_id: out.txn_id.clone(),
+            duplicate: true,
+        }),
+        Prepared::Send { token, .. } => Err(token),
+    })
+}
+
+/// Sends one action once per (user, `txn_id`): recorded in `sent_transactions` before the
+/// homeserver is asked, completed with the event id after; a repeat returns the first
+/// event (`duplicate`). The homeserver deduplicates its own transaction ids as well.
+pub async fn send_once(state: &Context, user_id: &str, out: Outbound) -> AppResult<Sent> {
+    let matrix = state.matrix.clone().ok_or_else(no_homeserver)?;
+    let (uid, room, txn, st, target) = (
+        user_id.to_owned(),
+        out.room_id.clone(),
+        out.txn_id.clone(),
+        state.clone(),
+        out.target.clone(),
     );
     let prepared = state
         .store
         .run(move |c| {
             let tx = c.transaction_with_behavior(TransactionBehavior::Immediate)?;
-            let user = load_user(&tx, &uid)?;
-            let earlier = sent_transactions::find(&tx, &uid, &txn)?;
-            if let Some(t) = &earlier {
-                if t.room_id != room {
-                    return Err(AppError::conflict(
-                        ErrorCode::TxnIdConflict,
-                        "this txnId was already used for another room; use a new txnId per message",
-                    ));
-                }
-                if let Some(event_id) = &t.event_id {
-                    return Ok(Prepared::Done(event_id.clone()));
-                }
-            }
-            let r = rooms::find(&tx, &uid, &room)?.ok_or_else(room_not_found)?;
-            if r.membership != "join" {
-                return Err(not_joined());
-            }
-            if r.is_direct && r.recipient_id.is_none() {
-                return Err(AppError::conflict(
-                    ErrorCode::RecipientUnresolved,
-                    "the recipient of this direct conversation is not verified yet: \
-                     verify this conversation in the native app first",
-                ));
-            }
-            let token = matrix_token(&st, &user)?;
-            if earlier.is_none() {
-                sent_transactions::insert_if_new(
-                    &tx,
-                    &SentTransaction {
-                        user_id: uid.clone(),
-                        txn_id: txn.clone(),
-                        room_id: room.clone(),
-                        event_id: None,
-                        created_at: unix_now() as i64,
-                    },
-                )?;
-            }
+            let prepared = prepare(&tx, &st, &uid, &room, &txn, target.as_ref(), true)?;
             tx.commit()?;
-            Ok(Prepared::Send {
-                token,
-                duplicate: earlier.is_some(),
-            })
+            Ok::<_, AppError>(prepared)
         })
         .await?;
     let sent = |event_id, duplicate| Sent {
         event_id,
-        room_id: room_id.clone(),
-        txn_id: txn_id.to_owned(),
+        room_id: out.room_id.clone(),
+        txn_id: out.txn_id.clone(),
         duplicate,
     };
     let (token, duplicate) = match prepared {
         Prepared::Done(event_id) => return Ok(sent(event_id, true)),
         Prepared::Send { token, duplicate } => (token, duplicate),
     };
-    let out = Outgoing {
-        room_id: &room_id,
-        txn_id: &format!("{MATRIX_TXN_PREFIX}{txn_id}"),
-        event_type: "m.room.message",
-        content: &text_content("m.text", text),
+    let matrix_txn = format!("{MATRIX_TXN_PREFIX}{}", out.txn_id);
+    let event_id = match &out.action {
+        Action::Send {
+            event_type,
+            content,
+        } => {
+            let o = Outgoing {
+                room_id: &out.room_id,
+                txn_id: &matrix_txn,
+                event_type,
+                content,
+            };
+            e2ee::send_event(state, &matrix, user_id, &token, &o)
+                .await
+                .map_err(SendFailure::into_app_error)?
+        }
+        Action::Redact { event_id } => matrix
+            .redact(&token, &out.room_id, event_id, &matrix_txn)
+            .await
+            .map_err(homeserver_error)?,
     };
-    let event_id = e2ee::send_event(state, &matrix, user_id, &token, &out)
-        .await
-        .map_err(SendFailure::into_app_error)?;
-    let (uid, txn, ev) = (user_id.to_owned(), txn_id.to_owned(), event_id.clone());
+    let (uid, txn, ev) = (user_id.to_owned(), out.txn_id.clone(), event_id.clone());
     state
         .db(move |c| Ok(sent_transactions::set_event_id(c, &uid, &txn, &ev)?))
         .await?;

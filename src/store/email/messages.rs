@@ -355,3 +355,20 @@ pub fn label_counts(conn: &Connection, user_id: &str) -> rusqlite::Result<Vec<La
     })?
     .collect()
 }
+
+/// Messages cached for the account.
+pub fn count_of_account(conn: &Connection, account_id: &str) -> rusqlite::Result<u64> {
+    conn.prepare_cached("SELECT COUNT(*) FROM email_messages WHERE account_id = ?1")?
+        .query_row([account_id], |r| r.get::<_, i64>(0))
+        .map(|n| n.max(0) as u64)
+}
+
+/// Bytes of mail cached for the user over every account (the quota's measure).
+pub fn bytes_of_user(conn: &Connection, user_id: &str) -> rusqlite::Result<u64> {
+    conn.prepare_cached(
+        "SELECT COALESCE(SUM(m.size), 0) FROM email_messages m \
+         JOIN email_accounts a ON a.id = m.account_id WHERE a.user_id = ?1",
+    )?
+    .query_row([user_id], |r| r.get::<_, i64>(0))
+    .map(|n| n.max(0) as u64)
+}

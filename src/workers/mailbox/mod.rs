@@ -15,6 +15,7 @@ use tokio::task::JoinHandle;
 use crate::clients::mail::imap::{self, ImapError};
 use crate::error::AppError;
 use crate::services::email::announce;
+use crate::services::email::budget::Limit;
 use crate::services::email::sync::{self, AccountCtx, SyncError};
 use crate::services::Context;
 
@@ -91,6 +92,10 @@ async fn run_account(state: Context, account_id: String) {
 /// (a server whose counters never settle must not keep the task spinning).
 const MAX_RESTLESS_ROUNDS: u32 = 5;
 
+/// IDLE wake-ups in a row whose round changed nothing, after which the task pauses
+/// (doubling from 2 s up to the poll interval) before it idles again.
+const NOISY_WAKEUPS: u32 = 3;
+
 /// One connection's life: rounds and IDLE until an error, removal or shutdown (`Ok`).
 ///
 /// IDLE reports what happens after its SELECT, so a change made on the server between a
@@ -105,11 +110,13 @@ async fn session(
     poke: &tokio::sync::Notify,
     backoff: &mut Duration,
 ) -> Result<(), SyncError> {
-    let hosts = &state.config.email.allow_private_hosts;
-    let mut s = imap::connect(&ctx.settings.imap, hosts).await?;
+    let mut s = imap::connect(&ctx.settings.imap, &state.config.email, &ctx.user_id).await?;
     let caps = imap::capabilities(&mut s).await?;
     let poll = state.config.email.poll_interval.0;
     let mut restless = 0;
+    // IDLE wake-ups in a row after which a round found nothing to change.
+    let mut idle_noise = 0u32;
+    let mut idle_woke = false;
     loop {
         if state.shutdown.is_triggered() || !exists(state, &ctx.account_id).await? {
             imap::logout(s).await;
@@ -123,8 +130,21 @@ async fn session(
             }
             round
         };
-        sync::set_status(state, &ctx.account_id, "ok", None).await;
+        // A limit that holds (account cap, quota) stays visible on the account; the round
+        // cap only defers mail.
+        let note = round
+            .limit
+            .filter(|l| *l != Limit::Round)
+            .map(|l| l.message().to_owned());
+        sync::set_status(state, &ctx.account_id, "ok", note).await;
         *backoff = BACKOFF_MIN;
+        if idle_woke {
+            idle_noise = if round.changed.is_empty() {
+                idle_noise + 1
+            } else {
+                0
+            };
+        }
         if caps.idle {
             let now = imap::select(&mut s, "INBOX", caps.condstore).await?;
             let moved = round.inbox.is_some_and(|seen| now.differs_from(&seen));
@@ -134,13 +154,25 @@ async fn session(
                 continue;
             }
             restless = 0;
+            if idle_noise >= NOISY_WAKEUPS {
+                // The server keeps waking IDLE without a change: back off before the next.
+                let pause = (BACKOFF_MIN * 2u32.pow((idle_noise - NOISY_WAKEUPS).min(8))).min(poll);
+                tracing::debug!(account = %ctx.account_id, ?pause, "IDLE wake-ups without changes; backing off");
+                tokio::select! {
+                    _ = tokio::time::sleep(pause) => {}
+                    _ = poke.notified() => {}
+                    _ = state.shutdown.wait() => {}
+                }
+            }
             let wake = async {
                 tokio::select! {
                     _ = poke.notified() => {}
                     _ = state.shutdown.wait() => {}
                 }
             };
-            s = imap::idle(s, poll, wake).await?.0;
+            let (back, changed) = imap::idle(s, poll, wake).await?;
+            s = back;
+            idle_woke = changed;
         } else {
             tokio::select! {
                 _ = tokio::time::sleep(poll) => {}

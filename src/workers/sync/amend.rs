@@ -77,6 +77,7 @@ impl Pass<'_, '_> {
             content: new_content.clone(),
         };
         orig.edited = true;
+        orig.edited_at = orig.edited_at.max(ev.origin_server_ts);
         self.rewrite(&mut orig, &content, s)
     }
 
@@ -90,6 +91,9 @@ impl Pass<'_, '_> {
         let Some(target) = ev.redacts.as_deref().or(ev.content["redacts"].as_str()) else {
             return Ok(false);
         };
+        if self.remove_reaction(view, target)? {
+            return Ok(true);
+        }
         let Some(mut orig) = messages::find_by_event(self.tx, self.ctx.user_id, target)? else {
             return Ok(false);
         };

@@ -96,24 +96,35 @@ fn apply_decrypted(
     let (tx, ctx) = (pass.tx, pass.ctx);
     let view = RoomView::load(tx, ctx, pass.dek, &row.room_id)?;
     pass.out.changed_rooms.insert(row.room_id.clone());
-    if kind != "m.room.message" {
+    let ev = Event {
+        kind: kind.to_owned(),
+        event_id: Some(row.event_id.clone()),
+        sender: Some(row.sender_id.clone()),
+        origin_server_ts: Some(row.ts),
+        content: content.clone(),
+        ..Event::default()
+    };
+    if kind == "m.reaction" {
+        // The placeholder row goes; the reaction is stored as one.
+        messages::delete_one(tx, ctx.user_id, &row.id)?;
+        pass.apply_reaction(&view, &ev)?;
+        return Ok(None);
+    }
+    if kind != "m.room.message" && kind != ingest::STICKER {
         messages::delete_one(tx, ctx.user_id, &row.id)?;
         return Ok(None);
     }
     if let Some(target) = ingest::replaced_event(content) {
-        let ev = Event {
-            kind: kind.to_owned(),
-            event_id: Some(row.event_id.clone()),
-            sender: Some(row.sender_id.clone()),
-            origin_server_ts: Some(row.ts),
-            content: content.clone(),
-            ..Event::default()
-        };
         pass.apply_edit(&view, &ev, target)?;
         messages::delete_one(tx, ctx.user_id, &row.id)?;
         return Ok(messages::find_by_event(tx, ctx.user_id, target)?.map(|m| m.id));
     }
-    let msgtype = content["msgtype"].as_str().unwrap_or("m.text").to_owned();
+    let msgtype = match content["msgtype"].as_str() {
+        _ if kind == ingest::STICKER => ingest::STICKER,
+        Some(t) => t,
+        None => "m.text",
+    }
+    .to_owned();
     let s = ingest::score(ctx, view.row.is_direct, content, &msgtype, row.is_mine);
     let plain = MessageContent {
         body: content["body"].as_str().unwrap_or_default().to_owned(),

@@ -19,7 +19,7 @@ use crate::clients::matrix::e2ee::UserCrypto;
 use crate::clients::matrix::types::{Event, Timeline};
 use crate::clients::provisioning::identity::BridgeIdentities;
 use crate::config::BridgesConfig;
-use crate::services::history::{BackFill, TimelineSink};
+use crate::services::history::{BackFill, JoinedState, TimelineSink};
 use crate::services::importance::Reader;
 use crate::store::history::{self, NewGap};
 
@@ -66,6 +66,24 @@ impl TimelineSink for HistoryIngest {
         };
         let out = ingest::ingest_history(tx, &ctx, page.dek, page.room_id, page.events)?;
         Ok(out.new_messages.len())
+    }
+
+    fn ingest_joined(&self, tx: &Transaction<'_>, room: &JoinedState<'_>) -> rusqlite::Result<()> {
+        let user = room.user;
+        let Some(mxid) = user.matrix_user_id.as_deref() else {
+            return Ok(());
+        };
+        let reader = Reader::new(mxid, user.display_name.as_deref());
+        let hints = HashMap::new();
+        let ctx = IngestContext {
+            user_id: &user.id,
+            reader: &reader,
+            bridges: &self.bridges,
+            hints: &hints,
+            now: room.now,
+        };
+        let direct = super::room::DirectRooms::from_content(room.direct);
+        ingest::ingest_joined_state(tx, &ctx, room.dek, &direct, room)
     }
 }
 

@@ -43,6 +43,8 @@ use crate::store::{rooms, sync_state};
 
 /// msgtype stored when an event has none (e.g. it arrived already redacted).
 const DEFAULT_MSGTYPE: &str = "m.text";
+/// Stickers are their own event type; stored with this as their msgtype.
+pub const STICKER: &str = "m.sticker";
 /// msgtype of a message that could not be decrypted yet; its content is the encrypted
 /// event content, kept to decrypt it when its room key arrives.
 pub const UNDECRYPTABLE: &str = "m.room.encrypted";
@@ -280,6 +282,24 @@ pub fn ingest_history(
     Ok(pass.out)
 }
 
+/// Stores a room the API has just created or joined from its full state, as one joined
+/// room of a sync without a timeline: no gap is recorded, so the room's first synced
+/// timeline records its history as for any newly joined room.
+pub fn ingest_joined_state(
+    tx: &Transaction<'_>,
+    ctx: &IngestContext<'_>,
+    dek: &DataKey,
+    direct: &DirectRooms,
+    joined: &crate::services::history::JoinedState<'_>,
+) -> rusqlite::Result<()> {
+    let mut pass = Pass::new(tx, ctx, dek);
+    let mut room = JoinedRoom::default();
+    room.state.events = joined.state.clone();
+    room.summary.heroes = Some(joined.heroes.clone());
+    pass.joined(direct, joined.room_id, &room)?;
+    Ok(())
+}
+
 /// The event an edit replaces (`m.relates_to.rel_type == "m.replace"`).
 pub(super) fn replaced_event(content: &Value) -> Option<&str> {
     let rel = &content["m.relates_to"];
@@ -316,10 +336,11 @@ impl Pass<'_, '_> {
             return Ok(false);
         }
         match ev.kind.as_str() {
-            "m.room.message" => match replaced_event(&ev.content) {
+            "m.room.message" | STICKER => match replaced_event(&ev.content) {
                 Some(target) => self.apply_edit(view, ev, target),
                 None => self.insert_message(view, ev),
             },
+            "m.reaction" => self.apply_reaction(view, ev),
             "m.room.redaction" => self.apply_redaction(view, ev),
             UNDECRYPTABLE => self.insert_message(view, ev),
             _ => Ok(false),
@@ -340,6 +361,7 @@ impl Pass<'_, '_> {
         let undecryptable = ev.kind == UNDECRYPTABLE;
         let msgtype = match ev.content["msgtype"].as_str() {
             _ if undecryptable => UNDECRYPTABLE,
+            _ if ev.kind == STICKER => STICKER,
             Some(t) => t,
             None => DEFAULT_MSGTYPE,
         };
@@ -381,6 +403,7 @@ impl Pass<'_, '_> {
             edited: false,
             redacted,
             created_at: ctx.now,
+            edited_at: None,
         };
         if !messages::insert_if_new(tx, &row)? {
             return Ok(false);

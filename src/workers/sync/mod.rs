@@ -22,6 +22,7 @@ pub mod e2ee;
 pub mod history;
 pub mod homeserver;
 pub mod ingest;
+mod reactions;
 pub mod room;
 mod worker;
 

@@ -480,5 +480,7 @@ fn a_display_name_change_renames_an_unnamed_room_but_not_a_named_one() {
 mod bridges;
 
 mod e2ee;
+
 #[path = "tests_history.rs"]
 mod history;
+mod joined;

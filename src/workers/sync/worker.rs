@@ -58,7 +58,13 @@ const STATE_TYPES: &[&str] = &[
 
 fn timeline_types() -> Vec<&'static str> {
     let mut types = STATE_TYPES.to_vec();
-    types.extend(["m.room.message", "m.room.redaction", "m.room.encrypted"]);
+    types.extend([
+        "m.room.message",
+        "m.room.redaction",
+        "m.room.encrypted",
+        "m.reaction",
+        "m.sticker",
+    ]);
     types
 }
 

@@ -21,6 +21,9 @@ use poem::{Body, Request, Response};
 use serde_json::{json, Value};
 use tokio::sync::{oneshot, Notify};
 
+#[path = "bridge_snc.rs"]
+pub mod snc;
+
 pub const SHARED_SECRET: &str = "emulator-shared-secret-0123456789";
 
 /// Which bridge to emulate: its flows and steps follow the real connector's ids.
@@ -67,6 +70,10 @@ pub enum Op {
     Step,
     Wait,
     Logout,
+    Contacts,
+    Search,
+    Resolve,
+    CreateDm,
 }
 
 /// One request as the emulator received it.
@@ -125,6 +132,10 @@ struct State {
     failures: Vec<(Op, u16, String, String)>,
     requests: Vec<Recorded>,
     counter: u64,
+    /// Ghosts by remote person id (see `snc`).
+    ghosts: HashMap<String, super::matrix::MatrixUser>,
+    /// Portal rooms by (Matrix user, remote person id).
+    portals: HashMap<(String, String), String>,
 }
 
 struct Emu {
@@ -132,6 +143,8 @@ struct Emu {
     secret: String,
     state: Mutex<State>,
     notify: Notify,
+    /// Serialises `create_dm` (see `snc`).
+    creating: tokio::sync::Mutex<()>,
 }
 
 /// A running emulator; stopped on drop.
@@ -153,6 +166,7 @@ impl BridgeEmulator {
             secret: SHARED_SECRET.to_owned(),
             state: Mutex::new(State::default()),
             notify: Notify::new(),
+            creating: tokio::sync::Mutex::new(()),
         });
         let app = {
             let emu = emu.clone();
@@ -280,6 +294,20 @@ impl BridgeEmulator {
         self.with(|s| s.processes.contains_key(process_id))
     }
 
+    /// The portal room `create_dm` made for `user` and the remote person `remote_id`.
+    pub fn portal_of(&self, user: &str, remote_id: &str) -> Option<String> {
+        self.with(|s| {
+            s.portals
+                .get(&(user.to_owned(), remote_id.to_owned()))
+                .cloned()
+        })
+    }
+
+    /// The ghost of the remote person `remote_id`, once `create_dm` made it.
+    pub fn ghost_of(&self, remote_id: &str) -> Option<super::matrix::MatrixUser> {
+        self.with(|s| s.ghosts.get(remote_id).cloned())
+    }
+
     pub fn requests(&self) -> Vec<Recorded> {
         self.with(|s| s.requests.clone())
     }
@@ -388,6 +416,10 @@ impl Emu {
             ("POST", ["login", "step", _, _, "display_and_wait"]) => Op::Wait,
             ("POST", ["login", "step", _, _, "user_input" | "cookies"]) => Op::Step,
             ("POST", ["logout", _]) => Op::Logout,
+            ("GET", ["contacts"]) => Op::Contacts,
+            ("POST", ["search_users"]) => Op::Search,
+            ("GET", ["resolve_identifier", _]) => Op::Resolve,
+            ("POST", ["create_dm", _]) => Op::CreateDm,
             ("GET", ["logins"]) => {
                 let ids: Vec<String> = self.logins_of(&user).into_iter().map(|l| l.id).collect();
                 return json_response(200, json!({"login_ids": ids}));
@@ -417,6 +449,10 @@ impl Emu {
             Op::Step => self.submit(&user, seg[2], seg[3], seg[4], &body),
             Op::Wait => self.wait(&user, seg[2].to_owned(), seg[3].to_owned()).await,
             Op::Logout => self.logout(&user, seg[1]),
+            Op::Contacts => self.contacts(&user),
+            Op::Search => self.search(&user, &body),
+            Op::Resolve => self.resolve(&user, seg[1]),
+            Op::CreateDm => self.create_dm(&user, seg[1]).await,
         }
     }
 

@@ -67,6 +67,52 @@ pub async fn register(prefix: &str) -> MatrixUser {
     }
 }
 
+/// The account `@localpart:<server>` with password `pw-<localpart>`: registered the first
+/// time (shared-secret registration), logged in afterwards (the test Synapse outlives
+/// runs). Fixed names such as the bridge emulator's bot use it.
+pub async fn register_or_login(localpart: &str) -> MatrixUser {
+    let s = synapse();
+    let http = client();
+    let password = format!("pw-{localpart}");
+    let url = format!("{}/_synapse/admin/v1/register", s.base_url);
+    let nonce: Value = http.get(&url).send().await.unwrap().json().await.unwrap();
+    let nonce = nonce["nonce"].as_str().expect("nonce").to_owned();
+    let mut mac = hmac::Hmac::<sha1::Sha1>::new_from_slice(s.shared_secret.as_bytes()).unwrap();
+    mac.update(format!("{nonce}\0{localpart}\0{password}\0notadmin").as_bytes());
+    let body = json!({
+        "nonce": nonce, "username": localpart, "password": password, "admin": false,
+        "mac": hex::encode(mac.finalize().into_bytes()),
+    });
+    let resp = http.post(&url).json(&body).send().await.unwrap();
+    let mut session: Value = resp.json().await.unwrap();
+    if session["errcode"] == "M_USER_IN_USE" {
+        let login = json!({
+            "type": "m.login.password",
+            "identifier": {"type": "m.id.user", "user": localpart},
+            "password": password,
+        });
+        let url = format!("{}/_matrix/client/v3/login", s.base_url);
+        session = http
+            .post(&url)
+            .json(&login)
+            .send()
+            .await
+            .unwrap()
+            .json()
+            .await
+            .unwrap();
+    }
+    let token = session["access_token"]
+        .as_str()
+        .unwrap_or_else(|| panic!("{localpart}: {session}"));
+    MatrixUser {
+        user_id: session["user_id"].as_str().unwrap().to_owned(),
+        access_token: token.to_owned(),
+        http,
+        base: s.base_url.clone(),
+    }
+}
+
 fn enc(segment: &str) -> String {
     segment
         .bytes()

@@ -3,17 +3,20 @@
 use std::collections::HashSet;
 use std::time::Duration;
 
-use async_imap::types::Flag;
+use async_imap::types::{Fetch, Flag};
 use futures_util::TryStreamExt;
 
-use super::{timed, Caps, Result, Session};
+use super::{timed, Caps, ImapError, Result, Session};
 
-/// A message as fetched: UID, flags, size and the whole RFC 5322 text.
+/// A message as fetched: UID, flags, the size the server announced and the RFC 5322 text
+/// (only its header and the first part of its body when `truncated`).
 #[derive(Debug, Clone)]
 pub struct Fetched {
     pub uid: u32,
     pub seen: bool,
     pub flagged: bool,
+    pub size: u64,
+    pub truncated: bool,
     pub raw: Vec<u8>,
 }
 
@@ -25,7 +28,7 @@ pub struct FlagState {
     pub flagged: bool,
 }
 
-fn flags_of(f: &async_imap::types::Fetch) -> (bool, bool) {
+fn flags_of(f: &Fetch) -> (bool, bool) {
     let mut seen = false;
     let mut flagged = false;
     for flag in f.flags() {
@@ -38,33 +41,112 @@ fn flags_of(f: &async_imap::types::Fetch) -> (bool, bool) {
     (seen, flagged)
 }
 
-/// UIDs of every message in the selected mailbox.
-pub async fn all_uids(s: &mut Session) -> Result<HashSet<u32>> {
-    timed("UID SEARCH", async { Ok(s.uid_search("ALL").await?) }).await
+/// Messages one mailbox may list (a server inventing more is refused: the list of UIDs
+/// and sizes is held in memory).
+pub const MAX_LISTED: usize = 1_000_000;
+
+/// Runs `UID FETCH <set> <query>` and hands each response to `each` as it arrives (none is
+/// kept: each holds its own read buffer). Each response must come within the deadline;
+/// unsolicited responses are dropped as they come, so none piles up behind the fetch.
+async fn for_each_fetch(
+    s: &mut Session,
+    uid_set: &str,
+    query: &str,
+    mut each: impl FnMut(&Fetch) -> Result<()>,
+) -> Result<()> {
+    let unsolicited = s.unsolicited_responses.clone();
+    let mut stream = timed("UID FETCH", async {
+        Ok(s.uid_fetch(uid_set, query).await?)
+    })
+    .await?;
+    while let Some(f) = timed("UID FETCH", async { Ok(stream.try_next().await?) }).await? {
+        while unsolicited.try_recv().is_ok() {}
+        each(&f)?;
+    }
+    Ok(())
 }
 
-/// Whole messages by UID set (`BODY.PEEK[]`: fetching does not mark them read).
-pub async fn fetch_messages(s: &mut Session, uid_set: &str) -> Result<Vec<Fetched>> {
-    timed("UID FETCH", async {
-        let fetches: Vec<_> = s
-            .uid_fetch(uid_set, "(UID FLAGS BODY.PEEK[])")
-            .await?
-            .try_collect()
-            .await?;
-        Ok(fetches
-            .iter()
-            .filter_map(|f| {
-                let (seen, flagged) = flags_of(f);
-                Some(Fetched {
-                    uid: f.uid?,
-                    seen,
-                    flagged,
-                    raw: f.body()?.to_vec(),
-                })
-            })
-            .collect())
+/// UID and announced size (RFC822.SIZE) of every message in the selected mailbox, read
+/// as one FETCH line per message (no single line grows with the mailbox).
+pub async fn uid_sizes(s: &mut Session) -> Result<Vec<(u32, u64)>> {
+    let mut out = Vec::new();
+    for_each_fetch(s, "1:*", "(UID RFC822.SIZE)", |f| {
+        if let Some(uid) = f.uid {
+            if out.len() >= MAX_LISTED {
+                return Err(ImapError::Protocol(format!(
+                    "the mailbox lists more than {MAX_LISTED} messages"
+                )));
+            }
+            out.push((uid, u64::from(f.size.unwrap_or(0))));
+        }
+        Ok(())
     })
-    .await
+    .await?;
+    Ok(out)
+}
+
+/// UIDs of every message in the selected mailbox.
+pub async fn all_uids(s: &mut Session) -> Result<HashSet<u32>> {
+    Ok(uid_sizes(s).await?.into_iter().map(|(u, _)| u).collect())
+}
+
+/// How much of a message to fetch: all of it, or its header and the first `part` bytes
+/// of its body.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Extent {
+    Whole,
+    Partial(u64),
+}
+
+/// Messages by UID set (`BODY.PEEK[]`: fetching does not mark them read), at most
+/// `budget` bytes in all: a server sending more than that (more than the sizes it
+/// announced) is cut off with an error.
+pub async fn fetch_messages(
+    s: &mut Session,
+    uid_set: &str,
+    extent: Extent,
+    budget: u64,
+) -> Result<Vec<Fetched>> {
+    let query = match extent {
+        Extent::Whole => "(UID FLAGS RFC822.SIZE BODY.PEEK[])".to_owned(),
+        Extent::Partial(n) => {
+            format!("(UID FLAGS RFC822.SIZE BODY.PEEK[HEADER] BODY.PEEK[TEXT]<0.{n}>)")
+        }
+    };
+    let mut out = Vec::new();
+    let mut total = 0u64;
+    for_each_fetch(s, uid_set, &query, |f| {
+        let Some(uid) = f.uid else { return Ok(()) };
+        let raw = match extent {
+            Extent::Whole => match f.body() {
+                Some(b) => b.to_vec(),
+                None => return Ok(()),
+            },
+            Extent::Partial(_) => {
+                let mut raw = f.header().unwrap_or_default().to_vec();
+                raw.extend_from_slice(f.text().unwrap_or_default());
+                raw
+            }
+        };
+        total += raw.len() as u64;
+        if total > budget {
+            return Err(ImapError::Protocol(format!(
+                "the server sent more than the {budget} bytes it announced for the messages"
+            )));
+        }
+        let (seen, flagged) = flags_of(f);
+        out.push(Fetched {
+            uid,
+            seen,
+            flagged,
+            size: u64::from(f.size.unwrap_or(0)).max(raw.len() as u64),
+            truncated: extent != Extent::Whole,
+            raw,
+        });
+        Ok(())
+    })
+    .await?;
+    Ok(out)
 }
 
 /// Flags of the messages in `uid_set`; with `changed_since` (CONDSTORE) only those changed
@@ -78,21 +160,21 @@ pub async fn fetch_flags(
         Some(m) => format!("(UID FLAGS) (CHANGEDSINCE {m})"),
         None => "(UID FLAGS)".to_owned(),
     };
-    timed("UID FETCH FLAGS", async {
-        let fetches: Vec<_> = s.uid_fetch(uid_set, &query).await?.try_collect().await?;
-        Ok(fetches
-            .iter()
-            .filter_map(|f| {
-                let (seen, flagged) = flags_of(f);
-                Some(FlagState {
-                    uid: f.uid?,
-                    seen,
-                    flagged,
-                })
-            })
-            .collect())
+    let mut out = Vec::new();
+    for_each_fetch(s, uid_set, &query, |f| {
+        if let Some(uid) = f.uid {
+            if out.len() >= MAX_LISTED {
+                return Err(ImapError::Protocol(format!(
+                    "the server sent flags of more than {MAX_LISTED} messages"
+                )));
+            }
+            let (seen, flagged) = flags_of(f);
+            out.push(FlagState { uid, seen, flagged });
+        }
+        Ok(())
     })
-    .await
+    .await?;
+    Ok(out)
 }
 
 /// `UID STORE <set> +FLAGS|-FLAGS (<flag>)`.
@@ -103,11 +185,9 @@ pub async fn store_flag(s: &mut Session, uid_set: &str, add: bool, flag: &str) -
         "-FLAGS.SILENT"
     };
     timed("UID STORE", async {
-        let _: Vec<_> = s
-            .uid_store(uid_set, format!("{op} ({flag})"))
-            .await?
-            .try_collect()
-            .await?;
+        let mut st = s.uid_store(uid_set, format!("{op} ({flag})")).await?;
+        // Read and dropped one by one: nothing of the answer is kept.
+        while st.try_next().await?.is_some() {}
         Ok(())
     })
     .await
@@ -131,9 +211,11 @@ pub async fn expunge_uids(s: &mut Session, caps: Caps, uid_set: &str) -> Result<
     store_flag(s, uid_set, true, "\\Deleted").await?;
     timed("EXPUNGE", async {
         if caps.uidplus {
-            let _: Vec<_> = s.uid_expunge(uid_set).await?.try_collect().await?;
+            let mut st = std::pin::pin!(s.uid_expunge(uid_set).await?);
+            while st.as_mut().try_next().await?.is_some() {}
         } else {
-            let _: Vec<_> = s.expunge().await?.try_collect().await?;
+            let mut st = std::pin::pin!(s.expunge().await?);
+            while st.as_mut().try_next().await?.is_some() {}
         }
         Ok(())
     })

@@ -1,9 +1,13 @@
 //! IMAP client for the user's own mailboxes (async-imap over tokio, TLS by tokio-rustls
 //! with the aws-lc-rs provider and the webpki roots). Protocol only: no cache, no HTTP.
 //!
-//! Every command runs under [`COMMAND_TIMEOUT`], so a server that stops answering turns
-//! into an error instead of a hung request or sync task.
+//! A mail server is untrusted input: every network step (TCP connect, TLS handshake,
+//! greeting, login, each command and each response of a command) runs under `[email]
+//! network_timeout`, so a server that stops answering turns into an error instead of a
+//! hung request or sync task; the bytes it sends pass a bounded reader ([`guard`]) before
+//! async-imap parses them; and the sessions open at once are limited ([`sessions`]).
 
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 
 use async_imap::types::NameAttribute;
@@ -11,18 +15,28 @@ use futures_util::TryStreamExt;
 use serde::{Deserialize, Serialize};
 use tokio::net::TcpStream;
 
-use super::dial::{self, DialError, PrivateHosts};
+use super::dial::{self, DialError};
 pub use super::uids::uid_set;
+use crate::config::EmailConfig;
 
+mod guard;
 mod messages;
-mod stream;
+mod sessions;
+pub(crate) mod stream;
 
+pub use guard::Guarded;
 pub use messages::*;
+pub use sessions::open_sessions;
 use stream::tls;
 pub use stream::MailStream;
 
-pub const CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
-pub const COMMAND_TIMEOUT: Duration = Duration::from_secs(60);
+/// The deadline of one step, from `[email] network_timeout` (set by [`connect`]; every
+/// session of the process is made by it, so later commands use the same value).
+static STEP_TIMEOUT_MS: AtomicU64 = AtomicU64::new(30_000);
+
+fn step_timeout() -> Duration {
+    Duration::from_millis(STEP_TIMEOUT_MS.load(Ordering::Relaxed))
+}
 
 /// How the connection is protected: implicit TLS, STARTTLS, or none (loopback and tests).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -93,12 +107,23 @@ impl From<DialError> for ImapError {
     }
 }
 
+impl From<std::io::Error> for ImapError {
+    /// The bounded reader refuses with `InvalidData` (the server spoke out of bounds).
+    fn from(e: std::io::Error) -> Self {
+        if e.kind() == std::io::ErrorKind::InvalidData {
+            Self::Protocol(e.to_string())
+        } else {
+            Self::Unreachable(e.to_string())
+        }
+    }
+}
+
 impl From<async_imap::error::Error> for ImapError {
     fn from(e: async_imap::error::Error) -> Self {
         use async_imap::error::Error as E;
         match e {
             E::No(m) | E::Bad(m) => Self::Refused(m),
-            E::Io(e) => Self::Unreachable(e.to_string()),
+            E::Io(e) => Self::from(e),
             E::ConnectionLost => Self::Unreachable("connection lost".into()),
             other => Self::Protocol(other.to_string()),
         }
@@ -107,37 +132,69 @@ impl From<async_imap::error::Error> for ImapError {
 
 pub type Result<T> = std::result::Result<T, ImapError>;
 
-pub type Session = async_imap::Session<MailStream>;
+pub type Session = async_imap::Session<Guarded>;
 
-async fn timed<T>(what: &str, f: impl std::future::Future<Output = Result<T>>) -> Result<T> {
-    tokio::time::timeout(COMMAND_TIMEOUT, f)
+/// Runs one network step under the deadline.
+pub(crate) async fn timed<T>(
+    what: &str,
+    f: impl std::future::Future<Output = Result<T>>,
+) -> Result<T> {
+    tokio::time::timeout(step_timeout(), f)
         .await
-        .unwrap_or_else(|_| Err(ImapError::Unreachable(format!("{what}: timed out"))))
+        .unwrap_or_else(|_| {
+            Err(ImapError::Unreachable(format!(
+                "{what}: no answer within {} s",
+                step_timeout().as_secs_f32()
+            )))
+        })
 }
 
-/// Connects and logs in. A refused login is [`ImapError::Login`] with the server's words;
-/// a host `hosts` does not allow is [`ImapError::NotAllowed`] (checked after resolution,
-/// and the connection goes to the checked address).
-pub async fn connect(ep: &Endpoint, hosts: &PrivateHosts) -> Result<Session> {
-    let addrs = dial::resolve(&ep.host, ep.port, hosts).await?;
-    let tcp = tokio::time::timeout(CONNECT_TIMEOUT, TcpStream::connect(&addrs[..]))
-        .await
-        .map_err(|_| ImapError::Unreachable(format!("{}:{}: timed out", ep.host, ep.port)))?
-        .map_err(|e| ImapError::Unreachable(format!("{}:{}: {e}", ep.host, ep.port)))?;
+/// Connects and logs in as `user_id`'s session. A refused login is [`ImapError::Login`]
+/// with the server's words; a host `[email] allow_private_hosts` does not allow is
+/// [`ImapError::NotAllowed`] (checked after resolution, and the connection goes to the
+/// checked address); no free session place within the deadline is `Unreachable`.
+pub async fn connect(ep: &Endpoint, cfg: &EmailConfig, user_id: &str) -> Result<Session> {
+    let deadline = cfg.timeout();
+    STEP_TIMEOUT_MS.store(deadline.as_millis() as u64, Ordering::Relaxed);
+    let permit = sessions::acquire(
+        user_id,
+        cfg.max_sessions as usize,
+        cfg.max_sessions_per_user as usize,
+        deadline,
+    )
+    .await
+    .ok_or_else(|| {
+        ImapError::Unreachable(
+            "too many IMAP sessions are open on this server; try again later".into(),
+        )
+    })?;
+    let addrs = dial::resolve(&ep.host, ep.port, &cfg.allow_private_hosts).await?;
+    let at = format!("{}:{}", ep.host, ep.port);
+    let tcp = timed("connect", async {
+        TcpStream::connect(&addrs[..])
+            .await
+            .map_err(|e| ImapError::Unreachable(format!("{at}: {e}")))
+    })
+    .await?;
+    let limits = guard::Limits::for_literal(cfg.max_message_bytes() as usize);
     let stream = match ep.security {
-        Security::Tls => tls(&ep.host, tcp).await?,
+        Security::Tls => timed("TLS handshake", tls(&ep.host, tcp)).await?,
         _ => MailStream::Plain(tcp),
     };
+    let mut client = async_imap::Client::new(Guarded::new(stream, limits, Some(permit)));
+    timed("greeting", greeting(&mut client)).await?;
+    if ep.security == Security::Starttls {
+        timed("STARTTLS", async {
+            Ok(client.run_command_and_check_ok("STARTTLS", None).await?)
+        })
+        .await?;
+        let (MailStream::Plain(tcp), limits, permit) = client.into_inner().into_parts() else {
+            unreachable!("STARTTLS starts from a plain stream")
+        };
+        let tls = timed("TLS handshake", tls(&ep.host, tcp)).await?;
+        client = async_imap::Client::new(Guarded::new(tls, limits, permit));
+    }
     timed("login", async {
-        let mut client = async_imap::Client::new(stream);
-        greeting(&mut client).await?;
-        if ep.security == Security::Starttls {
-            client.run_command_and_check_ok("STARTTLS", None).await?;
-            let MailStream::Plain(tcp) = client.into_inner() else {
-                unreachable!("STARTTLS starts from a plain stream")
-            };
-            client = async_imap::Client::new(tls(&ep.host, tcp).await?);
-        }
         client
             .login(&ep.username, &ep.password)
             .await
@@ -151,11 +208,11 @@ pub async fn connect(ep: &Endpoint, hosts: &PrivateHosts) -> Result<Session> {
     .await
 }
 
-async fn greeting(client: &mut async_imap::Client<MailStream>) -> Result<()> {
+async fn greeting(client: &mut async_imap::Client<Guarded>) -> Result<()> {
     match client.read_response().await {
         Ok(Some(_)) => Ok(()),
         Ok(None) => Err(ImapError::Unreachable("closed before the greeting".into())),
-        Err(e) => Err(ImapError::Unreachable(e.to_string())),
+        Err(e) => Err(ImapError::from(e)),
     }
 }
 
@@ -186,14 +243,21 @@ pub struct MailboxInfo {
     pub special: Option<&'static str>,
 }
 
-pub async fn list_mailboxes(s: &mut Session) -> Result<Vec<MailboxInfo>> {
-    timed("LIST", async {
-        let names: Vec<_> = s.list(Some(""), Some("*")).await?.try_collect().await?;
-        let mut out = Vec::new();
-        for n in names {
+/// Longer mailbox names are not synced (no honest server needs them; a hostile one could
+/// send a literal of megabytes as a name).
+const MAX_MAILBOX_NAME: usize = 1000;
+
+/// The account's selectable mailboxes, at most `max` of them (INBOX always among them;
+/// the rest of a longer list is read and dropped as it streams).
+pub async fn list_mailboxes(s: &mut Session, max: usize) -> Result<Vec<MailboxInfo>> {
+    let mut names = timed("LIST", async { Ok(s.list(Some(""), Some("*")).await?) }).await?;
+    let mut out: Vec<MailboxInfo> = Vec::new();
+    while let Some(n) = timed("LIST", async { Ok(names.try_next().await?) }).await? {
+        {
             if n.attributes()
                 .iter()
                 .any(|a| matches!(a, NameAttribute::NoSelect))
+                || n.name().len() > MAX_MAILBOX_NAME
             {
                 continue;
             }
@@ -209,14 +273,20 @@ pub async fn list_mailboxes(s: &mut Session) -> Result<Vec<MailboxInfo>> {
                     _ => None,
                 })
             };
-            out.push(MailboxInfo {
-                name: n.name().to_owned(),
-                special,
-            });
+            if out.len() < max || special == Some("inbox") {
+                out.push(MailboxInfo {
+                    name: n.name().to_owned(),
+                    special,
+                });
+            }
         }
-        Ok(out)
-    })
-    .await
+    }
+    if out.len() > max {
+        // INBOX came after the others filled the places: it takes the last one.
+        out.sort_by_key(|m| m.special != Some("inbox"));
+        out.truncate(max);
+    }
+    Ok(out)
 }
 
 /// What SELECT told about a mailbox.

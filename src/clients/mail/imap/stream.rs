@@ -69,11 +69,82 @@ fn tls_connector() -> tokio_rustls::TlsConnector {
 }
 
 pub(super) async fn tls(host: &str, tcp: TcpStream) -> Result<MailStream> {
+    tls_stream(host, tcp).await.map_err(ImapError::Unreachable)
+}
+
+/// TLS over `tcp`, the certificate checked for `host` (IMAP and implicit-TLS SMTP).
+pub(crate) async fn tls_stream(
+    host: &str,
+    tcp: TcpStream,
+) -> std::result::Result<MailStream, String> {
     let name = rustls::pki_types::ServerName::try_from(host.to_owned())
-        .map_err(|e| ImapError::Unreachable(format!("{host}: {e}")))?;
+        .map_err(|e| format!("{host}: {e}"))?;
     let stream = tls_connector()
         .connect(name, tcp)
         .await
-        .map_err(|e| ImapError::Unreachable(format!("TLS with {host}: {e}")))?;
+        .map_err(|e| format!("TLS with {host}: {e}"))?;
     Ok(MailStream::Tls(Box::new(stream)))
+}
+
+/// A stream that fails once the server has sent more than `left` bytes: an SMTP server's
+/// answers are a few lines, and lettre reads a line without a bound before checking it.
+#[derive(Debug)]
+pub struct Capped {
+    inner: MailStream,
+    left: usize,
+}
+
+impl Capped {
+    pub fn new(inner: MailStream, cap: usize) -> Self {
+        Self { inner, left: cap }
+    }
+}
+
+impl AsyncRead for Capped {
+    fn poll_read(
+        self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        buf: &mut ReadBuf<'_>,
+    ) -> Poll<std::io::Result<()>> {
+        let this = self.get_mut();
+        if this.left == 0 {
+            return Poll::Ready(Err(std::io::Error::new(
+                std::io::ErrorKind::InvalidData,
+                "the server sent more than a mail server's answers hold",
+            )));
+        }
+        let mut tmp = [0u8; 8192];
+        let want = this.left.min(buf.remaining()).min(tmp.len());
+        let mut limited = ReadBuf::new(&mut tmp[..want]);
+        let res = Pin::new(&mut this.inner).poll_read(cx, &mut limited);
+        let n = limited.filled().len();
+        buf.put_slice(limited.filled());
+        this.left -= n;
+        res
+    }
+}
+
+impl AsyncWrite for Capped {
+    fn poll_write(
+        self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        buf: &[u8],
+    ) -> Poll<std::io::Result<usize>> {
+        Pin::new(&mut self.get_mut().inner).poll_write(cx, buf)
+    }
+    fn poll_flush(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<std::io::Result<()>> {
+        Pin::new(&mut self.get_mut().inner).poll_flush(cx)
+    }
+    fn poll_shutdown(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<std::io::Result<()>> {
+        Pin::new(&mut self.get_mut().inner).poll_shutdown(cx)
+    }
+}
+
+impl lettre::transport::smtp::client::AsyncTokioStream for Capped {
+    fn peer_addr(&self) -> std::io::Result<std::net::SocketAddr> {
+        match &self.inner {
+            MailStream::Plain(s) => s.peer_addr(),
+            MailStream::Tls(s) => s.get_ref().0.peer_addr(),
+        }
+    }
 }

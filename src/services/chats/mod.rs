@@ -1,0 +1,124 @@
+//! `POST /api/chats`: starts a conversation with someone the user has not talked to yet,
+//! on a bridge ([`bridge`]: `resolve_identifier` then `create_dm`) or on plain Matrix
+//! ([`matrix_dm`]: an encrypted direct room with the person invited).
+//!
+//! - The identifier is checked and normalised first ([`identifier`]); nothing invalid
+//!   reaches a bridge or the homeserver.
+//! - Each call that passes those checks counts against the user's budget of
+//!   `[rate_limit] new_chats_per_hour` (every token and session together), so a leaked
+//!   token can neither spam new chats nor enumerate phone numbers quickly: 429 with
+//!   `Retry-After` beyond it.
+//! - One start per user at a time (a per-user lock), so two concurrent calls for the same
+//!   person end in one room.
+//! - The room is stored before the answer ([`joined`]), so it is in the room list and
+//!   readable at once; the sync brings its timeline as for any newly joined room.
+
+use std::sync::{Arc, OnceLock};
+use std::time::Duration;
+
+use crate::error::{AppError, AppResult, ErrorCode};
+use crate::services::users;
+use crate::services::Context;
+use crate::store::users::UserRow;
+
+mod bridge;
+pub mod identifier;
+mod joined;
+mod matrix_dm;
+
+pub use identifier::Target;
+
+/// The window of the per-user new-chat budget.
+pub const NEW_CHAT_WINDOW: Duration = Duration::from_secs(3600);
+
+/// A started (or found) conversation.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct NewChat {
+    pub room_id: String,
+    /// False when the conversation existed already (the same room is returned).
+    pub created: bool,
+}
+
+/// Who acts: the user, its Matrix ID and Matrix access token.
+pub(crate) struct Acting {
+    pub user: UserRow,
+    pub mxid: String,
+    pub token: String,
+}
+
+/// `POST /api/chats {platform, identifier}`.
+pub async fn start(
+    state: &Context,
+    user_id: &str,
+    platform: &str,
+    identifier: &str,
+) -> AppResult<NewChat> {
+    let target = Target::parse(platform)?;
+    let identifier = identifier::normalise(target, identifier)?;
+    if let Target::Bridge(p) = target {
+        state.bridges.clients.get(p)?;
+    }
+    let matrix = state.matrix.clone().ok_or_else(|| {
+        AppError::unavailable(
+            ErrorCode::HomeserverUnavailable,
+            "no Matrix homeserver is configured on this server",
+        )
+    })?;
+    charge(state, user_id).await?;
+    let acting = acting(state, user_id).await?;
+    let lock = lock_of(user_id);
+    let _one_at_a_time = lock.lock().await;
+    let chat = match target {
+        Target::Bridge(p) => bridge::start(state, &matrix, &acting, p, &identifier).await?,
+        Target::Matrix => matrix_dm::start(state, &matrix, &acting, &identifier).await?,
+    };
+    tracing::info!(%user_id, platform = target.id(), room_id = %chat.room_id,
+        created = chat.created, "conversation started");
+    Ok(chat)
+}
+
+/// Counts one call against the user's new-chat budget (429 beyond it).
+async fn charge(state: &Context, user_id: &str) -> AppResult<()> {
+    let limit = state.config.rate_limit.new_chats_per_hour;
+    let key = format!("new-chats:{user_id}");
+    match state.limiter.hit(&key, limit, NEW_CHAT_WINDOW).await {
+        Ok(_) => Ok(()),
+        Err(quota) => Err(AppError::rate_limited(
+            format!(
+                "at most {limit} new conversations can be started per hour; retry in {} s",
+                quota.retry_after()
+            ),
+            quota.retry_after(),
+        )),
+    }
+}
+
+async fn acting(state: &Context, user_id: &str) -> AppResult<Acting> {
+    let mut user = users::load(state, user_id).await?;
+    if user.matrix_user_id.is_none() {
+        user = crate::services::auth::ensure_matrix_account(state, user).await?;
+    }
+    let missing = || {
+        AppError::conflict(
+            ErrorCode::MatrixAccountMissing,
+            "this account has no Matrix session yet; sign in again in the native app",
+        )
+    };
+    let mxid = user.matrix_user_id.clone().ok_or_else(missing)?;
+    let token = users::matrix_token_of(&state.master, &user)?.ok_or_else(missing)?;
+    Ok(Acting { user, mxid, token })
+}
+
+/// The user's lock for starting chats.
+fn lock_of(user_id: &str) -> Arc<tokio::sync::Mutex<()>> {
+    type Locks = moka::sync::Cache<String, Arc<tokio::sync::Mutex<()>>>;
+    static LOCKS: OnceLock<Locks> = OnceLock::new();
+    LOCKS
+        .get_or_init(|| {
+            moka::sync::Cache::builder()
+                .max_capacity(100_000)
+                .time_to_idle(Duration::from_secs(600))
+                .build()
+        })
+        .get_with(user_id.to_owned(), Default::default)
+}

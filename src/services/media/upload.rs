@@ -1,0 +1,391 @@
+//! `POST /api/rooms/{roomId}/media`: a file from the client to the homeserver, then the
+//! matching `m.image` / `m.video` / `m.audio` / `m.file` event.
+//!
+//! The homeserver needs the length before the bytes (Synapse refuses an upload without
+//! `Content-Length`) and a multipart part does not say it, so the file is spooled while
+//! it arrives: through `matrix-sdk-crypto`'s attachment encryptor (AES-256-CTR under a
+//! fresh key held only in memory) into an unlinked file in the data directory. The spool
+//! is ciphertext whose key never leaves the process and it is gone when the request ends
+//! (or the process dies). In an encrypted room the spool is uploaded as it is (it is the
+//! Matrix encrypted attachment; its key goes into the end-to-end encrypted event); in a
+//! plain room it is decrypted on the way out. Memory stays at a few chunks either way.
+
+use std::io::{self, Read, Seek, Write};
+
+use bytes::Bytes;
+use futures_util::{Stream, StreamExt};
+use matrix_sdk_crypto::{AttachmentDecryptor, AttachmentEncryptor, MediaEncryptionInfo};
+use serde_json::{json, Value};
+
+use super::pipe;
+use crate::clients::matrix::MatrixClient;
+use crate::error::{AppError, AppResult};
+use crate::services::e2ee;
+use crate::services::messages::send::{
+    self, parse_event_id, validate_txn_id, Action, Outbound, Sent, Target, TargetRule,
+};
+use crate::services::messages::{parse_room_id, rich::UNKNOWN_MIMETYPE};
+use crate::services::upstream::homeserver_error;
+use crate::services::Context;
+
+/// Bytes looked at for the type and image dimensions.
+const SNIFF_BYTES: usize = 64 * 1024;
+/// Longest caption, in characters (as a text message).
+const MAX_CAPTION_CHARS: usize = send::MAX_TEXT_CHARS;
+/// Longest file name kept, in characters.
+const MAX_NAME_CHARS: usize = 255;
+
+/// The text fields of the form (they come before `file`).
+#[derive(Debug, Clone, Default)]
+pub struct UploadForm {
+    pub txn_id: Option<String>,
+    pub caption: Option<String>,
+    pub reply_to: Option<String>,
+}
+
+/// The `file` part: what the client says about it, and its bytes.
+pub struct UploadPart<S> {
+    pub filename: Option<String>,
+    pub content_type: Option<String>,
+    pub stream: S,
+}
+
+/// Spelling variants of the same type, and container types a sniffer names differently.
+fn same_type(claimed: &str, sniffed: &str) -> bool {
+    fn norm(t: &str) -> &str {
+        match t {
+            "image/jpg" | "image/pjpeg" => "image/jpeg",
+            "audio/mp3" | "audio/x-mp3" | "audio/mpeg3" => "audio/mpeg",
+            "audio/x-m4a" | "audio/mp4" | "audio/aac" => "audio/m4a",
+            "audio/wav" | "audio/wave" | "audio/vnd.wave" => "audio/x-wav",
+            "audio/flac" => "audio/x-flac",
+            "audio/x-ogg" | "audio/opus" => "audio/ogg",
+            "audio/webm" => "video/webm",
+            "image/x-icon" => "image/vnd.microsoft.icon",
+            other => other,
+        }
+    }
+    let (c, s) = (norm(claimed), norm(sniffed));
+    c == s || (c == "audio/m4a" && s == "video/mp4")
+}
+
+/// The type to announce: the claimed one when the bytes agree (images and audio must be
+/// recognisable as what they claim), the sniffed one when nothing (or only
+/// `application/octet-stream`) was claimed. 400 naming `file` otherwise.
+fn resolve_type(claimed: Option<&str>, head: &[u8]) -> AppResult<String> {
+    let sniffed = infer::get(head).map(|t| t.mime_type());
+    let claimed = claimed
+        .map(|c| {
+            c.split(';')
+                .next()
+                .unwrap_or_default()
+                .trim()
+                .to_ascii_lowercase()
+        })
+        .filter(|c| !c.is_empty() && c != UNKNOWN_MIMETYPE);
+    let Some(claimed) = claimed else {
+        return Ok(sniffed.unwrap_or(UNKNOWN_MIMETYPE).to_owned());
+    };
+    let checked = claimed.starts_with("image/") || claimed.starts_with("audio/");
+    if checked && !sniffed.is_some_and(|s| same_type(&claimed, s)) {
+        return Err(AppError::invalid(
+            "file",
+            format!(
+                "the content type claimed ({claimed}) does not match the file's bytes ({})",
+                sniffed.unwrap_or("not a recognised image or audio format")
+            ),
+        ));
+    }
+    Ok(claimed)
+}
+
+fn msgtype_of(mimetype: &str) -> &'static str {
+    match mimetype.split('/').next() {
+        Some("image") => "m.image",
+        Some("video") => "m.video",
+        Some("audio") => "m.audio",
+        _ => "m.file",
+    }
+}
+
+/// A file name without path parts or control characters, at most 255 characters.
+fn clean_name(name: Option<&str>) -> String {
+    let base = name
+        .unwrap_or_default()
+        .rsplit(['/', '\\'])
+        .next()
+        .unwrap_or_default();
+    let cleaned: String = base
+        .chars()
+        .filter(|c| !c.is_control())
+        .take(MAX_NAME_CHARS)
+        .collect();
+    match cleaned.trim() {
+        "" | "." | ".." => "file".to_owned(),
+        t => t.to_owned(),
+    }
+}
+
+/// The spool: the file encrypted under a fresh key, its length and that key.
+struct Spool {
+    file: std::fs::File,
+    length: u64,
+    info: MediaEncryptionInfo,
+}
+
+/// Reads the head (for the type), then spools everything; over `max` bytes is 413.
+async fn spool<S>(state: &Context, stream: S, max: u64) -> AppResult<(Vec<u8>, Spool)>
+where
+    S: Stream<Item = io::Result<Bytes>> + Send + Unpin + 'static,
+{
+    let mut stream = stream;
+    let mut head = Vec::new();
+    let mut first: Vec<Bytes> = Vec::new();
+    while head.len() < SNIFF_BYTES {
+        match stream.next().await {
+            Some(chunk) => {
+                let chunk = chunk.map_err(read_error)?;
+                head.extend_from_slice(&chunk[..chunk.len().min(SNIFF_BYTES - head.len())]);
+                first.push(chunk);
+            }
+            None => break,
+        }
+    }
+    if head.is_empty() {
+        return Err(AppError::invalid("file", "is empty"));
+    }
+    let mut seen = 0u64;
+    let input = futures_util::stream::iter(first.into_iter().map(Ok))
+        .chain(stream)
+        .map(move |chunk: io::Result<Bytes>| {
+            let chunk = chunk?;
+            seen += chunk.len() as u64;
+            if seen > max {
+                return Err(io::Error::new(io::ErrorKind::FileTooLarge, "over the cap"));
+            }
+            Ok(chunk)
+        });
+    let dir = state.config.storage.data_dir.clone();
+    let (_, handle) = pipe::through_blocking(input, move |reader, _| {
+        let mut file = tempfile::tempfile_in(&dir)?;
+        let mut enc = AttachmentEncryptor::new(reader);
+        let mut buf = vec![0u8; pipe::CHUNK_BYTES];
+        let mut length = 0u64;
+        loop {
+            let n = enc.read(&mut buf)?;
+            if n == 0 {
+                break;
+            }
+            file.write_all(&buf[..n])?;
+            length += n as u64;
+        }
+        let info = enc.finish();
+        file.flush()?;
+        file.rewind()?;
+        Ok(Spool { file, length, info })
+    });
+    let spool = handle
+        .await
+        .map_err(AppError::internal)?
+        .map_err(|e| match e.kind() {
+            io::ErrorKind::FileTooLarge => super::too_large(max, "file: is larger than allowed"),
+            _ => read_error(e),
+        })?;
+    Ok((head, spool))
+}
+
+fn read_error(e: io::Error) -> AppError {
+    AppError::invalid("file", format!("could not be read: {e}"))
+}
+
+/// Uploads the spool (as it is, or decrypted) and returns its `mxc://` URI.
+async fn send_spool(
+    matrix: &MatrixClient,
+    token: &str,
+    spool: Spool,
+    decrypt: Option<MediaEncryptionInfo>,
+    content_type: &str,
+    name: &str,
+) -> AppResult<String> {
+    let Spool {
+        mut file, length, ..
+    } = spool;
+    let (out, _) =
+        pipe::through_blocking(
+            futures_util::stream::empty(),
+            move |_, sink| match decrypt {
+                Some(info) => {
+                    let mut dec =
+                        AttachmentDecryptor::new(&mut file, info).map_err(io::Error::other)?;
+                    pipe::copy_held_back(&mut dec, sink)
+                }
+                None => pipe::copy_held_back(&mut file, sink),
+            },
+        );
+    matrix
+        .media_upload(
+            token,
+            content_type,
+            name,
+            Some(length),
+            reqwest::Body::wrap_stream(out),
+        )
+        .await
+        .map_err(homeserver_error)
+}
+
+/// The largest upload: `[media] max_upload_mb`, never above the homeserver's
+/// `m.upload.size` (when it announces one and can be asked).
+async fn upload_cap(state: &Context, matrix: &MatrixClient, token: &str) -> u64 {
+    let ours = state.config.media.max_upload_bytes();
+    match matrix.media_upload_limit(token).await {
+        Ok(Some(theirs)) => ours.min(theirs),
+        Ok(None) => ours,
+        Err(e) => {
+            tracing::warn!(error = %e, "homeserver media config unavailable; using [media] max_upload_mb");
+            ours
+        }
+    }
+}
+
+fn copy_info(info: &MediaEncryptionInfo) -> AppResult<MediaEncryptionInfo> {
+    serde_json::to_value(info)
+        .and_then(serde_json::from_value)
+        .map_err(AppError::internal)
+}
+
+/// `POST /api/rooms/{roomId}/media`: spools, uploads and sends the attachment once per
+/// (user, `txnId`); a repeat returns the first event and uploads nothing.
+pub async fn upload<S>(
+    state: &Context,
+    user_id: &str,
+    room_id: &str,
+    form: UploadForm,
+    part: UploadPart<S>,
+) -> AppResult<Sent>
+where
+    S: Stream<Item = io::Result<Bytes>> + Send + Unpin + 'static,
+{
+    let room_id = parse_room_id("roomId", room_id)?;
+    let txn_id = form
+        .txn_id
+        .ok_or_else(|| AppError::invalid("txnId", "is required (before file in the form)"))?;
+    validate_txn_id(&txn_id)?;
+    let caption = form.caption.filter(|c| !c.trim().is_empty());
+    if caption
+        .as_ref()
+        .is_some_and(|c| c.chars().count() > MAX_CAPTION_CHARS)
+    {
+        return Err(AppError::invalid(
+            "caption",
+            format!("must be at most {MAX_CAPTION_CHARS} characters"),
+        ));
+    }
+    let reply_to = form
+        .reply_to
+        .map(|r| parse_event_id("replyTo", &r))
+        .transpose()?;
+    let target = reply_to.clone().map(|event_id| Target {
+        field: "replyTo",
+        event_id,
+        rule: TargetRule::ReplyIn,
+    });
+    let mut out = Outbound {
+        room_id: room_id.clone(),
+        txn_id,
+        action: Action::Send {
+            event_type: "m.room.message",
+            content: Value::Null,
+        },
+        target,
+    };
+    let token = match send::precheck(state, user_id, &out).await? {
+        Ok(duplicate) => return Ok(duplicate),
+        Err(token) => token,
+    };
+    let matrix = state
+        .matrix
+        .clone()
+        .ok_or_else(|| AppError::internal("no homeserver"))?;
+    let max = upload_cap(state, &matrix, &token).await;
+    let encrypted = e2ee::room_is_encrypted(state, &matrix, user_id, &token, &room_id).await?;
+    let name = clean_name(part.filename.as_deref());
+    let (head, spool) = spool(state, part.stream, max).await?;
+    let mimetype = resolve_type(part.content_type.as_deref(), &head)?;
+    let msgtype = msgtype_of(&mimetype);
+    let mut info = json!({"mimetype": mimetype, "size": spool.length});
+    if msgtype == "m.image" {
+        if let Ok(dim) = imagesize::blob_size(&head) {
+            info["w"] = json!(dim.width);
+            info["h"] = json!(dim.height);
+        }
+    }
+    let key = copy_info(&spool.info)?;
+    let mut content = json!({"msgtype": msgtype, "info": info});
+    if encrypted {
+        let mxc = send_spool(&matrix, &token, spool, None, UNKNOWN_MIMETYPE, &name).await?;
+        let mut file = serde_json::to_value(&key).map_err(AppError::internal)?;
+        file["url"] = json!(mxc);
+        content["file"] = file;
+    } else {
+        let mxc = send_spool(&matrix, &token, spool, Some(key), &mimetype, &name).await?;
+        content["url"] = json!(mxc);
+    }
+    match caption {
+        Some(caption) => {
+            content["body"] = json!(caption);
+            content["filename"] = json!(name);
+        }
+        None => content["body"] = json!(name),
+    }
+    if let Some(reply) = reply_to {
+        content["m.relates_to"] = json!({"m.in_reply_to": {"event_id": reply}});
+    }
+    out.action = Action::Send {
+        event_type: "m.room.message",
+        content,
+    };
+    send::send_once(state, user_id, out).await
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const PNG: &[u8] = &[
+        0x89, b'P', b'N', b'G', 0x0D, 0x0A, 0x1A, 0x0A, 0, 0, 0, 13, b'I', b'H', b'D', b'R', 0, 0,
+        0, 3, 0, 0, 0, 2, 8, 6, 0, 0, 0,
+    ];
+
+    #[test]
+    fn claimed_types_must_match_the_bytes() {
+        assert_eq!(resolve_type(Some("image/png"), PNG).unwrap(), "image/png");
+        assert_eq!(resolve_type(None, PNG).unwrap(), "image/png");
+        assert_eq!(
+            resolve_type(Some("application/octet-stream"), PNG).unwrap(),
+            "image/png"
+        );
+        let err = resolve_type(Some("image/jpeg"), PNG).unwrap_err();
+        assert!(err.to_string().starts_with("file: "), "{err}");
+        assert!(resolve_type(Some("audio/ogg"), b"plain text").is_err());
+        assert_eq!(
+            resolve_type(Some("text/plain"), b"plain text").unwrap(),
+            "text/plain"
+        );
+        assert_eq!(resolve_type(None, b"plain text").unwrap(), UNKNOWN_MIMETYPE);
+        assert!(same_type("audio/webm", "video/webm"));
+        assert!(same_type("image/jpg", "image/jpeg"));
+        let dim = imagesize::blob_size(PNG).unwrap();
+        assert_eq!((dim.width, dim.height), (3, 2));
+    }
+
+    #[test]
+    fn names_and_types() {
+        assert_eq!(clean_name(Some("../../etc/passwd")), "passwd");
+        assert_eq!(clean_name(Some("C:\\a\\b.png")), "b.png");
+        assert_eq!(clean_name(None), "file");
+        assert_eq!(clean_name(Some("a\u{0}b")), "ab");
+        assert_eq!(msgtype_of("audio/ogg"), "m.audio");
+        assert_eq!(msgtype_of("application/pdf"), "m.file");
+    }
+}
