@@ -58,6 +58,9 @@ pub enum ErrorCode {
     SubscriptionExpired,
     /// 403: a route for administrators only.
     AdminRequired,
+    /// 403: a web-session request (`X-Switchboard-Client: web`) sent from another site
+    /// (`Origin` or `Sec-Fetch-Site`).
+    CrossSiteRequest,
     /// 404: no such resource (or route).
     NotFound,
     /// 404: the bridge does not know this login.
@@ -189,6 +192,7 @@ impl ErrorCode {
         Self::ForbiddenForApiToken,
         Self::SubscriptionExpired,
         Self::AdminRequired,
+        Self::CrossSiteRequest,
         Self::NotFound,
         Self::LoginNotFound,
         Self::LoginProcessNotFound,
@@ -270,6 +274,7 @@ impl ErrorCode {
             Self::ForbiddenForApiToken => "forbidden_for_api_token",
             Self::SubscriptionExpired => "subscription_expired",
             Self::AdminRequired => "admin_required",
+            Self::CrossSiteRequest => "cross_site_request",
             Self::NotFound => "not_found",
             Self::LoginNotFound => "login_not_found",
             Self::LoginProcessNotFound => "login_process_not_found",

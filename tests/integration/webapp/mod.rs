@@ -2,3 +2,4 @@
 //! (refresh token in an HttpOnly cookie) and `sealedMeta` on native room objects.
 
 mod serving;
+mod session;
