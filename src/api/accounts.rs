@@ -2,12 +2,14 @@
 //! switching between them. Native sessions only (personal API tokens get 403).
 
 use poem::web::Data;
-use poem_openapi::param::Path;
+use poem::Request;
+use poem_openapi::param::{Header, Path};
 use poem_openapi::payload::Json;
-use poem_openapi::{Object, OpenApi};
+use poem_openapi::{ApiResponse, Object, OpenApi};
 
 use super::security::NativeAuth;
 use super::views::MessageResponse;
+use super::web_session;
 use super::ApiTags;
 use crate::error::AppError;
 use crate::services::accounts::{self, Account, AccountChange};
@@ -81,7 +83,8 @@ pub struct AccountResult {
 pub struct SwitchResult {
     /// JWT access token of the account switched to.
     pub access_token: String,
-    /// Refresh token of the account switched to.
+    /// Refresh token of the account switched to; `""` for a web session
+    /// (`X-Switchboard-Client: web`), which gets it as the `sb_refresh` cookie instead.
     pub refresh_token: String,
     /// Access token of a new Matrix device of that account's Matrix user, for this session
     /// only (logged out again when the session ends); null when no homeserver is
@@ -91,6 +94,21 @@ pub struct SwitchResult {
     pub expires_in: u64,
     /// The account switched to (`isActive` true: it is the account of the new tokens).
     pub account: AccountView,
+}
+
+/// The answer of a switch: with `X-Switchboard-Client: web`, the new refresh token is set
+/// as a cookie.
+#[derive(ApiResponse)]
+pub enum SwitchResponse {
+    /// Switched.
+    #[oai(status = 200)]
+    Ok(
+        Json<SwitchResult>,
+        /// Web sessions only: `sb_refresh=<refresh token>; HttpOnly; SameSite=Strict;
+        /// Path=/api/auth; Max-Age=<auth.refresh_token_ttl>` (`Secure` over https).
+        #[oai(header = "Set-Cookie")]
+        Option<String>,
+    ),
 }
 
 #[derive(Debug, Object)]
@@ -211,6 +229,10 @@ impl AccountsApi {
     /// hashes, so it cannot hand back an existing one). Each account keeps at most its 100
     /// newest live refresh tokens: a sign-in or switch beyond that ends the oldest
     /// session's refresh token (its access token runs out as usual).
+    ///
+    /// Web session: with `X-Switchboard-Client: web` the new refresh token replaces the
+    /// `sb_refresh` cookie and `refreshToken` is `""` (see `POST /api/auth/verify`); 403
+    /// `cross_site_request` from another site.
     #[oai(
         path = "/:id/switch",
         method = "post",
@@ -219,19 +241,28 @@ impl AccountsApi {
     async fn switch(
         &self,
         state: Data<&AppState>,
+        req: &Request,
         auth: NativeAuth,
+        /// `web` asks for the web session (refresh token in an HttpOnly cookie).
+        #[oai(name = "X-Switchboard-Client")]
+        client: Header<Option<String>>,
         /// Account id (UUID).
         id: Path<String>,
-    ) -> Result<Json<SwitchResult>, AppError> {
+    ) -> Result<SwitchResponse, AppError> {
+        let web = web_session::requested(req, client.0.as_deref())?;
         let switched = accounts::switch(&state, auth.user_id(), &id).await?;
         let s = switched.session;
-        Ok(Json(SwitchResult {
-            access_token: s.access_token,
-            refresh_token: s.refresh_token,
-            matrix_access_token: s.matrix_access_token,
-            expires_in: s.expires_in,
-            account: switched.account.into(),
-        }))
+        let cookie = web.then(|| web_session::set_cookie(&state, &s.refresh_token));
+        Ok(SwitchResponse::Ok(
+            Json(SwitchResult {
+                access_token: s.access_token,
+                refresh_token: if web { String::new() } else { s.refresh_token },
+                matrix_access_token: s.matrix_access_token,
+                expires_in: s.expires_in,
+                account: switched.account.into(),
+            }),
+            cookie,
+        ))
     }
 
     /// Update an account

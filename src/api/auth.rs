@@ -1,11 +1,14 @@
 //! `/api/auth/*`: passwordless sign-in, session refresh, logout and the user's profile.
 
 use poem::web::Data;
+use poem::Request;
+use poem_openapi::param::Header;
 use poem_openapi::payload::Json;
-use poem_openapi::{Object, OpenApi};
+use poem_openapi::{ApiResponse, Object, OpenApi};
 
 use super::security::NativeAuth;
 use super::views::{MessageResponse, UserProfile};
+use super::web_session;
 use super::ApiTags;
 use crate::error::AppError;
 use crate::services::auth::{self, CodePurpose, Session};
@@ -34,7 +37,8 @@ pub struct VerifyRequest {
 pub struct SignInResult {
     /// JWT access token for `Authorization: Bearer`.
     pub access_token: String,
-    /// Exchange at `/api/auth/refresh` for new access tokens.
+    /// Exchange at `/api/auth/refresh` for new access tokens. `""` for a web session
+    /// (`X-Switchboard-Client: web`): the token is then only in the `sb_refresh` cookie.
     pub refresh_token: String,
     /// Access token of a Matrix device opened for this sign-in only (a new device of the
     /// user's Matrix account per sign-in, never Switchboard's own sync device). It is
@@ -65,7 +69,39 @@ impl From<Session> for SignInResult {
 #[derive(Debug, Object)]
 #[oai(rename_all = "camelCase")]
 pub struct RefreshRequest {
-    pub refresh_token: String,
+    /// The refresh token; required (400 `refreshToken: required` without it) unless the
+    /// request carries `X-Switchboard-Client: web`, which reads the `sb_refresh` cookie
+    /// instead (this field is then ignored; send `{}`).
+    pub refresh_token: Option<String>,
+}
+
+/// The answer of a sign-in (or account switch): with `X-Switchboard-Client: web`, the
+/// refresh token is set as a cookie.
+#[derive(ApiResponse)]
+pub enum SignInResponse {
+    /// Signed in.
+    #[oai(status = 200)]
+    Ok(
+        Json<SignInResult>,
+        /// Web sessions only: `sb_refresh=<refresh token>; HttpOnly; SameSite=Strict;
+        /// Path=/api/auth; Max-Age=<auth.refresh_token_ttl>` (`Secure` when the server is
+        /// reached over https).
+        #[oai(header = "Set-Cookie")]
+        Option<String>,
+    ),
+}
+
+/// The answer of a logout: the web session's cookie is removed.
+#[derive(ApiResponse)]
+pub enum LogoutResponse {
+    /// Signed out.
+    #[oai(status = 200)]
+    Ok(
+        Json<MessageResponse>,
+        /// `sb_refresh=; HttpOnly; SameSite=Strict; Path=/api/auth; Max-Age=0`.
+        #[oai(header = "Set-Cookie")]
+        String,
+    ),
 }
 
 #[derive(Debug, Object)]
@@ -130,15 +166,31 @@ impl AuthApi {
     /// with Retry-After (a guesser's chance over a year stays below 1%). Each sign-in gets
     /// a Matrix device of its own (`matrixAccessToken`). 503 `homeserver_unavailable` when
     /// the Matrix account or device could not be created; the code stays valid for a retry.
+    ///
+    /// Web session: with `X-Switchboard-Client: web` the refresh token is set as the
+    /// cookie `sb_refresh` (`HttpOnly; SameSite=Strict; Path=/api/auth`, `Secure` over
+    /// https) and `refreshToken` is `""`, so page scripts never see it; refresh then with
+    /// the same header and `{}`. Such a request from another site (`Origin` not this
+    /// server, `Sec-Fetch-Site` not `same-origin`) is 403 `cross_site_request`.
     #[oai(path = "/verify", method = "post", operation_id = "auth_verify_code")]
     async fn verify(
         &self,
         state: Data<&AppState>,
+        req: &Request,
+        /// `web` asks for the web session (refresh token in an HttpOnly cookie).
+        #[oai(name = "X-Switchboard-Client")]
+        client: Header<Option<String>>,
         body: Json<VerifyRequest>,
-    ) -> Result<Json<SignInResult>, AppError> {
+    ) -> Result<SignInResponse, AppError> {
+        let web = web_session::requested(req, client.0.as_deref())?;
         let body = body.0;
         let session = auth::sign_in(&state, &body.email, &body.code, body.public_key).await?;
-        Ok(Json(session.into()))
+        let mut result = SignInResult::from(session);
+        let cookie = web.then(|| {
+            let token = std::mem::take(&mut result.refresh_token);
+            web_session::set_cookie(&state, &token)
+        });
+        Ok(SignInResponse::Ok(Json(result), cookie))
     }
 
     /// Refresh the access token
@@ -147,13 +199,30 @@ impl AuthApi {
     /// refresh token is unknown, expired or revoked. The refresh token stays valid, and so
     /// does the session's Matrix device (no new `matrixAccessToken`; `GET
     /// /api/accounts/active` returns the session's).
+    ///
+    /// Web session: with `X-Switchboard-Client: web` (and body `{}`) the refresh token is
+    /// read from the `sb_refresh` cookie only; 401 `unauthorized` when the cookie is absent
+    /// or its token invalid; 403 `cross_site_request` from another site. Without the
+    /// header the cookie is never read.
     #[oai(path = "/refresh", method = "post", operation_id = "auth_refresh")]
     async fn refresh(
         &self,
         state: Data<&AppState>,
+        req: &Request,
+        /// `web`: read the refresh token from the `sb_refresh` cookie.
+        #[oai(name = "X-Switchboard-Client")]
+        client: Header<Option<String>>,
         body: Json<RefreshRequest>,
     ) -> Result<Json<RefreshResult>, AppError> {
-        let (access_token, expires_in) = auth::refresh(&state, &body.refresh_token).await?;
+        let token = if web_session::requested(req, client.0.as_deref())? {
+            web_session::refresh_cookie(req)
+                .ok_or_else(|| AppError::unauthorized("no sb_refresh cookie: sign in again"))?
+        } else {
+            body.0
+                .refresh_token
+                .ok_or_else(|| AppError::invalid("refreshToken", "required"))?
+        };
+        let (access_token, expires_in) = auth::refresh(&state, &token).await?;
         Ok(Json(RefreshResult {
             access_token,
             expires_in,
@@ -168,17 +237,21 @@ impl AuthApi {
     /// logout still succeeds and the devices are logged out as soon as it answers again
     /// (retried after 30 s, 2 min, 10 min, then hourly). Access tokens already issued stay
     /// valid until they expire (`auth.access_token_ttl`), but no longer get a Matrix token
-    /// from `GET /api/accounts/active`.
+    /// from `GET /api/accounts/active`. The answer removes the web session's `sb_refresh`
+    /// cookie (`Set-Cookie` with `Max-Age=0`).
     #[oai(path = "/logout", method = "post", operation_id = "auth_logout")]
     async fn logout(
         &self,
         state: Data<&AppState>,
         auth: NativeAuth,
-    ) -> Result<Json<MessageResponse>, AppError> {
+    ) -> Result<LogoutResponse, AppError> {
         let n = auth::logout(&state, auth.user_id()).await?;
-        Ok(Json(MessageResponse::new(format!(
-            "signed out; {n} refresh token(s) revoked"
-        ))))
+        Ok(LogoutResponse::Ok(
+            Json(MessageResponse::new(format!(
+                "signed out; {n} refresh token(s) revoked"
+            ))),
+            web_session::clear_cookie(&state),
+        ))
     }
 
     /// The signed-in user's profile

@@ -42,6 +42,7 @@ pub mod strict_json;
 pub mod sync;
 pub mod tokens;
 pub mod views;
+pub mod web_session;
 
 /// Request bodies above this size are refused with 413 (avatars as base64 fit).
 const MAX_BODY_BYTES: usize = 2 * 1024 * 1024;

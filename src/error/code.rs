@@ -60,6 +60,9 @@ pub enum ErrorCode {
     AdminRequired,
     /// 403: an edit or deletion for everyone of another user's message.
     NotOwnMessage,
+    /// 403: a web-session request (`X-Switchboard-Client: web`) sent from another site
+    /// (`Origin` or `Sec-Fetch-Site`).
+    CrossSiteRequest,
     /// 404: no such resource (or route).
     NotFound,
     /// 404: the bridge does not know this login.
@@ -196,6 +199,7 @@ impl ErrorCode {
         Self::SubscriptionExpired,
         Self::AdminRequired,
         Self::NotOwnMessage,
+        Self::CrossSiteRequest,
         Self::NotFound,
         Self::LoginNotFound,
         Self::LoginProcessNotFound,
@@ -280,6 +284,7 @@ impl ErrorCode {
             Self::SubscriptionExpired => "subscription_expired",
             Self::AdminRequired => "admin_required",
             Self::NotOwnMessage => "not_own_message",
+            Self::CrossSiteRequest => "cross_site_request",
             Self::NotFound => "not_found",
             Self::LoginNotFound => "login_not_found",
             Self::LoginProcessNotFound => "login_process_not_found",

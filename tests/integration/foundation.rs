@@ -91,18 +91,15 @@ async fn the_openapi_document_is_valid_openapi_31_version_2() {
 }
 
 #[tokio::test]
-async fn protected_and_unknown_routes_answer_401_json_with_rate_headers() {
+async fn protected_routes_answer_401_and_unknown_ones_404_json_with_rate_headers() {
     let app = TestApp::start().await;
-    for path in [
-        "/api/rooms",
-        "/api/auth/me",
-        "/api/keys/info",
-        "/api/no-such-route",
-        "/",
-    ] {
+    for path in ["/api/rooms", "/api/auth/me", "/api/keys/info"] {
         let resp = app.get(path).await;
         expect_error(resp, 401, "unauthorized").await;
     }
+    // No operation there: 404 JSON for anyone (`/` is the web app, tests/integration/webapp).
+    let resp = app.get("/api/no-such-route").await;
+    expect_error(resp, 404, "not_found").await;
     let resp = app.get_auth("/api/rooms", "not-a-valid-token").await;
     expect_error(resp, 401, "unauthorized").await;
     let resp = app

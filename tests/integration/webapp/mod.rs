@@ -4,3 +4,4 @@
 
 mod browser;
 mod serving;
+mod session;
