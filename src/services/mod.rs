@@ -22,6 +22,7 @@ pub mod keys;
 pub mod linked;
 pub mod matrix_sessions;
 pub mod messages;
+pub mod metrics;
 pub mod pages;
 pub mod params;
 pub mod reminders;
