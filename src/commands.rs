@@ -14,7 +14,9 @@ fn load(overrides: &Overrides) -> Result<Config, String> {
     Config::load(overrides, std::env::vars()).map_err(|e| format!("configuration error: {e}"))
 }
 
-fn init_logging(config: &Config) {
+/// Installs the subscriber; log lines are written by a queue thread until the returned
+/// guard is dropped (it flushes what is left).
+fn init_logging(config: &Config) -> crate::logging::FlushGuard {
     let filter = std::env::var("RUST_LOG")
         .ok()
         .and_then(|v| v.parse::<tracing_subscriber::EnvFilter>().ok())
@@ -25,15 +27,17 @@ fn init_logging(config: &Config) {
                 .parse()
                 .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info"))
         });
+    let (writer, guard) = crate::logging::queued_stderr();
     let builder = tracing_subscriber::fmt()
         .with_env_filter(filter)
-        .with_writer(std::io::stderr)
+        .with_writer(writer)
         // No colour codes in files and the journal.
         .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()));
     let _ = match config.log.format {
         LogFormat::Json => builder.json().try_init(),
         LogFormat::Text => builder.try_init(),
     };
+    guard
 }
 
 fn runtime() -> Result<tokio::runtime::Runtime, String> {
@@ -45,7 +49,7 @@ fn runtime() -> Result<tokio::runtime::Runtime, String> {
 
 pub fn serve(overrides: &Overrides) -> CmdResult {
     let config = load(overrides)?;
-    init_logging(&config);
+    let _log = init_logging(&config);
     let rt = runtime()?;
     rt.block_on(async move {
         let state = AppState::build(config).map_err(|e| format!("startup failed: {e}"))?;
@@ -67,7 +71,7 @@ pub fn serve(overrides: &Overrides) -> CmdResult {
 
 pub fn migrate(overrides: &Overrides) -> CmdResult {
     let config = load(overrides)?;
-    init_logging(&config);
+    let _log = init_logging(&config);
     let store = Store::open(&config.storage).map_err(|e| e.to_string())?;
     let version = store.schema_version().map_err(|e| e.to_string())?;
     println!(

@@ -59,6 +59,7 @@ pub struct Config {
     pub subscriptions: SubscriptionsConfig,
     pub log: LogConfig,
     pub media: MediaConfig,
+    pub metrics: MetricsConfig,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, Serialize)]
@@ -315,6 +316,17 @@ pub struct LogConfig {
     pub format: LogFormat,
     /// A tracing filter such as `info` or `switchboard=debug,info`; `RUST_LOG` wins when set.
     pub level: String,
+    /// One line per request (method, route template, status, duration; never the URI or
+    /// its query), target `switchboard::access`.
+    pub access: bool,
+}
+
+/// `[metrics]`: `GET /metrics` is always on the main listener for administrators; `listen`
+/// also serves it without authentication on a separate (typically loopback) address.
+#[derive(Debug, Clone, Default, Deserialize, Serialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct MetricsConfig {
+    pub listen: Option<std::net::SocketAddr>,
 }
 
 impl Default for LogConfig {
@@ -322,6 +334,7 @@ impl Default for LogConfig {
         Self {
             format: LogFormat::Text,
             level: "info".to_owned(),
+            access: true,
         }
     }
 }

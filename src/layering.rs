@@ -29,6 +29,8 @@ const LAYERS: &[(&str, u8)] = &[
     ("config", 2),
     ("clock", 2),
     ("events", 2),
+    ("logging", 2),
+    ("metrics", 2),
 ];
 
 /// Upward uses still allowed, each with the reason: none. Services and workers reach the

@@ -13,6 +13,8 @@ pub mod events;
 pub mod http_server;
 #[cfg(test)]
 mod layering;
+pub mod logging;
+pub mod metrics;
 pub mod ratelimit;
 pub mod services;
 pub mod state;
@@ -76,6 +78,9 @@ pub async fn serve(
         header_timeout: state.config.server.header_timeout.0,
     };
     services::matrix_sessions::spawn(&state);
+    if let Some(addr) = state.config.metrics.listen {
+        spawn_metrics_listener(addr, &state).await?;
+    }
     let app = api::app(state);
     // The acceptors stay unboxed: hyper then writes each response (head and body) with one
     // vectored write on the socket itself, instead of copying the body into its buffer
@@ -86,6 +91,31 @@ pub async fn serve(
         }
         None => http_server::serve(tcp, app, limits, shutdown, SHUTDOWN_GRACE).await,
     }
+}
+
+/// Serves `GET /metrics` without authentication on `[metrics] listen` until shutdown.
+async fn spawn_metrics_listener(
+    addr: std::net::SocketAddr,
+    state: &AppState,
+) -> std::io::Result<()> {
+    let acceptor = TcpListener::bind(addr).into_acceptor().await?;
+    let bound = acceptor
+        .local_addr()
+        .first()
+        .and_then(|a| a.as_socket_addr().copied())
+        .unwrap_or(addr);
+    tracing::info!(addr = %bound, "metrics listening on http://{bound}/metrics");
+    let limits = http_server::ConnectionLimits {
+        max_connections: 64,
+        header_timeout: state.config.server.header_timeout.0,
+    };
+    let app = api::metrics::standalone(state.clone());
+    let stop = state.shutdown.clone();
+    tokio::spawn(async move {
+        let shutdown = async move { stop.wait().await };
+        let _ = http_server::serve(acceptor, app, limits, shutdown, Duration::from_secs(1)).await;
+    });
+    Ok(())
 }
 
 /// Reads a PEM file and checks it holds the expected block, so a wrong file is a startup

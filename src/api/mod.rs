@@ -5,7 +5,7 @@ use std::sync::OnceLock;
 
 use poem::endpoint::make_sync;
 use poem::http::StatusCode;
-use poem::middleware::{CatchPanic, Tracing};
+use poem::middleware::CatchPanic;
 use poem::{get, Endpoint, EndpointExt, Response, Route};
 use poem_openapi::{OpenApi, OpenApiService, Tags};
 
@@ -31,6 +31,8 @@ pub mod linked;
 pub mod mcp;
 pub mod media;
 pub mod messages;
+pub mod metrics;
+pub mod observe;
 pub mod openapi;
 pub mod reminders;
 pub mod rooms;
@@ -98,7 +100,7 @@ fn apis() -> impl OpenApi {
         keys::KeysApi,
         accounts::AccountsApi,
         tokens::TokensApi,
-        admin::AdminApi,
+        (admin::AdminApi, metrics::MetricsApi),
         (
             scheduled::ScheduledApi,
             reminders::RemindersApi,
@@ -151,19 +153,22 @@ pub fn spec_yaml() -> String {
         .clone()
 }
 
-/// The whole HTTP application: routes, the gate, panic and size guards, request logging,
+/// The whole HTTP application: routes, the gate, panic and size guards, metrics and the
+/// access log ([`observe`]),
 /// and `/mcp`, whose tools are sent through the rest of the application ([`mcp`]).
 pub fn app(state: AppState) -> impl Endpoint {
     // The web app's files are read, hashed and compressed now, not on a first request.
     let files = assets::load();
     tracing::debug!(files, "web app files embedded");
+    let access = state.config.log.access;
+    observe::init_metrics();
     let core: mcp::Core = std::sync::Arc::new(poem::endpoint::ToDynEndpoint(
         core(state.clone()).map_to_response(),
     ));
     Route::new()
         .at("/mcp", mcp::endpoint(state, core.clone()))
         .nest("/", core)
-        .with(Tracing)
+        .around(move |ep, req| observe::observe(ep, req, access))
 }
 
 /// Every route but `/mcp`, behind the gate.

@@ -133,8 +133,10 @@ impl RouteTable {
             .map(|t| (t.path.as_str(), t.personal))
     }
 
-    fn template(&self, method: &str, path: &str) -> Option<&Template> {
-        // Runs on every personal-token request: no allocation, one pass per candidate.
+    /// The position of the routed template in [`Self::operations`] (for per-route
+    /// counters).
+    pub fn index(&self, method: &str, path: &str) -> Option<usize> {
+        // Runs on every request: no allocation, one pass per candidate.
         let count = split(path).count();
         let group = self
             .groups
@@ -143,14 +145,22 @@ impl RouteTable {
         group
             .members
             .iter()
-            .map(|&i| &self.templates[i])
-            .filter(|t| {
-                t.segments.iter().zip(split(path)).all(|(s, p)| match s {
-                    Segment::Literal(l) => l == p,
-                    Segment::Param => !p.is_empty(),
-                })
+            .copied()
+            .filter(|&i| {
+                self.templates[i]
+                    .segments
+                    .iter()
+                    .zip(split(path))
+                    .all(|(s, p)| match s {
+                        Segment::Literal(l) => l == p,
+                        Segment::Param => !p.is_empty(),
+                    })
             })
-            .max_by_key(|t| t.specificity)
+            .max_by_key(|&i| self.templates[i].specificity)
+    }
+
+    fn template(&self, method: &str, path: &str) -> Option<&Template> {
+        self.index(method, path).map(|i| &self.templates[i])
     }
 
     /// Routes reachable without a bearer token: the operations that take no security

@@ -25,6 +25,7 @@ pub mod linked;
 pub mod matrix_sessions;
 pub mod media;
 pub mod messages;
+pub mod metrics;
 pub mod pages;
 pub mod params;
 pub mod reminders;

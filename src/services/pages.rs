@@ -3,10 +3,12 @@
 //!
 //! Apps and scripts read the same pages over and over (the newest messages of a
 //! conversation, the first page of the inbox). A page is rendered once and served from
-//! memory until anything is written to the database (the write epoch,
-//! [`crate::store::epoch`]): a new, edited or redacted message, a room change, key
-//! deletion or an account change all end every cached page at once, so a cached page is
-//! never older than the data it was rendered from. Only successful pages are cached; the key
+//! memory until something that may concern its caller is written to the database (the
+//! write epoch, [`crate::store::epoch`]): a new, edited or redacted message of the caller
+//! (a sync worker's writes are scoped to its user), and any write not scoped to one user
+//! (a room change through the API, key deletion, an account change) end the page, so a
+//! cached page is never older than the data it was rendered from, while messages arriving
+//! for other users leave it alone. Only successful pages are cached; the key
 //! holds everything a page depends on besides the stored data: the caller (so nothing is
 //! ever served to another user), the view (readable or sealed: personal tokens and native
 //! sessions never share a page) and the query.
@@ -105,8 +107,13 @@ impl PageCache {
         }
     }
 
+    /// The cached page (counted as a hit or miss in `/metrics`).
     pub fn get(&self, key: &PageKey) -> Option<Bytes> {
-        self.pages.as_ref()?.get(key)
+        let page = self.pages.as_ref()?.get(key);
+        crate::metrics::global()
+            .cache(crate::metrics::CacheName::Pages)
+            .record(page.is_some());
+        page
     }
 
     /// The epoch to take before reading the data of a page.
@@ -117,7 +124,9 @@ impl PageCache {
     /// Files a page rendered from data read after `epoch` was taken.
     pub fn insert(&self, key: PageKey, epoch: u64, body: Bytes) {
         if let Some(cache) = &self.pages {
-            cache.insert(key, epoch, body);
+            // A page shows its caller's rows only: other users' writes keep it.
+            let user = key.user_id.clone();
+            cache.insert_for(key, epoch, &user, body);
         }
     }
 
@@ -138,7 +147,8 @@ impl PageCache {
             .rendering
             .get_with_by_ref(&key, || Arc::new(tokio::sync::Mutex::new(())));
         let _turn = lock.lock().await;
-        if let Some(body) = self.get(&key) {
+        // Rendered by the request we waited for (not counted again).
+        if let Some(body) = self.pages.as_ref().and_then(|p| p.get(&key)) {
             return Ok(body);
         }
         let since = self.epoch();

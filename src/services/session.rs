@@ -208,7 +208,9 @@ pub async fn authenticate(state: &Context, token: &str) -> AppResult<Principal> 
         .jwt
         .verify(token)
         .ok_or_else(|| AppError::unauthorized("invalid or expired access token"))?;
-    if state.auth_cache.users.get(&user_id).is_none() {
+    let cached = state.auth_cache.users.get(&user_id).is_some();
+    auth_cache_metric(cached);
+    if !cached {
         let since = state.auth_cache.users.epoch();
         let uid = user_id.clone();
         let exists = state
@@ -219,7 +221,10 @@ pub async fn authenticate(state: &Context, token: &str) -> AppResult<Principal> 
                 "the account of this token no longer exists",
             ));
         }
-        state.auth_cache.users.insert(user_id.clone(), since, ());
+        state
+            .auth_cache
+            .users
+            .insert_for(user_id.clone(), since, &user_id, ());
     }
     Ok(Principal::User {
         user_id,
@@ -234,8 +239,16 @@ pub fn authenticate_personal_cached(state: &Context, token: &str) -> Option<AppR
     cached_personal(state, &crypto::sha256_hex(token))
 }
 
+fn auth_cache_metric(hit: bool) {
+    crate::metrics::global()
+        .cache(crate::metrics::CacheName::Auth)
+        .record(hit);
+}
+
 fn cached_personal(state: &Context, hash: &str) -> Option<AppResult<Principal>> {
-    if let Some(grant) = state.auth_cache.tokens.get(hash) {
+    let grant = state.auth_cache.tokens.get(hash);
+    auth_cache_metric(grant.is_some());
+    if let Some(grant) = grant {
         return Some(grant.admit(unix_now() as i64));
     }
     let reason = state.auth_cache.refused.get(hash)?;
@@ -263,6 +276,7 @@ async fn authenticate_personal(state: &Context, token: &str) -> AppResult<Princi
                 .ok_or_else(|| AppError::unauthorized("invalid personal API token"))?;
             // Recording use costs a write: once a minute per token is precise enough.
             if row.last_used_at.is_none_or(|at| now - at >= 60) {
+                crate::store::epoch::scope_to_user(&row.user_id);
                 api_tokens::touch(c, &row.id, now)?;
             }
             Ok(Ok(TokenGrant {
@@ -287,6 +301,10 @@ async fn authenticate_personal(state: &Context, token: &str) -> AppResult<Princi
     };
     state.auth_cache.known.insert(hash.clone(), ());
     let grant = Arc::new(grant);
-    state.auth_cache.tokens.insert(hash, since, grant.clone());
+    let owner = grant.principal.user_id().to_owned();
+    state
+        .auth_cache
+        .tokens
+        .insert_for(hash, since, &owner, grant.clone());
     grant.admit(now)
 }

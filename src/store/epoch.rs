@@ -13,6 +13,13 @@
 //! does not run for a statement that commits when it is reset rather than stepped to the
 //! end, such as `DELETE … RETURNING` read with `query_row`.)
 //!
+//! Per-user scope: a job that writes only one user's rows (a sync worker storing that
+//! user's messages, a token's use being recorded) says so with [`scope_to_user`]; its
+//! commit then ends only entries filed for that user ([`EpochCache::insert_for`]) instead
+//! of every entry. Users map onto [`USER_SLOTS`] counters by hash: two users sharing a slot
+//! only end each other's entries more often. A job that does not declare a scope, or
+//! declares two users, bumps the global counter, which ends everything, as before.
+//!
 //! Writes by another process (the CLI, a restore) are not seen here; caches bound the age
 //! of their entries for those.
 //!
@@ -26,9 +33,47 @@ use std::time::{Duration, Instant};
 
 use rusqlite::Connection;
 
+/// Counters users are spread over (by hash of the user id).
+pub const USER_SLOTS: usize = 1024;
+
+/// Whose rows the current job's writes touch.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Scope {
+    /// Not declared: anyone's.
+    Unset,
+    /// Only the user(s) of this slot.
+    User(usize),
+    /// Several users: anyone's.
+    Mixed,
+}
+
 thread_local! {
     /// Set by the commit hook of any connection used on this thread.
     static COMMITTED: Cell<bool> = const { Cell::new(false) };
+    /// Declared by the current job ([`scope_to_user`]); reset around every job.
+    static SCOPE: Cell<Scope> = const { Cell::new(Scope::Unset) };
+}
+
+fn slot_of(user_id: &str) -> usize {
+    use std::hash::Hasher;
+    let mut h = std::hash::DefaultHasher::new();
+    h.write(user_id.as_bytes());
+    (h.finish() % USER_SLOTS as u64) as usize
+}
+
+/// Declares, from inside a [`Store::run`](super::Store::run) job, that everything the job
+/// writes is `user_id`'s own rows (no other user's cached data can change). A job that
+/// declares two different users counts as touching anyone's.
+pub fn scope_to_user(user_id: &str) {
+    let slot = slot_of(user_id);
+    SCOPE.with(|s| {
+        let next = match s.get() {
+            Scope::Unset => Scope::User(slot),
+            Scope::User(x) if x == slot => Scope::User(slot),
+            _ => Scope::Mixed,
+        };
+        s.set(next);
+    });
 }
 
 /// Installs the commit hook on a pooled connection.
@@ -53,30 +98,81 @@ pub(super) struct PublishCommits(WriteEpoch);
 impl PublishCommits {
     pub(super) fn new(epoch: WriteEpoch) -> Self {
         take_committed(); // a leftover from a connection used outside a job
+        SCOPE.with(|s| s.set(Scope::Unset));
         Self(epoch)
     }
 }
 
 impl Drop for PublishCommits {
     fn drop(&mut self) {
+        let scope = SCOPE.with(|s| s.replace(Scope::Unset));
         if take_committed() {
-            self.0.bump();
+            self.0.bump(scope);
         }
     }
 }
 
 /// The write epoch of one database.
-#[derive(Debug, Clone, Default)]
-pub struct WriteEpoch(Arc<AtomicU64>);
+#[derive(Debug, Clone)]
+pub struct WriteEpoch(Arc<Counters>);
+
+#[derive(Debug)]
+struct Counters {
+    /// Every commit.
+    any: AtomicU64,
+    /// Commits that may touch anyone's rows.
+    global: AtomicU64,
+    /// Commits declared to touch only the users of one slot.
+    users: Box<[AtomicU64]>,
+}
+
+impl Default for WriteEpoch {
+    fn default() -> Self {
+        Self(Arc::new(Counters {
+            any: AtomicU64::new(0),
+            global: AtomicU64::new(0),
+            users: (0..USER_SLOTS).map(|_| AtomicU64::new(0)).collect(),
+        }))
+    }
+}
+
+/// What an entry filed for one user was computed under.
+#[derive(Debug, Clone, Copy)]
+struct UserStamp {
+    slot: usize,
+    global: u64,
+    user: u64,
+}
 
 impl WriteEpoch {
-    /// The current value. Read it before reading the data a cache entry is built from.
+    /// The count of every commit. Read it before reading the data a cache entry is built
+    /// from.
     pub fn current(&self) -> u64 {
-        self.0.load(Ordering::Acquire)
+        self.0.any.load(Ordering::SeqCst)
     }
 
-    fn bump(&self) {
-        self.0.fetch_add(1, Ordering::AcqRel);
+    /// `any` first: a reader that sees a slot (or global) bump also sees this one, so an
+    /// entry is never filed under a slot value newer than the data it was read from.
+    fn bump(&self, scope: Scope) {
+        self.0.any.fetch_add(1, Ordering::SeqCst);
+        match scope {
+            Scope::User(slot) => self.0.users[slot].fetch_add(1, Ordering::SeqCst),
+            Scope::Unset | Scope::Mixed => self.0.global.fetch_add(1, Ordering::SeqCst),
+        };
+    }
+
+    /// The stamp of `user_id`'s data as read after `before` was taken, if nothing at all
+    /// was committed since then (otherwise the data may be outdated: `None`).
+    fn user_stamp(&self, before: u64, user_id: &str) -> Option<UserStamp> {
+        let slot = slot_of(user_id);
+        let global = self.0.global.load(Ordering::SeqCst);
+        let user = self.0.users[slot].load(Ordering::SeqCst);
+        (self.current() == before).then_some(UserStamp { slot, global, user })
+    }
+
+    fn user_stamp_holds(&self, stamp: &UserStamp) -> bool {
+        self.0.global.load(Ordering::SeqCst) == stamp.global
+            && self.0.users[stamp.slot].load(Ordering::SeqCst) == stamp.user
     }
 }
 
@@ -91,7 +187,9 @@ pub struct EpochCache<K, V> {
 
 #[derive(Clone)]
 struct Stamped<V> {
+    /// `any` when filed; ignored for entries filed for one user.
     epoch: u64,
+    user: Option<UserStamp>,
     filled: Instant,
     value: V,
 }
@@ -128,7 +226,11 @@ where
         Q: Hash + Eq + ?Sized,
     {
         let entry = self.entries.get(key)?;
-        let fresh = entry.epoch == self.epoch.current() && entry.filled.elapsed() < self.max_age;
+        let unchanged = match &entry.user {
+            Some(stamp) => self.epoch.user_stamp_holds(stamp),
+            None => entry.epoch == self.epoch.current(),
+        };
+        let fresh = unchanged && entry.filled.elapsed() < self.max_age;
         fresh.then_some(entry.value)
     }
 
@@ -141,93 +243,30 @@ where
     /// [`epoch`](Self::epoch). A value that is already outdated is not kept.
     pub fn insert(&self, key: K, epoch: u64, value: V) {
         if epoch == self.epoch.current() {
-            self.entries.insert(
-                key,
-                Stamped {
-                    epoch,
-                    filled: Instant::now(),
-                    value,
-                },
-            );
+            self.file(key, epoch, None, value);
         }
+    }
+
+    /// [`insert`](Self::insert) for a value derived from `user_id`'s rows only: it stays
+    /// fresh across commits scoped to other users ([`scope_to_user`]).
+    pub fn insert_for(&self, key: K, epoch: u64, user_id: &str, value: V) {
+        if let Some(stamp) = self.epoch.user_stamp(epoch, user_id) {
+            self.file(key, epoch, Some(stamp), value);
+        }
+    }
+
+    fn file(&self, key: K, epoch: u64, user: Option<UserStamp>, value: V) {
+        let filled = Instant::now();
+        let entry = Stamped {
+            epoch,
+            user,
+            filled,
+            value,
+        };
+        self.entries.insert(key, entry);
     }
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-    use crate::config::StorageConfig;
-    use crate::store::Store;
-
-    fn store(dir: &std::path::Path) -> Store {
-        Store::open(&StorageConfig {
-            data_dir: dir.to_path_buf(),
-            ..StorageConfig::default()
-        })
-        .unwrap()
-    }
-
-    async fn exec(store: &Store, sql: &'static str) {
-        store
-            .run(move |c| c.execute_batch(sql).map_err(crate::store::StoreError::from))
-            .await
-            .unwrap();
-    }
-
-    #[tokio::test]
-    async fn jobs_that_commit_bump_the_epoch_and_reads_do_not() {
-        let dir = tempfile::tempdir().unwrap();
-        let store = store(dir.path());
-        exec(&store, "CREATE TABLE t (x INTEGER)").await;
-        let e0 = store.epoch().current();
-        exec(&store, "INSERT INTO t VALUES (1)").await;
-        let e1 = store.epoch().current();
-        assert!(e1 > e0, "a write bumps");
-        exec(&store, "SELECT * FROM t").await;
-        assert_eq!(store.epoch().current(), e1, "a read does not");
-        // A statement that commits when it is reset, not when stepped to the end.
-        store
-            .run(|c| {
-                c.query_row("DELETE FROM t RETURNING x", [], |r| r.get::<_, i64>(0))
-                    .map_err(crate::store::StoreError::from)
-            })
-            .await
-            .unwrap();
-        assert!(store.epoch().current() > e1, "DELETE … RETURNING bumps");
-        let e2 = store.epoch().current();
-        let failed: Result<(), crate::store::StoreError> = store
-            .run(|c| {
-                let tx = c.transaction()?;
-                tx.execute("INSERT INTO t VALUES (2)", [])?;
-                Ok(()) // dropped: rolled back
-            })
-            .await;
-        failed.unwrap();
-        assert_eq!(store.epoch().current(), e2, "a rollback does not");
-    }
-
-    #[tokio::test]
-    async fn cached_values_go_stale_with_the_next_commit_and_with_age() {
-        let dir = tempfile::tempdir().unwrap();
-        let store = store(dir.path());
-        exec(&store, "CREATE TABLE t (x INTEGER)").await;
-        let cache: EpochCache<&'static str, u32> =
-            EpochCache::new(store.epoch(), 10, Duration::from_secs(60), None);
-        cache.insert("a", cache.epoch(), 1);
-        assert_eq!(cache.get(&"a"), Some(1));
-        exec(&store, "INSERT INTO t VALUES (1)").await;
-        assert_eq!(cache.get(&"a"), None, "a commit invalidates");
-
-        let before_write = cache.epoch();
-        exec(&store, "INSERT INTO t VALUES (2)").await;
-        cache.insert("b", before_write, 2);
-        assert_eq!(cache.get(&"b"), None, "read before a commit: not kept");
-
-        let aged: EpochCache<&'static str, u32> =
-            EpochCache::new(store.epoch(), 10, Duration::from_millis(50), None);
-        aged.insert("c", aged.epoch(), 3);
-        assert_eq!(aged.get(&"c"), Some(3));
-        std::thread::sleep(Duration::from_millis(80));
-        assert_eq!(aged.get(&"c"), None, "older than max_age");
-    }
-}
+#[path = "epoch_tests.rs"]
+mod tests;

@@ -202,10 +202,12 @@ impl Store {
     {
         let pool = self.pool.clone();
         let write_epoch = self.epoch.clone();
+        let asked = std::time::Instant::now();
         let joined = tokio::task::spawn_blocking(move || {
             // Bumps on the way out, even if the job panics after committing.
             let _publish = epoch::PublishCommits::new(write_epoch);
             let mut conn = pool.get().map_err(StoreError::from)?;
+            crate::metrics::global().db_wait.observe(asked.elapsed());
             job(&mut conn)
         })
         .await;

@@ -234,6 +234,15 @@ pub fn next_due(conn: &Connection) -> rusqlite::Result<Option<i64>> {
     .query_row([], |r| r.get(0))
 }
 
+/// (pending, due now or overdue): the scheduler's queue, for `/metrics`.
+pub fn queue_depth(conn: &Connection, now: i64) -> rusqlite::Result<(i64, i64)> {
+    conn.prepare_cached(
+        "SELECT COUNT(*), COALESCE(SUM(next_attempt_at <= ?1), 0) FROM scheduled_messages \
+         WHERE status = 'pending'",
+    )?
+    .query_row([now], |r| Ok((r.get(0)?, r.get(1)?)))
+}
+
 /// Records a successful send of a message this scheduler holds.
 pub fn mark_sent(
     conn: &Connection,

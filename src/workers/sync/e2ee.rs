@@ -165,6 +165,8 @@ impl Syncer<'_> {
         state
             .store
             .run(move |c| {
+                // Ingest writes this user's rows only: other users' cached pages stay.
+                crate::store::epoch::scope_to_user(&user_id);
                 let tx = c.transaction_with_behavior(TransactionBehavior::Immediate)?;
                 let user = crate::store::users::find(&tx, &user_id)?
                     .ok_or_else(|| AppError::not_found("user"))?;

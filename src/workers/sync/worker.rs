@@ -141,6 +141,7 @@ pub async fn run(state: Context, matrix: MatrixClient, user_id: String) {
     // device's keys): each attempt may log in another device, so these wait longer.
     let mut crypto_backoff = Backoff::between(CRYPTO_BACKOFF_START, CRYPTO_BACKOFF_MAX);
     let mut session: Option<Session> = None;
+    let rounds = crate::metrics::global().worker_started(crate::metrics::WorkerKind::Matrix);
     while !state.shutdown.is_triggered() {
         let loading = session.is_none();
         let result = match session.as_mut() {
@@ -160,10 +161,12 @@ pub async fn run(state: Context, matrix: MatrixClient, user_id: String) {
         };
         match result {
             Ok(()) => {
+                rounds.round_ok();
                 backoff.reset();
                 crypto_backoff.reset();
             }
             Err(e) => {
+                rounds.round_failed();
                 let crypto = loading && e.error_code() == ErrorCode::EncryptionUnavailable;
                 let wait = if crypto {
                     crypto_backoff.next()
@@ -180,6 +183,7 @@ pub async fn run(state: Context, matrix: MatrixClient, user_id: String) {
                 let _ = state
                     .store
                     .run(move |c| {
+                        crate::store::epoch::scope_to_user(&uid);
                         sync_state::record_error(c, &uid, &error, now).map_err(AppError::from)
                     })
                     .await;
