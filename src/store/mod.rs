@@ -100,6 +100,10 @@ const MIGRATIONS: &[(&str, &str)] = &[
         "0013_search",
         include_str!("../../migrations/0013_search.sql"),
     ),
+    (
+        "0015_mcp_actions",
+        include_str!("../../migrations/0015_mcp_actions.sql"),
+    ),
 ];
 
 /// Latest schema version this binary knows.

@@ -15,7 +15,7 @@ use crate::common::*;
 use crate::search::{enc, me_on_matrix, opt_in, token_with_id};
 
 /// Runs tests/mcp/mcp_client.py with `calls`; returns its JSON report.
-async fn mcp_client(app: &TestApp, bearer: &str, calls: Value) -> Value {
+pub(crate) async fn mcp_client(app: &TestApp, bearer: &str, calls: Value) -> Value {
     let plan = json!({"url": app.url("/mcp"), "token": bearer, "calls": calls});
     let script = repo_root().join("tests/mcp/mcp_client.py");
     tokio::task::spawn_blocking(move || {
@@ -46,7 +46,7 @@ async fn mcp_client(app: &TestApp, bearer: &str, calls: Value) -> Value {
     .unwrap()
 }
 
-fn error_code(result: &Value) -> &str {
+pub(crate) fn error_code(result: &Value) -> &str {
     result["error"]["data"]["error"]
         .as_str()
         .unwrap_or_else(|| panic!("not a refusal: {result}"))
@@ -81,6 +81,7 @@ async fn the_python_sdk_lists_tools_and_calls_them_as_the_routes_they_wrap() {
     bob.join(&room).await;
     bob.send_text(&room, "the zebra crossing is closed").await;
     wait_for_history(&app, &token, &room, 1).await;
+    crate::mcp_actions::enable(&app, &me, &token_id, true).await;
 
     let report = mcp_client(
         &app,
@@ -314,7 +315,9 @@ fn assert_same_refusal(result: &Value, (status, body): &(u16, Value)) {
 async fn refused_tool_calls_carry_the_routes_code_and_message() {
     let app = TestApp::start_with_mail().await;
     let me = app.sign_up("mcp.refused").await;
-    let token = personal_token(&app, &me).await;
+    let (token_id, token) = token_with_id(&app, &me).await;
+    // Acting tools on: the refusals below are the routes' own.
+    crate::mcp_actions::enable(&app, &me, &token_id, true).await;
     // A room of another user: the caller's token has no business in it.
     let other = app.sign_up("mcp.stranger").await;
     let room = me_on_matrix(&other).create_room(None, &[], false).await;
