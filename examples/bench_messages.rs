@@ -130,10 +130,18 @@ fn main() {
     ));
     let room_id = rt.block_on(hs.create_room(&who, "Bench room"));
     let other_users = rt.block_on(others::register(&hs, env_or("BENCH_OTHERS", 50)));
+    let metrics_port = std::net::TcpListener::bind("127.0.0.1:0")
+        .and_then(|l| l.local_addr())
+        .expect("free port")
+        .port();
     let setup = server::Setup::new(
         &hs,
-        "[rate_limit]\nrequests = 1000000000\nwindow = \"60s\"\n[auth]\naccess_token_ttl = \"3h\"\n",
+        &format!(
+            "[rate_limit]\nrequests = 1000000000\nwindow = \"60s\"\n[auth]\naccess_token_ttl = \"3h\"\n\
+             [metrics]\nlisten = \"127.0.0.1:{metrics_port}\"\n"
+        ),
     );
+    let metrics_url = format!("http://127.0.0.1:{metrics_port}/metrics");
     let (token, jwt) = {
         let state = AppState::build(setup.config()).expect("application state");
         rt.block_on(others::seed(&state, &other_users));
@@ -218,6 +226,7 @@ fn main() {
             let (sent, stored) = (arrivals.sent(), server::count(&db, &stored_sql));
             let synapse_before = synapse_cpu();
             let others_sent = others_arriving.sent();
+            let pages_before = others::page_cache(&client, &metrics_url).await;
             arrivals.on.store(r.arriving, Ordering::SeqCst);
             others_arriving.on.store(r.others, Ordering::SeqCst);
             let o = run(&client, &url, t, conns, duration, &server_cpu).await;
@@ -242,8 +251,10 @@ fn main() {
                 );
             }
             if r.others {
+                let (hits, misses) = others::page_cache(&client, &metrics_url).await;
+                let (hits, misses) = (hits - pages_before.0, misses - pages_before.1);
                 note = format!(
-                    " ({} sent to {} other users)",
+                    " ({} sent to {} other users; page cache {hits} hits, {misses} misses)",
                     others_arriving.sent() - others_sent,
                     other_users.len()
                 );
@@ -647,7 +658,10 @@ async fn access_log_cost(
     server_cpu: &dyn Fn() -> f64,
 ) -> (Outcome, Outcome) {
     let on = run(client, trivial, None, conns, duration, server_cpu).await;
-    let quiet = server::Setup::new(hs, "[log]\naccess = false\n");
+    let quiet = server::Setup::new(
+        hs,
+        "[rate_limit]\nrequests = 1000000000\nwindow = \"60s\"\n[log]\naccess = false\n",
+    );
     let other = quiet.start();
     let url = format!("http://127.0.0.1:{}/api/attestation", quiet.port);
     let deadline = Instant::now() + Duration::from_secs(60);

@@ -98,3 +98,20 @@ impl OthersArriving {
         }
     }
 }
+
+/// (hits, misses) of the page cache so far, from the server's `/metrics` (its
+/// `[metrics] listen` address).
+pub async fn page_cache(client: &reqwest::Client, metrics_url: &str) -> (f64, f64) {
+    let text = match client.get(metrics_url).send().await {
+        Ok(resp) => resp.text().await.unwrap_or_default(),
+        Err(_) => String::new(),
+    };
+    let value = |result: &str| {
+        let series = format!("switchboard_cache_requests_total{{cache=\"pages\",result=\"{result}\"}} ");
+        text.lines()
+            .find_map(|l| l.strip_prefix(&series))
+            .and_then(|v| v.trim().parse().ok())
+            .unwrap_or(0.0)
+    };
+    (value("hit"), value("miss"))
+}
