@@ -107,7 +107,8 @@ pub async fn page_cache(client: &reqwest::Client, metrics_url: &str) -> (f64, f6
         Err(_) => String::new(),
     };
     let value = |result: &str| {
-        let series = format!("switchboard_cache_requests_total{{cache=\"pages\",result=\"{result}\"}} ");
+        let series =
+            format!("switchboard_cache_requests_total{{cache=\"pages\",result=\"{result}\"}} ");
         text.lines()
             .find_map(|l| l.strip_prefix(&series))
             .and_then(|v| v.trim().parse().ok())

@@ -193,7 +193,10 @@ mod tests {
         })
         .unwrap();
         store
-            .run(|c| c.execute_batch("CREATE TABLE t (x)").map_err(StoreError::from))
+            .run(|c| {
+                c.execute_batch("CREATE TABLE t (x)")
+                    .map_err(StoreError::from)
+            })
             .await
             .unwrap();
         let pages = PageCache::new(store.epoch(), 1);
