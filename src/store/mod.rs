@@ -100,6 +100,10 @@ const MIGRATIONS: &[(&str, &str)] = &[
         "0013_search",
         include_str!("../../migrations/0013_search.sql"),
     ),
+    (
+        "0016_room_recipient_name",
+        include_str!("../../migrations/0016_room_recipient_name.sql"),
+    ),
 ];
 
 /// Latest schema version this binary knows.

@@ -1,5 +1,6 @@
 //! The web app's server side (issue #22, DESIGN §13): its files at `/`, the web session
 //! (refresh token in an HttpOnly cookie) and `sealedMeta` on native room objects.
 
+mod meta;
 mod serving;
 mod session;
