@@ -109,6 +109,10 @@ const MIGRATIONS: &[(&str, &str)] = &[
         "0015_mcp_actions",
         include_str!("../../migrations/0015_mcp_actions.sql"),
     ),
+    (
+        "0016_room_recipient_name",
+        include_str!("../../migrations/0016_room_recipient_name.sql"),
+    ),
 ];
 
 /// Latest schema version this binary knows.
