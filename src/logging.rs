@@ -37,7 +37,10 @@ pub fn queued_stderr() -> (QueuedStderr, FlushGuard) {
     let (tx, rx) = sync_channel(QUEUE_LINES);
     let spawned = std::thread::Builder::new()
         .name("log-writer".into())
-        .spawn(move || write_lines(&rx, std::io::stderr().lock()));
+        // The unlocked handle: each batch locks stderr only while it is written, so an
+        // `eprintln!` of another thread (main's last words on a failed start) never waits
+        // for this thread, which lives as long as the process.
+        .spawn(move || write_lines(&rx, std::io::stderr()));
     if let Err(e) = spawned {
         eprintln!("cannot start the log writer thread: {e}");
     }

@@ -173,7 +173,9 @@ pub(crate) struct Plain {
 pub(crate) async fn plain(extra: &str) -> Plain {
     let app = TestApp::start_with_mail_and(extra.to_owned()).await;
     let session = app.sign_up("rich").await;
-    let token = personal_token(&app, &session).await;
+    let (token_id, token) = crate::search::token_with_id(&app, &session).await;
+    // The MCP test calls acting tools (send_file, react, …): they need the token's opt-in.
+    crate::mcp_actions::enable(&app, &session, &token_id, true).await;
     let me = me_on_matrix(&session);
     let bob = mx::register("richbob").await;
     let room = me.create_room(Some("rich"), &[&bob.user_id], false).await;
