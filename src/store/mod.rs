@@ -100,6 +100,10 @@ const MIGRATIONS: &[(&str, &str)] = &[
         "0013_search",
         include_str!("../../migrations/0013_search.sql"),
     ),
+    (
+        "0014_email_refs_v2",
+        include_str!("../../migrations/0014_email_refs_v2.sql"),
+    ),
 ];
 
 /// Latest schema version this binary knows.

@@ -110,7 +110,7 @@ async fn fetch_account(
         .into_iter()
         .filter(|b| mailbox_ids.contains(&b.id))
         .collect();
-    sync::set_status(state, account_id, "syncing", None).await;
+    sync::set_status(state, &ctx.dek, account_id, "syncing", None).await;
     let result = async {
         let mut s = imap::connect(&ctx.settings.imap, &state.config.email, &ctx.user_id).await?;
         let fetched = async {
@@ -127,13 +127,13 @@ async fn fetch_account(
     .await;
     state.email.clear_progress(account_id);
     match &result {
-        Ok(_) => sync::set_status(state, account_id, "ok", None).await,
+        Ok(_) => sync::set_status(state, &ctx.dek, account_id, "ok", None).await,
         Err(e) => {
             let status = match e {
                 SyncError::Imap(ImapError::Login(_)) => "auth_failed",
                 _ => "unreachable",
             };
-            sync::set_status(state, account_id, status, Some(e.to_string())).await;
+            sync::set_status(state, &ctx.dek, account_id, status, Some(e.to_string())).await;
         }
     }
     result
