@@ -170,7 +170,7 @@ async fn fetch_older(
         .into_iter()
         .filter(|(u, _)| i64::from(*u) <= mb.last_uid && !cached.contains(&i64::from(*u)))
         .collect();
-    older.sort_unstable_by(|a, b| b.0.cmp(&a.0));
+    older.sort_unstable_by_key(|m| std::cmp::Reverse(m.0));
     let take = older
         .len()
         .min(state.config.email.first_sync_limit as usize);
