@@ -73,6 +73,8 @@ pub async fn serve(
     workers::sync::spawn(state.context().clone());
     workers::scheduler::spawn(&state);
     workers::mailbox::spawn(&state);
+    // `switchboard_imap_sessions`: the IMAP client's own count of open sessions.
+    metrics::global().set_imap_sessions(|| clients::mail::imap::open_sessions() as u64);
     let limits = http_server::ConnectionLimits {
         max_connections: state.config.server.max_connections,
         header_timeout: state.config.server.header_timeout.0,

@@ -113,6 +113,10 @@ const MIGRATIONS: &[(&str, &str)] = &[
         "0016_room_recipient_name",
         include_str!("../../migrations/0016_room_recipient_name.sql"),
     ),
+    (
+        "0017_email_refs_v2",
+        include_str!("../../migrations/0017_email_refs_v2.sql"),
+    ),
 ];
 
 /// Latest schema version this binary knows.

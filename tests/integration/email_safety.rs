@@ -74,6 +74,30 @@ async fn mail_servers_on_private_addresses_are_refused_unless_allowed() {
         .await;
         let m = e["message"].as_str().unwrap();
         assert!(m.starts_with("imap.host"), "{why}: {e}");
+        // The address the name resolved to is not told (no DNS oracle).
+        assert!(!m.contains("resolves to"), "{why}: {e}");
+        if host == "localhost" {
+            assert!(!m.contains("127.0.0.1") && !m.contains("::1"), "{why}: {e}");
+        }
+    }
+    // No encryption only to an allowed private host: a public one is refused before any
+    // connection, naming the field.
+    for field in ["imap", "smtp"] {
+        let mut body = account(&email, "1.1.1.1", "1.1.1.1");
+        body[if field == "imap" { "smtp" } else { "imap" }]["security"] = json!("tls");
+        let e = expect_error(
+            app.post_json("/api/email/accounts", Some(tok), body).await,
+            400,
+            "invalid_request",
+        )
+        .await;
+        assert!(
+            e["message"]
+                .as_str()
+                .unwrap()
+                .starts_with(&format!("{field}.security")),
+            "{e}"
+        );
     }
     let listed = expect_json(app.get_auth("/api/email/accounts", tok).await, 200).await;
     assert_eq!(listed["accounts"], json!([]), "nothing stored");
@@ -359,4 +383,99 @@ async fn other_users_ids_out_of_range_indexes_and_over_long_fields_are_refused()
         1,
         "nothing more stored"
     );
+}
+
+#[tokio::test]
+async fn a_reused_message_id_does_not_replace_another_senders_mail() {
+    let app = TestApp::start_with_mail().await;
+    let user = app.sign_up("mail-collision").await;
+    let tok = user.access_token.clone();
+    let email = add_user("collision", PASSWORD);
+    let mid = format!("<taken.{}@example.org>", uuid::Uuid::new_v4().simple());
+    for (from, subject, text) in [
+        (
+            "Alice <alice@example.org>",
+            "Quarterly figures",
+            "The real figures",
+        ),
+        (
+            "Mallory <mallory@example.org>",
+            "Quarterly figures (fixed)",
+            "Pay to my account",
+        ),
+    ] {
+        let raw = format!(
+            "From: {from}\nTo: {email}\nSubject: {subject}\nMessage-ID: {mid}\n\
+             Date: Wed, 2 Jul 2025 12:00:00 +0000\n\n{text}\n"
+        );
+        dovecot::deliver(&email, PASSWORD, "INBOX", &raw).await;
+    }
+    let (_, list) = connect_and_wait(&app, &tok, &email, 2).await;
+    let mut texts = Vec::new();
+    for t in list["threads"].as_array().unwrap() {
+        let id = t["messageIds"][0].as_str().unwrap();
+        let m = expect_json(
+            app.get_auth(&format!("/api/email/messages/{id}"), &tok)
+                .await,
+            200,
+        )
+        .await;
+        texts.push((
+            m["from"]["email"].clone(),
+            m["text"].as_str().unwrap().trim().to_owned(),
+        ));
+    }
+    texts.sort_by_key(|(f, _)| f.to_string());
+    assert_eq!(
+        texts,
+        vec![
+            (json!("alice@example.org"), "The real figures".to_owned()),
+            (json!("mallory@example.org"), "Pay to my account".to_owned()),
+        ]
+    );
+}
+
+#[tokio::test]
+async fn mail_over_max_message_mb_is_cached_partially_and_marked() {
+    let app = TestApp::start_with_mail_and("[email]\nmax_message_mb = 1\n".into()).await;
+    let user = app.sign_up("mail-large").await;
+    let tok = user.access_token.clone();
+    let email = add_user("large", PASSWORD);
+    let line = "0123456789abcdefghijklmnopqrstuvwxyz0123456789abcdefghijklmnopqrstuv\n";
+    let big = format!("BEGINNING {}END", line.repeat(2 * 1024 * 1024 / line.len()));
+    let raw = format!(
+        "From: Big <big@example.org>\nTo: {email}\nSubject: Large\n\
+         Message-ID: <large.{}@example.org>\nDate: Wed, 2 Jul 2025 12:00:00 +0000\n\n{big}\n",
+        uuid::Uuid::new_v4().simple()
+    );
+    dovecot::deliver(&email, PASSWORD, "INBOX", &raw).await;
+    let small = format!(
+        "From: Small <small@example.org>\nTo: {email}\nSubject: Small\n\
+         Message-ID: <small.{}@example.org>\nDate: Wed, 2 Jul 2025 12:01:00 +0000\n\nshort\n",
+        uuid::Uuid::new_v4().simple()
+    );
+    dovecot::deliver(&email, PASSWORD, "INBOX", &small).await;
+    let (_, list) = connect_and_wait(&app, &tok, &email, 2).await;
+    for t in list["threads"].as_array().unwrap() {
+        let id = t["messageIds"][0].as_str().unwrap();
+        let m = expect_json(
+            app.get_auth(&format!("/api/email/messages/{id}"), &tok)
+                .await,
+            200,
+        )
+        .await;
+        let text = m["text"].as_str().unwrap();
+        if m["subject"] == "Large" {
+            assert_eq!(m["truncated"], true);
+            assert!(text.starts_with("BEGINNING"), "the first part is kept");
+            assert!(
+                !text.contains("END") && text.len() <= 300 * 1024,
+                "{}",
+                text.len()
+            );
+        } else {
+            assert_eq!(m["truncated"], false);
+            assert_eq!(text.trim(), "short");
+        }
+    }
 }

@@ -256,8 +256,10 @@ impl EmailApi {
 
     /// Download an attachment
     ///
-    /// Fetched from the IMAP server on demand and sent with its content type. 404 for an
-    /// unknown message or index; 502/503 when the mail server refuses or is unreachable.
+    /// Fetched from the IMAP server on demand (the message whole, at most `[email]
+    /// max_message_mb`) and sent with its content type. 404 for an unknown message or
+    /// index; 502/503 when the mail server refuses or is unreachable; 502
+    /// `mail_action_failed` for a `truncated` message (larger than the cap).
     /// Personal tokens allowed.
     #[oai(
         path = "/messages/:id/attachments/:index",

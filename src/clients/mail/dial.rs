@@ -84,12 +84,11 @@ fn v6_is_public(ip: Ipv6Addr) -> bool {
         return v4_is_public(embedded_v4(bits));
     }
     let global_unicast = (seg[0] & 0xe000) == 0x2000;
-    global_unicast
-        && !((seg[0] == 0x2001 && seg[1] < 0x0200) // 2001::/23 IETF assignments (Teredo 2001::/32, benchmarking, ORCHID)
-            || (seg[0] == 0x2001 && seg[1] == 0x0db8) // 2001:db8::/32 documentation
-            || seg[0] == 0x2002 // 2002::/16 6to4: reaches an IPv4 address through a relay
-            || (seg[0] & 0xfff0) == 0x3ff0 // 3ff0::/12 (3fff::/20 documentation)
-            || (seg[0] == 0x2620 && seg[1] == 0x004f && seg[2] == 0x8000)) // AS112
+    let special = (seg[0] == 0x2001 && (seg[1] < 0x0200 || seg[1] == 0x0db8)) // 2001::/23 IETF assignments (Teredo 2001::/32, benchmarking, ORCHID); 2001:db8::/32 documentation
+        || seg[0] == 0x2002 // 2002::/16 6to4: reaches an IPv4 address through a relay
+        || (seg[0] & 0xfff0) == 0x3ff0 // 3ff0::/12 (3fff::/20 documentation)
+        || (seg[0] == 0x2620 && seg[1] == 0x004f && seg[2] == 0x8000); // AS112
+    global_unicast && !special
 }
 
 /// Whether `ip` is a public unicast address.

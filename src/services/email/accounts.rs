@@ -53,6 +53,14 @@ fn open(state: &Context, dek: &DataKey, a: AccountRow, used: u64) -> Account {
         dek.open_string(d, &Aad::new(T_ACCOUNTS, "display_name", &a.id))
             .ok()
     });
+    let error = a
+        .error_enc
+        .as_ref()
+        .and_then(|e| {
+            dek.open_string(e, &Aad::new(T_ACCOUNTS, "error", &a.id))
+                .ok()
+        })
+        .or(a.error);
     Account {
         progress: state.email.progress(&a.id),
         id: a.id,
@@ -60,7 +68,7 @@ fn open(state: &Context, dek: &DataKey, a: AccountRow, used: u64) -> Account {
         display_name,
         status: a.status,
         last_sync_at: a.last_sync_at,
-        error: a.error,
+        error,
         quota: (used, state.config.email.quota_bytes()),
     }
 }
@@ -187,6 +195,7 @@ pub async fn connect(state: &Context, user_id: &str, input: AccountInput) -> App
         user_id: user_id.to_owned(),
         status: "syncing".into(),
         error: None,
+        error_enc: None,
         last_sync_at: None,
         created_at: now_ms(),
     };
@@ -292,19 +301,28 @@ pub async fn pick(
         .await
 }
 
-/// Records the outcome of a round on the account (`ok` with the time, or the failure).
+/// Records the outcome of a round on the account (`ok` with the time, or the failure);
+/// the failure (the server's words) is sealed under the user's data key.
 pub async fn set_status(
     state: &Context,
+    dek: &DataKey,
     account_id: &str,
     status: &'static str,
     error: Option<String>,
 ) {
     let id = account_id.to_owned();
     let synced = (status == "ok").then(now_ms);
+    let sealed = error.map(|e| dek.seal_str(&e, &Aad::new(T_ACCOUNTS, "error", &id)));
     let _ = state
         .store
         .run(move |c| {
-            Ok::<_, AppError>(store::set_status(c, &id, status, error.as_deref(), synced)?)
+            Ok::<_, AppError>(store::set_status(
+                c,
+                &id,
+                status,
+                sealed.as_deref(),
+                synced,
+            )?)
         })
         .await;
 }

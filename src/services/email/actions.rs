@@ -325,6 +325,17 @@ pub async fn attachment(
     index: u32,
 ) -> AppResult<(String, Option<String>, Vec<u8>)> {
     let (m, meta) = threads::attachment_meta(state, user_id, message_id, index).await?;
+    if m.body.truncated {
+        // Fetched whole it would pass the bounded reader's cap: not fetched at all.
+        return Err(AppError::BadGateway {
+            code: ErrorCode::MailActionFailed,
+            message: format!(
+                "the message is larger than this server fetches ([email] max_message_mb = {}); \
+                 only its first part is cached and its attachments are not downloaded",
+                state.config.email.max_message_mb
+            ),
+        });
+    }
     let ctx = account_ctx(state, &m.account_id).await?;
     let mid = m.id.clone();
     let locations = state

@@ -110,7 +110,7 @@ async fn fetch_account(
         .into_iter()
         .filter(|b| mailbox_ids.contains(&b.id))
         .collect();
-    sync::set_status(state, account_id, "syncing", None).await;
+    sync::set_status(state, &ctx.dek, account_id, "syncing", None).await;
     let result = async {
         let mut s = imap::connect(&ctx.settings.imap, &state.config.email, &ctx.user_id).await?;
         let fetched = async {
@@ -127,13 +127,13 @@ async fn fetch_account(
     .await;
     state.email.clear_progress(account_id);
     match &result {
-        Ok(_) => sync::set_status(state, account_id, "ok", None).await,
+        Ok(_) => sync::set_status(state, &ctx.dek, account_id, "ok", None).await,
         Err(e) => {
             let status = match e {
                 SyncError::Imap(ImapError::Login(_)) => "auth_failed",
                 _ => "unreachable",
             };
-            sync::set_status(state, account_id, status, Some(e.to_string())).await;
+            sync::set_status(state, &ctx.dek, account_id, status, Some(e.to_string())).await;
         }
     }
     result
@@ -170,7 +170,7 @@ async fn fetch_older(
         .into_iter()
         .filter(|(u, _)| i64::from(*u) <= mb.last_uid && !cached.contains(&i64::from(*u)))
         .collect();
-    older.sort_unstable_by(|a, b| b.0.cmp(&a.0));
+    older.sort_unstable_by_key(|m| std::cmp::Reverse(m.0));
     let take = older
         .len()
         .min(state.config.email.first_sync_limit as usize);

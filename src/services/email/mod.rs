@@ -27,7 +27,9 @@ pub mod backfill;
 pub mod budget;
 pub mod compose;
 pub mod html;
+mod ingest;
 pub mod parse;
+pub mod rekey;
 pub mod signatures;
 pub mod sync;
 pub mod threads;
@@ -214,10 +216,18 @@ pub fn open_json<T: for<'a> Deserialize<'a>>(
 }
 
 /// Keyed hash of a Message-ID or thread key: stable for the user, meaningless without
-/// their data key.
+/// their data key. The HMAC key is a sub-key derived from the data key (HKDF, its own
+/// label), so the AEAD key itself keys nothing else (version 2; [`rekey`] moves hashes
+/// made before).
 pub fn ref_hash(dek: &DataKey, kind: &str, value: &str) -> String {
-    let mut mac = <Hmac<Sha256> as KeyInit>::new_from_slice(dek.as_bytes())
-        .expect("HMAC takes any key length");
+    ref_hash_with(&dek.derive(REF_KEY_LABEL), kind, value)
+}
+
+const REF_KEY_LABEL: &str = "switchboard-email-ref-v2";
+
+fn ref_hash_with(key: &[u8], kind: &str, value: &str) -> String {
+    let mut mac =
+        <Hmac<Sha256> as KeyInit>::new_from_slice(key).expect("HMAC takes any key length");
     mac.update(b"switchboard-email-ref-v1\0");
     mac.update(kind.as_bytes());
     mac.update(b"\0");

@@ -9,10 +9,10 @@
 use std::collections::{BTreeSet, HashMap, HashSet};
 
 use super::budget::{self, Budget, Limit};
-use super::parse::{parse, thread_subject};
-use super::{now_ms, ref_hash, seal_json, Settings, T_ACCOUNTS, T_MESSAGES};
-use crate::clients::mail::imap::{self, Caps, Extent, Fetched, ImapError, Session};
-use crate::crypto::{Aad, DataKey};
+use super::ingest::ingest;
+use super::{Settings, T_ACCOUNTS};
+use crate::clients::mail::imap::{self, Caps, Extent, ImapError, Session};
+use crate::crypto::DataKey;
 use crate::error::{AppError, AppResult};
 use crate::services::Context;
 use crate::store::email::{self as store, messages as mstore, MailboxRow};
@@ -57,6 +57,7 @@ pub async fn load_ctx(state: &Context, account_id: &str) -> AppResult<Option<Acc
         return Ok(None);
     }
     let dek = crate::services::users::data_key(&state.master, &user)?;
+    super::rekey::ensure(state, &a.id, &dek).await?;
     let settings = super::open_json(&dek, &a.settings_enc, T_ACCOUNTS, "settings", &a.id)?;
     Ok(Some(AccountCtx {
         account_id: a.id,
@@ -367,90 +368,4 @@ pub(super) async fn fetch_into_cache(
         state.email.set_progress(&ctx.account_id, done, total);
     }
     Ok(())
-}
-
-/// Caches one fetched message at `(mailbox, uid)`; returns its thread id.
-pub(super) fn ingest(
-    tx: &rusqlite::Connection,
-    ctx: &AccountCtx,
-    mailbox_id: &str,
-    validity: i64,
-    f: Fetched,
-) -> AppResult<String> {
-    let dek = &ctx.dek;
-    let mut parsed = parse(&f.raw).unwrap_or_default();
-    parsed.body.truncated = f.truncated;
-    let h = &parsed.header;
-    let key = match &h.message_id {
-        Some(mid) => ref_hash(dek, "mid", mid),
-        None => ref_hash(dek, "loc", &format!("{mailbox_id}/{validity}/{}", f.uid)),
-    };
-    if let Some((id, thread)) = mstore::find_by_key(tx, &ctx.account_id, &key)? {
-        mstore::add_location(tx, mailbox_id, i64::from(f.uid), &id)?;
-        mstore::set_flags(tx, &id, f.seen, f.flagged)?;
-        return Ok(thread);
-    }
-    // Threading: its own id and every id it refers to; the subject only for replies whose
-    // references are unknown here.
-    let mut refs: Vec<String> = h
-        .in_reply_to
-        .iter()
-        .chain(h.references.iter())
-        .map(|r| ref_hash(dek, "mid", r))
-        .collect();
-    let is_reply =
-        !refs.is_empty() || thread_subject(&h.subject) != h.subject.trim().to_lowercase();
-    let subject_key = ref_hash(dek, "subject", &thread_subject(&h.subject));
-    let mut thread = mstore::thread_by_refs(tx, &ctx.account_id, &refs)?;
-    if thread.is_none() && is_reply && !thread_subject(&h.subject).is_empty() {
-        thread = mstore::thread_by_refs(tx, &ctx.account_id, std::slice::from_ref(&subject_key))?;
-    }
-    let date = if parsed.date > 0 {
-        parsed.date
-    } else {
-        now_ms()
-    };
-    let thread = match thread {
-        Some(t) => t,
-        None => {
-            let t = uuid::Uuid::new_v4().to_string();
-            mstore::create_thread(tx, &t, &ctx.account_id, &ctx.user_id, date)?;
-            t
-        }
-    };
-    refs.push(key.clone());
-    if !thread_subject(&h.subject).is_empty() {
-        refs.push(subject_key);
-    }
-    mstore::add_refs(tx, &ctx.account_id, &refs, &thread)?;
-    let id = uuid::Uuid::new_v4().to_string();
-    let row = mstore::MessageRow {
-        header_enc: seal_json(dek, &parsed.header, T_MESSAGES, "header", &id),
-        snippet_enc: dek.seal_str(&parsed.snippet, &Aad::new(T_MESSAGES, "snippet", &id)),
-        body_enc: seal_json(dek, &parsed.body, T_MESSAGES, "body", &id),
-        id,
-        account_id: ctx.account_id.clone(),
-        thread_id: thread.clone(),
-        key_hash: key,
-        date,
-        seen: f.seen,
-        flagged: f.flagged,
-        size: f.raw.len() as i64,
-    };
-    if f.truncated {
-        tracing::debug!(account = %ctx.account_id, size = f.size, "mail over max_message_mb cached partially");
-    }
-    mstore::insert(tx, &row)?;
-    crate::services::search::index_email(
-        tx,
-        dek,
-        &ctx.user_id,
-        &row.id,
-        &thread,
-        date,
-        &h.subject,
-        parsed.body.text.as_deref().unwrap_or(&parsed.snippet),
-    )?;
-    mstore::add_location(tx, mailbox_id, i64::from(f.uid), &row.id)?;
-    Ok(thread)
 }

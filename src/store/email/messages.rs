@@ -372,3 +372,10 @@ pub fn bytes_of_user(conn: &Connection, user_id: &str) -> rusqlite::Result<u64> 
     .query_row([user_id], |r| r.get::<_, i64>(0))
     .map(|n| n.max(0) as u64)
 }
+
+/// The sealed header and body of a cached message.
+pub fn sealed_docs(conn: &Connection, id: &str) -> rusqlite::Result<Option<(Vec<u8>, Vec<u8>)>> {
+    conn.prepare_cached("SELECT header_enc, body_enc FROM email_messages WHERE id = ?1")?
+        .query_row([id], |r| Ok((r.get(0)?, r.get(1)?)))
+        .optional()
+}

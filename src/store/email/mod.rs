@@ -14,13 +14,16 @@ pub struct AccountRow {
     pub display_name_enc: Option<Vec<u8>>,
     pub settings_enc: Vec<u8>,
     pub status: String,
+    /// Legacy plaintext failure (version 1 rows; emptied when they are rehashed).
     pub error: Option<String>,
+    /// The last failure, sealed.
+    pub error_enc: Option<Vec<u8>>,
     pub last_sync_at: Option<i64>,
     pub created_at: i64,
 }
 
 const ACCOUNT_COLUMNS: &str = "id, user_id, email_enc, display_name_enc, settings_enc, status, \
-    error, last_sync_at, created_at";
+    error, last_sync_at, created_at, error_enc";
 
 fn account(r: &Row<'_>) -> rusqlite::Result<AccountRow> {
     Ok(AccountRow {
@@ -33,12 +36,13 @@ fn account(r: &Row<'_>) -> rusqlite::Result<AccountRow> {
         error: r.get(6)?,
         last_sync_at: r.get(7)?,
         created_at: r.get(8)?,
+        error_enc: r.get(9)?,
     })
 }
 
 pub fn insert_account(conn: &Connection, a: &AccountRow) -> rusqlite::Result<()> {
     conn.prepare_cached(&format!(
-        "INSERT INTO email_accounts ({ACCOUNT_COLUMNS}) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)"
+        "INSERT INTO email_accounts ({ACCOUNT_COLUMNS}) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10)"
     ))?
     .execute(params![
         a.id,
@@ -49,7 +53,8 @@ pub fn insert_account(conn: &Connection, a: &AccountRow) -> rusqlite::Result<()>
         a.status,
         a.error,
         a.last_sync_at,
-        a.created_at
+        a.created_at,
+        a.error_enc
     ])?;
     Ok(())
 }
@@ -107,14 +112,14 @@ pub fn set_status(
     conn: &Connection,
     id: &str,
     status: &str,
-    error: Option<&str>,
+    error_enc: Option<&[u8]>,
     synced_at: Option<i64>,
 ) -> rusqlite::Result<usize> {
     conn.prepare_cached(
-        "UPDATE email_accounts SET status = ?2, error = ?3, \
+        "UPDATE email_accounts SET status = ?2, error = NULL, error_enc = ?3, \
          last_sync_at = COALESCE(?4, last_sync_at) WHERE id = ?1",
     )?
-    .execute(params![id, status, error, synced_at])
+    .execute(params![id, status, error_enc, synced_at])
 }
 
 #[derive(Debug, Clone, Default, PartialEq, Eq)]

@@ -74,7 +74,7 @@ async fn run_account(state: Context, account_id: String) {
                     other => ("unreachable", other.to_string()),
                 };
                 tracing::info!(account = %account_id, status, error = %message, "mailbox sync failed; retrying");
-                sync::set_status(&state, &account_id, status, Some(message)).await;
+                sync::set_status(&state, &ctx.dek, &account_id, status, Some(message)).await;
             }
         }
         tokio::select! {
@@ -136,7 +136,7 @@ async fn session(
             .limit
             .filter(|l| *l != Limit::Round)
             .map(|l| l.message().to_owned());
-        sync::set_status(state, &ctx.account_id, "ok", note).await;
+        sync::set_status(state, &ctx.dek, &ctx.account_id, "ok", note).await;
         *backoff = BACKOFF_MIN;
         if idle_woke {
             idle_noise = if round.changed.is_empty() {
