@@ -109,6 +109,11 @@ def conversation(page):
     step("signed_in")
     set_up_key(page)
     step("key_set_up")
+    # A reload keeps the session (HttpOnly refresh cookie) and the key (IndexedDB): no sign-in.
+    page.reload()
+    expect(page.get_by_role("heading", name="Inbox")).to_be_visible()
+    assert page.evaluate("document.cookie") == "", "a cookie is readable by page scripts"
+    step("reload_keeps_session")
     row = room_row(page)
     expect(row).to_be_visible()
     row.get_by_role("button", name=re.compile("^Accept invitation")).click()
