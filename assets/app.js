@@ -23,6 +23,7 @@ const routes = [
   [/^\/mail\/compose$/, () => import('./screens/compose.js'), true],
   [/^\/mail\/(?<threadId>[^/]+)$/, () => import('./screens/mail.js'), true],
   [/^\/search$/, () => import('./screens/search.js'), true],
+  [/^\/new$/, () => import('./screens/newchat.js'), true],
   [/^\/bridges$/, () => import('./screens/bridges.js'), true],
   [/^\/settings$/, () => import('./screens/settings.js'), true],
   [/^\/admin$/, () => import('./screens/admin.js'), true],

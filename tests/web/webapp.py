@@ -144,6 +144,18 @@ def conversation(page):
     ask(f"SAY {live}")
     expect(log_.get_by_text(live)).to_be_visible()
     step("live_update")
+    # Rich actions: a reaction on Bob's message, an edit of Alice's reply.
+    theirs = log_.locator("li.msg", has_text=CFG["incoming"])
+    theirs.get_by_role("button", name="React", exact=True).click()
+    theirs.get_by_role("button", name="React with 👍").click()
+    expect(theirs.get_by_role("button", name=re.compile("^👍 1"))).to_be_visible()
+    step("reacted")
+    mine = log_.locator("li.msg", has_text=reply).last
+    page.once("dialog", lambda d: d.accept(reply + " (fixed)"))
+    mine.get_by_role("button", name="Edit").click()
+    edited = log_.locator("li.msg", has_text=reply + " (fixed)")
+    expect(edited.get_by_text("(edited)")).to_be_visible()
+    step("edited")
     # Send later: sealed in the browser to the attested server key; the server opens it (201).
     box.fill("A message for later")
     page.get_by_text("Send later").click()
