@@ -36,6 +36,9 @@ export async function render(main, { roomId }) {
     return;
   }
   renderHead();
+  const linked = h('div');
+  info.after(linked);
+  linkedGroup(roomId, linked);
 
   function renderHead() {
     /** @param {'pinned' | 'muted' | 'favorite' | 'archived'} flag @param {string} on_ @param {string} off @param {string} label */
@@ -67,11 +70,12 @@ export async function render(main, { roomId }) {
       replace(info, h('p', null, `You are invited${room.invitedBy ? ` by ${room.invitedBy}` : ''}. `),
         h('button', { type: 'button', onclick: async () => { await roomAction(roomId, 'accept'); location.reload(); } }, 'Accept'));
     } else replace(info, room.meta?.topic ? h('p', { class: 'muted' }, room.meta.topic) : '');
-    linkedGroup(roomId, info);
   }
 
   /** @type {Map<string, HTMLElement>} */
   const shown = new Map();
+  /** @type {Map<string, string>} */
+  const signature = new Map();
   let oldest = Infinity;
   let exhausted = false;
   let loadingOlder = false;
@@ -83,14 +87,19 @@ export async function render(main, { roomId }) {
     const fresh = [];
     for (const { m, c } of opened.reverse()) {
       oldest = Math.min(oldest, m.timestamp);
-      const el = messageItem(ctx, m, c);
+      // Redraw a known message only when what it shows changed (keeps open pickers).
+      const sig = JSON.stringify([m.edited, m.redacted, c]);
       const old = shown.get(m.id);
+      if (old && signature.get(m.id) === sig) continue;
+      signature.set(m.id, sig);
+      const el = messageItem(ctx, m, c);
       shown.set(m.id, el);
       if (old) old.replaceWith(el);
       else fresh.push(el);
     }
     if (where === 'top') log.prepend(...fresh);
     else log.append(...fresh);
+    return fresh.length;
   }
 
   async function loadOlder() {
@@ -118,10 +127,11 @@ export async function render(main, { roomId }) {
       const page = await api.get('/api/messages', { query: { roomId, limit: 20 } });
       const scroller = /** @type {HTMLElement} */ (log.parentElement);
       const atEnd = scroller.scrollHeight - scroller.scrollTop - scroller.clientHeight < 80;
-      // Known messages are redrawn in place (edits, reactions, deletions), new ones appended.
-      await place(page.messages, 'bottom');
+      // Known messages are redrawn in place (edits, reactions, deletions), new ones appended;
+      // only new ones move the read marker (a read answers room.updated, which refreshes).
+      const fresh = await place(page.messages, 'bottom');
       if (atEnd) scroller.scrollTop = scroller.scrollHeight;
-      markRead();
+      if (fresh) markRead();
     } catch (e) {
       toast(api.describe(e), true);
     }
@@ -144,7 +154,11 @@ export async function render(main, { roomId }) {
       if (ev.roomId !== roomId) return;
       if (ev.type === 'message.created') refreshNewest();
       if (ev.type === 'room.updated') {
-        getRoom(roomId).then((r) => { room = r; renderHead(); }).catch(() => {});
+        getRoom(roomId).then((r) => {
+          const changed = ['pinned', 'muted', 'favorite', 'archived', 'membership'].some((k) => /** @type {any} */ (r)[k] !== /** @type {any} */ (room)[k]);
+          room = r;
+          if (changed) renderHead();
+        }).catch(() => {});
         refreshNewest();
       }
     }),
