@@ -13,13 +13,17 @@
 //! concurrent connections are driven for 10 s per route; it prints requests per second,
 //! p99, the ratio to `GET /api/attestation` and the target of each row:
 //!
-//! - readable history (personal token), also while 20 messages/s arrive;
+//! - readable history (personal token), also while 20 messages/s arrive, and while 20
+//!   messages/s arrive for `BENCH_OTHERS` (50) *other* users (target: >= 0.8x its quiet
+//!   rate of the same run; `bench_support/others.rs`);
 //! - native sealed history (JWT), also while 20 messages/s arrive;
 //! - the room list with 200 rooms, both views, default page and `limit=100`;
 //! - the single-room read and `GET /api/messages/stats`;
 //! - Synapse's own `GET /_matrix/client/v3/rooms/{roomId}/messages?dir=b&limit=50` on the
 //!   same room, with the same load generator;
-//! - the server's RSS (`VmRSS` of /proc/<pid>/status) after its 64-connection runs.
+//! - the server's RSS (`VmRSS` of /proc/<pid>/status) after its 64-connection runs;
+//! - the access log's cost: the trivial route again, then on a second server with
+//!   `[log] access = false`.
 //!
 //! Messages "arrive" as they do in production: sent to Synapse (20 a second) and stored by
 //! the server's sync worker, each a write that ends every cached page; after each such row
@@ -46,6 +50,8 @@ use switchboard::AppState;
 mod load;
 #[path = "bench_support/many_users.rs"]
 mod many_users;
+#[path = "bench_support/others.rs"]
+mod others;
 #[path = "bench_support/server.rs"]
 mod server;
 #[path = "bench_support/synapse.rs"]
@@ -53,6 +59,11 @@ mod synapse;
 
 use load::{ms, run, Outcome};
 use synapse::{Account, Homeserver};
+
+/// The row measured while messages arrive for the other users.
+const OTHERS_ROW: &str = "  while 20 msg/s arrive for others";
+/// Its target: this share of the quiet readable-history rate of the same run.
+const OTHERS_TARGET: f64 = 0.8;
 
 /// Target of the server's RSS after the 64-connection runs (issue 13).
 const RSS_TARGET_MIB: f64 = 64.0;
@@ -78,6 +89,8 @@ struct Row {
     path: String,
     caller: Caller,
     arriving: bool,
+    /// Messages arrive for the other users meanwhile (target: relative to the quiet row).
+    others: bool,
     target: f64,
     p99_ms: Option<f64>,
 }
@@ -116,12 +129,22 @@ fn main() {
         "bench-password",
     ));
     let room_id = rt.block_on(hs.create_room(&who, "Bench room"));
+    let other_users = rt.block_on(others::register(&hs, env_or("BENCH_OTHERS", 50)));
+    let metrics_port = std::net::TcpListener::bind("127.0.0.1:0")
+        .and_then(|l| l.local_addr())
+        .expect("free port")
+        .port();
     let setup = server::Setup::new(
         &hs,
-        "[rate_limit]\nrequests = 1000000000\nwindow = \"60s\"\n[auth]\naccess_token_ttl = \"3h\"\n",
+        &format!(
+            "[rate_limit]\nrequests = 1000000000\nwindow = \"60s\"\n[auth]\naccess_token_ttl = \"3h\"\n\
+             [metrics]\nlisten = \"127.0.0.1:{metrics_port}\"\n"
+        ),
     );
+    let metrics_url = format!("http://127.0.0.1:{metrics_port}/metrics");
     let (token, jwt) = {
         let state = AppState::build(setup.config()).expect("application state");
+        rt.block_on(others::seed(&state, &other_users));
         rt.block_on(seed(&state, &who, room_count))
     };
 
@@ -130,9 +153,10 @@ fn main() {
     let db = setup.database();
     let synced_sql = "SELECT COUNT(*) FROM sync_state WHERE since IS NOT NULL";
     let limit_wait = Duration::from_secs(600);
+    let syncing = 1 + other_users.len() as u64;
     assert_eq!(
-        server::wait_for(&mut srv, &db, synced_sql, 1, limit_wait),
-        1,
+        server::wait_for(&mut srv, &db, synced_sql, syncing, limit_wait),
+        syncing,
         "no first sync; log {}",
         srv.log.display()
     );
@@ -167,6 +191,8 @@ fn main() {
             .clone()
             .run(hs.clone(), who.clone(), room_id.clone()),
     );
+    let others_arriving = others::OthersArriving::default();
+    rt.spawn(others_arriving.clone().run(hs.clone(), other_users.clone()));
     let pid = srv.pid;
     let server_cpu = move || load::process_cpu_secs(pid);
     let synapse_pid = env_or("BENCH_SYNAPSE_PID", 0) as u32;
@@ -178,7 +204,7 @@ fn main() {
         .http1_only()
         .build()
         .expect("client");
-    let (att, measured, rss, synapse_run) = rt.block_on(async {
+    let (att, measured, rss, synapse_run, access) = rt.block_on(async {
         let page = format!("{base}{history}");
         check(&client, &page, &token, limit as usize, None).await;
         check(&client, &page, &jwt, limit as usize, None).await;
@@ -199,9 +225,13 @@ fn main() {
             run(&client, &url, t, conns, warm, &server_cpu).await;
             let (sent, stored) = (arrivals.sent(), server::count(&db, &stored_sql));
             let synapse_before = synapse_cpu();
+            let others_sent = others_arriving.sent();
+            let pages_before = others::page_cache(&client, &metrics_url).await;
             arrivals.on.store(r.arriving, Ordering::SeqCst);
+            others_arriving.on.store(r.others, Ordering::SeqCst);
             let o = run(&client, &url, t, conns, duration, &server_cpu).await;
             arrivals.on.store(false, Ordering::SeqCst);
+            others_arriving.on.store(false, Ordering::SeqCst);
             // Synapse's work for the arriving messages shares the machine's cores.
             let synapse_share = (synapse_cpu() - synapse_before) / o.elapsed.as_secs_f64();
             let mut note = String::new();
@@ -220,9 +250,19 @@ fn main() {
                     fresh.as_secs_f64()
                 );
             }
+            if r.others {
+                let (hits, misses) = others::page_cache(&client, &metrics_url).await;
+                let (hits, misses) = (hits - pages_before.0, misses - pages_before.1);
+                note = format!(
+                    " ({} sent to {} other users; page cache {hits} hits, {misses} misses)",
+                    others_arriving.sent() - others_sent,
+                    other_users.len()
+                );
+            }
             measured.push((r, o, note));
         }
         let rss = srv.rss_mib();
+        let access = access_log_cost(&client, &hs, &trivial, conns, duration, &server_cpu).await;
         let synapse_run = if only.is_empty() || "synapse".contains(&only.to_lowercase()) {
             let url = hs.messages_url(&room_id, limit);
             let resp = client.get(&url).bearer_auth(&who.token).send().await;
@@ -247,7 +287,7 @@ fn main() {
         } else {
             None
         };
-        (att, measured, rss, synapse_run)
+        (att, measured, rss, synapse_run, access)
     });
     srv.assert_running();
     drop(srv);
@@ -278,6 +318,9 @@ fn main() {
         };
         let ratio = o.rate() / att.rate();
         let ok = ratio >= r.target && o.errors == 0;
+        if r.others {
+            summary.push(others_verdict(&measured, o));
+        }
         let p99_ok = r.p99_ms.is_none_or(|t| p99(o) <= t);
         let p99_target = r
             .p99_ms
@@ -322,7 +365,19 @@ fn main() {
         verdict(rss_ok)
     );
     summary.push((format!("server RSS <= {RSS_TARGET_MIB} MiB"), rss_ok));
+    let (on, off) = &access;
+    println!(
+        "access log: trivial route {:.0} req/s with [log] access = true, {:.0} req/s with false \
+         (CPU per request {:.0} µs vs {:.0} µs; the line costs {:.1}% of the trivial request)",
+        on.rate(),
+        off.rate(),
+        on.server_cpu.as_secs_f64() * 1e6,
+        off.server_cpu.as_secs_f64() * 1e6,
+        (1.0 - off.server_cpu.as_secs_f64() / on.server_cpu.as_secs_f64().max(1e-9)) * 100.0
+    );
     println!("details (CPU per request of the serving process and of the load generator):");
+    on.print("trivial, access log on");
+    off.print("trivial, access log off");
     att.print("trivial /api/attestation");
     for (r, o, _) in &measured {
         o.print(r.name);
@@ -348,6 +403,7 @@ fn rows(history: &str, room: &str) -> Vec<Row> {
         path: path.to_owned(),
         caller,
         arriving,
+        others: false,
         target,
         p99_ms,
     };
@@ -363,6 +419,10 @@ fn rows(history: &str, room: &str) -> Vec<Row> {
             None,
         ),
         row("  while 20 msg/s arrive", history, Token, true, 0.6, None),
+        Row {
+            others: true,
+            ..row(OTHERS_ROW, history, Token, false, 0.0, None)
+        },
         row(
             "native sealed history (access token)",
             history,
@@ -559,4 +619,60 @@ fn settle(pids: &[u32]) -> String {
         }
     }
     "not within 60 s (measuring anyway)".into()
+}
+
+/// The other-users row against the quiet readable-history row of the same run.
+fn others_verdict(measured: &[(&Row, Outcome, String)], o: &Outcome) -> (String, bool) {
+    let quiet = measured
+        .iter()
+        .find(|(r, _, _)| !r.arriving && !r.others && r.caller_is_token_history())
+        .map(|(_, q, _)| q.rate());
+    let share = quiet.map(|q| o.rate() / q);
+    let ok = share.is_some_and(|s| s >= OTHERS_TARGET) && o.errors == 0;
+    println!(
+        "{:<40} readable history while others write: {} of its quiet rate (target >= {OTHERS_TARGET}) {}",
+        "",
+        share.map_or("not measured".to_owned(), |s| format!("{s:.3}")),
+        verdict(ok)
+    );
+    (
+        format!("readable history while 20 msg/s arrive for other users: >= {OTHERS_TARGET}x its quiet rate"),
+        ok,
+    )
+}
+
+impl Row {
+    fn caller_is_token_history(&self) -> bool {
+        matches!(self.caller, Caller::Token) && self.path.starts_with("/api/messages")
+    }
+}
+
+/// The trivial route on this server (access log on, the default), then on a second
+/// server of the same build with `[log] access = false`: (on, off).
+async fn access_log_cost(
+    client: &reqwest::Client,
+    hs: &synapse::Homeserver,
+    trivial: &str,
+    conns: usize,
+    duration: Duration,
+    server_cpu: &dyn Fn() -> f64,
+) -> (Outcome, Outcome) {
+    let on = run(client, trivial, None, conns, duration, server_cpu).await;
+    let quiet = server::Setup::new(
+        hs,
+        "[rate_limit]\nrequests = 1000000000\nwindow = \"60s\"\n[log]\naccess = false\n",
+    );
+    let other = quiet.start();
+    let url = format!("http://127.0.0.1:{}/api/attestation", quiet.port);
+    let deadline = Instant::now() + Duration::from_secs(60);
+    while client.get(&url).send().await.is_err() {
+        assert!(Instant::now() < deadline, "second server did not start");
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    let pid = other.pid;
+    let cpu = move || load::process_cpu_secs(pid);
+    run(client, &url, None, conns, Duration::from_secs(1), &cpu).await;
+    let off = run(client, &url, None, conns, duration, &cpu).await;
+    drop(other);
+    (on, off)
 }

@@ -189,7 +189,11 @@ fn main() {
         let created = tokens::create(&state, &uid, "bench", None)
             .await
             .expect("token");
-        tokens::opt_in(&state, &uid, &created.row.id)
+        let opt_in = tokens::TokenChange {
+            opt_in: true,
+            mcp_actions: None,
+        };
+        tokens::update(&state, &uid, &created.row.id, opt_in)
             .await
             .expect("opt in");
         let token = created.token;

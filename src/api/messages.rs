@@ -32,7 +32,7 @@ use crate::store::messages::MessageStats;
 /// plaintext under a used key and nonce); clients must not assume either way.
 ///
 /// Documents the response; it is written by the messages service.
-#[derive(Debug, Object)]
+#[derive(Debug, Clone, Object)]
 #[oai(rename = "EncryptedContent", rename_all = "camelCase")]
 #[allow(dead_code)]
 pub struct EncryptedContent {

@@ -10,6 +10,7 @@ use poem_openapi::{Object, OpenApi};
 
 use super::fast_json::FastJson;
 use super::linked::LinkedGroup;
+use super::messages::EncryptedContent;
 use super::security::{NativeAuth, TokenAuth};
 use super::views::MessageResponse;
 use super::ApiTags;

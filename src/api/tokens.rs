@@ -79,6 +79,10 @@ pub struct TokenInfo {
     /// that read across every room at once (`GET /api/search`) need an explicit opt-in of
     /// each token, also of tokens created after they were added.
     pub opted_in_version: u32,
+    /// Whether the token may use the MCP tools that act (send, compose, create, change,
+    /// delete); reading tools need no such opt-in. Off until set with `PATCH`
+    /// `{"mcpActions": true}`.
+    pub mcp_actions: bool,
 }
 
 impl From<ApiTokenRow> for TokenInfo {
@@ -93,6 +97,7 @@ impl From<ApiTokenRow> for TokenInfo {
             revoked_at: opt_time(r.revoked_at),
             allowlist_version: r.allowlist_version,
             opted_in_version: r.opted_in_version,
+            mcp_actions: r.mcp_actions,
         }
     }
 }
@@ -118,8 +123,12 @@ pub struct RevokeResult {
 #[derive(Debug, Object)]
 #[oai(rename_all = "camelCase")]
 pub struct OptInRequest {
-    /// Must be `true`: moves the token to the current allowlist version.
-    pub opt_in: bool,
+    /// `true` moves the token to the current allowlist version (`false` is refused).
+    pub opt_in: Option<bool>,
+    /// `true` lets the token use the MCP tools that act (send a message, compose an
+    /// e-mail, create or change reminders, and every such tool added later); `false`
+    /// takes that back. Reading tools need no opt-in.
+    pub mcp_actions: Option<bool>,
 }
 
 #[derive(ApiResponse)]
@@ -208,7 +217,10 @@ impl TokensApi {
 
     /// Opt a token in to the current allowlist
     ///
-    /// Body `{"optIn": true}`. New routes are unavailable to existing tokens until opted
+    /// Body `{"optIn": true}` and/or `{"mcpActions": true | false}` (at least one).
+    /// `mcpActions` switches the MCP tools that act (every tool but the reading ones: send
+    /// text, compose e-mail, reminders, and tools added later); until it is `true` they
+    /// answer the MCP error `mcp_actions_not_enabled`, while reading tools work. New routes are unavailable to existing tokens until opted
     /// in: this sets the token's `allowlistVersion` (and `optedInVersion`) to the server's
     /// current version, so every route on today's allowlist becomes available to it.
     /// Search (`GET /api/search`, also the MCP `search` tool) reads across every room at
@@ -226,9 +238,21 @@ impl TokensApi {
         body: Json<OptInRequest>,
     ) -> Result<Json<TokenInfo>, AppError> {
         let user_id = tokens::require_native(&auth.0)?;
-        if !body.opt_in {
+        if body.opt_in == Some(false) {
             return Err(AppError::invalid("optIn", "must be true"));
         }
-        Ok(Json(tokens::opt_in(&state, user_id, &id.0).await?.into()))
+        if body.opt_in.is_none() && body.mcp_actions.is_none() {
+            return Err(AppError::invalid(
+                "optIn",
+                "send optIn: true and/or mcpActions: true|false",
+            ));
+        }
+        let change = tokens::TokenChange {
+            opt_in: body.opt_in == Some(true),
+            mcp_actions: body.mcp_actions,
+        };
+        Ok(Json(
+            tokens::update(&state, user_id, &id.0, change).await?.into(),
+        ))
     }
 }

@@ -165,6 +165,10 @@ pub enum ErrorCode {
     AiNotConfigured,
     /// 403: `/mcp` was called with a native session instead of a personal token.
     PersonalTokenRequired,
+    /// 403: an MCP tool that acts (sends, creates, changes, deletes) called with a token
+    /// that was not opted in to acting tools (`PATCH /api/developer/tokens/{id}`
+    /// `{"mcpActions": true}`).
+    McpActionsNotEnabled,
     /// 503: the mailbox's IMAP server cannot be reached; cached mail stays readable.
     MailUnreachable,
 }
@@ -252,6 +256,7 @@ impl ErrorCode {
         Self::MailUnreachable,
         Self::AiNotConfigured,
         Self::PersonalTokenRequired,
+        Self::McpActionsNotEnabled,
     ];
 
     /// The snake_case string of the contract (`NO_SIGNING_KEY` as the contract spells it).
@@ -337,6 +342,7 @@ impl ErrorCode {
             Self::MailUnreachable => "mail_unreachable",
             Self::AiNotConfigured => "ai_not_configured",
             Self::PersonalTokenRequired => "personal_token_required",
+            Self::McpActionsNotEnabled => "mcp_actions_not_enabled",
         }
     }
 }

@@ -17,6 +17,8 @@ pub enum RoomField {
     Name,
     Avatar,
     Topic,
+    /// The direct partner's display name.
+    RecipientName,
 }
 
 impl RoomField {
@@ -25,6 +27,7 @@ impl RoomField {
             Self::Name => "name",
             Self::Avatar => "avatar",
             Self::Topic => "topic",
+            Self::RecipientName => "recipient_name",
         }
     }
 }

@@ -157,3 +157,63 @@ impl PageCache {
         Ok(body)
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::config::StorageConfig;
+    use crate::store::{epoch, Store, StoreError};
+
+    fn key(user: &str) -> PageKey {
+        PageKey {
+            user_id: user.to_owned(),
+            view: PageView::Stats,
+        }
+    }
+
+    async fn write(store: &Store, scope: Option<&'static str>) {
+        store
+            .run(move |c| {
+                if let Some(user) = scope {
+                    epoch::scope_to_user(user);
+                }
+                c.execute("INSERT INTO t VALUES (1)", [])
+                    .map_err(StoreError::from)
+            })
+            .await
+            .unwrap();
+    }
+
+    #[tokio::test]
+    async fn pages_survive_other_users_writes_and_end_with_their_own_and_global_ones() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = Store::open(&StorageConfig {
+            data_dir: dir.path().to_path_buf(),
+            ..StorageConfig::default()
+        })
+        .unwrap();
+        store
+            .run(|c| {
+                c.execute_batch("CREATE TABLE t (x)")
+                    .map_err(StoreError::from)
+            })
+            .await
+            .unwrap();
+        let pages = PageCache::new(store.epoch(), 1);
+        let render = |text: &'static str| move || async move { Ok(Bytes::from(text)) };
+        pages.get_or_render(key("a"), render("a1")).await.unwrap();
+        // 50 other users' messages arrive (each a write scoped to its user).
+        for _ in 0..50 {
+            write(&store, Some("someone-else")).await;
+        }
+        assert_eq!(pages.get(&key("a")).as_deref(), Some(&b"a1"[..]));
+        // A's own write ends A's page.
+        write(&store, Some("a")).await;
+        assert_eq!(pages.get(&key("a")), None);
+        let body = pages.get_or_render(key("a"), render("a2")).await.unwrap();
+        assert_eq!(&body[..], b"a2");
+        // A write of unknown scope ends every page.
+        write(&store, None).await;
+        assert_eq!(pages.get(&key("a")), None);
+    }
+}

@@ -101,6 +101,7 @@ pub async fn create(
         last_used_at: None,
         expires_at,
         revoked_at: None,
+        mcp_actions: false,
     };
     let stored = row.clone();
     state
@@ -152,10 +153,25 @@ pub async fn revoke(state: &Context, user_id: &str, token_id: &str) -> AppResult
         .await
 }
 
-/// Moves a token to the current allowlist version, so routes listed after it was created
-/// become available to it. 404 for unknown ids and other users' tokens; 400
-/// `token_revoked` for a revoked token (it can never be used again).
-pub async fn opt_in(state: &Context, user_id: &str, token_id: &str) -> AppResult<ApiTokenRow> {
+/// What `PATCH /api/developer/tokens/{id}` changes.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct TokenChange {
+    /// Move the token to the current allowlist version.
+    pub opt_in: bool,
+    /// Switch MCP tools that act on or off.
+    pub mcp_actions: Option<bool>,
+}
+
+/// Applies `change` to a token: `opt_in` moves it to the current allowlist version, so
+/// routes listed after it was created become available to it; `mcp_actions` switches the
+/// MCP tools that act. 404 for unknown ids and other users' tokens; 400 `token_revoked`
+/// for a revoked token (it can never be used again).
+pub async fn update(
+    state: &Context,
+    user_id: &str,
+    token_id: &str,
+    change: TokenChange,
+) -> AppResult<ApiTokenRow> {
     let uid = user_id.to_owned();
     let id = token_id.to_owned();
     state
@@ -169,10 +185,25 @@ pub async fn opt_in(state: &Context, user_id: &str, token_id: &str) -> AppResult
                     "this token is revoked; create a new one instead",
                 ));
             }
-            api_tokens::set_allowlist_version(c, &uid, &id, ALLOWLIST_VERSION)?;
+            if change.opt_in {
+                api_tokens::set_allowlist_version(c, &uid, &id, ALLOWLIST_VERSION)?;
+            }
+            if let Some(on) = change.mcp_actions {
+                api_tokens::set_mcp_actions(c, &uid, &id, on)?;
+            }
             api_tokens::find_for_user(c, &uid, &id)?.ok_or_else(|| AppError::not_found("token"))
         })
         .await
+}
+
+/// Whether the personal token `token_id` may use MCP tools that act (checked on every
+/// such call, so switching it off takes effect at once).
+pub async fn mcp_actions_enabled(state: &Context, token_id: &str) -> AppResult<bool> {
+    let id = token_id.to_owned();
+    Ok(state
+        .store
+        .query(move |c| api_tokens::mcp_actions_enabled(c, &id))
+        .await?)
 }
 
 #[cfg(test)]

@@ -8,7 +8,12 @@ use crate::crypto;
 use crate::error::AppError;
 use crate::services::allowlist::ALLOWLIST_VERSION;
 use crate::services::session::{self, Principal};
-use crate::services::tokens::{create, opt_in, revoke};
+use crate::services::tokens::{create, revoke, update, TokenChange};
+
+const OPT_IN: TokenChange = TokenChange {
+    opt_in: true,
+    mcp_actions: None,
+};
 use crate::services::users;
 use crate::store::users as user_store;
 
@@ -87,14 +92,14 @@ async fn revoked_tokens_cannot_opt_in_and_other_users_tokens_are_404() {
         "not_found"
     );
     assert_eq!(
-        opt_in(&state, &other, &created.row.id)
+        update(&state, &other, &created.row.id, OPT_IN)
             .await
             .unwrap_err()
             .code(),
         "not_found"
     );
     assert_eq!(
-        opt_in(&state, &user_id, &created.row.id)
+        update(&state, &user_id, &created.row.id, OPT_IN)
             .await
             .unwrap()
             .allowlist_version,
@@ -105,7 +110,7 @@ async fn revoked_tokens_cannot_opt_in_and_other_users_tokens_are_404() {
     let again = revoke(&state, &user_id, &created.row.id).await.unwrap();
     assert_eq!(again.revoked_at, Some(first));
     assert_eq!(
-        opt_in(&state, &user_id, &created.row.id)
+        update(&state, &user_id, &created.row.id, OPT_IN)
             .await
             .unwrap_err()
             .code(),

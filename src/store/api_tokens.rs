@@ -17,10 +17,12 @@ pub struct ApiTokenRow {
     pub last_used_at: Option<i64>,
     pub expires_at: Option<i64>,
     pub revoked_at: Option<i64>,
+    /// Opted in to MCP tools that act (send, compose, create, change, delete).
+    pub mcp_actions: bool,
 }
 
 const COLUMNS: &str = "id, user_id, name, token_hash, last_four, allowlist_version, created_at, \
-    last_used_at, expires_at, revoked_at, opted_in_version";
+    last_used_at, expires_at, revoked_at, opted_in_version, mcp_actions";
 
 fn from_row(r: &Row<'_>) -> rusqlite::Result<ApiTokenRow> {
     Ok(ApiTokenRow {
@@ -35,13 +37,14 @@ fn from_row(r: &Row<'_>) -> rusqlite::Result<ApiTokenRow> {
         expires_at: r.get(8)?,
         revoked_at: r.get(9)?,
         opted_in_version: r.get(10)?,
+        mcp_actions: r.get(11)?,
     })
 }
 
 pub fn insert(conn: &Connection, t: &ApiTokenRow) -> rusqlite::Result<()> {
     conn.execute(
         &format!(
-            "INSERT INTO api_tokens ({COLUMNS}) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11)"
+            "INSERT INTO api_tokens ({COLUMNS}) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12)"
         ),
         params![
             t.id,
@@ -54,7 +57,8 @@ pub fn insert(conn: &Connection, t: &ApiTokenRow) -> rusqlite::Result<()> {
             t.last_used_at,
             t.expires_at,
             t.revoked_at,
-            t.opted_in_version
+            t.opted_in_version,
+            t.mcp_actions
         ],
     )?;
     Ok(())
@@ -109,6 +113,28 @@ pub fn set_allowlist_version(
          WHERE id = ?1 AND user_id = ?2",
         params![id, user_id, version],
     )
+}
+
+/// Switches the token's MCP acting tools on or off.
+pub fn set_mcp_actions(
+    conn: &Connection,
+    user_id: &str,
+    id: &str,
+    on: bool,
+) -> rusqlite::Result<usize> {
+    conn.execute(
+        "UPDATE api_tokens SET mcp_actions = ?3 WHERE id = ?1 AND user_id = ?2",
+        params![id, user_id, on],
+    )
+}
+
+/// Whether the token (by id) may use MCP tools that act; false when unknown.
+pub fn mcp_actions_enabled(conn: &Connection, id: &str) -> rusqlite::Result<bool> {
+    Ok(conn
+        .prepare_cached("SELECT mcp_actions FROM api_tokens WHERE id = ?1 AND revoked_at IS NULL")?
+        .query_row([id], |r| r.get::<_, bool>(0))
+        .optional()?
+        .unwrap_or(false))
 }
 
 pub fn touch(conn: &Connection, id: &str, now: i64) -> rusqlite::Result<usize> {

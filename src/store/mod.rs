@@ -102,8 +102,16 @@ const MIGRATIONS: &[(&str, &str)] = &[
         include_str!("../../migrations/0013_search.sql"),
     ),
     (
-        "0017_rich_messages",
-        include_str!("../../migrations/0017_rich_messages.sql"),
+        "0014_rich_messages",
+        include_str!("../../migrations/0014_rich_messages.sql"),
+    ),
+    (
+        "0015_mcp_actions",
+        include_str!("../../migrations/0015_mcp_actions.sql"),
+    ),
+    (
+        "0016_room_recipient_name",
+        include_str!("../../migrations/0016_room_recipient_name.sql"),
     ),
 ];
 

@@ -31,6 +31,8 @@ pub struct RoomRow {
     pub invited_by: Option<String>,
     /// End-to-end encrypted (`m.room.encryption` state seen).
     pub encrypted: bool,
+    /// The direct partner's display name, sealed (`sealedMeta.recipientName`).
+    pub recipient_name_enc: Option<Vec<u8>>,
     pub created_at: i64,
     pub updated_at: i64,
 }
@@ -38,7 +40,8 @@ pub struct RoomRow {
 pub const COLUMNS: &str = "user_id, room_id, name_enc, avatar_enc, topic_enc, client_name, \
     client_avatar, client_nonce, is_direct, recipient_id, platform, member_count, unread_count, \
     highlight_count, last_read_event_id, last_message_ts, importance, archived, archived_at, \
-    muted, favorite, pinned, membership, created_at, updated_at, encrypted, invited_by";
+    muted, favorite, pinned, membership, created_at, updated_at, encrypted, invited_by, \
+    recipient_name_enc";
 
 pub fn from_row(r: &Row<'_>) -> rusqlite::Result<RoomRow> {
     Ok(RoomRow {
@@ -69,12 +72,13 @@ pub fn from_row(r: &Row<'_>) -> rusqlite::Result<RoomRow> {
         updated_at: r.get(24)?,
         encrypted: r.get(25)?,
         invited_by: r.get(26)?,
+        recipient_name_enc: r.get(27)?,
     })
 }
 
 /// Every column of `RoomRow` in [`COLUMNS`] order, so `?n` names the n-th column in the
 /// INSERT and the UPDATE alike (the UPDATE binds them all too, so it names the last one).
-fn bind(r: &RoomRow) -> [&dyn ToSql; 27] {
+fn bind(r: &RoomRow) -> [&dyn ToSql; 28] {
     [
         &r.user_id,
         &r.room_id,
@@ -103,6 +107,7 @@ fn bind(r: &RoomRow) -> [&dyn ToSql; 27] {
         &r.updated_at,
         &r.encrypted,
         &r.invited_by,
+        &r.recipient_name_enc,
     ]
 }
 
@@ -118,7 +123,7 @@ pub fn find(conn: &Connection, user_id: &str, room_id: &str) -> rusqlite::Result
 pub fn upsert(conn: &Connection, r: &RoomRow) -> rusqlite::Result<()> {
     conn.prepare_cached(&format!(
         "INSERT OR REPLACE INTO rooms ({COLUMNS}) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, \
-         ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18, ?19, ?20, ?21, ?22, ?23, ?24, ?25, ?26, ?27)"
+         ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18, ?19, ?20, ?21, ?22, ?23, ?24, ?25, ?26, ?27, ?28)"
     ))?
     .execute(&bind(r)[..])?;
     Ok(())
@@ -310,8 +315,8 @@ pub fn update_synced(conn: &Connection, r: &RoomRow) -> rusqlite::Result<usize> 
         "UPDATE rooms SET name_enc = ?3, avatar_enc = ?4, topic_enc = ?5, is_direct = ?9, \
          recipient_id = ?10, platform = ?11, member_count = ?12, unread_count = ?13, \
          highlight_count = ?14, last_read_event_id = ?15, last_message_ts = ?16, \
-         importance = ?17, membership = ?23, updated_at = ?25, encrypted = ?26, invited_by = ?27 \
-         WHERE user_id = ?1 AND room_id = ?2",
+         importance = ?17, membership = ?23, updated_at = ?25, encrypted = ?26, invited_by = ?27, \
+         recipient_name_enc = ?28 WHERE user_id = ?1 AND room_id = ?2",
     )?
     .execute(&bind(r)[..])
 }
@@ -329,6 +334,7 @@ pub fn mark_direct(
     let n = conn
         .prepare_cached(
             "UPDATE rooms SET is_direct = 1, recipient_id = ?3, importance = MAX(importance, ?4), \
+             recipient_name_enc = CASE WHEN recipient_id IS ?3 THEN recipient_name_enc END, \
              updated_at = ?5 WHERE user_id = ?1 AND room_id = ?2 \
              AND (is_direct = 0 OR recipient_id IS NOT ?3)",
         )?

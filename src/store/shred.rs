@@ -38,9 +38,10 @@ pub fn content_of(conn: &Connection, user_id: &str) -> rusqlite::Result<Shredded
         search_docs,
         messages: run("DELETE FROM messages WHERE user_id = ?1")?,
         rooms: run(
-            "UPDATE rooms SET name_enc = NULL, avatar_enc = NULL, topic_enc = NULL \
-             WHERE user_id = ?1 AND (name_enc IS NOT NULL OR avatar_enc IS NOT NULL \
-             OR topic_enc IS NOT NULL)",
+            "UPDATE rooms SET name_enc = NULL, avatar_enc = NULL, topic_enc = NULL, \
+             recipient_name_enc = NULL WHERE user_id = ?1 AND (name_enc IS NOT NULL \
+             OR avatar_enc IS NOT NULL OR topic_enc IS NOT NULL \
+             OR recipient_name_enc IS NOT NULL)",
         )?,
         reminders: run("DELETE FROM reminders WHERE user_id = ?1")?,
         // Sealed to the server key rather than the data key, but they are message text the

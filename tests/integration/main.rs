@@ -30,6 +30,7 @@ mod journey;
 mod keys;
 mod linked;
 mod mcp;
+mod mcp_actions;
 mod messages;
 mod operations;
 mod package;

@@ -81,6 +81,7 @@ async fn the_python_sdk_lists_tools_and_calls_them_as_the_routes_they_wrap() {
     bob.join(&room).await;
     bob.send_text(&room, "the zebra crossing is closed").await;
     wait_for_history(&app, &token, &room, 1).await;
+    crate::mcp_actions::enable(&app, &me, &token_id, true).await;
 
     let report = mcp_client(
         &app,
@@ -314,7 +315,9 @@ fn assert_same_refusal(result: &Value, (status, body): &(u16, Value)) {
 async fn refused_tool_calls_carry_the_routes_code_and_message() {
     let app = TestApp::start_with_mail().await;
     let me = app.sign_up("mcp.refused").await;
-    let token = personal_token(&app, &me).await;
+    let (token_id, token) = token_with_id(&app, &me).await;
+    // Acting tools on: the refusals below are the routes' own.
+    crate::mcp_actions::enable(&app, &me, &token_id, true).await;
     // A room of another user: the caller's token has no business in it.
     let other = app.sign_up("mcp.stranger").await;
     let room = me_on_matrix(&other).create_room(None, &[], false).await;

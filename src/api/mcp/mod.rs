@@ -183,6 +183,9 @@ impl ServerHandler for McpServer {
                     "authentication required",
                 )
             })?;
+        if spec.acts() {
+            allow_acting(&context).await?;
+        }
         let args = request.arguments.unwrap_or_default();
         if let Some(result) = media::call(&self.core, spec, &args, bearer.clone()).await {
             return result.map(Into::into);
@@ -196,6 +199,36 @@ impl ServerHandler for McpServer {
         result.structured_content = Some(value);
         Ok(result.into())
     }
+}
+
+/// Refuses a tool that acts unless the calling token opted in to acting tools
+/// (`mcpActions`); reading tools never get here.
+async fn allow_acting(context: &RequestContext<RoleServer>) -> Result<(), ErrorData> {
+    let parts = context.extensions.get::<poem::http::request::Parts>();
+    let token = parts.and_then(|p| p.extensions.get::<Principal>());
+    let state = parts.and_then(|p| p.extensions.get::<AppState>());
+    let (Some(Principal::ApiToken { token_id, .. }), Some(state)) = (token, state) else {
+        return Err(refusal_not_enabled());
+    };
+    match crate::services::tokens::mcp_actions_enabled(state, token_id).await {
+        Ok(true) => Ok(()),
+        Ok(false) => Err(refusal_not_enabled()),
+        Err(e) => Err(route_error(
+            StatusCode::SERVICE_UNAVAILABLE,
+            e.code(),
+            "the token's settings cannot be read right now",
+        )),
+    }
+}
+
+fn refusal_not_enabled() -> ErrorData {
+    route_error(
+        StatusCode::FORBIDDEN,
+        ErrorCode::McpActionsNotEnabled.as_str(),
+        "this tool acts (sends, creates, changes or deletes) and this token may only use \
+         reading tools; switch acting tools on for it with PATCH \
+         /api/developer/tokens/{id} {\"mcpActions\": true}",
+    )
 }
 
 impl McpServer {

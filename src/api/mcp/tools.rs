@@ -19,6 +19,21 @@ pub struct ToolSpec {
     pub required: &'static [&'static str],
 }
 
+/// The tools that only read. Every other tool *acts* (sends, composes, creates, changes,
+/// deletes) and needs the token's `mcpActions` opt-in: a tool added without being listed
+/// here is acting, so a new sending tool can never slip through as a reading one.
+const READ_ONLY: &[&str] = &[
+    "list_rooms",
+    "read_room_history",
+    "search",
+    "list_contacts",
+    "get_attachment",
+    "list_reminders",
+    "list_email_threads",
+    "read_email_thread",
+    "read_email_message",
+];
+
 const STR: &str = "string";
 const INT: &str = "integer";
 const BOOL: &str = "boolean";
@@ -311,6 +326,12 @@ fn build() -> Vec<ToolSpec> {
 }
 
 impl ToolSpec {
+    /// Whether calling it changes anything (needs the `mcpActions` opt-in): every tool
+    /// but the listed reading ones, and any tool that is not a GET.
+    pub fn acts(&self) -> bool {
+        self.method != Method::GET || !READ_ONLY.contains(&self.name)
+    }
+
     pub fn tool(&self) -> Tool {
         let mut props = Map::new();
         for (name, ty, about) in self.args {
@@ -420,5 +441,47 @@ mod tests {
         assert!(spec("search")
             .request(&args(json!({"q": "x", "bogus": 1})))
             .is_err());
+    }
+
+    #[test]
+    fn tools_act_unless_listed_as_reading() {
+        for name in [
+            "send_text",
+            "compose_email",
+            "create_reminder",
+            "update_reminder",
+        ] {
+            assert!(spec(name).acts(), "{name}");
+        }
+        for name in [
+            "list_rooms",
+            "read_room_history",
+            "search",
+            "read_email_message",
+        ] {
+            assert!(!spec(name).acts(), "{name}");
+        }
+        // A tool nobody classified: acting.
+        let new_tool = ToolSpec {
+            name: "delete_message",
+            description: "",
+            method: Method::DELETE,
+            path: "/x",
+            args: &[],
+            required: &[],
+        };
+        assert!(new_tool.acts());
+        // A listed name on a method that writes is still acting.
+        let disguised = ToolSpec {
+            name: "list_rooms",
+            method: Method::POST,
+            ..new_tool
+        };
+        assert!(disguised.acts());
+        // Every listed tool of this build is a GET (names of tools other branches add may
+        // be listed before they arrive).
+        for s in specs().iter().filter(|s| READ_ONLY.contains(&s.name)) {
+            assert!(!s.acts(), "{} is listed but not a GET", s.name);
+        }
     }
 }

@@ -6,10 +6,11 @@ use super::*;
 /// on the caller:
 ///
 /// - native clients (JWT access token): `encryptedName`, `encryptedAvatar` and `nonce`
-///   (the values the client set with `PUT /api/rooms/{roomId}`, null when never set);
-///   `name`, `topic` and `avatarUrl` are absent;
+///   (the values the client set with `PUT /api/rooms/{roomId}`, null when never set) and
+///   `sealedMeta` (the room's readable names sealed to the user's key); `name`, `topic` and
+///   `avatarUrl` are absent;
 /// - personal API tokens: readable `name`, `topic` and `avatarUrl` (null when the room has
-///   none); `encryptedName`, `encryptedAvatar` and `nonce` are absent.
+///   none); `encryptedName`, `encryptedAvatar`, `nonce` and `sealedMeta` are absent.
 ///
 /// Lists omit `memberIds` (loaded lazily); the single-room read
 /// (`GET /api/rooms/{roomId}`) refreshes and includes them.
@@ -32,6 +33,14 @@ pub struct RoomObject {
     pub encrypted_avatar: MaybeUndefined<String>,
     /// Nonce of `encryptedName`/`encryptedAvatar`, base64 (native clients only).
     pub nonce: MaybeUndefined<String>,
+    /// Native clients only: the room's names as the UTF-8 JSON `{"name", "topic",
+    /// "avatarUrl", "recipientName"}` (each a string or null; `recipientName` is the direct
+    /// partner's display name, null for groups or when unknown), sealed to the user's
+    /// registered X25519 key with the envelope of `encryptedContent` (X25519 with the
+    /// `ephemeralPubkey`, HKDF-SHA256 info `switchboard-v1`, XChaCha20-Poly1305; one
+    /// ephemeral key per answer, a nonce per room). Null before a key is registered (and
+    /// after `DELETE /api/keys`). `encryptedName` stays the client's own override.
+    pub sealed_meta: MaybeUndefined<EncryptedContent>,
     /// `whatsapp`, `telegram`, `discord`, or null for a plain Matrix room.
     pub platform: Option<String>,
     /// Whether this is a one-to-one conversation.
@@ -88,6 +97,15 @@ impl From<RoomView> for RoomObject {
             encrypted_name: maybe(r.client_name, native),
             encrypted_avatar: maybe(r.client_avatar, native),
             nonce: maybe(r.client_nonce, native),
+            sealed_meta: match v.sealed_meta {
+                None => MaybeUndefined::Undefined,
+                Some(None) => MaybeUndefined::Null,
+                Some(Some(m)) => MaybeUndefined::Value(EncryptedContent {
+                    ephemeral_pubkey: m.ephemeral_pubkey,
+                    nonce: m.nonce,
+                    ciphertext: m.ciphertext,
+                }),
+            },
             platform: r.platform,
             is_direct: r.is_direct,
             encrypted: r.encrypted,

@@ -106,6 +106,9 @@ pub struct RoomView {
     pub readable: Option<ReadableRoom>,
     /// Joined members; set by the single-room read only.
     pub member_ids: Option<Vec<String>>,
+    /// Native callers only (`None` for personal tokens): the room's names sealed to the
+    /// user's key, `Some(None)` before a key is registered ([`meta`]).
+    pub sealed_meta: Option<Option<SealedMeta>>,
 }
 
 #[derive(Debug, Clone)]
@@ -128,17 +131,19 @@ pub struct ListParams {
 struct Caller {
     user: UserRow,
     dek: Option<crate::crypto::DataKey>,
+    /// Native callers: `Some(None)` without a registered key.
+    meta: Option<Option<MetaSealer>>,
 }
 
 async fn caller(state: &Context, principal: &Principal) -> AppResult<Caller> {
     let user = users::load(state, principal.user_id()).await?;
-    let dek = if wants_readable(principal) {
+    let (dek, meta) = if wants_readable(principal) {
         require_readable(&user)?;
-        Some(users::data_key(&state.master, &user)?)
+        (Some(users::data_key(&state.master, &user)?), None)
     } else {
-        None
+        (None, Some(MetaSealer::for_user(state, &user).await?))
     };
-    Ok(Caller { user, dek })
+    Ok(Caller { user, dek, meta })
 }
 
 fn view(caller: &Caller, row: RoomRow, member_ids: Option<Vec<String>>) -> RoomView {
@@ -152,10 +157,15 @@ fn view(caller: &Caller, row: RoomRow, member_ids: Option<Vec<String>>) -> RoomV
             avatar_url: open(RoomField::Avatar, &row.avatar_enc),
         }
     });
+    let sealed_meta = caller
+        .meta
+        .as_ref()
+        .map(|m| m.as_ref().map(|m| m.seal(&row)));
     RoomView {
         row,
         readable,
         member_ids,
+        sealed_meta,
     }
 }
 
@@ -431,9 +441,11 @@ use cursor::*;
 mod actions;
 mod cached;
 mod invites;
+mod meta;
 pub use actions::*;
 pub use cached::{get_rendered, list_rendered, MEMBER_REFRESH_INTERVAL};
 pub use invites::{accept, decline};
+pub use meta::{MetaSealer, SealedMeta};
 
 #[cfg(test)]
 mod tests;

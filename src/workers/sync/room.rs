@@ -70,6 +70,8 @@ struct Sealed {
     name: Option<String>,
     avatar: Option<String>,
     topic: Option<String>,
+    /// The direct partner's display name.
+    recipient_name: Option<String>,
 }
 
 /// A room being updated from one `/sync` response.
@@ -108,6 +110,7 @@ impl RoomView {
                     name: open(RoomField::Name, &row.name_enc),
                     avatar: open(RoomField::Avatar, &row.avatar_enc),
                     topic: open(RoomField::Topic, &row.topic_enc),
+                    recipient_name: open(RoomField::RecipientName, &row.recipient_name_enc),
                 };
                 let members = rooms::members(conn, ctx.user_id, room_id)?;
                 (row.clone(), stored, members.into_iter().collect())
@@ -327,6 +330,34 @@ impl RoomView {
         }
         if self.current.topic != self.stored.topic {
             self.row.topic_enc = seal(RoomField::Topic, &self.current.topic);
+        }
+        self.current.recipient_name = self.recipient_name(hint);
+        if self.current.recipient_name != self.stored.recipient_name {
+            self.row.recipient_name_enc =
+                seal(RoomField::RecipientName, &self.current.recipient_name);
+        }
+    }
+
+    /// The direct partner's display name: as seen in this response or the homeserver
+    /// lookup, else as stored while the partner is the same; null when unknown (clients
+    /// fall back to `recipientId`).
+    fn recipient_name(&self, hint: Option<&RoomHint>) -> Option<String> {
+        let partner = self.row.recipient_id.as_deref()?;
+        let seen = self
+            .display_names
+            .get(partner)
+            .or_else(|| hint.and_then(|h| h.display_names.get(partner)));
+        match seen {
+            Some(name) => Some(name.clone()),
+            None if self
+                .existing
+                .as_ref()
+                .and_then(|e| e.recipient_id.as_deref())
+                == Some(partner) =>
+            {
+                self.stored.recipient_name.clone()
+            }
+            None => None,
         }
     }
 

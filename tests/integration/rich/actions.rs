@@ -42,7 +42,8 @@ async fn reactions_replies_edits_and_deletions_both_ways() {
     })
     .await;
 
-    // Switchboard → Synapse: the same key (once per key), a second key.
+    // Switchboard → Synapse: the same key (once per key). Announced on /api/sync.
+    let mut sse = crate::sync::open_sse(app, token, None).await;
     let react = |key: &str| json!({"key": key});
     let r = expect_json(
         call(
@@ -57,6 +58,10 @@ async fn reactions_replies_edits_and_deletions_both_ways() {
     )
     .await;
     assert_eq!(r["duplicate"], false, "{r}");
+    sse.wait_for("room.updated after the reaction", |e| {
+        e.event == "room.updated" && e.data["roomId"] == room
+    })
+    .await;
     let my_reaction = r["eventId"].as_str().unwrap().to_owned();
     let again = expect_json(
         call(
@@ -275,6 +280,12 @@ async fn reactions_replies_edits_and_deletions_both_ways() {
         "not_own_message",
     )
     .await;
+    // What was announced so far is read first: the next room.updated is the deletion's.
+    while sse
+        .next(std::time::Duration::from_millis(300))
+        .await
+        .is_some()
+    {}
     let del = expect_json(
         call(
             app,
@@ -288,6 +299,10 @@ async fn reactions_replies_edits_and_deletions_both_ways() {
     )
     .await;
     assert_eq!(del["redactedEventId"], mine.as_str());
+    sse.wait_for("room.updated after the deletion", |e| {
+        e.event == "room.updated" && e.data["roomId"] == room
+    })
+    .await;
     let redacted = bob.event(room, &mine).await;
     assert_eq!(redacted["content"], json!({}), "{redacted}");
     wait_message(app, token, room, "the deletion", |m| {

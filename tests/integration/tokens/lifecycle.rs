@@ -104,6 +104,7 @@ async fn the_list_shows_every_token_but_never_a_secret() {
                 "id",
                 "lastFour",
                 "lastUsedAt",
+                "mcpActions",
                 "name",
                 "optedInVersion",
                 "revokedAt"

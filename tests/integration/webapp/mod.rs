@@ -3,5 +3,6 @@
 //! itself in Chromium (browser.rs).
 
 mod browser;
+mod meta;
 mod serving;
 mod session;
