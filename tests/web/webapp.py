@@ -116,6 +116,8 @@ def conversation(page):
     step("reload_keeps_session")
     row = room_row(page)
     expect(row).to_be_visible()
+    # The room's name comes from sealedMeta, opened in the browser.
+    expect(row).to_contain_text(CFG["roomName"])
     row.get_by_role("button", name=re.compile("^Accept invitation")).click()
     link = row.get_by_role("link")
     expect(link).to_be_visible()
