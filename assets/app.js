@@ -3,7 +3,7 @@
 // unlocked, then shows the screen of the URL. Screens are modules with `render(main, params)`
 // returning an optional cleanup; links are intercepted by one delegated listener.
 import * as api from './api.js';
-import { recallKey } from './crypto.js';
+import { forgetKey, recallKey } from './crypto.js';
 import { state, on } from './state.js';
 import { startSync, stopSync } from './sync.js';
 import { errorBox } from './ui/notice.js';
@@ -23,6 +23,7 @@ const routes = [
   [/^\/mail\/compose$/, () => import('./screens/compose.js'), true],
   [/^\/mail\/(?<threadId>[^/]+)$/, () => import('./screens/mail.js'), true],
   [/^\/search$/, () => import('./screens/search.js'), true],
+  [/^\/new$/, () => import('./screens/newchat.js'), true],
   [/^\/bridges$/, () => import('./screens/bridges.js'), true],
   [/^\/settings$/, () => import('./screens/settings.js'), true],
   [/^\/admin$/, () => import('./screens/admin.js'), true],
@@ -85,6 +86,17 @@ export async function enter(to) {
   if (!state.keys) state.keys = await recallKey(/** @type {any} */ (state.user).id);
   if (state.keys) startSync();
   navigate(to || (state.keys ? '/inbox' : '/keys'), true);
+}
+
+/** Signs out: ends the session on the server and forgets this browser's copy of the key. */
+export async function signOut() {
+  try {
+    await api.post('/api/auth/logout');
+  } catch {
+    /* signed out here anyway */
+  }
+  if (state.user) await forgetKey(state.user.id);
+  signedOut();
 }
 
 /** Forgets the session in this tab and shows sign-in. */

@@ -106,19 +106,31 @@ def main():
         page.get_by_role("button", name="Create my key").click()
         expect(page.get_by_role("heading", name="Inbox")).to_be_visible()
         make_rooms()
-        # Sign out and in again (the key stays unlocked in this browser): press -> 200 rows.
+        # Sign out (the browser forgets the key) and in again: the two presses, without the
+        # typing between them: "Sign in" -> unlock screen, "Unlock" -> 200 rows rendered.
         page.get_by_role("link", name="Settings").click()
         page.get_by_role("button", name="Sign out").click()
         sign_in(page, 2)
         began = time.perf_counter()
         page.get_by_role("button", name="Sign in").click()
+        unlock = page.get_by_role("button", name="Unlock", exact=True)
+        expect(unlock).to_be_visible()
+        to_unlock = time.perf_counter() - began
+        page.locator("form", has=unlock).get_by_label("Recovery passphrase").fill(PASSPHRASE)
+        began = time.perf_counter()
+        unlock.click()
         expect(rows(page)).to_have_count(ROOMS, timeout=30_000)
-        took = time.perf_counter() - began
-        print(f"sign-in -> inbox of {ROOMS} rooms rendered: {took * 1000:.0f} ms (goal <= 1000 ms)")
+        to_inbox = time.perf_counter() - began
+        print(f"sign-in -> inbox of {ROOMS} rooms rendered: {(to_unlock + to_inbox) * 1000:.0f} ms (goal <= 1000 ms): "
+              f"code -> unlock screen {to_unlock * 1000:.0f} ms, passphrase (PBKDF2 600,000) -> inbox {to_inbox * 1000:.0f} ms")
         began = time.perf_counter()
         page.reload()
         # The session survives a reload through the HttpOnly refresh cookie (when the server sets it).
-        page.wait_for_function(f"document.querySelectorAll('ul.inbox > li').length >= {ROOMS} || !!document.querySelector('form[aria-labelledby=signin-title]')", timeout=30_000)
+        deadline = time.time() + 30
+        while rows(page).count() < ROOMS and not page.get_by_role("button", name="Send code").is_visible():
+            if time.time() > deadline:
+                sys.exit("reload: neither the inbox nor sign-in within 30 s")
+            page.wait_for_timeout(10)
         if rows(page).count() >= ROOMS:
             print(f"reload -> inbox of {ROOMS} rooms rendered: {(time.perf_counter() - began) * 1000:.0f} ms")
         else:

@@ -8,7 +8,7 @@ import { h, replace, field } from '../ui/dom.js';
 import { busy, errorBox, toast } from '../ui/notice.js';
 import { qrImage } from '../ui/qr.js';
 
-/** A finished login's message, shown once in the redrawn card. @type {Map<string, string>} */
+/** A finished login's message, kept in redrawn cards for a while. @type {Map<string, {text: string, until: number}>} */
 const notices = new Map();
 
 /** @param {HTMLElement} main */
@@ -44,10 +44,7 @@ function bridgeCard(b, reload, inFlow) {
   const name = platformName(b.platform);
   const flowArea = h('div', { class: 'flow' });
   const notice = notices.get(b.platform);
-  if (notice) {
-    notices.delete(b.platform);
-    flowArea.append(h('p', { class: 'ok', role: 'status' }, notice));
-  }
+  if (notice && Date.now() < notice.until) flowArea.append(h('p', { class: 'ok', role: 'status' }, notice.text));
   const status = !b.configured ? 'Not configured on this server'
     : !b.reachable ? `Bridge unreachable${b.problem ? `: ${b.problem}` : ''}`
     : b.connected ? 'Connected' : 'Not connected';
@@ -115,7 +112,7 @@ async function runSteps(platform, processId, step, timeout, area) {
   for (;;) {
     if (step.type === 'complete') {
       replace(area, h('p', { class: 'ok', role: 'status' }, `${platformName(platform)} is connected.`));
-      notices.set(platform, `${platformName(platform)} is connected.`);
+      notices.set(platform, { text: `${platformName(platform)} is connected.`, until: Date.now() + 60000 });
       toast(`${platformName(platform)} connected`);
       return;
     }

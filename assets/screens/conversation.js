@@ -19,6 +19,8 @@ export async function render(main, { roomId }) {
   const log = h('ol', { class: 'messages', 'aria-label': 'Messages', 'aria-live': 'polite', tabindex: '0' });
   const more = h('p', { class: 'muted center', role: 'status' });
   const out = h('div', { class: 'out' });
+  /** @type {import('../ui/message.js').MessageCtx} */
+  const ctx = { roomId, reply: (id, text) => composer.dispatchEvent(new CustomEvent('reply', { detail: { id, text } })), changed: () => refreshNewest() };
   const composer = composeForm(roomId, out, () => refreshNewest());
   main.append(head, info, h('div', { class: 'scroller' }, more, log), out, composer);
   main.classList.add('conversation');
@@ -34,6 +36,9 @@ export async function render(main, { roomId }) {
     return;
   }
   renderHead();
+  const linked = h('div');
+  info.after(linked);
+  linkedGroup(roomId, linked);
 
   function renderHead() {
     /** @param {'pinned' | 'muted' | 'favorite' | 'archived'} flag @param {string} on_ @param {string} off @param {string} label */
@@ -65,11 +70,12 @@ export async function render(main, { roomId }) {
       replace(info, h('p', null, `You are invited${room.invitedBy ? ` by ${room.invitedBy}` : ''}. `),
         h('button', { type: 'button', onclick: async () => { await roomAction(roomId, 'accept'); location.reload(); } }, 'Accept'));
     } else replace(info, room.meta?.topic ? h('p', { class: 'muted' }, room.meta.topic) : '');
-    linkedGroup(roomId, info);
   }
 
   /** @type {Map<string, HTMLElement>} */
   const shown = new Map();
+  /** @type {Map<string, string>} */
+  const signature = new Map();
   let oldest = Infinity;
   let exhausted = false;
   let loadingOlder = false;
@@ -81,14 +87,19 @@ export async function render(main, { roomId }) {
     const fresh = [];
     for (const { m, c } of opened.reverse()) {
       oldest = Math.min(oldest, m.timestamp);
-      const el = messageItem(roomId, m, c);
+      // Redraw a known message only when what it shows changed (keeps open pickers).
+      const sig = JSON.stringify([m.edited, m.redacted, c]);
       const old = shown.get(m.id);
+      if (old && signature.get(m.id) === sig) continue;
+      signature.set(m.id, sig);
+      const el = messageItem(ctx, m, c);
       shown.set(m.id, el);
       if (old) old.replaceWith(el);
       else fresh.push(el);
     }
     if (where === 'top') log.prepend(...fresh);
     else log.append(...fresh);
+    return fresh.length;
   }
 
   async function loadOlder() {
@@ -116,9 +127,11 @@ export async function render(main, { roomId }) {
       const page = await api.get('/api/messages', { query: { roomId, limit: 20 } });
       const scroller = /** @type {HTMLElement} */ (log.parentElement);
       const atEnd = scroller.scrollHeight - scroller.scrollTop - scroller.clientHeight < 80;
-      await place(page.messages.filter((/** @type {any} */ m) => !shown.has(m.id) || m.edited || m.redacted), 'bottom');
+      // Known messages are redrawn in place (edits, reactions, deletions), new ones appended;
+      // only new ones move the read marker (a read answers room.updated, which refreshes).
+      const fresh = await place(page.messages, 'bottom');
       if (atEnd) scroller.scrollTop = scroller.scrollHeight;
-      markRead();
+      if (fresh) markRead();
     } catch (e) {
       toast(api.describe(e), true);
     }
@@ -140,7 +153,14 @@ export async function render(main, { roomId }) {
     on('sync', (ev) => {
       if (ev.roomId !== roomId) return;
       if (ev.type === 'message.created') refreshNewest();
-      if (ev.type === 'room.updated') getRoom(roomId).then((r) => { room = r; renderHead(); }).catch(() => {});
+      if (ev.type === 'room.updated') {
+        getRoom(roomId).then((r) => {
+          const changed = ['pinned', 'muted', 'favorite', 'archived', 'membership'].some((k) => /** @type {any} */ (r)[k] !== /** @type {any} */ (room)[k]);
+          room = r;
+          if (changed) renderHead();
+        }).catch(() => {});
+        refreshNewest();
+      }
     }),
     on('resync', () => refreshNewest()),
   ];
@@ -166,11 +186,45 @@ async function linkedGroup(roomId, into) {
 /** @param {string} roomId @param {HTMLElement} out @param {() => void} sent */
 function composeForm(roomId, out, sent) {
   const text = h('textarea', { name: 'message', rows: 2, 'aria-label': 'Message', placeholder: 'Write a message (Enter sends, Shift+Enter adds a line)', required: true });
+  /** The event the next message replies to. @type {string | null} */
+  let replyTo = null;
+  const replying = h('p', { class: 'replying muted', hidden: true });
+  const clearReply = () => { replyTo = null; replying.hidden = true; };
+  const file = h('input', { type: 'file', 'aria-label': 'Attach a file', class: 'attach' });
   const form = h('form', { class: 'composer' },
+    replying,
     text,
     h('button', { type: 'submit' }, 'Send'),
+    file,
     scheduleForm(roomId, () => text.value, () => { text.value = ''; }),
   );
+  form.addEventListener('reply', (ev) => {
+    const { id, text: quoted } = /** @type {CustomEvent} */ (ev).detail;
+    replyTo = id;
+    replace(replying, `Replying to “${String(quoted).slice(0, 80)}” `, h('button', { type: 'button', class: 'link', onclick: clearReply }, 'Cancel reply'));
+    replying.hidden = false;
+    text.focus();
+  });
+  file.addEventListener('change', async () => {
+    const chosen = file.files?.[0];
+    if (!chosen) return;
+    const body = new FormData();
+    body.append('txnId', `web-${Date.now()}-${Math.random().toString(36).slice(2)}`);
+    if (text.value.trim()) body.append('caption', text.value.trim());
+    if (replyTo) body.append('replyTo', replyTo);
+    body.append('file', chosen);
+    out.replaceChildren();
+    try {
+      await api.request('POST', `/api/rooms/${api.seg(roomId)}/media`, { body });
+      text.value = '';
+      clearReply();
+      sent();
+    } catch (e) {
+      out.replaceChildren(errorBox(e));
+    } finally {
+      file.value = '';
+    }
+  });
   text.addEventListener('keydown', (ev) => {
     if (ev.key === 'Enter' && !ev.shiftKey && !ev.isComposing) {
       ev.preventDefault();
@@ -185,8 +239,9 @@ function composeForm(roomId, out, sent) {
     text.disabled = true;
     out.replaceChildren();
     try {
-      await api.post(`/api/rooms/${api.seg(roomId)}/messages`, { content, txnId });
+      await api.post(`/api/rooms/${api.seg(roomId)}/messages`, { content, txnId, replyTo });
       text.value = '';
+      clearReply();
       sent();
     } catch (e) {
       out.replaceChildren(errorBox(e));

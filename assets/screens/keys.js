@@ -3,7 +3,7 @@
 // browser: the passphrase opens the stored recovery blob). "Start over" rotates the key.
 import * as api from '../api.js';
 import * as crypto from '../crypto.js';
-import { enter, signedOut } from '../app.js';
+import { enter, signOut } from '../app.js';
 import { state } from '../state.js';
 import { h, field } from '../ui/dom.js';
 import { busy, errorBox } from '../ui/notice.js';
@@ -22,8 +22,8 @@ export async function render(main) {
     main.append(errorBox(e));
     return;
   }
-  const signOut = h('button', { type: 'button', class: 'link', onclick: signOutHere }, 'Sign out');
-  if (!info.hasKeys) main.append(setupForm('register'), signOut);
+  const out = h('button', { type: 'button', class: 'link', onclick: signOut }, 'Sign out');
+  if (!info.hasKeys) main.append(setupForm('register'), out);
   else if (!info.hasRecoveryKey) {
     main.append(
       h('section', { class: 'card' },
@@ -31,19 +31,11 @@ export async function render(main) {
         h('p', null, 'Another app registered your key without a recovery passphrase, so this browser cannot open your messages. You can start over with a new key here; the other app then loses access to messages sealed to the old key.'),
       ),
       setupForm('rotate'),
-      signOut,
+      out,
     );
-  } else main.append(unlockForm(), signOut);
+  } else main.append(unlockForm(), out);
 }
 
-async function signOutHere() {
-  try {
-    await api.post('/api/auth/logout');
-  } catch {
-    /* signed out locally anyway */
-  }
-  signedOut();
-}
 
 /** Passphrase + confirmation; registers (or rotates to) a new key. @param {'register' | 'rotate'} mode */
 export function setupForm(mode) {

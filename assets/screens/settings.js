@@ -1,7 +1,7 @@
 // @ts-check
 // Settings: profile, personal tokens, mailboxes, push devices, accounts, keys, sign-out.
 import * as api from '../api.js';
-import { enter, signedOut } from '../app.js';
+import { enter, signOut } from '../app.js';
 import { forgetKey } from '../crypto.js';
 import { state } from '../state.js';
 import { h, replace, field, fullTime } from '../ui/dom.js';
@@ -22,14 +22,6 @@ export function render(main) {
   );
 }
 
-async function signOut() {
-  try {
-    await api.post('/api/auth/logout');
-  } catch {
-    /* local sign-out still happens */
-  }
-  signedOut();
-}
 
 function profileSection() {
   const u = /** @type {Schemas['UserProfile']} */ (state.user);

@@ -7,9 +7,18 @@ import { h, when, fullTime } from './dom.js';
 import { toast } from './notice.js';
 
 /**
- * @param {string} roomId @param {Schemas['EncryptedMessage']} m @param {any} c opened content or null
+ * What a message's buttons do in its conversation.
+ * @typedef {{ roomId: string, reply: (eventId: string, text: string) => void, changed: () => void }} MessageCtx
  */
-export function messageItem(roomId, m, c) {
+
+/** Quick reactions offered on every message. */
+const QUICK = ['👍', '❤️', '😂', '😮', '🙏'];
+
+/**
+ * @param {MessageCtx} ctx @param {Schemas['EncryptedMessage']} m @param {any} c opened content or null
+ */
+export function messageItem(ctx, m, c) {
+  const roomId = ctx.roomId;
   const who = m.isMine ? 'You' : m.senderId;
   const meta = h('div', { class: 'meta' },
     h('span', { class: 'sender' }, who),
@@ -21,7 +30,54 @@ export function messageItem(roomId, m, c) {
   else if (!c) body = h('p', { class: 'gone' }, 'This message cannot be opened with the key of this browser.');
   else body = content(roomId, m, c);
   return h('li', { class: `msg${m.isMine ? ' mine' : ''}`, dataset: { eventId: m.eventId, id: m.id } },
-    meta, body, c ? reactions(c) : null);
+    meta, body, c ? reactions(ctx, m, c) : null, c && !m.redacted ? actions(ctx, m, c) : null);
+}
+
+/** @param {MessageCtx} ctx @param {string} eventId @param {string} method @param {string} [key] */
+async function react(ctx, eventId, method, key) {
+  const base = `/api/rooms/${api.seg(ctx.roomId)}/messages/${api.seg(eventId)}/reactions`;
+  try {
+    if (method === 'POST') await api.post(base, { key });
+    else await api.del(`${base}/${api.seg(key || '')}`);
+    ctx.changed();
+  } catch (e) {
+    toast(api.describe(e), true);
+  }
+}
+
+/** Reply, react, and for one's own text: edit and delete for everyone. @param {MessageCtx} ctx @param {Schemas['EncryptedMessage']} m @param {any} c */
+function actions(ctx, m, c) {
+  const text = typeof c.body === 'string' ? c.body : '';
+  const path = `/api/rooms/${api.seg(ctx.roomId)}/messages/${api.seg(m.eventId)}`;
+  const picker = h('span', { class: 'picker', hidden: true },
+    QUICK.map((k) => h('button', { type: 'button', class: 'link', 'aria-label': `React with ${k}`, onclick: () => react(ctx, m.eventId, 'POST', k) }, k)));
+  const isText = !c.media && (c.msgtype || m.msgtype) === 'm.text';
+  return h('div', { class: 'msgactions' },
+    h('button', { type: 'button', class: 'link', 'aria-label': `Reply to ${text.slice(0, 40) || 'this message'}`, onclick: () => ctx.reply(m.eventId, text) }, 'Reply'),
+    h('button', { type: 'button', class: 'link', 'aria-expanded': 'false', onclick: (/** @type {Event} */ ev) => {
+      picker.hidden = !picker.hidden;
+      /** @type {HTMLElement} */ (ev.currentTarget).setAttribute('aria-expanded', String(!picker.hidden));
+    } }, 'React'),
+    picker,
+    m.isMine && isText ? h('button', { type: 'button', class: 'link', onclick: async () => {
+      const next = prompt('Edit your message', text);
+      if (next === null || !next.trim() || next === text) return;
+      try {
+        await api.put(path, { content: next.trim() });
+        ctx.changed();
+      } catch (e) {
+        toast(api.describe(e), true);
+      }
+    } }, 'Edit') : null,
+    m.isMine ? h('button', { type: 'button', class: 'link', onclick: async () => {
+      if (!confirm('Delete this message for everyone in the conversation?')) return;
+      try {
+        await api.del(path);
+        ctx.changed();
+      } catch (e) {
+        toast(api.describe(e), true);
+      }
+    } }, 'Delete') : null);
 }
 
 /** @param {string} roomId @param {Schemas['EncryptedMessage']} m @param {any} c */
@@ -68,10 +124,14 @@ function mediaBox(roomId, m, media) {
   return box;
 }
 
-/** @param {any} c */
-function reactions(c) {
+/** Reaction chips; one's own toggles off. @param {MessageCtx} ctx @param {Schemas['EncryptedMessage']} m @param {any} c */
+function reactions(ctx, m, c) {
   if (!Array.isArray(c.reactions) || !c.reactions.length) return null;
   return h('ul', { class: 'reactions', 'aria-label': 'Reactions' },
     c.reactions.map((/** @type {{key: string, count: number, mine: boolean}} */ r) =>
-      h('li', { class: r.mine ? 'mine' : '' }, `${r.key} ${r.count}`)));
+      h('li', null, h('button', {
+        type: 'button', class: r.mine ? 'chip mine' : 'chip', 'aria-pressed': String(r.mine),
+        'aria-label': `${r.key} ${r.count}${r.mine ? ', yours: remove' : ': add yours'}`,
+        onclick: () => react(ctx, m.eventId, r.mine ? 'DELETE' : 'POST', r.key),
+      }, `${r.key} ${r.count}`))));
 }

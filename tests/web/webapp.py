@@ -109,8 +109,15 @@ def conversation(page):
     step("signed_in")
     set_up_key(page)
     step("key_set_up")
+    # A reload keeps the session (HttpOnly refresh cookie) and the key (IndexedDB): no sign-in.
+    page.reload()
+    expect(page.get_by_role("heading", name="Inbox")).to_be_visible()
+    assert page.evaluate("document.cookie") == "", "a cookie is readable by page scripts"
+    step("reload_keeps_session")
     row = room_row(page)
     expect(row).to_be_visible()
+    # The room's name comes from sealedMeta, opened in the browser.
+    expect(row).to_contain_text(CFG["roomName"])
     row.get_by_role("button", name=re.compile("^Accept invitation")).click()
     link = row.get_by_role("link")
     expect(link).to_be_visible()
@@ -139,6 +146,18 @@ def conversation(page):
     ask(f"SAY {live}")
     expect(log_.get_by_text(live)).to_be_visible()
     step("live_update")
+    # Rich actions: a reaction on Bob's message, an edit of Alice's reply.
+    theirs = log_.locator("li.msg", has_text=CFG["incoming"])
+    theirs.get_by_role("button", name="React", exact=True).click()
+    theirs.get_by_role("button", name="React with 👍").click()
+    expect(theirs.get_by_role("button", name=re.compile("^👍 1"))).to_be_visible()
+    step("reacted")
+    mine = log_.locator("li.msg", has_text=reply).last
+    page.once("dialog", lambda d: d.accept(reply + " (fixed)"))
+    mine.get_by_role("button", name="Edit").click()
+    edited = log_.locator("li.msg", has_text=reply + " (fixed)")
+    expect(edited.get_by_text("(edited)")).to_be_visible()
+    step("edited")
     # Send later: sealed in the browser to the attested server key; the server opens it (201).
     box.fill("A message for later")
     page.get_by_text("Send later").click()

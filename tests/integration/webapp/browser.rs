@@ -141,6 +141,7 @@ async fn a_person_uses_switchboard_from_chromium() {
         "alice": alice_email,
         "admin": admin_email,
         "roomId": room,
+        "roomName": "Garden club",
         "incoming": incoming,
         "searchWord": "pineapple",
         "screenshots": shots,
