@@ -58,7 +58,14 @@ async function loadUsers(into, offset) {
             await api.put(`/api/admin/users/${api.seg(u.id)}/subscription`, { active: !u.subscription.active });
             toast('Subscription changed');
             loadUsers(into, offset);
-          }) }, u.subscription.active ? 'End subscription' : 'Grant subscription'))))))),
+          }) }, u.subscription.active ? 'End subscription' : 'Grant subscription'),
+        u.isAdmin ? null : h('button', { type: 'button', class: 'secondary', 'aria-label': `Make ${u.email} an administrator`,
+          onclick: (/** @type {Event} */ ev) => busy(/** @type {HTMLElement} */ (ev.currentTarget), out, async () => {
+            if (!confirm(`Make ${u.email} an administrator? Only the operator can take it back.`)) return;
+            await api.post(`/api/admin/users/${api.seg(u.id)}/promote`);
+            toast('Now an administrator');
+            loadUsers(into, offset);
+          }) }, 'Make admin'))))))),
     h('div', { class: 'bar' },
       offset > 0 ? h('button', { type: 'button', class: 'secondary', onclick: () => loadUsers(into, Math.max(0, offset - PAGE)) }, 'Previous') : null,
       res.pagination.hasMore ? h('button', { type: 'button', class: 'secondary', onclick: () => loadUsers(into, offset + PAGE) }, 'Next') : null,

@@ -153,4 +153,28 @@ impl AdminApi {
         let profile = crate::services::users::profile_of(&state.master, row)?;
         Ok(Json(profile.into()))
     }
+
+    /// Make a user an administrator
+    ///
+    /// Administrators only. The user becomes an administrator at once (its current sessions
+    /// pass the admin check from their next request), the same as `switchboard user
+    /// promote`. There is no demotion over the API: an administrator who should not be one
+    /// is demoted by the operator (`admin_emails` and the CLI). Returns the user; 404 for
+    /// an unknown id.
+    #[oai(
+        path = "/users/:id/promote",
+        method = "post",
+        operation_id = "admin_promote_user"
+    )]
+    async fn promote_user(
+        &self,
+        state: Data<&AppState>,
+        _admin: AdminAuth,
+        /// User id (UUID).
+        id: Path<String>,
+    ) -> Result<Json<AdminUser>, AppError> {
+        let row = admin::promote_by_id(&state, &id.0).await?;
+        let profile = crate::services::users::profile_of(&state.master, row)?;
+        Ok(Json(profile.into()))
+    }
 }

@@ -238,6 +238,13 @@ pub async fn show_user(state: &Context, user_id: &str) -> AppResult<Profile> {
     profile_of(&state.master, load(state, user_id).await?)
 }
 
+/// Makes the user with this id an administrator (the admin API; ids only, 404 when
+/// unknown). Promoting an administrator again changes nothing.
+pub async fn promote_by_id(state: &Context, user_id: &str) -> AppResult<UserRow> {
+    let user = load(state, user_id).await?;
+    promote(state, user.id).await
+}
+
 pub async fn promote(state: &Context, who: String) -> AppResult<UserRow> {
     update_user(state, who, |user, now| {
         user.is_admin = true;

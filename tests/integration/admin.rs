@@ -152,6 +152,11 @@ async fn non_admins_get_403_admin_required_and_tokens_get_forbidden_for_api_toke
             format!("/api/admin/users/{uid}/subscription"),
             Some(json!({"active": true})),
         ),
+        (
+            Method::POST,
+            format!("/api/admin/users/{uid}/promote"),
+            None,
+        ),
     ];
     for (method, path, body) in &calls {
         let resp = app
@@ -173,9 +178,49 @@ async fn non_admins_get_403_admin_required_and_tokens_get_forbidden_for_api_toke
             .await;
         expect_error(resp, 403, "forbidden_for_api_token").await;
     }
-    // The refused subscription change did not happen.
+    // The refused subscription change and promotion did not happen.
     let shown = app.user(&admin).admin().user(&uid).await.unwrap();
     assert_eq!(shown["subscription"]["active"], true);
+    assert_eq!(shown["isAdmin"], false);
+}
+
+#[tokio::test]
+async fn an_admin_promotes_a_user_over_the_api_and_unknown_ids_are_404() {
+    let (app, admin) = admin_app("").await;
+    let user = app.sign_up("raised").await;
+    let uid = user_id(&user);
+    app.user(&user)
+        .admin()
+        .users("")
+        .await
+        .refused(403, "admin_required");
+
+    let resp = app
+        .send(
+            Method::POST,
+            &format!("/api/admin/users/{uid}/promote"),
+            Some(&admin.access_token),
+            None,
+        )
+        .await;
+    let promoted = expect_json(resp, 200).await;
+    assert_eq!(promoted["id"], uid.as_str());
+    assert_eq!(promoted["isAdmin"], true);
+    // The user's own session passes the admin check from its next request.
+    let body = app.user(&user).admin().users("").await.unwrap();
+    assert!(body["users"].as_array().unwrap().len() >= 2, "{body}");
+    // An e-mail is not an id on the API, and unknown ids change nothing.
+    for who in [uuid::Uuid::new_v4().to_string(), user.email.clone()] {
+        let resp = app
+            .send(
+                Method::POST,
+                &format!("/api/admin/users/{who}/promote"),
+                Some(&admin.access_token),
+                None,
+            )
+            .await;
+        expect_error(resp, 404, "not_found").await;
+    }
 }
 
 #[tokio::test]

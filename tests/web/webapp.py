@@ -316,6 +316,11 @@ def admin(browser):
     page.get_by_role("link", name="Admin").click()
     expect(page.locator('tr[data-check="database"]')).to_contain_text("ok")
     expect(page.get_by_role("table").filter(has_text=CFG["alice"])).to_be_visible()
+    # Promote Alice: the browser's confirm() is answered, her row then says admin.
+    page.once("dialog", lambda d: d.accept())
+    page.get_by_role("button", name=f"Make {CFG['alice']} an administrator").click()
+    row = page.locator("tr").filter(has_text=CFG["alice"])
+    expect(row.locator("td").nth(2)).to_have_text("admin")
     step("admin_shown")
 
 
