@@ -45,6 +45,7 @@ use cache::KeyTag;
 pub mod actions;
 pub mod cache;
 mod delete;
+mod multi;
 pub mod readable;
 pub mod rich;
 mod sealed;
