@@ -78,6 +78,7 @@ pub async fn serve(
     let limits = http_server::ConnectionLimits {
         max_connections: state.config.server.max_connections,
         header_timeout: state.config.server.header_timeout.0,
+        idle_timeout: state.config.server.idle_timeout.0,
     };
     services::matrix_sessions::spawn(&state);
     if let Some(addr) = state.config.metrics.listen {
@@ -110,6 +111,7 @@ async fn spawn_metrics_listener(
     let limits = http_server::ConnectionLimits {
         max_connections: 64,
         header_timeout: state.config.server.header_timeout.0,
+        idle_timeout: state.config.server.idle_timeout.0,
     };
     let app = api::metrics::standalone(state.clone());
     let stop = state.shutdown.clone();

@@ -18,9 +18,11 @@ pub struct ServerConfig {
     pub tls_key: Option<PathBuf>,
     /// Open connections at most; a connection past it is answered `503 busy` and closed.
     pub max_connections: usize,
-    /// Time a client has to send a complete request head, and the longest a keep-alive
-    /// connection may sit idle between requests.
+    /// Time a client has to send a complete request head once it has started.
     pub header_timeout: HumanDuration,
+    /// The longest a keep-alive connection may sit idle between requests (announced in
+    /// each response's `Keep-Alive: timeout=`, a second short).
+    pub idle_timeout: HumanDuration,
     /// Reverse proxies whose `X-Forwarded-For` is believed (CIDRs or single addresses).
     pub trusted_proxies: TrustedProxies,
 }
@@ -34,6 +36,7 @@ impl Default for ServerConfig {
             tls_key: None,
             max_connections: 1024,
             header_timeout: HumanDuration::from_secs(30),
+            idle_timeout: HumanDuration::from_secs(60),
             trusted_proxies: TrustedProxies::default(),
         }
     }
@@ -52,6 +55,13 @@ impl ServerConfig {
             return Err(ConfigError::key(
                 "server.header_timeout",
                 "must be between 1s and 30s",
+            ));
+        }
+        let idle = self.idle_timeout.0;
+        if idle < std::time::Duration::from_secs(2) || idle.as_secs() > 3600 {
+            return Err(ConfigError::key(
+                "server.idle_timeout",
+                "must be between 2s and 1h",
             ));
         }
         Ok(())

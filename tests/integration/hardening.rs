@@ -278,6 +278,34 @@ async fn forwarded_for_is_believed_only_from_trusted_proxies() {
     assert_eq!(remaining(&resp), 2, "{:?}", resp.headers());
 }
 
+/// Reads one response (head, then a `content-length` body); returns its head.
+async fn read_response(stream: &mut TcpStream) -> std::io::Result<String> {
+    let mut got = Vec::new();
+    let mut byte = [0u8; 1];
+    while !got.ends_with(b"\r\n\r\n") {
+        if stream.read(&mut byte).await? == 0 {
+            return Err(std::io::Error::other(format!(
+                "closed after {:?}",
+                String::from_utf8_lossy(&got)
+            )));
+        }
+        got.push(byte[0]);
+    }
+    let head = String::from_utf8_lossy(&got).into_owned();
+    let length = head
+        .lines()
+        .find_map(|l| {
+            l.to_ascii_lowercase()
+                .strip_prefix("content-length:")
+                .map(|v| v.trim().parse::<usize>())
+        })
+        .and_then(Result::ok)
+        .unwrap_or(0);
+    let mut body = vec![0u8; length];
+    stream.read_exact(&mut body).await?;
+    Ok(head)
+}
+
 /// Reads until the peer closes; returns what arrived, or `None` if still open at `limit`.
 async fn read_until_closed(stream: &mut TcpStream, limit: Duration) -> Option<String> {
     let mut got = Vec::new();
@@ -295,7 +323,7 @@ async fn read_until_closed(stream: &mut TcpStream, limit: Duration) -> Option<St
 
 #[tokio::test]
 async fn half_sent_and_idle_connections_are_cut() {
-    let app = start_with_server_keys("header_timeout = \"2s\"\n").await;
+    let app = start_with_server_keys("header_timeout = \"2s\"\nidle_timeout = \"4s\"\n").await;
     let started = Instant::now();
     let mut slow = TcpStream::connect(("127.0.0.1", app.port)).await.unwrap();
     slow.write_all(b"GET /health HTTP/1.1\r\nHost: x\r\n")
@@ -305,21 +333,75 @@ async fn half_sent_and_idle_connections_are_cut() {
         .await
         .expect("an incomplete request head must not hold the connection");
     assert!(
-        started.elapsed() < Duration::from_secs(6),
-        "{:?}",
+        started.elapsed() < Duration::from_secs(4),
+        "the head timer, not the idle one: {:?}",
         started.elapsed()
     );
     assert!(!answer.contains("200 OK"), "{answer}");
 
-    // A keep-alive connection that sends nothing more is closed as well.
+    // A head started after a served request runs against the head timer as well.
+    let mut again = TcpStream::connect(("127.0.0.1", app.port)).await.unwrap();
+    again
+        .write_all(b"GET /health HTTP/1.1\r\nHost: x\r\n\r\n")
+        .await
+        .unwrap();
+    let mut first = [0u8; 12];
+    again.read_exact(&mut first).await.unwrap();
+    let started = Instant::now();
+    again.write_all(b"GET /health HTT").await.unwrap();
+    read_until_closed(&mut again, Duration::from_secs(10))
+        .await
+        .expect("a half head after a request must not hold the connection");
+    assert!(
+        started.elapsed() < Duration::from_secs(4),
+        "{:?}",
+        started.elapsed()
+    );
+
+    // A keep-alive connection that sends nothing more is closed after the idle timeout,
+    // which every response announces.
     let mut idle = TcpStream::connect(("127.0.0.1", app.port)).await.unwrap();
     idle.write_all(b"GET /health HTTP/1.1\r\nHost: x\r\n\r\n")
         .await
         .unwrap();
+    let started = Instant::now();
     let answer = read_until_closed(&mut idle, Duration::from_secs(10))
         .await
         .expect("an idle keep-alive connection must be closed");
     assert!(answer.starts_with("HTTP/1.1 "), "{answer}");
+    assert!(
+        answer
+            .to_ascii_lowercase()
+            .contains("keep-alive: timeout=3\r\n"),
+        "{answer}"
+    );
+    assert!(
+        started.elapsed() >= Duration::from_secs(3),
+        "closed before its idle timeout: {:?}",
+        started.elapsed()
+    );
+}
+
+/// A keep-alive connection quiet for longer than the head timer (but within the idle
+/// timeout) still carries the next request: hyper's own timer closed it at the head timeout,
+/// which scripts pausing for half a minute met as a silent close.
+#[tokio::test]
+async fn a_pause_longer_than_the_head_timer_keeps_the_connection() {
+    let app = start_with_server_keys("header_timeout = \"2s\"\nidle_timeout = \"8s\"\n").await;
+    let mut conn = TcpStream::connect(("127.0.0.1", app.port)).await.unwrap();
+    for pause in [0u64, 4] {
+        tokio::time::sleep(Duration::from_secs(pause)).await;
+        conn.write_all(b"GET /api/attestation HTTP/1.1\r\nHost: x\r\n\r\n")
+            .await
+            .unwrap();
+        let head = read_response(&mut conn)
+            .await
+            .unwrap_or_else(|e| panic!("after a {pause}s pause: {e}"));
+        assert!(
+            head.starts_with("HTTP/1.1 200 "),
+            "after a {pause}s pause: {head}"
+        );
+    }
 }
 
 #[tokio::test]
