@@ -28,6 +28,7 @@ pub mod budget;
 pub mod compose;
 pub mod html;
 mod ingest;
+pub mod mailboxes;
 pub mod parse;
 pub mod rekey;
 pub mod signatures;
