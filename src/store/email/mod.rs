@@ -1,5 +1,6 @@
 //! E-mail cache tables (migration 0010): accounts and mailboxes here, messages and threads
-//! in [`messages`], signatures in [`signatures`]. Sealed columns are sealed by the service.
+//! in [`messages`], signatures in [`signatures`]. Sealed columns are sealed by the service;
+//! mailbox names are compared by their keyed hash (`name_hash`, migration 0020), never in clear.
 
 use rusqlite::{params, Connection, OptionalExtension, Row};
 
