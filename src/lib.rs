@@ -70,6 +70,8 @@ pub async fn serve(
         // Background tasks and open event streams end first, so in-flight requests can.
         app_shutdown.trigger();
     };
+    // Mailbox names of an earlier version are sealed before anything reads or syncs mail.
+    services::email::mailboxes::seal_legacy_at_start(state.context()).await;
     workers::sync::spawn(state.context().clone());
     workers::scheduler::spawn(&state);
     workers::mailbox::spawn(&state);

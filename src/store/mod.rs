@@ -117,6 +117,10 @@ const MIGRATIONS: &[(&str, &str)] = &[
         "0017_email_refs_v2",
         include_str!("../../migrations/0017_email_refs_v2.sql"),
     ),
+    (
+        "0020_email_mailbox_names",
+        include_str!("../../migrations/0020_email_mailbox_names.sql"),
+    ),
 ];
 
 /// Latest schema version this binary knows.

@@ -1078,6 +1078,7 @@ async fn an_outage_keeps_cached_mail_readable_and_key_deletion_drops_the_account
     let db = rusqlite::Connection::open(app.data_dir().join("switchboard.db")).unwrap();
     for table in [
         "email_accounts",
+        "email_mailboxes",
         "email_messages",
         "email_threads",
         "email_locations",

@@ -22,6 +22,7 @@ mod e2ee_sync;
 mod email;
 mod email_backfill;
 mod email_hostile;
+mod email_names;
 mod email_safety;
 mod foundation;
 mod hardening;

@@ -3,6 +3,7 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
+use super::mailboxes::{self, Mailbox};
 use super::sync::{self, AccountCtx};
 use super::threads::{self, Label, Thread};
 use super::{announce, parse_id, user_key};
@@ -10,7 +11,6 @@ use crate::clients::mail::imap::{self, Caps, Session};
 use crate::error::{AppError, AppResult, ErrorCode};
 use crate::services::upstream::imap_error;
 use crate::services::Context;
-use crate::store::email::{self as store, messages as mstore, MailboxRow};
 
 /// A message flag that read/unread and star/unstar set or clear.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -64,19 +64,14 @@ async fn account_ctx(state: &Context, account_id: &str) -> AppResult<AccountCtx>
         .ok_or_else(|| AppError::not_found("mail account"))
 }
 
-fn special<'a>(boxes: &'a [MailboxRow], role: &str) -> Option<&'a MailboxRow> {
+fn special<'a>(boxes: &'a [Mailbox], role: &str) -> Option<&'a Mailbox> {
     boxes
         .iter()
         .find(|b| b.special_use.as_deref() == Some(role))
 }
 
 /// The mailbox with `role`, created under `name` when the server has none.
-async fn ensure(
-    s: &mut Session,
-    boxes: &[MailboxRow],
-    role: &str,
-    name: &str,
-) -> AppResult<String> {
+async fn ensure(s: &mut Session, boxes: &[Mailbox], role: &str, name: &str) -> AppResult<String> {
     if let Some(b) = special(boxes, role) {
         return Ok(b.name.clone());
     }
@@ -96,11 +91,17 @@ pub async fn apply(
     let dek = user_key(state, user_id).await?;
     let before = threads::load(state, &dek, user_id, &thread_id).await?;
     let ctx = account_ctx(state, &before.account_id).await?;
-    let (ids, aid) = (before.message_ids.clone(), ctx.account_id.clone());
+    let (ids, aid, key) = (
+        before.message_ids.clone(),
+        ctx.account_id.clone(),
+        ctx.dek.clone(),
+    );
     let (locations, boxes) = state
-        .store
-        .run(move |c| {
-            Ok::<_, AppError>((mstore::locations_of(c, &ids)?, store::mailboxes(c, &aid)?))
+        .db(move |c| {
+            Ok((
+                mailboxes::locations(c, &key, &ids)?,
+                mailboxes::of_account(c, &key, &aid)?,
+            ))
         })
         .await?;
     let mut by_box: BTreeMap<String, Vec<u32>> = BTreeMap::new();
@@ -153,7 +154,7 @@ pub async fn apply(
 async fn act(
     s: &mut Session,
     caps: Caps,
-    boxes: &[MailboxRow],
+    boxes: &[Mailbox],
     by_box: &BTreeMap<String, Vec<u32>>,
     locations: &[(String, String, i64)],
     action: &Action,
@@ -280,10 +281,9 @@ pub async fn create_label(
     let _ = user_key(state, user_id).await?;
     let account = super::accounts::pick(state, user_id, account_id).await?;
     let ctx = account_ctx(state, &account.id).await?;
-    let aid = ctx.account_id.clone();
+    let (aid, key) = (ctx.account_id.clone(), ctx.dek.clone());
     let boxes = state
-        .store
-        .run(move |c| Ok::<_, AppError>(store::mailboxes(c, &aid)?))
+        .db(move |c| mailboxes::of_account(c, &key, &aid))
         .await?;
     if boxes.iter().any(|b| b.name.eq_ignore_ascii_case(&name)) {
         return Err(AppError::conflict(
@@ -337,10 +337,9 @@ pub async fn attachment(
         });
     }
     let ctx = account_ctx(state, &m.account_id).await?;
-    let mid = m.id.clone();
+    let (mid, key) = (m.id.clone(), ctx.dek.clone());
     let locations = state
-        .store
-        .run(move |c| Ok::<_, AppError>(mstore::locations_of(c, &[mid])?))
+        .db(move |c| mailboxes::locations(c, &key, &[mid]))
         .await?;
     let (_, mailbox, uid) = locations
         .into_iter()

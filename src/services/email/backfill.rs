@@ -13,11 +13,12 @@
 use std::collections::{BTreeSet, HashMap, HashSet};
 
 use super::announce;
+use super::mailboxes::{self, Mailbox};
 use super::sync::{self, AccountCtx, SyncError};
 use crate::clients::mail::imap::{self, ImapError, Session};
 use crate::error::{AppError, AppResult};
 use crate::services::Context;
-use crate::store::email::{self as store, messages as mstore, MailboxRow};
+use crate::store::email::{self as store, messages as mstore};
 
 /// What a back-fill did for a page.
 #[derive(Debug, Clone, Copy, Default)]
@@ -29,11 +30,12 @@ pub struct Outcome {
 }
 
 /// The user's accounts (whose last sync succeeded) with mailboxes in view that hold older
-/// mail on the server: `(account id, mailbox ids)`.
+/// mail on the server: `(account id, mailbox ids)`. `label_hash`: the keyed hash of the
+/// one mailbox name in view (see [`mailboxes::name_hash`]).
 async fn pending(
     state: &Context,
     user_id: &str,
-    label: Option<&str>,
+    label_hash: Option<&str>,
 ) -> AppResult<Vec<(String, Vec<String>)>> {
     let uid = user_id.to_owned();
     let accounts = state
@@ -56,7 +58,7 @@ async fn pending(
         .map(|(account, boxes)| {
             let ids = boxes
                 .into_iter()
-                .filter(|b| label.is_none_or(|l| b.name == l))
+                .filter(|b| label_hash.is_none_or(|h| b.name_hash.as_deref() == Some(h)))
                 .filter(|b| state.email.older(&account, &b.id) > 0)
                 .map(|b| b.id)
                 .collect::<Vec<_>>();
@@ -66,10 +68,11 @@ async fn pending(
         .collect())
 }
 
-/// Fetches the next older batch of every mailbox in view (`label`: one mailbox name) that
+/// Fetches the next older batch of every mailbox in view (`label_hash`: the keyed hash of
+/// one mailbox name) that
 /// has one.
-pub async fn more(state: &Context, user_id: &str, label: Option<&str>) -> AppResult<Outcome> {
-    let todo = pending(state, user_id, label).await?;
+pub async fn more(state: &Context, user_id: &str, label_hash: Option<&str>) -> AppResult<Outcome> {
+    let todo = pending(state, user_id, label_hash).await?;
     let mut out = Outcome::default();
     for (account_id, mailbox_ids) in todo {
         let before = state.email.backfills(&account_id);
@@ -88,7 +91,7 @@ pub async fn more(state: &Context, user_id: &str, label: Option<&str>) -> AppRes
             }
         }
     }
-    out.more = !pending(state, user_id, label).await?.is_empty();
+    out.more = !pending(state, user_id, label_hash).await?.is_empty();
     Ok(out)
 }
 
@@ -102,10 +105,9 @@ async fn fetch_account(
         return Ok(0);
     };
     // Read again under the lock: a round may have moved the bookkeeping meanwhile.
-    let aid = account_id.to_owned();
-    let boxes: Vec<MailboxRow> = state
-        .store
-        .run(move |c| Ok::<_, AppError>(store::mailboxes(c, &aid)?))
+    let (aid, key) = (account_id.to_owned(), ctx.dek.clone());
+    let boxes: Vec<Mailbox> = state
+        .db(move |c| mailboxes::of_account(c, &key, &aid))
         .await?
         .into_iter()
         .filter(|b| mailbox_ids.contains(&b.id))
@@ -145,7 +147,7 @@ async fn fetch_older(
     state: &Context,
     ctx: &AccountCtx,
     s: &mut Session,
-    mb: &MailboxRow,
+    mb: &Mailbox,
 ) -> Result<u64, SyncError> {
     let sel = imap::select(s, &mb.name, false).await?;
     let validity = i64::from(sel.uid_validity);

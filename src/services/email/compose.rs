@@ -11,7 +11,7 @@ use crate::clients::mail::{imap, smtp};
 use crate::error::{AppError, AppResult, ErrorCode};
 use crate::services::upstream::{imap_error, smtp_error};
 use crate::services::Context;
-use crate::store::email::{self as store, messages as mstore};
+use crate::store::email::messages as mstore;
 
 pub const MAX_RECIPIENTS: usize = 100;
 pub const MAX_SUBJECT_CHARS: usize = 998;
@@ -223,10 +223,9 @@ async fn append_sent(state: &Context, ctx: &AccountCtx, raw: &[u8]) -> AppResult
         .map_err(imap_error)?;
     let result = async {
         let caps = imap::capabilities(&mut s).await.map_err(imap_error)?;
-        let aid = ctx.account_id.clone();
+        let (aid, key) = (ctx.account_id.clone(), ctx.dek.clone());
         let boxes = state
-            .store
-            .run(move |c| Ok::<_, AppError>(store::mailboxes(c, &aid)?))
+            .db(move |c| super::mailboxes::of_account(c, &key, &aid))
             .await?;
         let sent = match boxes
             .iter()

@@ -6,6 +6,8 @@
 //! sealed under the user's data key with AAD naming table, column and row. Threading uses
 //! keyed hashes of the Message-IDs (HMAC under a key derived from the data key), so the
 //! database holds no plaintext ids either, and `DELETE /api/keys` shreds them too.
+//! Mailbox (label) names are sealed the same way and compared by their own keyed hash
+//! ([`mailboxes`]); the API still names a label by its name.
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
@@ -28,6 +30,7 @@ pub mod budget;
 pub mod compose;
 pub mod html;
 mod ingest;
+pub mod mailboxes;
 pub mod parse;
 pub mod rekey;
 pub mod signatures;

@@ -10,12 +10,13 @@ use std::collections::{BTreeSet, HashMap, HashSet};
 
 use super::budget::{self, Budget, Limit};
 use super::ingest::ingest;
+use super::mailboxes::{self, Mailbox};
 use super::{Settings, T_ACCOUNTS};
 use crate::clients::mail::imap::{self, Caps, Extent, ImapError, Session};
 use crate::crypto::DataKey;
 use crate::error::{AppError, AppResult};
 use crate::services::Context;
-use crate::store::email::{self as store, messages as mstore, MailboxRow};
+use crate::store::email::{self as store, messages as mstore};
 
 pub use super::accounts::set_status;
 
@@ -58,6 +59,7 @@ pub async fn load_ctx(state: &Context, account_id: &str) -> AppResult<Option<Acc
     }
     let dek = crate::services::users::data_key(&state.master, &user)?;
     super::rekey::ensure(state, &a.id, &dek).await?;
+    mailboxes::ensure_sealed(state, &a.id, &dek).await?;
     let settings = super::open_json(&dek, &a.settings_enc, T_ACCOUNTS, "settings", &a.id)?;
     Ok(Some(AccountCtx {
         account_id: a.id,
@@ -78,19 +80,15 @@ pub async fn refresh_mailboxes(
     state: &Context,
     ctx: &AccountCtx,
     s: &mut Session,
-) -> Result<Vec<MailboxRow>, SyncError> {
+) -> Result<Vec<Mailbox>, SyncError> {
     let found = imap::list_mailboxes(s, state.config.email.max_mailboxes as usize).await?;
-    let id = ctx.account_id.clone();
+    let (id, dek) = (ctx.account_id.clone(), ctx.dek.clone());
     Ok(state
-        .store
-        .run(move |c| {
+        .db(move |c| {
             let tx = c.transaction()?;
-            let pairs: Vec<(String, Option<&str>)> =
-                found.iter().map(|m| (m.name.clone(), m.special)).collect();
-            store::replace_mailboxes(&tx, &id, &pairs)?;
-            let rows = store::mailboxes(&tx, &id)?;
+            let rows = mailboxes::replace(&tx, &dek, &id, &found)?;
             tx.commit()?;
-            Ok::<_, AppError>(rows)
+            Ok(rows)
         })
         .await?)
 }
@@ -180,7 +178,7 @@ pub async fn sync_mailbox(
     ctx: &AccountCtx,
     s: &mut Session,
     caps: Caps,
-    mb: &MailboxRow,
+    mb: &Mailbox,
     budget: &mut Budget,
 ) -> Result<(BTreeSet<String>, imap::Selected), SyncError> {
     let sel = imap::select(s, &mb.name, caps.condstore).await?;

@@ -1,6 +1,6 @@
 //! Reading the cache: threads, messages and labels. Nothing here waits on IMAP.
 
-use std::collections::BTreeSet;
+use std::collections::{BTreeSet, HashMap};
 
 use base64::Engine;
 
@@ -9,6 +9,7 @@ use crate::error::{AppError, AppResult};
 use crate::services::Context;
 use crate::store::email::messages::{self as mstore, MessageMeta, ThreadRow};
 
+use super::mailboxes;
 use super::{open_json, parse_id, user_key, AttachmentMeta, Body, Header, Person, T_MESSAGES};
 
 #[derive(Debug, Clone)]
@@ -56,8 +57,35 @@ fn header(dek: &DataKey, m: &MessageMeta) -> Header {
     open_json(dek, &m.header_enc, T_MESSAGES, "header", &m.id).unwrap_or_default()
 }
 
+/// The messages of these threads (oldest first) and the names of their mailboxes, opened.
+fn messages_and_names(
+    c: &rusqlite::Connection,
+    dek: &DataKey,
+    thread_ids: &[String],
+) -> AppResult<(Vec<MessageMeta>, HashMap<String, String>)> {
+    let messages = mstore::messages_of_threads(c, thread_ids)?;
+    let ids: Vec<String> = messages
+        .iter()
+        .flat_map(|m| m.mailbox_ids.iter().cloned())
+        .collect();
+    let names = mailboxes::names(c, dek, &ids)?;
+    Ok((messages, names))
+}
+
+/// The label names of a message (its mailboxes' names).
+fn labels_of<'a>(
+    m: &'a MessageMeta,
+    names: &'a HashMap<String, String>,
+) -> impl Iterator<Item = String> + 'a {
+    m.mailbox_ids.iter().filter_map(|id| names.get(id).cloned())
+}
+
 /// Builds threads from their rows and messages (oldest first).
-fn assemble(dek: &DataKey, rows: Vec<ThreadRow>, messages: Vec<MessageMeta>) -> Vec<Thread> {
+fn assemble(
+    dek: &DataKey,
+    rows: Vec<ThreadRow>,
+    (messages, names): (Vec<MessageMeta>, HashMap<String, String>),
+) -> Vec<Thread> {
     rows.into_iter()
         .map(|t| {
             let mine: Vec<&MessageMeta> = messages.iter().filter(|m| m.thread_id == t.id).collect();
@@ -73,10 +101,7 @@ fn assemble(dek: &DataKey, rows: Vec<ThreadRow>, messages: Vec<MessageMeta>) -> 
                     }
                 }
             }
-            let labels: BTreeSet<String> = mine
-                .iter()
-                .flat_map(|m| m.mailboxes.iter().cloned())
-                .collect();
+            let labels: BTreeSet<String> = mine.iter().flat_map(|m| labels_of(m, &names)).collect();
             let snippet = mine
                 .last()
                 .and_then(|m| {
@@ -174,6 +199,8 @@ pub async fn list(
         return Err(AppError::invalid("q", "must be at most 200 characters"));
     }
     let dek = user_key(state, user_id).await?;
+    // The label is compared by its keyed hash (the names are sealed).
+    let label = label.map(|l| mailboxes::name_hash(&dek, &l));
     let uid = user_id.to_owned();
     // With `q` the sealed fields are searched after opening them: read in larger pages
     // until `limit` matches are found.
@@ -184,9 +211,9 @@ pub async fn list(
     let mut scanned = 0usize;
     loop {
         let (uid2, label2, after2) = (uid.clone(), label.clone(), after.clone());
+        let key = dek.clone();
         let (rows, messages) = state
-            .store
-            .run(move |c| {
+            .db(move |c| {
                 let rows = mstore::thread_page(
                     c,
                     &uid2,
@@ -195,8 +222,8 @@ pub async fn list(
                     batch,
                 )?;
                 let ids: Vec<String> = rows.iter().map(|r| r.id.clone()).collect();
-                let messages = mstore::messages_of_threads(c, &ids)?;
-                Ok::<_, AppError>((rows, messages))
+                let messages = messages_and_names(c, &key, &ids)?;
+                Ok((rows, messages))
             })
             .await?;
         let exhausted = (rows.len() as i64) < batch;
@@ -259,14 +286,13 @@ pub async fn get(state: &Context, user_id: &str, id: &str) -> AppResult<Thread> 
 
 /// One thread of the user from the cache (404 when it is not theirs or is gone).
 pub async fn load(state: &Context, dek: &DataKey, user_id: &str, id: &str) -> AppResult<Thread> {
-    let (uid, tid) = (user_id.to_owned(), id.to_owned());
+    let (uid, tid, key) = (user_id.to_owned(), id.to_owned(), dek.clone());
     let (row, messages) = state
-        .store
-        .run(move |c| {
+        .db(move |c| {
             let row =
                 mstore::find_thread(c, &uid, &tid)?.ok_or_else(|| AppError::not_found("thread"))?;
-            let messages = mstore::messages_of_threads(c, std::slice::from_ref(&row.id))?;
-            Ok::<_, AppError>((row, messages))
+            let messages = messages_and_names(c, &key, std::slice::from_ref(&row.id))?;
+            Ok((row, messages))
         })
         .await?;
     Ok(assemble(dek, vec![row], messages).remove(0))
@@ -275,16 +301,18 @@ pub async fn load(state: &Context, dek: &DataKey, user_id: &str, id: &str) -> Ap
 pub async fn message(state: &Context, user_id: &str, id: &str) -> AppResult<Message> {
     let id = parse_id("message", id)?;
     let dek = user_key(state, user_id).await?;
-    let uid = user_id.to_owned();
-    let (meta, body_enc) = state
-        .store
-        .run(move |c| {
-            mstore::find_message(c, &uid, &id)?.ok_or_else(|| AppError::not_found("message"))
+    let (uid, key) = (user_id.to_owned(), dek.clone());
+    let (meta, body_enc, names) = state
+        .db(move |c| {
+            let (meta, body) = mstore::find_message(c, &uid, &id)?
+                .ok_or_else(|| AppError::not_found("message"))?;
+            let names = mailboxes::names(c, &key, &meta.mailbox_ids)?;
+            Ok((meta, body, names))
         })
         .await?;
     let mut body: Body = open_json(&dek, &body_enc, T_MESSAGES, "body", &meta.id)?;
     body.html = body.html.as_deref().map(super::html::sanitize);
-    let mut labels = meta.mailboxes.clone();
+    let mut labels: Vec<String> = labels_of(&meta, &names).collect();
     labels.sort();
     Ok(Message {
         header: header(&dek, &meta),
@@ -317,21 +345,32 @@ pub async fn attachment_meta(
     Ok((m, a))
 }
 
+/// The user's labels by name: the mailboxes of one name (one keyed hash) over every
+/// account are one label; its `id` is the name, opened here.
 pub async fn labels(state: &Context, user_id: &str) -> AppResult<Vec<Label>> {
-    let _ = user_key(state, user_id).await?;
+    let dek = user_key(state, user_id).await?;
     let uid = user_id.to_owned();
-    let rows = state
-        .store
-        .run(move |c| Ok::<_, AppError>(mstore::label_counts(c, &uid)?))
-        .await?;
-    Ok(rows
-        .into_iter()
-        .map(|(name, special, unread, total)| Label {
-            id: name.clone(),
-            name,
-            system: special.is_some(),
-            unread,
-            total,
+    let (rows, names) = state
+        .db(move |c| {
+            let rows = mstore::label_counts(c, &uid)?;
+            let ids: Vec<String> = rows.iter().map(|r| r.0.clone()).collect();
+            let names = mailboxes::names(c, &dek, &ids)?;
+            Ok((rows, names))
         })
-        .collect())
+        .await?;
+    let mut out: Vec<Label> = rows
+        .into_iter()
+        .filter_map(|(id, special, unread, total)| {
+            let name = names.get(&id)?.clone();
+            Some(Label {
+                id: name.clone(),
+                name,
+                system: special.is_some(),
+                unread,
+                total,
+            })
+        })
+        .collect();
+    out.sort_by(|a, b| a.name.cmp(&b.name));
+    Ok(out)
 }

@@ -17,7 +17,8 @@ pub struct MessageRow {
     pub body_enc: Vec<u8>,
 }
 
-/// A message as lists show it: no body, plus the names of the mailboxes holding it.
+/// A message as lists show it: no body, plus the ids of the mailboxes holding it (their
+/// names are sealed: the service opens them).
 #[derive(Debug, Clone, Default)]
 pub struct MessageMeta {
     pub id: String,
@@ -28,7 +29,7 @@ pub struct MessageMeta {
     pub flagged: bool,
     pub header_enc: Vec<u8>,
     pub snippet_enc: Vec<u8>,
-    pub mailboxes: Vec<String>,
+    pub mailbox_ids: Vec<String>,
 }
 
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -210,13 +211,14 @@ pub fn add_refs(
 
 const LABEL_FILTER: &str = "EXISTS (SELECT 1 FROM email_messages m \
     JOIN email_locations l ON l.message_id = m.id \
-    JOIN email_mailboxes b ON b.id = l.mailbox_id WHERE m.thread_id = t.id AND b.name = ?2)";
+    JOIN email_mailboxes b ON b.id = l.mailbox_id WHERE m.thread_id = t.id AND b.name_hash = ?2)";
 
-/// A page of the user's threads, newest first, after the `(last_message_at, id)` cursor.
+/// A page of the user's threads, newest first, after the `(last_message_at, id)` cursor;
+/// `label_hash`: only threads with a message in a mailbox whose name has this keyed hash.
 pub fn thread_page(
     conn: &Connection,
     user_id: &str,
-    label: Option<&str>,
+    label_hash: Option<&str>,
     after: Option<(i64, &str)>,
     limit: i64,
 ) -> rusqlite::Result<Vec<ThreadRow>> {
@@ -230,7 +232,7 @@ pub fn thread_page(
         .query_map(
             params![
                 user_id,
-                label,
+                label_hash,
                 after.map(|a| a.0),
                 after.map(|a| a.1),
                 limit
@@ -275,13 +277,13 @@ fn meta(r: &Row<'_>) -> rusqlite::Result<MessageMeta> {
         flagged: r.get(5)?,
         header_enc: r.get(6)?,
         snippet_enc: r.get(7)?,
-        mailboxes: boxes
+        mailbox_ids: boxes
             .map(|b| b.split('\u{1f}').map(str::to_owned).collect())
             .unwrap_or_default(),
     })
 }
 
-/// The messages of these threads, oldest first, with their mailbox names.
+/// The messages of these threads, oldest first, with their mailbox ids.
 pub fn messages_of_threads(
     conn: &Connection,
     thread_ids: &[String],
@@ -292,8 +294,8 @@ pub fn messages_of_threads(
     let marks = vec!["?"; thread_ids.len()].join(",");
     let sql = format!(
         "SELECT m.id, m.account_id, m.thread_id, m.date, m.seen, m.flagged, m.header_enc, \
-           m.snippet_enc, (SELECT group_concat(b.name, char(31)) FROM email_locations l \
-             JOIN email_mailboxes b ON b.id = l.mailbox_id WHERE l.message_id = m.id) \
+           m.snippet_enc, (SELECT group_concat(l.mailbox_id, char(31)) FROM email_locations l \
+             WHERE l.message_id = m.id) \
          FROM email_messages m WHERE m.thread_id IN ({marks}) ORDER BY m.date, m.id"
     );
     conn.prepare(&sql)?
@@ -309,8 +311,8 @@ pub fn find_message(
 ) -> rusqlite::Result<Option<(MessageMeta, Vec<u8>)>> {
     conn.prepare_cached(
         "SELECT m.id, m.account_id, m.thread_id, m.date, m.seen, m.flagged, m.header_enc, \
-           m.snippet_enc, (SELECT group_concat(b.name, char(31)) FROM email_locations l \
-             JOIN email_mailboxes b ON b.id = l.mailbox_id WHERE l.message_id = m.id), m.body_enc \
+           m.snippet_enc, (SELECT group_concat(l.mailbox_id, char(31)) FROM email_locations l \
+             WHERE l.message_id = m.id), m.body_enc \
          FROM email_messages m JOIN email_accounts a ON a.id = m.account_id \
          WHERE m.id = ?1 AND a.user_id = ?2",
     )?
@@ -318,7 +320,7 @@ pub fn find_message(
     .optional()
 }
 
-/// `(message id, mailbox name, uid)` of every location of these messages.
+/// `(message id, mailbox id, uid)` of every location of these messages.
 pub fn locations_of(
     conn: &Connection,
     message_ids: &[String],
@@ -328,9 +330,8 @@ pub fn locations_of(
     }
     let marks = vec!["?"; message_ids.len()].join(",");
     conn.prepare(&format!(
-        "SELECT l.message_id, b.name, l.uid FROM email_locations l \
-         JOIN email_mailboxes b ON b.id = l.mailbox_id \
-         WHERE l.message_id IN ({marks}) ORDER BY b.name, l.uid"
+        "SELECT l.message_id, l.mailbox_id, l.uid FROM email_locations l \
+         WHERE l.message_id IN ({marks}) ORDER BY l.mailbox_id, l.uid"
     ))?
     .query_map(params_from_iter(message_ids), |r| {
         Ok((r.get(0)?, r.get(1)?, r.get(2)?))
@@ -338,17 +339,19 @@ pub fn locations_of(
     .collect()
 }
 
-/// A mailbox name over the user's accounts: `(name, special use, unread, total)`.
+/// A label: the user's mailboxes of one name (one keyed hash) over every account, as
+/// `(one of those mailboxes' id, special use, unread, total)`. The service opens the name
+/// from that mailbox. A mailbox not sealed yet is a label of its own.
 pub type LabelCount = (String, Option<String>, i64, i64);
 
 pub fn label_counts(conn: &Connection, user_id: &str) -> rusqlite::Result<Vec<LabelCount>> {
     conn.prepare_cached(
-        "SELECT b.name, MAX(b.special_use), \
+        "SELECT MIN(b.id), MAX(b.special_use), \
            COUNT(DISTINCT CASE WHEN m.seen = 0 THEN m.id END), COUNT(DISTINCT m.id) \
          FROM email_mailboxes b JOIN email_accounts a ON a.id = b.account_id \
          LEFT JOIN email_locations l ON l.mailbox_id = b.id \
          LEFT JOIN email_messages m ON m.id = l.message_id \
-         WHERE a.user_id = ?1 GROUP BY b.name ORDER BY b.name",
+         WHERE a.user_id = ?1 GROUP BY COALESCE(b.name_hash, b.id)",
     )?
     .query_map([user_id], |r| {
         Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?))

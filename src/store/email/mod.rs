@@ -1,5 +1,6 @@
 //! E-mail cache tables (migration 0010): accounts and mailboxes here, messages and threads
-//! in [`messages`], signatures in [`signatures`]. Sealed columns are sealed by the service.
+//! in [`messages`], signatures in [`signatures`]. Sealed columns are sealed by the service;
+//! mailbox names are compared by their keyed hash (`name_hash`, migration 0020), never in clear.
 
 use rusqlite::{params, Connection, OptionalExtension, Row};
 
@@ -122,11 +123,19 @@ pub fn set_status(
     .execute(params![id, status, error_enc, synced_at])
 }
 
+/// A mailbox row. Its IMAP name is private (issue #21, migration 0020): stored sealed
+/// (`name_enc`) and as a keyed hash (`name_hash`, what SQL compares); the service opens it
+/// (services::email::mailboxes).
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct MailboxRow {
     pub id: String,
     pub account_id: String,
-    pub name: String,
+    /// The sealed IMAP name; `None` only on a row from before migration 0020 not sealed yet.
+    pub name_enc: Option<Vec<u8>>,
+    /// The name's keyed hash (per user); `None` on a row not sealed yet.
+    pub name_hash: Option<String>,
+    /// The old `name` column: the plain name on a row not sealed yet, the row's own id after.
+    pub legacy_name: String,
     pub special_use: Option<String>,
     pub uid_validity: Option<i64>,
     pub last_uid: i64,
@@ -137,50 +146,121 @@ fn mailbox(r: &Row<'_>) -> rusqlite::Result<MailboxRow> {
     Ok(MailboxRow {
         id: r.get(0)?,
         account_id: r.get(1)?,
-        name: r.get(2)?,
+        legacy_name: r.get(2)?,
         special_use: r.get(3)?,
         uid_validity: r.get(4)?,
         last_uid: r.get(5)?,
         highest_modseq: r.get(6)?,
+        name_enc: r.get(7)?,
+        name_hash: r.get(8)?,
     })
 }
 
 const MAILBOX_COLUMNS: &str =
-    "id, account_id, name, special_use, uid_validity, last_uid, highest_modseq";
+    "id, account_id, name, special_use, uid_validity, last_uid, highest_modseq, name_enc, name_hash";
 
+/// The account's mailboxes (in no meaningful order: the names are sealed).
 pub fn mailboxes(conn: &Connection, account_id: &str) -> rusqlite::Result<Vec<MailboxRow>> {
     conn.prepare_cached(&format!(
-        "SELECT {MAILBOX_COLUMNS} FROM email_mailboxes WHERE account_id = ?1 ORDER BY name"
+        "SELECT {MAILBOX_COLUMNS} FROM email_mailboxes WHERE account_id = ?1 ORDER BY id"
     ))?
     .query_map([account_id], mailbox)?
     .collect()
 }
 
-/// Makes the account's mailboxes exactly `found` (name, special use), keeping the ids and
-/// bookkeeping of those that stay. Mailboxes gone from the server go with their locations.
+/// The mailboxes with these ids (those that exist).
+pub fn mailboxes_by_ids(conn: &Connection, ids: &[String]) -> rusqlite::Result<Vec<MailboxRow>> {
+    if ids.is_empty() {
+        return Ok(Vec::new());
+    }
+    let marks = vec!["?"; ids.len()].join(",");
+    conn.prepare(&format!(
+        "SELECT {MAILBOX_COLUMNS} FROM email_mailboxes WHERE id IN ({marks})"
+    ))?
+    .query_map(rusqlite::params_from_iter(ids), mailbox)?
+    .collect()
+}
+
+/// A mailbox the server listed, ready to store: `id` is used (with `name_enc` sealed for
+/// it) only when no mailbox of the account has `name_hash` yet.
+#[derive(Debug, Clone)]
+pub struct ListedMailbox<'a> {
+    pub id: String,
+    pub name_hash: String,
+    pub name_enc: Vec<u8>,
+    pub special: Option<&'a str>,
+}
+
+/// Makes the account's mailboxes exactly `found`, keeping the ids and bookkeeping of those
+/// that stay (matched by name hash). Mailboxes gone from the server go with their locations.
 pub fn replace_mailboxes(
     conn: &Connection,
     account_id: &str,
-    found: &[(String, Option<&str>)],
+    found: &[ListedMailbox<'_>],
 ) -> rusqlite::Result<()> {
-    for (name, special) in found {
+    for m in found {
+        // `name` (the pre-0020 column, NOT NULL and unique per account) gets the row's id.
         conn.prepare_cached(
-            "INSERT INTO email_mailboxes (id, account_id, name, special_use) VALUES (?1, ?2, ?3, ?4) \
-             ON CONFLICT (account_id, name) DO UPDATE SET special_use = excluded.special_use",
+            "INSERT INTO email_mailboxes (id, account_id, name, special_use, name_enc, name_hash) \
+             VALUES (?1, ?2, ?1, ?3, ?4, ?5) \
+             ON CONFLICT (account_id, name_hash) DO UPDATE SET special_use = excluded.special_use",
         )?
         .execute(params![
-            uuid::Uuid::new_v4().to_string(),
+            m.id,
             account_id,
-            name,
-            special
+            m.special,
+            m.name_enc,
+            m.name_hash
         ])?;
     }
     for existing in mailboxes(conn, account_id)? {
-        if !found.iter().any(|(n, _)| *n == existing.name) {
+        let listed = existing
+            .name_hash
+            .as_deref()
+            .is_some_and(|h| found.iter().any(|m| m.name_hash == h));
+        if !listed {
             conn.execute("DELETE FROM email_mailboxes WHERE id = ?1", [&existing.id])?;
         }
     }
     Ok(())
+}
+
+/// Mailboxes of the account still holding a plain name (rows from before migration 0020).
+pub fn unsealed_mailboxes(
+    conn: &Connection,
+    account_id: &str,
+) -> rusqlite::Result<Vec<MailboxRow>> {
+    conn.prepare_cached(&format!(
+        "SELECT {MAILBOX_COLUMNS} FROM email_mailboxes WHERE account_id = ?1 AND name_hash IS NULL"
+    ))?
+    .query_map([account_id], mailbox)?
+    .collect()
+}
+
+/// `(account id, user id)` of every account with a mailbox not sealed yet.
+pub fn accounts_with_unsealed_mailboxes(
+    conn: &Connection,
+) -> rusqlite::Result<Vec<(String, String)>> {
+    conn.prepare(
+        "SELECT DISTINCT a.id, a.user_id FROM email_accounts a \
+         JOIN email_mailboxes b ON b.account_id = a.id WHERE b.name_hash IS NULL",
+    )?
+    .query_map([], |r| Ok((r.get(0)?, r.get(1)?)))?
+    .collect()
+}
+
+/// Replaces a mailbox's plain name by its sealed form and hash (the plain column gets the
+/// row's id).
+pub fn seal_mailbox_name(
+    conn: &Connection,
+    id: &str,
+    name_hash: &str,
+    name_enc: &[u8],
+) -> rusqlite::Result<usize> {
+    conn.prepare_cached(
+        "UPDATE email_mailboxes SET name = id, name_hash = ?2, name_enc = ?3 WHERE id = ?1",
+    )?
+    .execute(params![id, name_hash, name_enc])
 }
 
 /// Stores a mailbox's sync position.
