@@ -118,8 +118,8 @@ const MIGRATIONS: &[(&str, &str)] = &[
         include_str!("../../migrations/0017_email_refs_v2.sql"),
     ),
     (
-        "0020_email_mailbox_names",
-        include_str!("../../migrations/0020_email_mailbox_names.sql"),
+        "0018_email_mailbox_names",
+        include_str!("../../migrations/0018_email_mailbox_names.sql"),
     ),
 ];
 
