@@ -20,6 +20,7 @@ pub mod auth;
 pub mod bridges;
 pub mod contacts;
 pub mod devices;
+pub mod e2ee;
 pub mod email;
 pub mod error;
 pub mod fast_json;
@@ -90,6 +91,9 @@ pub enum ApiTags {
     Ai,
     /// Contacts on the bridges and Matrix, and starting new conversations with them.
     Contacts,
+    /// The sync device's end-to-end encryption trust: verification with the user's other
+    /// Matrix devices (native sessions only).
+    E2ee,
 }
 
 fn apis() -> impl OpenApi {
@@ -120,6 +124,7 @@ fn apis() -> impl OpenApi {
             search::SearchApi,
             ai::AiApi,
             contacts::ContactsApi,
+            e2ee::verifications::VerificationsApi,
         ),
     )
 }

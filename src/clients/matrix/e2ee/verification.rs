@@ -1,0 +1,523 @@
+//! SAS (emoji) verification of the sync device with the user's own other Matrix devices.
+//!
+//! The crate's verification machine runs the protocol on the to-device events
+//! [`UserCrypto::receive_sync`] feeds it; this module keeps track of the flows (the crate
+//! forgets finished ones and has no list of SAS flows started without a request), answers
+//! them for the API and sends what the answers produce at once, not on the next sync.
+//!
+//! Both ways of starting are handled: `m.key.verification.request` → `ready` → `start`
+//! (Element and the Matrix SDKs) and a bare `m.key.verification.start` (the legacy flow
+//! matrix-nio speaks), which begins in `started`. Only to-device flows with the user's own
+//! devices are kept; a flow from another user is cancelled and never listed.
+
+use std::collections::HashMap;
+use std::sync::Mutex;
+
+use matrix_sdk_crypto::types::requests::OutgoingVerificationRequest;
+use matrix_sdk_crypto::{
+    CancelInfo, EncryptionSyncChanges, Sas, SasState, VerificationRequest, VerificationRequestState,
+};
+use ruma::api::client::keys::upload_signatures;
+use ruma::events::AnyToDeviceEvent;
+use ruma::serde::Raw;
+use ruma::{OwnedUserId, UserId};
+use serde_json::Value;
+
+use super::{E2eeError, UserCrypto};
+use crate::clients::matrix::MatrixClient;
+
+pub use matrix_sdk_crypto::Emoji;
+
+/// Flows kept per user; the oldest finished ones go first beyond this.
+const MAX_FLOWS: usize = 32;
+
+const REQUEST: &str = "m.key.verification.request";
+const START: &str = "m.key.verification.start";
+
+/// Where a verification stands, as the API shows it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum State {
+    /// The other device asked (`m.key.verification.request`); accept or cancel.
+    Requested,
+    /// Accepted; waiting for the other device to start the emoji comparison.
+    Ready,
+    /// The emoji comparison was started (by the other device); accept it, or wait for the
+    /// keys when it is accepted already.
+    Started,
+    /// The emoji can be compared; confirm when they match, cancel otherwise.
+    KeysExchanged,
+    Done,
+    Cancelled,
+}
+
+impl State {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Requested => "requested",
+            Self::Ready => "ready",
+            Self::Started => "started",
+            Self::KeysExchanged => "keys_exchanged",
+            Self::Done => "done",
+            Self::Cancelled => "cancelled",
+        }
+    }
+
+    pub fn is_final(self) -> bool {
+        matches!(self, Self::Done | Self::Cancelled)
+    }
+}
+
+/// One verification as the API shows it.
+#[derive(Debug, Clone)]
+pub struct VerificationInfo {
+    /// The flow id (the to-device `transaction_id`).
+    pub id: String,
+    pub other_device_id: String,
+    pub state: State,
+    /// The seven emoji while they can be compared (`keys_exchanged`), else empty.
+    pub emoji: Vec<Emoji>,
+    /// Whether this side confirmed that the emoji match (the other side may not have yet).
+    pub we_confirmed: bool,
+    /// Whether the other device is verified for the sync device now.
+    pub other_device_verified: bool,
+    /// The Matrix cancel code (`m.user`, `m.mismatched_sas`, `m.timeout`...) once cancelled.
+    pub cancel_code: Option<String>,
+}
+
+/// What the API asks of a verification.
+#[derive(Debug, Clone, Copy)]
+pub enum Action {
+    Accept,
+    Confirm,
+    Cancel,
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum ActionError {
+    #[error("no such verification")]
+    Unknown,
+    #[error("the verification is {}", .0.as_str())]
+    WrongState(State),
+    #[error(transparent)]
+    E2ee(#[from] E2eeError),
+}
+
+/// One flow of the user's own devices.
+struct Flow {
+    seq: u64,
+    other_device: String,
+    /// How it began (shown until the crate knows the flow).
+    initial: State,
+    /// The user accepted it: a SAS start on an accepted request is accepted at once.
+    accepted: bool,
+    /// The last state shown (the crate drops finished flows at the next sync).
+    last: Option<VerificationInfo>,
+    /// The last state announced on the event stream.
+    reported: Option<State>,
+    /// The crate never took the flow up (its device was unknown even after a key query).
+    lost: bool,
+}
+
+#[derive(Default)]
+struct Table {
+    seq: u64,
+    flows: HashMap<String, Flow>,
+    /// Request and start events of own devices the crate did not know yet: fed again
+    /// after the next key query ([`UserCrypto::settle_verifications`]).
+    replay: Vec<Raw<AnyToDeviceEvent>>,
+    /// Flows other users started: cancelled by the next settle.
+    foreign: Vec<(OwnedUserId, String)>,
+}
+
+/// The flows of one machine.
+#[derive(Default)]
+pub struct Flows {
+    table: Mutex<Table>,
+    /// Serialises answers (API actions and settling) so nothing is sent twice.
+    act: tokio::sync::Mutex<()>,
+}
+
+impl Flows {
+    fn table(&self) -> std::sync::MutexGuard<'_, Table> {
+        self.table.lock().unwrap_or_else(|p| p.into_inner())
+    }
+}
+
+fn field(raw: &Raw<AnyToDeviceEvent>, name: &str) -> Option<Value> {
+    raw.get_field::<Value>(name).ok().flatten()
+}
+
+impl UserCrypto {
+    /// Notes the verification flows that to-device events of one sync begin (called by
+    /// [`UserCrypto::receive_sync`] with what the machine processed, decrypted ones too).
+    pub(super) fn note_verification_events<'a>(
+        &self,
+        events: impl Iterator<Item = &'a Raw<AnyToDeviceEvent>>,
+    ) {
+        let own = self.machine.user_id();
+        let mut table = self.verifications.table();
+        for raw in events {
+            let kind = field(raw, "type");
+            let initial = match kind.as_ref().and_then(Value::as_str) {
+                Some(REQUEST) => State::Requested,
+                Some(START) => State::Started,
+                _ => continue,
+            };
+            let content = field(raw, "content").unwrap_or_default();
+            let (Some(flow), Some(device)) = (
+                content["transaction_id"].as_str(),
+                content["from_device"].as_str(),
+            ) else {
+                continue;
+            };
+            let sender = field(raw, "sender").and_then(|s| s.as_str().map(str::to_owned));
+            let Some(sender) = sender.and_then(|s| OwnedUserId::try_from(s).ok()) else {
+                continue;
+            };
+            if sender != own {
+                tracing::info!(user_id = %self.user_id, other_user = %sender, "verification from another user; cancelling it");
+                table.foreign.push((sender, flow.to_owned()));
+                continue;
+            }
+            if device == self.device_id || table.flows.contains_key(flow) {
+                continue; // our own echo, or the start of a known request
+            }
+            if self.machine.get_verification(own, flow).is_none()
+                && self.machine.get_verification_request(own, flow).is_none()
+            {
+                table.replay.push(raw.clone());
+            }
+            table.seq += 1;
+            let seq = table.seq;
+            tracing::info!(user_id = %self.user_id, other_device = device, state = initial.as_str(), "verification from an own device");
+            table.flows.insert(
+                flow.to_owned(),
+                Flow {
+                    seq,
+                    other_device: device.to_owned(),
+                    initial,
+                    accepted: false,
+                    last: None,
+                    reported: None,
+                    lost: false,
+                },
+            );
+        }
+        prune(&mut table);
+    }
+
+    /// After a sync's requests went out: cancels other users' flows, feeds again the
+    /// flows whose device was unknown (its keys were queried since), accepts SAS starts
+    /// on requests the user accepted, sends what that produced, and returns the flows
+    /// whose state changed since the last call (to announce them).
+    pub async fn settle_verifications(
+        &self,
+        matrix: &MatrixClient,
+    ) -> Result<Vec<VerificationInfo>, E2eeError> {
+        let _guard = self.verifications.act.lock().await;
+        let (foreign, replay) = {
+            let mut t = self.verifications.table();
+            (
+                std::mem::take(&mut t.foreign),
+                std::mem::take(&mut t.replay),
+            )
+        };
+        let mut sent = false;
+        for (user, flow) in foreign {
+            sent |= self.cancel_any(matrix, &user, &flow).await?;
+        }
+        if !replay.is_empty() {
+            self.replay(replay).await?;
+        }
+        for (id, accepted) in self.flow_ids() {
+            let Some(sas) = self.sas(&id) else { continue };
+            if accepted && matches!(sas.state(), SasState::Started { .. }) && !sas.we_started() {
+                if let Some(r) = sas.accept() {
+                    self.send_verification(matrix, r).await?;
+                    sent = true;
+                }
+            }
+        }
+        if sent {
+            self.process_outgoing(matrix).await?;
+        }
+        let mut changed = Vec::new();
+        for (id, _) in self.flow_ids() {
+            if let Some(info) = self.snapshot(&id).await {
+                let mut t = self.verifications.table();
+                if let Some(f) = t.flows.get_mut(&id) {
+                    if f.reported != Some(info.state) {
+                        f.reported = Some(info.state);
+                        changed.push(info);
+                    }
+                }
+            }
+        }
+        Ok(changed)
+    }
+
+    /// Every kept flow, oldest first.
+    pub async fn verifications(&self) -> Vec<VerificationInfo> {
+        let mut out = Vec::new();
+        for (id, _) in self.flow_ids() {
+            if let Some(info) = self.snapshot(&id).await {
+                out.push(info);
+            }
+        }
+        out
+    }
+
+    /// One kept flow.
+    pub async fn verification(&self, id: &str) -> Option<VerificationInfo> {
+        self.snapshot(id).await
+    }
+
+    /// Answers a flow and sends the answer at once; returns the flow as it stands then.
+    pub async fn act_on_verification(
+        &self,
+        matrix: &MatrixClient,
+        id: &str,
+        action: Action,
+    ) -> Result<VerificationInfo, ActionError> {
+        let _guard = self.verifications.act.lock().await;
+        let current = self.snapshot(id).await.ok_or(ActionError::Unknown)?;
+        let wrong = || ActionError::WrongState(current.state);
+        let sas = self.sas(id);
+        let request = self.request(id);
+        match action {
+            Action::Accept => {
+                let out = match (&sas, &request) {
+                    (Some(s), _) if current.state == State::Started && !s.we_started() => {
+                        s.accept()
+                    }
+                    (None, Some(r)) if current.state == State::Requested => r.accept(),
+                    _ => return Err(wrong()),
+                };
+                if let Some(f) = self.verifications.table().flows.get_mut(id) {
+                    f.accepted = true;
+                }
+                if let Some(r) = out {
+                    self.send_verification(matrix, r).await?;
+                }
+            }
+            Action::Confirm => {
+                let Some(s) = sas.filter(|_| current.state == State::KeysExchanged) else {
+                    return Err(wrong());
+                };
+                if current.we_confirmed {
+                    return Err(wrong());
+                }
+                let (requests, signatures) = s.confirm().await.map_err(E2eeError::store)?;
+                for r in requests {
+                    self.send_verification(matrix, r).await?;
+                }
+                if let Some(upload) = signatures {
+                    let body = serde_json::to_value(&upload.signed_keys).unwrap_or_default();
+                    let _: upload_signatures::v3::Response = self
+                        .call(
+                            matrix,
+                            reqwest::Method::POST,
+                            "keys/signatures/upload",
+                            &body,
+                        )
+                        .await?;
+                }
+            }
+            Action::Cancel => {
+                if current.state.is_final() {
+                    return Err(wrong());
+                }
+                let own = self.machine.user_id().to_owned();
+                self.cancel_any(matrix, &own, id).await?;
+            }
+        }
+        // Whatever the machine queued in answer (its key after theirs, a done) goes too.
+        self.process_outgoing(matrix).await?;
+        self.snapshot(id).await.ok_or(ActionError::Unknown)
+    }
+
+    /// Cancels a flow of `user` the crate knows; returns whether a cancel was sent.
+    async fn cancel_any(
+        &self,
+        matrix: &MatrixClient,
+        user: &UserId,
+        flow: &str,
+    ) -> Result<bool, E2eeError> {
+        let sas = self
+            .machine
+            .get_verification(user, flow)
+            .and_then(|v| v.sas_v1());
+        let out = match (sas, self.machine.get_verification_request(user, flow)) {
+            (Some(s), _) => s.cancel(),
+            (None, Some(r)) => r.cancel(),
+            (None, None) => None,
+        };
+        match out {
+            Some(r) => self.send_verification(matrix, r).await.map(|()| true),
+            None => Ok(false),
+        }
+    }
+
+    /// Feeds request and start events again whose device was unknown when they came.
+    async fn replay(&self, events: Vec<Raw<AnyToDeviceEvent>>) -> Result<(), E2eeError> {
+        let lists = Default::default();
+        let counts = Default::default();
+        let changes = EncryptionSyncChanges {
+            to_device_events: events.clone(),
+            changed_devices: &lists,
+            one_time_keys_counts: &counts,
+            unused_fallback_keys: None,
+            next_batch_token: None,
+        };
+        self.machine
+            .receive_sync_changes(changes, &Self::decryption_settings())
+            .await
+            .map_err(E2eeError::crypto)?;
+        let own = self.machine.user_id();
+        let mut t = self.verifications.table();
+        for e in &events {
+            let content = field(e, "content").unwrap_or_default();
+            let Some(flow) = content["transaction_id"].as_str() else {
+                continue;
+            };
+            let known = self.machine.get_verification(own, flow).is_some()
+                || self.machine.get_verification_request(own, flow).is_some();
+            if let (false, Some(f)) = (known, t.flows.get_mut(flow)) {
+                tracing::info!(user_id = %self.user_id, other_device = %f.other_device, "verification from a device whose keys are unknown; dropped");
+                f.lost = true;
+            }
+        }
+        Ok(())
+    }
+
+    /// Sends one verification message (to-device; in-room flows are not taken up).
+    async fn send_verification(
+        &self,
+        matrix: &MatrixClient,
+        request: OutgoingVerificationRequest,
+    ) -> Result<(), E2eeError> {
+        match request {
+            OutgoingVerificationRequest::ToDevice(r) => self.to_device(matrix, &r).await,
+            OutgoingVerificationRequest::InRoom(_) => Ok(()),
+        }
+    }
+
+    fn flow_ids(&self) -> Vec<(String, bool)> {
+        let t = self.verifications.table();
+        let mut ids: Vec<_> = t
+            .flows
+            .iter()
+            .map(|(id, f)| (f.seq, id.clone(), f.accepted))
+            .collect();
+        ids.sort();
+        ids.into_iter().map(|(_, id, a)| (id, a)).collect()
+    }
+
+    fn sas(&self, id: &str) -> Option<Box<Sas>> {
+        self.machine
+            .get_verification(self.machine.user_id(), id)
+            .and_then(|v| v.sas_v1())
+    }
+
+    fn request(&self, id: &str) -> Option<VerificationRequest> {
+        self.machine
+            .get_verification_request(self.machine.user_id(), id)
+    }
+
+    /// The flow as it stands: the crate's view while it has it, the last one after.
+    async fn snapshot(&self, id: &str) -> Option<VerificationInfo> {
+        let (device, initial, last, lost) = {
+            let t = self.verifications.table();
+            let f = t.flows.get(id)?;
+            (f.other_device.clone(), f.initial, f.last.clone(), f.lost)
+        };
+        let sas = self.sas(id);
+        let (state, emoji, we_confirmed, cancel) = if let Some(s) = &sas {
+            let state = sas_state(&s.state());
+            let emoji = match state {
+                State::KeysExchanged => s.emoji().map(|e| e.to_vec()).unwrap_or_default(),
+                _ => Vec::new(),
+            };
+            (state, emoji, s.have_we_confirmed(), s.cancel_info())
+        } else if let Some(r) = self.request(id) {
+            (
+                request_state(&r.state()),
+                Vec::new(),
+                false,
+                r.cancel_info(),
+            )
+        } else if let Some(last) = last {
+            return Some(self.with_trust(last).await);
+        } else if lost {
+            (State::Cancelled, Vec::new(), false, None)
+        } else {
+            (initial, Vec::new(), false, None)
+        };
+        let info = self
+            .with_trust(VerificationInfo {
+                id: id.to_owned(),
+                other_device_id: device,
+                state,
+                emoji,
+                we_confirmed,
+                other_device_verified: false,
+                cancel_code: cancel.map(|c: CancelInfo| c.cancel_code().to_string()),
+            })
+            .await;
+        if let Some(f) = self.verifications.table().flows.get_mut(id) {
+            f.last = Some(info.clone());
+        }
+        Some(info)
+    }
+
+    async fn with_trust(&self, mut info: VerificationInfo) -> VerificationInfo {
+        let device = ruma::OwnedDeviceId::from(info.other_device_id.as_str());
+        info.other_device_verified = matches!(
+            self.machine.get_device(self.machine.user_id(), &device, None).await,
+            Ok(Some(d)) if d.is_verified()
+        );
+        info
+    }
+}
+
+fn sas_state(s: &SasState) -> State {
+    match s {
+        SasState::Created { .. } | SasState::Started { .. } | SasState::Accepted { .. } => {
+            State::Started
+        }
+        SasState::KeysExchanged { .. } | SasState::Confirmed => State::KeysExchanged,
+        SasState::Done { .. } => State::Done,
+        SasState::Cancelled(_) => State::Cancelled,
+    }
+}
+
+fn request_state(s: &VerificationRequestState) -> State {
+    match s {
+        VerificationRequestState::Created { .. } | VerificationRequestState::Requested { .. } => {
+            State::Requested
+        }
+        VerificationRequestState::Ready { .. } => State::Ready,
+        // The SAS object is asked first; a transitioned request without one (QR) waits.
+        VerificationRequestState::Transitioned { .. } => State::Started,
+        VerificationRequestState::Done => State::Done,
+        VerificationRequestState::Cancelled(_) => State::Cancelled,
+    }
+}
+
+/// Keeps at most [`MAX_FLOWS`] flows, dropping the oldest finished ones (then the oldest).
+fn prune(t: &mut Table) {
+    while t.flows.len() > MAX_FLOWS {
+        let victim = t
+            .flows
+            .iter()
+            .min_by_key(|(_, f)| {
+                let done = f.last.as_ref().is_some_and(|l| l.state.is_final()) || f.lost;
+                (!done, f.seq)
+            })
+            .map(|(id, _)| id.clone());
+        match victim {
+            Some(id) => t.flows.remove(&id),
+            None => break,
+        };
+    }
+}
