@@ -371,6 +371,10 @@ class Driver:
         deadline = time.monotonic() + seconds
         while time.monotonic() < deadline:
             await self.sync(timeout=500)
+            # nio collects key requests only in a sync that brought something new.
+            await self.client._collect_key_requests()
+            if self.client.should_claim_keys:
+                await self.client.keys_claim(self.client.get_users_for_key_claiming())
             await self.client.send_to_device_messages()
         return {}
 
