@@ -34,6 +34,12 @@ asyncio loop. Commands (all answer {"ok": true, ...} or {"ok": false, "error": .
                                                           m.key.verification.start (nio's
                                                           legacy flow): transaction_id,
                                                           device_id
+  sas_request  {device_id, timeout}                    -> sends m.key.verification.request:
+                                                          transaction_id (then sas_start with
+                                                          it once ready arrived)
+  wait_to_device {type, transaction_id, timeout}       -> the first to-device event of that
+                                                          type and flow: {event}
+  sas_done     {transaction_id, device_id}             -> sends m.key.verification.done
   sas_wait     {transaction_id, until, timeout}        -> syncs (sending nio's answers) until
                                                           the SAS is "keys" (emoji shown),
                                                           "verified" or "canceled":
@@ -54,7 +60,9 @@ import time
 import urllib.request
 
 from nio import (AsyncClient, AsyncClientConfig, Event, RoomKeyRequest, RoomMessageText,
-                 RoomSendResponse, UploadResponse)
+                 RoomSendResponse, ToDeviceEvent, UploadResponse)
+from nio.crypto.sas import Sas
+from nio.event_builders import ToDeviceMessage
 from nio.api import Api
 from nio.crypto.attachments import decrypt_attachment, encrypt_attachment
 
@@ -95,6 +103,7 @@ class Driver:
         self.texts = []  # (room_id, sender, body, decrypted, session_id) of text messages
         self.key_requests = []  # (session_id, requesting_device_id) received
         self.events = []  # (room_id, event source, decrypted) of every room event
+        self.to_device = []  # source of every to-device event
         self.base = None
 
     async def sync(self, timeout=0):
@@ -131,6 +140,7 @@ class Driver:
                                 bool(getattr(event, "decrypted", False))))
 
         self.client.add_event_callback(on_event, Event)
+        self.client.add_to_device_callback(lambda e: self.to_device.append(e.source), ToDeviceEvent)
         # nio hands key requests to callbacks only when it holds the key and the
         # requester is unverified; the test wants to see every request that arrives.
         olm = self.client.olm
@@ -306,7 +316,7 @@ class Driver:
         plain = decrypt_attachment(cipher, file["key"]["k"], file["hashes"]["sha256"], file["iv"])
         return {"sha256": hashlib.sha256(plain).hexdigest(), "size": len(plain)}
 
-    async def sas_start(self, timeout, device_id=None, user_id=None):
+    async def sas_start(self, timeout, device_id=None, user_id=None, transaction_id=None):
         user_id = user_id or self.client.user_id
         deadline = time.monotonic() + timeout
         while True:
@@ -321,12 +331,50 @@ class Driver:
             self.client.olm.users_for_key_query.add(user_id)
             await self.client.keys_query()
         device = devices[0]
-        resp = await self.client.start_key_verification(device)
+        if transaction_id is None:
+            resp = await self.client.start_key_verification(device)
+            sas = [s for s in self.client.key_verifications.values()
+                   if s.other_olm_device.id == device.id and s.we_started_it][-1]
+        else:  # the SAS of a request flow keeps the request's transaction id
+            olm = self.client.olm
+            sas = Sas(olm.user_id, olm.device_id, olm.account.identity_keys["ed25519"], device,
+                      transaction_id)
+            olm.key_verifications[transaction_id] = sas
+            resp = await self.client.to_device(sas.start_verification())
         if type(resp).__name__ != "ToDeviceResponse":
             raise RuntimeError(f"start failed: {resp}")
-        sas = [s for s in self.client.key_verifications.values()
-               if s.other_olm_device.id == device.id and s.we_started_it][-1]
         return {"transaction_id": sas.transaction_id, "device_id": device.id}
+
+    async def sas_request(self, device_id, timeout):
+        """Sends m.key.verification.request (nio has no request flow of its own)."""
+        await self.sync()
+        tx = f"req-{time.time_ns()}"
+        content = {"from_device": self.client.device_id, "methods": ["m.sas.v1"],
+                   "timestamp": int(time.time() * 1000), "transaction_id": tx}
+        msg = ToDeviceMessage("m.key.verification.request", self.client.user_id, device_id, content)
+        resp = await self.client.to_device(msg)
+        if type(resp).__name__ != "ToDeviceResponse":
+            raise RuntimeError(f"request failed: {resp}")
+        return {"transaction_id": tx}
+
+    async def wait_to_device(self, type, transaction_id, timeout):
+        deadline = time.monotonic() + timeout
+        while True:
+            for e in self.to_device:
+                if e.get("type") == type and e.get("content", {}).get("transaction_id") == transaction_id:
+                    return {"event": e}
+            if time.monotonic() > deadline:
+                raise RuntimeError(f"no {type} for {transaction_id} within {timeout}s; saw "
+                                   f"{[e.get('type') for e in self.to_device]}")
+            await self.sync(timeout=500)
+
+    async def sas_done(self, transaction_id, device_id):
+        msg = ToDeviceMessage("m.key.verification.done", self.client.user_id, device_id,
+                              {"transaction_id": transaction_id})
+        resp = await self.client.to_device(msg)
+        if type(resp).__name__ != "ToDeviceResponse":
+            raise RuntimeError(f"done failed: {resp}")
+        return {}
 
     def sas_view(self, sas):
         from nio.crypto.sas import SasState

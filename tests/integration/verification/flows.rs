@@ -3,28 +3,10 @@
 
 use serde_json::{json, Value};
 
-use super::own;
+use super::{emoji_of, own};
 use crate::common::*;
 use crate::e2ee::{wait_readable, Nio};
 use crate::reminders::{event_stream, wait_event};
-
-/// Emoji as `(symbol, lower-case description)`: the API's `[{symbol, description}]` and
-/// nio's `[[symbol, description]]` (nio writes "Thumbs up" where the crate and the spec
-/// write "Thumbs Up").
-fn emoji_of(list: &Value) -> Vec<(String, String)> {
-    list.as_array()
-        .unwrap()
-        .iter()
-        .map(|e| {
-            let (sym, desc) = match e {
-                Value::Array(pair) => (&pair[0], &pair[1]),
-                _ => (&e["symbol"], &e["description"]),
-            };
-            let s = sym.as_str().unwrap().to_owned();
-            (s, desc.as_str().unwrap().to_lowercase())
-        })
-        .collect()
-}
 
 #[tokio::test]
 async fn a_sas_verification_with_nio_completes_with_matching_emoji_and_trust_both_ways() {
@@ -82,7 +64,7 @@ async fn a_sas_verification_with_nio_completes_with_matching_emoji_and_trust_bot
     }));
     assert_eq!(theirs["state"], "verified", "{theirs}");
 
-    let done = s.wait_state(&id, "done").await;
+    let done = s.wait_verified(&id).await;
     assert_eq!(done["otherDeviceVerified"], true, "{done}");
     assert_eq!(done["emoji"], json!([]));
     wait_event(&mut events, "verification.updated", |d| {

@@ -11,6 +11,7 @@ use crate::common::*;
 use crate::e2ee::{enc, Nio};
 
 mod flows;
+mod requests;
 
 const WAIT: Duration = Duration::from_secs(30);
 
@@ -90,10 +91,24 @@ impl Own {
 
     /// Polls the list until verification `id` is in `state`.
     pub(crate) async fn wait_state(&self, id: &str, state: &str) -> Value {
+        self.wait_for(id, state, |_| true).await
+    }
+
+    /// Polls until `id` is `done` and the other device trusted (the trust is stored just
+    /// after the state changes).
+    pub(crate) async fn wait_verified(&self, id: &str) -> Value {
+        self.wait_for(id, "done", |v| v["otherDeviceVerified"] == true)
+            .await
+    }
+
+    async fn wait_for(&self, id: &str, state: &str, also: impl Fn(&Value) -> bool) -> Value {
         let deadline = Instant::now() + WAIT;
         loop {
             let list = self.list().await;
-            if let Some(v) = list.iter().find(|v| v["id"] == id && v["state"] == state) {
+            if let Some(v) = list
+                .iter()
+                .find(|v| v["id"] == id && v["state"] == state && also(v))
+            {
                 return v.clone();
             }
             assert!(
@@ -108,4 +123,22 @@ impl Own {
         let path = format!("/api/e2ee/verifications/{}/{action}", enc(id));
         self.app.post_json(&path, Some(token), json!({})).await
     }
+}
+
+/// Emoji as `(symbol, lower-case description)`: the API's `[{symbol, description}]` and
+/// nio's `[[symbol, description]]` (nio writes "Thumbs up" where the crate and the spec
+/// write "Thumbs Up").
+pub(crate) fn emoji_of(list: &Value) -> Vec<(String, String)> {
+    list.as_array()
+        .unwrap()
+        .iter()
+        .map(|e| {
+            let (sym, desc) = match e {
+                Value::Array(pair) => (&pair[0], &pair[1]),
+                _ => (&e["symbol"], &e["description"]),
+            };
+            let s = sym.as_str().unwrap().to_owned();
+            (s, desc.as_str().unwrap().to_lowercase())
+        })
+        .collect()
 }
