@@ -1,7 +1,7 @@
 //! A completed verification (matching emoji, both sides trust each other, forwarded keys
 //! accepted after it) and a cancelled one (no trust), with the refusals.
 
-use serde_json::{json, Value};
+use serde_json::json;
 
 use super::{emoji_of, own};
 use crate::common::*;

@@ -156,7 +156,13 @@ impl UserCrypto {
         };
         let mut sent = false;
         for (user, flow) in foreign {
-            sent |= self.cancel_any(matrix, &user, &flow).await?;
+            match self.cancel_any(matrix, &user, &flow).await {
+                Ok(done) => sent |= done,
+                // The other user's device times out instead.
+                Err(e) => {
+                    tracing::warn!(user_id = %self.user_id, error = %e, "could not cancel another user's verification")
+                }
+            }
         }
         if !replay.is_empty() {
             self.replay(replay).await?;
@@ -175,6 +181,17 @@ impl UserCrypto {
         }
         let mut changed = Vec::new();
         for (id, _) in self.flow_ids() {
+            // An ended flow cannot change again: no store read for it on every sync.
+            let ended = {
+                let t = self.verifications.table();
+                t.flows
+                    .get(&id)
+                    .and_then(|f| f.reported)
+                    .is_some_and(State::is_final)
+            };
+            if ended {
+                continue;
+            }
             if let Some(info) = self.snapshot(&id).await {
                 let mut t = self.verifications.table();
                 if let Some(f) = t.flows.get_mut(&id) {
@@ -260,7 +277,13 @@ impl UserCrypto {
                     return Err(wrong());
                 }
                 let own = self.machine.user_id().to_owned();
-                self.cancel_any(matrix, &own, id).await?;
+                if !self.cancel_any(matrix, &own, id).await? {
+                    // The crate never took it up (or let it go): nothing to tell the device.
+                    if let Some(f) = self.verifications.table().flows.get_mut(id) {
+                        f.lost = true;
+                        f.last = None;
+                    }
+                }
             }
         }
         // Whatever the machine queued in answer (its key after theirs, a done) goes too.
