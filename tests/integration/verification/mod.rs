@@ -10,6 +10,7 @@ use serde_json::{json, Value};
 use crate::common::*;
 use crate::e2ee::{enc, Nio};
 
+mod browser;
 mod flows;
 mod requests;
 
