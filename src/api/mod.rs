@@ -91,8 +91,9 @@ pub enum ApiTags {
     Ai,
     /// Contacts on the bridges and Matrix, and starting new conversations with them.
     Contacts,
-    /// The sync device's end-to-end encryption trust: verification with the user's other
-    /// Matrix devices (native sessions only).
+    /// The sync device as a trusted end-to-end encryption device: cross-signing, key
+    /// backup, recovery key and verification with the user's other Matrix devices (native
+    /// sessions only).
     E2ee,
 }
 
@@ -124,8 +125,8 @@ fn apis() -> impl OpenApi {
             search::SearchApi,
             ai::AiApi,
             contacts::ContactsApi,
-            e2ee::verifications::VerificationsApi,
         ),
+        e2ee::apis(),
     )
 }
 
