@@ -386,3 +386,75 @@ fn prune(t: &mut Table) {
         };
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn flow(seq: u64, ended: bool) -> Flow {
+        Flow {
+            seq,
+            other_device: "DEV".into(),
+            initial: State::Started,
+            accepted: false,
+            last: ended.then(|| VerificationInfo {
+                id: seq.to_string(),
+                other_device_id: "DEV".into(),
+                state: State::Done,
+                emoji: Vec::new(),
+                we_confirmed: true,
+                other_device_verified: true,
+                cancel_code: None,
+            }),
+            reported: None,
+            lost: false,
+        }
+    }
+
+    #[test]
+    fn pruning_drops_the_oldest_ended_flows_before_any_open_one() {
+        let mut t = Table::default();
+        // 30 open flows, then 10 ended ones (newer): the ended ones go first.
+        for seq in 0..40 {
+            t.flows.insert(seq.to_string(), flow(seq, seq >= 30));
+        }
+        prune(&mut t);
+        assert_eq!(t.flows.len(), MAX_FLOWS);
+        assert!((0..30).all(|s| t.flows.contains_key(&s.to_string())));
+        assert!((30..38).all(|s| !t.flows.contains_key(&s.to_string())));
+        // Only open flows left beyond the cap: the oldest go.
+        for seq in 40..45 {
+            t.flows.insert(seq.to_string(), flow(seq, false));
+        }
+        t.flows.retain(|_, f| f.last.is_none());
+        prune(&mut t);
+        assert_eq!(t.flows.len(), MAX_FLOWS);
+        assert!(!t.flows.contains_key("0") && t.flows.contains_key("44"));
+    }
+
+    #[test]
+    fn states_have_the_documented_names() {
+        let names: Vec<_> = [
+            State::Requested,
+            State::Ready,
+            State::Started,
+            State::KeysExchanged,
+            State::Done,
+            State::Cancelled,
+        ]
+        .iter()
+        .map(|s| (s.as_str(), s.is_final()))
+        .collect();
+        assert_eq!(
+            names,
+            [
+                ("requested", false),
+                ("ready", false),
+                ("started", false),
+                ("keys_exchanged", false),
+                ("done", true),
+                ("cancelled", true),
+            ]
+        );
+    }
+}
