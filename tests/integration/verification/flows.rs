@@ -16,6 +16,14 @@ async fn a_sas_verification_with_nio_completes_with_matching_emoji_and_trust_bot
 
     // The bare start (no request) shows as `started`, announced on /api/sync.
     let v = s.wait_state(&id, "started").await;
+    for l in s
+        .app
+        .log()
+        .lines()
+        .filter(|l| l.contains("verification from"))
+    {
+        eprintln!("LOGV {l}");
+    }
     assert_eq!(v["otherDeviceId"], s.nio_device);
     assert_eq!(v["emoji"], json!([]));
     assert_eq!(v["otherDeviceVerified"], false);
@@ -184,6 +192,30 @@ async fn a_cancelled_verification_leaves_no_trust_and_strangers_and_tokens_are_r
     .await;
     expect_error(
         s.act(&id, "cancel", s.token()).await,
+        409,
+        "verification_state",
+    )
+    .await;
+
+    // The other device cancels (after its emoji showed): announced, no trust either.
+    let mut events = event_stream(&s.app, s.token()).await;
+    let second = s.nio_starts();
+    s.wait_state(&second, "started").await;
+    expect_json(s.act(&second, "accept", s.token()).await, 200).await;
+    s.nio.call(json!({
+        "op": "sas_wait", "transaction_id": second, "until": "keys", "timeout": 30,
+    }));
+    s.nio
+        .call(json!({"op": "sas_cancel", "transaction_id": second}));
+    let v = s.wait_state(&second, "cancelled").await;
+    assert_eq!(v["cancelCode"], "m.user", "{v}");
+    assert_eq!(v["otherDeviceVerified"], false);
+    wait_event(&mut events, "verification.updated", |d| {
+        d["id"] == second.as_str() && d["state"] == "cancelled"
+    })
+    .await;
+    expect_error(
+        s.act(&second, "confirm", s.token()).await,
         409,
         "verification_state",
     )

@@ -337,7 +337,12 @@ impl UserCrypto {
             };
             let known = self.machine.get_verification(own, flow).is_some()
                 || self.machine.get_verification_request(own, flow).is_some();
-            if let (false, Some(f)) = (known, t.flows.get_mut(flow)) {
+            let Some(f) = t.flows.get_mut(flow) else {
+                continue;
+            };
+            if known {
+                tracing::info!(user_id = %self.user_id, other_device = %f.other_device, "verification from a device whose keys came late; taken up");
+            } else {
                 tracing::info!(user_id = %self.user_id, other_device = %f.other_device, "verification from a device whose keys are unknown; dropped");
                 f.lost = true;
             }
