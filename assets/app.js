@@ -6,7 +6,7 @@ import * as api from './api.js';
 import { forgetKey, recallKey } from './crypto.js';
 import { state, on } from './state.js';
 import { startSync, stopSync } from './sync.js';
-import { errorBox } from './ui/notice.js';
+import { errorBox, toast } from './ui/notice.js';
 import { h, replace } from './ui/dom.js';
 
 /**
@@ -121,6 +121,11 @@ function wire() {
   window.addEventListener('popstate', () => show());
   api.onSessionLost(signedOut);
   const live = /** @type {HTMLElement} */ (document.getElementById('live'));
+  on('sync', (/** @type {any} */ data) => {
+    if (data?.type === 'verification.updated' && data.state === 'requested' && location.pathname !== '/settings') {
+      toast('Another of your Matrix devices wants to verify Switchboard: see Settings → Device verification.');
+    }
+  });
   on('live', (up) => {
     live.textContent = up ? 'Live' : 'Reconnecting…';
     live.className = up ? 'live up' : 'live';

@@ -50,6 +50,13 @@ pub enum ChangeEvent {
         account_id: String,
         thread_id: String,
     },
+    /// `verification.updated`: a SAS verification with one of the user's other Matrix
+    /// devices arrived or changed state (`state` as `GET /api/e2ee/verifications` has it).
+    VerificationUpdated {
+        id: String,
+        other_device_id: String,
+        state: &'static str,
+    },
 }
 
 impl ChangeEvent {
@@ -63,6 +70,7 @@ impl ChangeEvent {
             Self::ScheduledUpdated { .. } => "scheduled.updated",
             Self::ReminderDue { .. } => "reminder.due",
             Self::EmailUpdated { .. } => "email.updated",
+            Self::VerificationUpdated { .. } => "verification.updated",
         }
     }
 }

@@ -100,6 +100,20 @@ pub struct EmailUpdated {
     pub thread_id: String,
 }
 
+/// `verification.updated`: a SAS verification with one of the user's other Matrix
+/// devices arrived (`requested` or `started`) or changed state; re-read
+/// `GET /api/e2ee/verifications` (native sessions) for the emoji.
+#[derive(Debug, Object)]
+#[oai(rename_all = "camelCase")]
+pub struct VerificationUpdated {
+    /// Verification id (the flow's transaction id).
+    pub id: String,
+    /// The other Matrix device of the user.
+    pub other_device_id: String,
+    /// requested, ready, started, keys_exchanged, done or cancelled.
+    pub state: String,
+}
+
 /// `resync`: events were missed (the `Last-Event-ID` is older than the retained window
 /// or from before a restart, or this stream fell behind); rescan rooms and messages.
 #[derive(Debug, Object)]
@@ -126,6 +140,8 @@ pub enum SyncEvent {
     ReminderDue(ReminderDue),
     #[oai(mapping = "email.updated")]
     EmailUpdated(EmailUpdated),
+    #[oai(mapping = "verification.updated")]
+    VerificationUpdated(VerificationUpdated),
     #[oai(mapping = "resync")]
     Resync(Resync),
 }
@@ -178,7 +194,9 @@ impl SyncApi {
     /// `room.updated` {roomId}, `message.created` {roomId, eventId, messageId},
     /// `room.deleted` {roomId, messagesDeleted}, `bridge.state` {platform, loginId,
     /// stateEvent, error}, `scheduled.updated` {id, roomId, status}, `reminder.due`
-    /// {id, dueAt}, and `resync` {reason}. Each `data:` is JSON with a `type` equal to the event name. A
+    /// {id, dueAt}, `email.updated` {accountId, threadId}, `verification.updated` {id,
+    /// otherDeviceId, state} (a SAS verification with another of the user's Matrix
+    /// devices arrived or changed state), and `resync` {reason}. Each `data:` is JSON with a `type` equal to the event name. A
     /// notification says *that* something changed: re-read the room and its messages.
     ///
     /// Reconnect with `Last-Event-ID` to get the events missed meanwhile (from a window
@@ -342,6 +360,11 @@ fn payload(change: &ChangeEvent) -> serde_json::Value {
             account_id,
             thread_id,
         } => json!({"accountId": account_id, "threadId": thread_id}),
+        ChangeEvent::VerificationUpdated {
+            id,
+            other_device_id,
+            state,
+        } => json!({"id": id, "otherDeviceId": other_device_id, "state": state}),
     }
 }
 

@@ -105,6 +105,8 @@ pub enum ErrorCode {
     UsernameTaken,
     /// 409: a mailbox (label) with this name exists already.
     LabelExists,
+    /// 409: a verification action that does not fit the verification's state.
+    VerificationState,
     /// 413: the request body exceeds the limit.
     PayloadTooLarge,
     /// 415: a body that is not JSON.
@@ -225,6 +227,7 @@ impl ErrorCode {
         Self::TxnIdConflict,
         Self::UsernameTaken,
         Self::LabelExists,
+        Self::VerificationState,
         Self::PayloadTooLarge,
         Self::UnsupportedMediaType,
         Self::RateLimited,
@@ -311,6 +314,7 @@ impl ErrorCode {
             Self::TxnIdConflict => "txn_id_conflict",
             Self::UsernameTaken => "username_taken",
             Self::LabelExists => "label_exists",
+            Self::VerificationState => "verification_state",
             Self::PayloadTooLarge => "payload_too_large",
             Self::UnsupportedMediaType => "unsupported_media_type",
             Self::RateLimited => "rate_limited",

@@ -36,3 +36,4 @@ pub mod session;
 pub mod tokens;
 pub mod upstream;
 pub mod users;
+pub mod verifications;

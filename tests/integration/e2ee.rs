@@ -30,13 +30,19 @@ impl Nio {
     /// Another nio device of `user_id` (registered by [`Nio::start`] or `matrix::register`).
     pub(crate) async fn login_as(user_id: &str) -> Self {
         let localpart = user_id[1..].split(':').next().unwrap().to_owned();
+        Self::login_with(user_id, &format!("pw-{localpart}")).await
+    }
+
+    /// A nio device of `user_id` logged in with `password` (e.g. a Switchboard user's
+    /// own Matrix account, whose password derives from the master key).
+    pub(crate) async fn login_with(user_id: &str, password: &str) -> Self {
         let mut nio = Self::spawn();
         let store_path = nio._store.path().to_str().unwrap().to_owned();
         nio.call(json!({
             "op": "login",
             "base": crate::common::synapse::synapse().base_url,
             "user_id": user_id,
-            "password": format!("pw-{localpart}"),
+            "password": password,
             "store": store_path,
         }));
         nio

@@ -46,4 +46,5 @@ mod storage;
 mod streams;
 mod sync;
 mod tokens;
+mod verification;
 mod webapp;

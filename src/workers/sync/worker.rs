@@ -332,6 +332,8 @@ impl Session {
         if let Err(e) = self.crypto.process_outgoing(matrix).await {
             tracing::warn!(user_id = %self.user_id, error = %e, "end-to-end encryption requests failed");
         }
+        // Device verifications: answered (keys of new devices were queried just now) and announced.
+        crate::services::verifications::settle(state, matrix, &self.user_id, &self.crypto).await;
         decrypt::decrypt_response(&self.crypto, &mut resp).await;
         let next_batch = resp.next_batch.clone();
         let started = Instant::now();

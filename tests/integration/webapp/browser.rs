@@ -17,7 +17,7 @@ use crate::common::bridge::{BridgeEmulator, Login, Network};
 use crate::common::*;
 
 /// The browser every run uses: Debian's package (Playwright's own download is not reachable).
-const CHROMIUM: &str = "/usr/bin/chromium";
+pub(crate) const CHROMIUM: &str = "/usr/bin/chromium";
 /// IMAP password of the journey's Dovecot mailbox (the SMTP sink takes any).
 const MAIL_PASSWORD: &str = "web-mail-secret-4Kp";
 /// The whole browser journey must finish within this.
@@ -32,17 +32,26 @@ fn tool(rel: &str) -> PathBuf {
 
 /// Runs the Playwright script; answers its requests; returns its final report.
 async fn run_browser(config: Value, answer: impl AsyncFnMut(&str, &str) -> String) -> Value {
+    run_script("tests/web/webapp.py", config, answer).await
+}
+
+/// [`run_browser`] with another Playwright script of tests/web/ (same line protocol).
+pub(crate) async fn run_script(
+    script: &str,
+    config: Value,
+    answer: impl AsyncFnMut(&str, &str) -> String,
+) -> Value {
     assert!(
         Path::new(CHROMIUM).exists(),
         "{CHROMIUM} is missing: scripts/test.sh installs Debian's chromium (apt-get, as root)"
     );
     let mut child = Command::new(python())
-        .arg(repo_root().join("tests/web/webapp.py"))
+        .arg(repo_root().join(script))
         .arg(config.to_string())
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
         .spawn()
-        .expect("start tests/web/webapp.py");
+        .unwrap_or_else(|e| panic!("start {script}: {e}"));
     let mut stdin = child.stdin.take().unwrap();
     let stdout = BufReader::new(child.stdout.take().unwrap());
     // A thread reads the script's lines, so the runtime stays free for the emulator.

@@ -2,7 +2,7 @@
 //! (refresh token in an HttpOnly cookie) and `sealedMeta` on native room objects; the app
 //! itself in Chromium (browser.rs).
 
-mod browser;
+pub(crate) mod browser;
 mod meta;
 mod serving;
 mod session;

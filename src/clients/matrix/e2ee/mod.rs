@@ -23,9 +23,11 @@ use super::{MatrixClient, MatrixError};
 
 mod requests;
 mod room;
+mod verification;
 
 pub use matrix_sdk_crypto::EncryptionSettings;
 pub use room::{room_encryption, SyncCrypto};
+pub use verification::{Action, ActionError, Emoji, State as VerificationState, VerificationInfo};
 
 /// The crypto store's database file (`matrix-sdk-sqlite`'s name for it).
 const STORE_FILE: &str = "matrix-sdk-crypto.sqlite3";
@@ -83,6 +85,8 @@ pub struct UserCrypto {
     share_lock: Mutex<()>,
     /// (room, megolm session) whose keys this process asked for already.
     key_requests: std::sync::Mutex<HashSet<(String, String)>>,
+    /// SAS verification flows with the user's other devices (`verification.rs`).
+    verifications: verification::Flows,
 }
 
 impl UserCrypto {
@@ -101,6 +105,7 @@ impl UserCrypto {
             requests_lock: Mutex::new(()),
             share_lock: Mutex::new(()),
             key_requests: Default::default(),
+            verifications: Default::default(),
         })
     }
 
@@ -188,6 +193,7 @@ impl E2ee {
             requests_lock: Mutex::new(()),
             share_lock: Mutex::new(()),
             key_requests: Default::default(),
+            verifications: Default::default(),
         });
         if fresh && crypto.device_taken(matrix).await? {
             drop(crypto);

@@ -116,11 +116,12 @@ impl UserCrypto {
             unused_fallback_keys: fallback.as_deref(),
             next_batch_token: Some(s.next_batch.to_owned()),
         };
-        let (_, keys) = self
+        let (events, keys) = self
             .machine
             .receive_sync_changes(changes, &Self::decryption_settings())
             .await
             .map_err(E2eeError::crypto)?;
+        self.note_verification_events(events.iter().map(|e| e.as_raw()));
         if !changed_devices.changed.is_empty() {
             // Tracked users among them are queried by the next `process_outgoing`.
             tracing::info!(user_id = %self.user_id, changed = ?changed_devices.changed, "device lists changed");

@@ -1,0 +1,465 @@
+//! SAS (emoji) verification of the sync device with the user's own other Matrix devices.
+//!
+//! The crate's verification machine runs the protocol on the to-device events
+//! [`UserCrypto::receive_sync`] feeds it; this module keeps track of the flows (the crate
+//! forgets finished ones and has no list of SAS flows started without a request), answers
+//! them for the API and sends what the answers produce at once, not on the next sync.
+//!
+//! Both ways of starting are handled: `m.key.verification.request` → `ready` → `start`
+//! (Element and the Matrix SDKs) and a bare `m.key.verification.start` (the legacy flow
+//! matrix-nio speaks), which begins in `started`. Only to-device flows with the user's own
+//! devices are kept; a flow from another user is cancelled and never listed.
+
+use std::collections::HashMap;
+use std::sync::Mutex;
+
+use matrix_sdk_crypto::types::requests::OutgoingVerificationRequest;
+use matrix_sdk_crypto::{EncryptionSyncChanges, SasState};
+use ruma::api::client::keys::upload_signatures;
+use ruma::events::AnyToDeviceEvent;
+use ruma::serde::Raw;
+use ruma::{OwnedUserId, UserId};
+use serde_json::Value;
+
+use super::{E2eeError, UserCrypto};
+use crate::clients::matrix::MatrixClient;
+
+mod view;
+
+pub use view::{Action, ActionError, Emoji, State, VerificationInfo};
+
+/// Flows kept per user; the oldest finished ones go first beyond this.
+const MAX_FLOWS: usize = 32;
+
+const REQUEST: &str = "m.key.verification.request";
+const START: &str = "m.key.verification.start";
+
+/// One flow of the user's own devices.
+struct Flow {
+    seq: u64,
+    other_device: String,
+    /// How it began (shown until the crate knows the flow).
+    initial: State,
+    /// The user accepted it: a SAS start on an accepted request is accepted at once.
+    accepted: bool,
+    /// The last state shown (the crate drops finished flows at the next sync).
+    last: Option<VerificationInfo>,
+    /// The last state announced on the event stream.
+    reported: Option<State>,
+    /// The crate never took the flow up (its device was unknown even after a key query).
+    lost: bool,
+}
+
+#[derive(Default)]
+struct Table {
+    seq: u64,
+    flows: HashMap<String, Flow>,
+    /// Request and start events of own devices the crate did not know yet: fed again
+    /// after the next key query ([`UserCrypto::settle_verifications`]).
+    replay: Vec<Raw<AnyToDeviceEvent>>,
+    /// Flows other users started: cancelled by the next settle.
+    foreign: Vec<(OwnedUserId, String)>,
+}
+
+/// The flows of one machine.
+#[derive(Default)]
+pub struct Flows {
+    table: Mutex<Table>,
+    /// Serialises answers (API actions and settling) so nothing is sent twice.
+    act: tokio::sync::Mutex<()>,
+}
+
+impl Flows {
+    fn table(&self) -> std::sync::MutexGuard<'_, Table> {
+        self.table.lock().unwrap_or_else(|p| p.into_inner())
+    }
+}
+
+fn field(raw: &Raw<AnyToDeviceEvent>, name: &str) -> Option<Value> {
+    raw.get_field::<Value>(name).ok().flatten()
+}
+
+impl UserCrypto {
+    /// Notes the verification flows that to-device events of one sync begin (called by
+    /// [`UserCrypto::receive_sync`] with what the machine processed, decrypted ones too).
+    pub(super) fn note_verification_events<'a>(
+        &self,
+        events: impl Iterator<Item = &'a Raw<AnyToDeviceEvent>>,
+    ) {
+        let own = self.machine.user_id();
+        let mut table = self.verifications.table();
+        for raw in events {
+            let kind = field(raw, "type");
+            let initial = match kind.as_ref().and_then(Value::as_str) {
+                Some(REQUEST) => State::Requested,
+                Some(START) => State::Started,
+                _ => continue,
+            };
+            let content = field(raw, "content").unwrap_or_default();
+            let (Some(flow), Some(device)) = (
+                content["transaction_id"].as_str(),
+                content["from_device"].as_str(),
+            ) else {
+                continue;
+            };
+            let sender = field(raw, "sender").and_then(|s| s.as_str().map(str::to_owned));
+            let Some(sender) = sender.and_then(|s| OwnedUserId::try_from(s).ok()) else {
+                continue;
+            };
+            if sender != own {
+                tracing::info!(user_id = %self.user_id, other_user = %sender, "verification from another user; cancelling it");
+                table.foreign.push((sender, flow.to_owned()));
+                continue;
+            }
+            if device == self.device_id || table.flows.contains_key(flow) {
+                continue; // our own echo, or the start of a known request
+            }
+            if self.machine.get_verification(own, flow).is_none()
+                && self.machine.get_verification_request(own, flow).is_none()
+            {
+                table.replay.push(raw.clone());
+            }
+            table.seq += 1;
+            let seq = table.seq;
+            tracing::info!(user_id = %self.user_id, other_device = device, state = initial.as_str(), "verification from an own device");
+            table.flows.insert(
+                flow.to_owned(),
+                Flow {
+                    seq,
+                    other_device: device.to_owned(),
+                    initial,
+                    accepted: false,
+                    last: None,
+                    reported: None,
+                    lost: false,
+                },
+            );
+        }
+        prune(&mut table);
+    }
+
+    /// After a sync's requests went out: cancels other users' flows, feeds again the
+    /// flows whose device was unknown (its keys were queried since), accepts SAS starts
+    /// on requests the user accepted, sends what that produced, and returns the flows
+    /// whose state changed since the last call (to announce them).
+    pub async fn settle_verifications(
+        &self,
+        matrix: &MatrixClient,
+    ) -> Result<Vec<VerificationInfo>, E2eeError> {
+        let _guard = self.verifications.act.lock().await;
+        let (foreign, replay) = {
+            let mut t = self.verifications.table();
+            (
+                std::mem::take(&mut t.foreign),
+                std::mem::take(&mut t.replay),
+            )
+        };
+        let mut sent = false;
+        for (user, flow) in foreign {
+            match self.cancel_any(matrix, &user, &flow).await {
+                Ok(done) => sent |= done,
+                // The other user's device times out instead.
+                Err(e) => {
+                    tracing::warn!(user_id = %self.user_id, error = %e, "could not cancel another user's verification")
+                }
+            }
+        }
+        if !replay.is_empty() {
+            self.replay(replay).await?;
+        }
+        for (id, accepted) in self.flow_ids() {
+            let Some(sas) = self.sas(&id) else { continue };
+            if accepted && matches!(sas.state(), SasState::Started { .. }) && !sas.we_started() {
+                if let Some(r) = sas.accept() {
+                    self.send_verification(matrix, r).await?;
+                    sent = true;
+                }
+            }
+        }
+        if sent {
+            self.process_outgoing(matrix).await?;
+        }
+        let mut changed = Vec::new();
+        for (id, _) in self.flow_ids() {
+            // An ended flow cannot change again: no store read for it on every sync.
+            let ended = {
+                let t = self.verifications.table();
+                t.flows
+                    .get(&id)
+                    .and_then(|f| f.reported)
+                    .is_some_and(State::is_final)
+            };
+            if ended {
+                continue;
+            }
+            if let Some(info) = self.snapshot(&id).await {
+                let mut t = self.verifications.table();
+                if let Some(f) = t.flows.get_mut(&id) {
+                    if f.reported != Some(info.state) {
+                        f.reported = Some(info.state);
+                        changed.push(info);
+                    }
+                }
+            }
+        }
+        Ok(changed)
+    }
+
+    /// Every kept flow, oldest first.
+    pub async fn verifications(&self) -> Vec<VerificationInfo> {
+        let mut out = Vec::new();
+        for (id, _) in self.flow_ids() {
+            if let Some(info) = self.snapshot(&id).await {
+                out.push(info);
+            }
+        }
+        out
+    }
+
+    /// One kept flow.
+    pub async fn verification(&self, id: &str) -> Option<VerificationInfo> {
+        self.snapshot(id).await
+    }
+
+    /// Answers a flow and sends the answer at once; returns the flow as it stands then.
+    pub async fn act_on_verification(
+        &self,
+        matrix: &MatrixClient,
+        id: &str,
+        action: Action,
+    ) -> Result<VerificationInfo, ActionError> {
+        let _guard = self.verifications.act.lock().await;
+        let current = self.snapshot(id).await.ok_or(ActionError::Unknown)?;
+        let wrong = || ActionError::WrongState(current.state);
+        let sas = self.sas(id);
+        let request = self.request(id);
+        match action {
+            Action::Accept => {
+                let out = match (&sas, &request) {
+                    (Some(s), _) if current.state == State::Started && !s.we_started() => {
+                        s.accept()
+                    }
+                    (None, Some(r)) if current.state == State::Requested => r.accept(),
+                    _ => return Err(wrong()),
+                };
+                if let Some(f) = self.verifications.table().flows.get_mut(id) {
+                    f.accepted = true;
+                }
+                if let Some(r) = out {
+                    self.send_verification(matrix, r).await?;
+                }
+            }
+            Action::Confirm => {
+                let Some(s) = sas.filter(|_| current.state == State::KeysExchanged) else {
+                    return Err(wrong());
+                };
+                if current.we_confirmed {
+                    return Err(wrong());
+                }
+                let (requests, signatures) = s.confirm().await.map_err(E2eeError::store)?;
+                for r in requests {
+                    self.send_verification(matrix, r).await?;
+                }
+                if let Some(upload) = signatures {
+                    let body = serde_json::to_value(&upload.signed_keys).unwrap_or_default();
+                    let _: upload_signatures::v3::Response = self
+                        .call(
+                            matrix,
+                            reqwest::Method::POST,
+                            "keys/signatures/upload",
+                            &body,
+                        )
+                        .await?;
+                }
+            }
+            Action::Cancel => {
+                if current.state.is_final() {
+                    return Err(wrong());
+                }
+                let own = self.machine.user_id().to_owned();
+                if !self.cancel_any(matrix, &own, id).await? {
+                    // The crate never took it up (or let it go): nothing to tell the device.
+                    if let Some(f) = self.verifications.table().flows.get_mut(id) {
+                        f.lost = true;
+                        f.last = None;
+                    }
+                }
+            }
+        }
+        // Whatever the machine queued in answer (its key after theirs, a done) goes too.
+        self.process_outgoing(matrix).await?;
+        self.snapshot(id).await.ok_or(ActionError::Unknown)
+    }
+
+    /// Cancels a flow of `user` the crate knows; returns whether a cancel was sent.
+    async fn cancel_any(
+        &self,
+        matrix: &MatrixClient,
+        user: &UserId,
+        flow: &str,
+    ) -> Result<bool, E2eeError> {
+        let sas = self
+            .machine
+            .get_verification(user, flow)
+            .and_then(|v| v.sas_v1());
+        let out = match (sas, self.machine.get_verification_request(user, flow)) {
+            (Some(s), _) => s.cancel(),
+            (None, Some(r)) => r.cancel(),
+            (None, None) => None,
+        };
+        match out {
+            Some(r) => self.send_verification(matrix, r).await.map(|()| true),
+            None => Ok(false),
+        }
+    }
+
+    /// Feeds request and start events again whose device was unknown when they came.
+    async fn replay(&self, events: Vec<Raw<AnyToDeviceEvent>>) -> Result<(), E2eeError> {
+        let lists = Default::default();
+        let counts = Default::default();
+        let changes = EncryptionSyncChanges {
+            to_device_events: events.clone(),
+            changed_devices: &lists,
+            one_time_keys_counts: &counts,
+            unused_fallback_keys: None,
+            next_batch_token: None,
+        };
+        self.machine
+            .receive_sync_changes(changes, &Self::decryption_settings())
+            .await
+            .map_err(E2eeError::crypto)?;
+        let own = self.machine.user_id();
+        let mut t = self.verifications.table();
+        for e in &events {
+            let content = field(e, "content").unwrap_or_default();
+            let Some(flow) = content["transaction_id"].as_str() else {
+                continue;
+            };
+            let known = self.machine.get_verification(own, flow).is_some()
+                || self.machine.get_verification_request(own, flow).is_some();
+            let Some(f) = t.flows.get_mut(flow) else {
+                continue;
+            };
+            if known {
+                tracing::info!(user_id = %self.user_id, other_device = %f.other_device, "verification from a device whose keys came late; taken up");
+            } else {
+                tracing::info!(user_id = %self.user_id, other_device = %f.other_device, "verification from a device whose keys are unknown; dropped");
+                f.lost = true;
+            }
+        }
+        Ok(())
+    }
+
+    /// Sends one verification message (to-device; in-room flows are not taken up).
+    async fn send_verification(
+        &self,
+        matrix: &MatrixClient,
+        request: OutgoingVerificationRequest,
+    ) -> Result<(), E2eeError> {
+        match request {
+            OutgoingVerificationRequest::ToDevice(r) => self.to_device(matrix, &r).await,
+            OutgoingVerificationRequest::InRoom(_) => Ok(()),
+        }
+    }
+
+    fn flow_ids(&self) -> Vec<(String, bool)> {
+        let t = self.verifications.table();
+        let mut ids: Vec<_> = t
+            .flows
+            .iter()
+            .map(|(id, f)| (f.seq, id.clone(), f.accepted))
+            .collect();
+        ids.sort();
+        ids.into_iter().map(|(_, id, a)| (id, a)).collect()
+    }
+}
+
+/// Keeps at most [`MAX_FLOWS`] flows, dropping the oldest finished ones (then the oldest).
+fn prune(t: &mut Table) {
+    while t.flows.len() > MAX_FLOWS {
+        let victim = t
+            .flows
+            .iter()
+            .min_by_key(|(_, f)| {
+                let done = f.last.as_ref().is_some_and(|l| l.state.is_final()) || f.lost;
+                (!done, f.seq)
+            })
+            .map(|(id, _)| id.clone());
+        match victim {
+            Some(id) => t.flows.remove(&id),
+            None => break,
+        };
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn flow(seq: u64, ended: bool) -> Flow {
+        Flow {
+            seq,
+            other_device: "DEV".into(),
+            initial: State::Started,
+            accepted: false,
+            last: ended.then(|| VerificationInfo {
+                id: seq.to_string(),
+                other_device_id: "DEV".into(),
+                state: State::Done,
+                emoji: Vec::new(),
+                we_confirmed: true,
+                other_device_verified: true,
+                cancel_code: None,
+            }),
+            reported: None,
+            lost: false,
+        }
+    }
+
+    #[test]
+    fn pruning_drops_the_oldest_ended_flows_before_any_open_one() {
+        let mut t = Table::default();
+        // 30 open flows, then 10 ended ones (newer): the ended ones go first.
+        for seq in 0..40 {
+            t.flows.insert(seq.to_string(), flow(seq, seq >= 30));
+        }
+        prune(&mut t);
+        assert_eq!(t.flows.len(), MAX_FLOWS);
+        assert!((0..30).all(|s| t.flows.contains_key(&s.to_string())));
+        assert!((30..38).all(|s| !t.flows.contains_key(&s.to_string())));
+        // Only open flows left beyond the cap: the oldest go.
+        for seq in 40..45 {
+            t.flows.insert(seq.to_string(), flow(seq, false));
+        }
+        t.flows.retain(|_, f| f.last.is_none());
+        prune(&mut t);
+        assert_eq!(t.flows.len(), MAX_FLOWS);
+        assert!(!t.flows.contains_key("0") && t.flows.contains_key("44"));
+    }
+
+    #[test]
+    fn states_have_the_documented_names() {
+        let names: Vec<_> = [
+            State::Requested,
+            State::Ready,
+            State::Started,
+            State::KeysExchanged,
+            State::Done,
+            State::Cancelled,
+        ]
+        .iter()
+        .map(|s| (s.as_str(), s.is_final()))
+        .collect();
+        assert_eq!(
+            names,
+            [
+                ("requested", false),
+                ("ready", false),
+                ("started", false),
+                ("keys_exchanged", false),
+                ("done", true),
+                ("cancelled", true),
+            ]
+        );
+    }
+}

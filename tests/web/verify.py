@@ -1,0 +1,66 @@
+#!/usr/bin/env python3
+"""Device verification in the web app (Settings -> Device verification), in Chromium.
+
+Run by tests/integration/verification/browser.rs with one JSON argument (base, email,
+screenshots, chromium), on webapp.py's line protocol: `CODE <email>` -> the mailed code;
+`START` -> matrix-nio (the same Matrix account) starts a SAS with the sync device, answered
+with its id; `KEYS <id>` -> nio's emoji symbols (JSON) once nio has the keys; `CONFIRM <id>`
+-> nio confirmed too. The last line is `DONE <json>`: {"steps": {...}, "problems": [...]}.
+"""
+import json
+import sys
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).parent))
+from webapp import (CFG, LAUNCH_ARGS, ask, expect, go, log, problems, set_up_key, shot,  # noqa: E402
+                    sign_in, step, steps, watch)
+from playwright.sync_api import sync_playwright  # noqa: E402
+
+
+def verify(page):
+    sign_in(page, CFG["email"])
+    set_up_key(page)
+    go(page, "/settings")
+    section = page.locator("#verify")
+    expect(section.get_by_role("heading", name="Device verification")).to_be_visible()
+    expect(section).to_contain_text("No verification in progress")
+    step("section_shown")
+    vid = ask("START")
+    # It appears through `verification.updated` on the live stream (no reload).
+    item = section.locator(f'li.verification[data-id="{vid}"]')
+    expect(item).to_have_attribute("data-state", "started")
+    step("listed_live")
+    item.get_by_role("button", name="Accept").click()
+    theirs = json.loads(ask(f"KEYS {vid}"))
+    expect(item).to_have_attribute("data-state", "keys_exchanged")
+    shown = item.locator(".sas-emoji .symbol").all_inner_texts()
+    if shown != theirs:
+        raise RuntimeError(f"emoji shown {shown} differ from nio's {theirs}")
+    step("emoji_shown")
+    shot(page, "verification.png")
+    item.get_by_role("button", name="They match").click()
+    ask(f"CONFIRM {vid}")
+    expect(item).to_have_attribute("data-state", "done")
+    expect(item).to_contain_text("is verified.")
+    expect(item.get_by_role("button")).to_have_count(0)
+    step("verified")
+
+
+def main():
+    with sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=CFG["chromium"], args=LAUNCH_ARGS)
+        ctx = browser.new_context(viewport={"width": 1000, "height": 700})
+        watch(ctx, "browser")
+        page = ctx.new_page()
+        try:
+            verify(page)
+        except Exception as e:
+            problems.append(f"failed: {type(e).__name__}: {e}")
+            log("page", page.url, "\n", page.inner_text("body")[:2000])
+        finally:
+            browser.close()
+    print("DONE " + json.dumps({"steps": steps, "problems": problems}), flush=True)
+
+
+if __name__ == "__main__":
+    main()
