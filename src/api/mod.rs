@@ -20,6 +20,7 @@ pub mod auth;
 pub mod bridges;
 pub mod contacts;
 pub mod devices;
+pub mod e2ee;
 pub mod email;
 pub mod error;
 pub mod fast_json;
@@ -90,6 +91,9 @@ pub enum ApiTags {
     Ai,
     /// Contacts on the bridges and Matrix, and starting new conversations with them.
     Contacts,
+    /// The sync device as a trusted end-to-end encryption device: cross-signing, key
+    /// backup, recovery key (native sessions only).
+    E2ee,
 }
 
 fn apis() -> impl OpenApi {
@@ -121,6 +125,7 @@ fn apis() -> impl OpenApi {
             ai::AiApi,
             contacts::ContactsApi,
         ),
+        e2ee::apis(),
     )
 }
 

@@ -15,6 +15,7 @@ use crate::config::StorageConfig;
 pub mod api_tokens;
 pub mod bridge_logins;
 pub mod devices;
+pub mod e2ee_trust;
 pub mod email;
 pub mod epoch;
 pub mod history;
@@ -116,6 +117,10 @@ const MIGRATIONS: &[(&str, &str)] = &[
     (
         "0017_email_refs_v2",
         include_str!("../../migrations/0017_email_refs_v2.sql"),
+    ),
+    (
+        "0018_e2ee_trust",
+        include_str!("../../migrations/0018_e2ee_trust.sql"),
     ),
 ];
 

@@ -21,9 +21,15 @@ use tokio::sync::Mutex;
 
 use super::{MatrixClient, MatrixError};
 
+mod backup;
+mod cross_signing;
+mod recovery;
 mod requests;
 mod room;
 
+pub use backup::{backup_exists, delete_backup, latest_backup, TrustState};
+pub use cross_signing::{CrossSigning, CrossSigningSeeds};
+pub use matrix_sdk_crypto::store::types::BackupDecryptionKey;
 pub use matrix_sdk_crypto::EncryptionSettings;
 pub use room::{room_encryption, SyncCrypto};
 
@@ -83,6 +89,8 @@ pub struct UserCrypto {
     share_lock: Mutex<()>,
     /// (room, megolm session) whose keys this process asked for already.
     key_requests: std::sync::Mutex<HashSet<(String, String)>>,
+    /// Cross-signing and key backup bookkeeping (`backup.rs`).
+    trust: TrustState,
 }
 
 impl UserCrypto {
@@ -101,6 +109,7 @@ impl UserCrypto {
             requests_lock: Mutex::new(()),
             share_lock: Mutex::new(()),
             key_requests: Default::default(),
+            trust: TrustState::default(),
         })
     }
 
@@ -188,6 +197,7 @@ impl E2ee {
             requests_lock: Mutex::new(()),
             share_lock: Mutex::new(()),
             key_requests: Default::default(),
+            trust: TrustState::default(),
         });
         if fresh && crypto.device_taken(matrix).await? {
             drop(crypto);

@@ -1,0 +1,11 @@
+//! `/api/e2ee/*`: the sync device as a trusted end-to-end encryption device (DESIGN §16):
+//! its status and recovery key (`status.rs`). Native sessions only (no route here is on
+//! the personal-token allowlist). Each submodule has one `OpenApi` struct; [`apis`]
+//! lists them, so another submodule is one line here (the list becomes a tuple).
+
+pub mod status;
+
+/// Every `OpenApi` of the `E2ee` tag (assembled into the document by `api::apis`).
+pub fn apis() -> impl poem_openapi::OpenApi {
+    status::E2eeStatusApi
+}
