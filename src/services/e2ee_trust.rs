@@ -189,29 +189,30 @@ async fn cross_sign(
     crypto.process_outgoing(matrix).await?;
     let cs = crypto.cross_signing(matrix).await?;
     if !cs.private_keys {
-        let password = || matrix_password(&state.master, user_id);
-        let imported = match (cs.exists, t.seeds.clone()) {
-            (true, Some(seeds)) => match crypto.import_cross_signing(&seeds).await {
-                Ok(()) => true,
-                Err(e) => {
-                    tracing::warn!(%user_id, error = %e, "kept cross-signing keys do not match the account's");
+        match (cs.exists, t.seeds.clone()) {
+            (true, Some(seeds)) => {
+                if let Err(e) = crypto.import_cross_signing(&seeds).await {
+                    // The account's keys are not the ones Switchboard made: replaced by
+                    // another client, whose cross-signing is left alone from now on.
+                    tracing::info!(%user_id, error = %e, "the account's cross-signing was replaced elsewhere; left alone");
                     t.row.cross_signing_enc = None;
+                    t.row.cross_signing_ours = false;
                     t.seeds = None;
-                    false
+                    return Ok(());
                 }
-            },
-            _ => false,
-        };
-        if !imported {
-            if !cs.exists || t.row.cross_signing_ours {
-                crypto
-                    .bootstrap_cross_signing(matrix, &password(), cs.exists)
-                    .await?;
-                t.row.cross_signing_ours = true;
-                tracing::info!(%user_id, reset = cs.exists, "cross-signing bootstrapped for the account");
-            } else {
+            }
+            (true, None) if !t.row.cross_signing_ours => {
                 tracing::info!(%user_id, "the account's cross-signing was made elsewhere; left alone");
                 return Ok(());
+            }
+            // None yet, or Switchboard's own keys whose private part is lost: (re)made.
+            (exists, _) => {
+                let password = matrix_password(&state.master, user_id);
+                crypto
+                    .bootstrap_cross_signing(matrix, &password, exists)
+                    .await?;
+                t.row.cross_signing_ours = true;
+                tracing::info!(%user_id, reset = exists, "cross-signing bootstrapped for the account");
             }
         }
     }

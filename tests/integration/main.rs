@@ -45,4 +45,5 @@ mod storage;
 mod streams;
 mod sync;
 mod tokens;
+mod trust;
 mod webapp;
