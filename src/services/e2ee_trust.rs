@@ -188,32 +188,32 @@ async fn cross_sign(
     // Device keys go up first: signatures and the key query need them.
     crypto.process_outgoing(matrix).await?;
     let cs = crypto.cross_signing(matrix).await?;
-    if !cs.private_keys {
-        match (cs.exists, t.seeds.clone()) {
-            (true, Some(seeds)) => {
-                if let Err(e) = crypto.import_cross_signing(&seeds).await {
-                    // The account's keys are not the ones Switchboard made: replaced by
-                    // another client, whose cross-signing is left alone from now on.
-                    tracing::info!(%user_id, error = %e, "the account's cross-signing was replaced elsewhere; left alone");
-                    t.row.cross_signing_enc = None;
-                    t.row.cross_signing_ours = false;
-                    t.seeds = None;
-                    return Ok(());
-                }
-            }
-            (true, None) if !t.row.cross_signing_ours => {
-                tracing::info!(%user_id, "the account's cross-signing was made elsewhere; left alone");
+    match (cs.exists, cs.private_keys, t.seeds.clone()) {
+        (true, true, _) => {}
+        (true, false, Some(seeds)) => {
+            if let Err(e) = crypto.import_cross_signing(&seeds).await {
+                // The account's keys are not the ones Switchboard made: replaced by
+                // another client, whose cross-signing is left alone from now on.
+                tracing::info!(%user_id, error = %e, "the account's cross-signing was replaced elsewhere; left alone");
+                t.row.cross_signing_enc = None;
+                t.row.cross_signing_ours = false;
+                t.seeds = None;
                 return Ok(());
             }
-            // None yet, or Switchboard's own keys whose private part is lost: (re)made.
-            (exists, _) => {
-                let password = matrix_password(&state.master, user_id);
-                crypto
-                    .bootstrap_cross_signing(matrix, &password, exists)
-                    .await?;
-                t.row.cross_signing_ours = true;
-                tracing::info!(%user_id, reset = exists, "cross-signing bootstrapped for the account");
-            }
+        }
+        (true, false, None) if !t.row.cross_signing_ours => {
+            tracing::info!(%user_id, "the account's cross-signing was made elsewhere; left alone");
+            return Ok(());
+        }
+        // None on the homeserver (new, or an earlier upload was refused: the keys in the
+        // store go up), or Switchboard's own keys whose private part is lost: reset.
+        (exists, _, _) => {
+            let password = matrix_password(&state.master, user_id);
+            crypto
+                .bootstrap_cross_signing(matrix, &password, exists)
+                .await?;
+            t.row.cross_signing_ours = true;
+            tracing::info!(%user_id, reset = exists, "cross-signing bootstrapped for the account");
         }
     }
     if let Some(seeds) = crypto.export_cross_signing().await? {

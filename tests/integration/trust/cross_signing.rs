@@ -136,20 +136,26 @@ async fn replace_cross_signing(token: &str, user: &str, password: &str) -> Strin
         bytes[31] = seed;
         ed25519_dalek::SigningKey::from_bytes(&bytes)
     };
-    let (master, ssk) = (key(1), key(2));
+    let (master, ssk, usk) = (key(1), key(2), key(3));
     let public =
         |k: &ed25519_dalek::SigningKey| STANDARD_NO_PAD.encode(k.verifying_key().as_bytes());
-    let (mpk, sspk) = (public(&master), public(&ssk));
+    let (mpk, sspk, uspk) = (public(&master), public(&ssk), public(&usk));
     let master_key =
         json!({"user_id": user, "usage": ["master"], "keys": {format!("ed25519:{mpk}"): mpk}});
-    let mut ssk_key = json!({"user_id": user, "usage": ["self_signing"], "keys": {format!("ed25519:{sspk}"): sspk}});
-    let canonical = ruma::canonical_json::to_canonical_value(&ssk_key)
-        .unwrap()
-        .to_string();
     use ed25519_dalek::Signer;
-    let sig = STANDARD_NO_PAD.encode(master.sign(canonical.as_bytes()).to_bytes());
-    ssk_key["signatures"] = json!({user: {format!("ed25519:{mpk}"): sig}});
-    let mut body = json!({"master_key": master_key, "self_signing_key": ssk_key});
+    let signed = |usage: &str, pk: &str| {
+        let mut k =
+            json!({"user_id": user, "usage": [usage], "keys": {format!("ed25519:{pk}"): pk}});
+        let canonical = ruma::canonical_json::to_canonical_value(&k)
+            .unwrap()
+            .to_string();
+        let sig = STANDARD_NO_PAD.encode(master.sign(canonical.as_bytes()).to_bytes());
+        k["signatures"] = json!({user: {format!("ed25519:{mpk}"): sig}});
+        k
+    };
+    let (ssk_key, usk_key) = (signed("self_signing", &sspk), signed("user_signing", &uspk));
+    let mut body = json!({"master_key": master_key, "self_signing_key": ssk_key,
+        "user_signing_key": usk_key});
     let (code, answer) = synapse_call(
         reqwest::Method::POST,
         token,

@@ -198,6 +198,7 @@ fn refusing_proxy(
 ) -> (String, tokio::sync::oneshot::Sender<()>) {
     use poem::http::StatusCode;
     let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    listener.set_nonblocking(true).unwrap();
     let port = listener.local_addr().unwrap().port();
     let http = reqwest::Client::new();
     let upstream = synapse().base_url.clone();

@@ -5,7 +5,6 @@
 
 use matrix_sdk_crypto::store::types::CrossSigningKeyExport;
 use matrix_sdk_crypto::types::requests::{AnyIncomingResponse, UploadSigningKeysRequest};
-use matrix_sdk_crypto::UserIdentity;
 use ruma::api::client::keys::{get_keys, upload_signatures, upload_signing_keys};
 use ruma::TransactionId;
 use serde::{Deserialize, Serialize};
@@ -31,9 +30,10 @@ impl std::fmt::Debug for CrossSigningSeeds {
 /// What the homeserver and the crypto store say about the account's cross-signing.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct CrossSigning {
-    /// The homeserver has a master key for the account.
+    /// The homeserver lists a master key for the account.
     pub exists: bool,
-    /// The crypto store holds the private master and self-signing keys of that identity.
+    /// The crypto store holds private master and self-signing keys (the crate drops them
+    /// when the homeserver lists other keys).
     pub private_keys: bool,
     /// The sync device carries a valid signature by the account's self-signing key.
     pub device_signed: bool,
@@ -49,13 +49,11 @@ impl UserCrypto {
         let resp: get_keys::v3::Response = self
             .call(matrix, reqwest::Method::POST, "keys/query", &body)
             .await?;
+        // Only what the homeserver lists counts: a bootstrap whose upload was refused
+        // leaves a local identity the machine would report as well.
+        let exists = resp.master_keys.contains_key(&me);
         self.mark_sent(&id, &resp).await?;
         let status = self.machine.cross_signing_status().await;
-        let identity = self
-            .machine
-            .get_identity(&me, None)
-            .await
-            .map_err(E2eeError::store)?;
         let device_signed = match self
             .machine
             .get_device(&me, self.machine.device_id(), None)
@@ -66,7 +64,7 @@ impl UserCrypto {
             None => false,
         };
         Ok(CrossSigning {
-            exists: matches!(identity, Some(UserIdentity::Own(_))),
+            exists,
             private_keys: status.has_master && status.has_self_signing,
             device_signed,
         })
