@@ -239,3 +239,53 @@ async fn deleting_the_keys_deletes_the_backup_on_synapse() {
         master
     );
 }
+
+/// Copies the files of `from` into a new directory `to`.
+fn copy_dir(from: &std::path::Path, to: &std::path::Path) {
+    std::fs::create_dir_all(to).unwrap();
+    for entry in std::fs::read_dir(from).unwrap() {
+        let path = entry.unwrap().path();
+        std::fs::copy(&path, to.join(path.file_name().unwrap())).unwrap();
+    }
+}
+
+#[tokio::test]
+async fn a_store_restored_from_an_older_copy_fetches_a_missing_key_from_the_backup() {
+    let mut s = setup_with(json!({})).await;
+    let st = wait_trusted(&s.app, &s.session.access_token).await;
+    let version = st["backup"]["version"].as_str().unwrap().to_owned();
+    let mt = matrix_token(&s.session);
+    // An older copy of the crypto store: the backup key, but no room key yet.
+    let store = s.app.data_dir().join("e2ee").join(uid(&s.session));
+    let older = tempfile::tempdir().unwrap();
+    s.app.kill9();
+    copy_dir(&store, &older.path().join("store"));
+    s.app.spawn().await;
+    s.nio.text(&s.room, "the key goes to the backup");
+    wait_readable(&s.app, &s.token, &s.room, "the key goes to the backup").await;
+    wait_backed_up(&mt, &version, &s.room).await;
+
+    // The store comes back from the older copy; nio goes on with the same megolm session.
+    s.app.kill9();
+    std::fs::remove_dir_all(&store).unwrap();
+    copy_dir(&older.path().join("store"), &store);
+    s.nio.text(&s.room, "its key is only in the backup");
+    s.app.spawn().await;
+    wait_readable(&s.app, &s.token, &s.room, "its key is only in the backup").await;
+    let log = s.app.log();
+    // The one session was fetched; the store was not restored wholesale (not new).
+    assert!(
+        log.contains("room keys restored from the key backup"),
+        "{log}"
+    );
+    assert!(
+        !log.contains("crypto store restored from the key backup"),
+        "{log}"
+    );
+    let st = status(&s.app, &s.session.access_token).await;
+    assert_eq!(
+        st["deviceId"],
+        sync_device(&s.app, &uid(&s.session)).as_str(),
+        "{st}"
+    );
+}
