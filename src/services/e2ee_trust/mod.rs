@@ -12,8 +12,6 @@
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex as StdMutex, OnceLock};
 
-use rusqlite::Connection;
-
 use super::matrix_sessions::matrix_password;
 use super::users;
 use crate::clients::matrix::e2ee::{
@@ -22,9 +20,15 @@ use crate::clients::matrix::e2ee::{
 use crate::clients::matrix::MatrixClient;
 use crate::clock::unix_now;
 use crate::crypto::{Aad, DataKey};
-use crate::error::{AppError, AppResult, ErrorCode};
+use crate::error::{AppError, AppResult};
 use crate::services::Context;
 use crate::store::e2ee_trust::{self as trust_store, TrustRow};
+
+mod deletion;
+mod status;
+
+pub use deletion::{forget_backup, on_key_deletion};
+pub use status::{recovery_key, status, Status};
 
 const TABLE: &str = "e2ee_trust";
 
@@ -298,170 +302,4 @@ impl From<AppError> for Failure {
     fn from(e: AppError) -> Self {
         Self(e.to_string())
     }
-}
-
-/// `DELETE /api/keys`, inside its transaction: the cross-signing keys (not content) are
-/// resealed under the new data key; the backup key is forgotten and its version queued
-/// for deletion on the homeserver ([`forget_backup`] deletes it right after the commit).
-pub fn on_key_deletion(
-    c: &Connection,
-    user_id: &str,
-    old: &DataKey,
-    fresh: &DataKey,
-) -> AppResult<()> {
-    let mut row = trust_store::find(c, user_id)?;
-    if let Some(sealed) = &row.cross_signing_enc {
-        row.cross_signing_enc = old
-            .open_string(sealed, &aad("cross_signing", user_id))
-            .ok()
-            .map(|json| fresh.seal_str(&json, &aad("cross_signing", user_id)));
-    }
-    if let Some(version) = row.backup_version.take() {
-        row.backup_delete_version = Some(version);
-    }
-    row.backup_key_enc = None;
-    row.recovery_key_shown = false;
-    row.updated_at = unix_now() as i64;
-    trust_store::save(c, &row)?;
-    Ok(())
-}
-
-/// Deletes the backup version [`on_key_deletion`] forgot on the homeserver; when that
-/// fails, the sync worker retries it before anything else ([`ensure`]).
-pub async fn forget_backup(state: &Context, user_id: &str) {
-    let Some(matrix) = &state.matrix else { return };
-    let Ok(t) = load(state, user_id).await else {
-        return;
-    };
-    let Some(version) = t.row.backup_delete_version.clone() else {
-        return;
-    };
-    let uid = user_id.to_owned();
-    let master = state.master.clone();
-    let token = state
-        .store
-        .run(move |c| {
-            let user =
-                crate::store::users::find(c, &uid)?.ok_or_else(|| AppError::not_found("user"))?;
-            users::matrix_token_of(&master, &user)
-        })
-        .await;
-    let Ok(Some(token)) = token else { return };
-    match e2ee::delete_backup(matrix, &token, &version).await {
-        Ok(()) => {
-            tracing::info!(%user_id, %version, "key backup deleted with the keys");
-            let mut row = t.row;
-            row.backup_delete_version = None;
-            let _ = save(state, row).await;
-        }
-        Err(e) => {
-            tracing::warn!(%user_id, %version, error = %e, "could not delete the key backup yet; retried by the sync")
-        }
-    }
-}
-
-/// What `GET /api/e2ee/status` reports.
-#[derive(Debug, Clone)]
-pub struct Status {
-    pub device_id: String,
-    pub cross_signing: CrossSigning,
-    pub cross_signing_ours: bool,
-    pub backup_enabled: bool,
-    pub backup_version: Option<String>,
-    pub keys_backed_up: usize,
-    pub keys_total: usize,
-    pub recovery_key_shown: bool,
-    pub error: Option<String>,
-}
-
-async fn machine(state: &Context, user_id: &str) -> AppResult<(MatrixClient, Arc<UserCrypto>)> {
-    let unavailable = || AppError::Unavailable {
-        code: ErrorCode::EncryptionUnavailable,
-        message: "end-to-end encryption is not available for this account (no Matrix account)"
-            .into(),
-        retry_after_secs: None,
-    };
-    let matrix = state.matrix.clone().ok_or_else(unavailable)?;
-    let uid = user_id.to_owned();
-    let user = state
-        .store
-        .run(move |c| crate::store::users::find(c, &uid).map_err(AppError::from))
-        .await?
-        .ok_or_else(|| AppError::not_found("user"))?;
-    let crypto = super::e2ee::machine_for(state, &user)
-        .await?
-        .ok_or_else(unavailable)?;
-    Ok((matrix, crypto))
-}
-
-pub async fn status(state: &Context, user_id: &str) -> AppResult<Status> {
-    let (matrix, crypto) = machine(state, user_id).await?;
-    let cross_signing = crypto
-        .cross_signing(&matrix)
-        .await
-        .map_err(super::e2ee::error)?;
-    let backups = crypto.machine.backup_machine();
-    let (keys_backed_up, keys_total) = crypto.backup_counts().await.map_err(super::e2ee::error)?;
-    let t = load(state, user_id).await?;
-    Ok(Status {
-        device_id: crypto.device_id().to_owned(),
-        cross_signing,
-        cross_signing_ours: t.row.cross_signing_ours,
-        backup_enabled: backups.enabled().await,
-        backup_version: backups.backup_version().await,
-        keys_backed_up,
-        keys_total,
-        recovery_key_shown: t.row.recovery_key_shown,
-        error: t.row.last_error,
-    })
-}
-
-/// `POST /api/e2ee/recovery-key`: the recovery key, once (409 `recovery_key_shown` after);
-/// `reset` makes a new backup (the old version is deleted) and a new recovery key.
-pub async fn recovery_key(state: &Context, user_id: &str, reset: bool) -> AppResult<String> {
-    let (matrix, crypto) = machine(state, user_id).await?;
-    let _guard = user_lock(user_id).await;
-    let mut t = load(state, user_id).await?;
-    if t.row.recovery_key_shown && !reset {
-        return Err(AppError::Conflict {
-            code: ErrorCode::RecoveryKeyShown,
-            message: "reset: the recovery key was shown already; send {\"reset\": true} for a new one (and a new key backup)".into(),
-        });
-    }
-    let old_version = t.row.backup_version.clone();
-    if reset || t.backup_key.is_none() {
-        let (key, version) = crypto
-            .create_backup(&matrix)
-            .await
-            .map_err(super::e2ee::error)?;
-        tracing::info!(%user_id, %version, reset, "key backup created for a new recovery key");
-        t.set_backup(key, version);
-        save(state, t.row.clone()).await?;
-        if let Some(old) = old_version.filter(|o| Some(o) != t.row.backup_version.as_ref()) {
-            if let Err(e) = e2ee::delete_backup(&matrix, &crypto.token(), &old).await {
-                tracing::warn!(%user_id, version = %old, error = %e, "could not delete the replaced key backup");
-            }
-        }
-    }
-    let backup_key = t
-        .backup_key
-        .as_ref()
-        .map(|k| k.to_base64())
-        .ok_or_else(|| AppError::internal("backup key missing"))?;
-    let seeds = if t.row.cross_signing_ours {
-        crypto
-            .export_cross_signing()
-            .await
-            .map_err(super::e2ee::error)?
-    } else {
-        None
-    };
-    let recovery = crypto
-        .new_secret_storage(&matrix, &backup_key, seeds.as_ref())
-        .await
-        .map_err(super::e2ee::error)?;
-    t.row.recovery_key_shown = true;
-    save(state, t.row).await?;
-    tracing::info!(%user_id, reset, "recovery key handed out");
-    Ok(recovery)
 }
