@@ -128,6 +128,7 @@ async fn the_recovery_key_is_shown_once_opens_secret_storage_and_a_reset_makes_a
     assert_eq!(groups.len(), 12, "{recovery}");
     assert!(groups.iter().all(|g| g.len() == 4), "{recovery}");
     assert_backup_key(&mt, &me, &recovery, &version).await;
+    let old_backup_key = open_secret(&mt, &me, &recovery, "m.megolm_backup.v1").await;
     // The cross-signing master key is in secret storage too (Switchboard made it).
     let seed = open_secret(&mt, &me, &recovery, "m.cross_signing.master").await;
     let seed: [u8; 32] = STANDARD_NO_PAD.decode(seed).unwrap().try_into().unwrap();
@@ -183,6 +184,12 @@ async fn the_recovery_key_is_shown_once_opens_secret_storage_and_a_reset_makes_a
     let (code, _) = synapse_get(&mt, &format!("room_keys/version/{}", enc(&version))).await;
     assert_eq!(code, 404, "the replaced backup is deleted");
     assert_backup_key(&mt, &me, &new_recovery, &new_version).await;
+    // No secret in the log: neither recovery key nor the backup keys they open.
+    let new_backup_key = open_secret(&mt, &me, &new_recovery, "m.megolm_backup.v1").await;
+    let log = app.log();
+    for secret in [&recovery, &new_recovery, &old_backup_key, &new_backup_key] {
+        assert!(!log.contains(secret.as_str()), "{log}");
+    }
     expect_error(
         app.post_json("/api/e2ee/recovery-key", Some(&s.access_token), json!({}))
             .await,

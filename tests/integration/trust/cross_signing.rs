@@ -51,6 +51,11 @@ async fn sign_up_cross_signs_the_sync_device_and_a_restart_keeps_it() {
     assert_eq!(count(&log, "cross-signing bootstrapped"), 1, "{log}");
     assert_eq!(count(&log, "key backup created"), 1, "{log}");
     assert!(!log.contains("cross-signing or key backup failed"), "{log}");
+    // The account password that answered the user-interactive auth is not logged.
+    let master_key =
+        switchboard::crypto::MasterKey::load(&app.data_dir().join("master.key")).unwrap();
+    let password = switchboard::services::matrix_sessions::matrix_password(&master_key, &uid(&s));
+    assert!(!log.contains(&password));
 
     // Personal tokens are refused (the routes are not on the allowlist).
     let pt = personal_token(&app, &s).await;
@@ -213,4 +218,27 @@ async fn cross_signing_replaced_elsewhere_is_left_alone() {
     assert!(app
         .log()
         .contains("cross-signing was replaced elsewhere; left alone"));
+}
+
+#[tokio::test]
+async fn without_a_homeserver_the_routes_answer_503_with_a_code() {
+    let app = TestApp::start_with(TestConfig {
+        matrix: MatrixMode::Missing,
+        extra: crate::common::mail::smtp_config(),
+    })
+    .await;
+    let s = app.sign_up("trust-nomatrix").await;
+    expect_error(
+        app.get_auth("/api/e2ee/status", &s.access_token).await,
+        503,
+        "encryption_unavailable",
+    )
+    .await;
+    expect_error(
+        app.post_json("/api/e2ee/recovery-key", Some(&s.access_token), json!({}))
+            .await,
+        503,
+        "encryption_unavailable",
+    )
+    .await;
 }
