@@ -46,16 +46,30 @@ async fn room_keys_are_backed_up_and_a_lost_crypto_store_restores_from_the_backu
     );
 
     // The crypto store is removed while the server is stopped; nio goes on with the same
-    // megolm session, whose key only the backup holds for the next sync device.
+    // megolm session, whose key only the backup holds for the next sync device. More
+    // messages than one sync timeline holds (100): the older ones come by back-fill.
     s.app.kill9();
     std::fs::remove_dir_all(s.app.data_dir().join("e2ee").join(uid(&s.session))).unwrap();
-    s.nio.text(&s.room, "sent while the store was gone");
+    let away = 110;
+    s.nio
+        .call(json!({"op": "send_many", "room": s.room, "prefix": "away", "count": away}));
     s.app.spawn().await;
-    wait_readable(&s.app, &s.token, &s.room, "sent while the store was gone").await;
+    wait_readable(&s.app, &s.token, &s.room, &format!("away {}", away - 1)).await;
     let log = s.app.log();
     assert!(
         log.contains("crypto store restored from the key backup"),
         "{log}"
+    );
+    assert!(log.contains("recorded a timeline gap"), "{log}");
+    // Paging back fills the gap from the homeserver: every older message decrypts too.
+    let texts = read_all(&s.app, &s.token, &s.room).await;
+    for i in 0..away {
+        let text = format!("away {i}");
+        assert!(texts.contains(&text), "{text:?} missing: {texts:?}");
+    }
+    assert!(
+        !texts.iter().any(|t| t.contains("Unable to decrypt")),
+        "{texts:?}"
     );
     // The new sync device is signed again with the kept cross-signing keys.
     let st = wait_trusted(&s.app, &s.session.access_token).await;
@@ -69,6 +83,27 @@ async fn room_keys_are_backed_up_and_a_lost_crypto_store_restores_from_the_backu
         1,
         "{log}"
     );
+}
+
+/// Every message text of `room`, paging back through the readable history (which fills
+/// recorded gaps from the homeserver).
+async fn read_all(app: &TestApp, token: &str, room: &str) -> Vec<String> {
+    let mut texts = Vec::new();
+    let mut query = format!("?roomId={}&limit=50", enc(room));
+    loop {
+        let page = expect_json(
+            app.get_auth(&format!("/api/messages{query}"), token).await,
+            200,
+        )
+        .await;
+        for m in page["messages"].as_array().unwrap() {
+            texts.push(m["text"].as_str().unwrap_or_default().to_owned());
+        }
+        match page["nextCursor"].as_str() {
+            Some(cur) => query = format!("?roomId={}&limit=50&cursor={cur}", enc(room)),
+            None => return texts,
+        }
+    }
 }
 
 /// Opens the account's secret storage with `recovery_key` and returns the secret `name`.
