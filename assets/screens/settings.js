@@ -1,6 +1,6 @@
 // @ts-check
-// Settings: profile, personal tokens, mailboxes, push devices, accounts, keys, device
-// verification, sign-out.
+// Settings: profile, personal tokens, mailboxes, push devices, accounts, keys, Matrix encryption,
+// device verification, sign-out.
 import * as api from '../api.js';
 import { enter, signOut } from '../app.js';
 import { forgetKey } from '../crypto.js';
@@ -10,6 +10,7 @@ import { busy, errorBox, toast } from '../ui/notice.js';
 import { tokensSection } from '../ui/tokens.js';
 import { mailboxesSection } from '../ui/mailboxes.js';
 import { verificationsSection } from '../ui/verifications.js';
+import { trustSection } from '../ui/trust.js';
 import { setupForm } from './keys.js';
 
 /** @param {HTMLElement} main */
@@ -18,9 +19,9 @@ export function render(main) {
   main.append(
     h('h1', null, 'Settings'),
     h('nav', { class: 'chips', 'aria-label': 'Sections' },
-      [['profile', 'Profile'], ['tokens', 'Personal tokens'], ['mail', 'Mailboxes'], ['devices', 'Push devices'], ['accounts', 'Accounts'], ['keys', 'Keys'], ['verify', 'Device verification']]
+      [['profile', 'Profile'], ['tokens', 'Personal tokens'], ['mail', 'Mailboxes'], ['devices', 'Push devices'], ['accounts', 'Accounts'], ['keys', 'Keys'], ['encryption', 'Matrix encryption'], ['verify', 'Device verification']]
         .map(([id, t]) => h('a', { class: 'chip', href: `#${id}`, onclick: (/** @type {Event} */ ev) => { ev.preventDefault(); document.getElementById(id)?.scrollIntoView(); } }, t))),
-    profileSection(), tokensSection(), mailboxesSection(), devicesSection(), accountsSection(), keysSection(),
+    profileSection(), tokensSection(), mailboxesSection(), devicesSection(), accountsSection(), keysSection(), trustSection(),
     verify.section,
     h('section', { class: 'card' }, h('button', { type: 'button', class: 'secondary', onclick: signOut }, 'Sign out')),
   );

@@ -143,6 +143,9 @@ pub enum ErrorCode {
     MailActionFailed,
     /// 409: a stored device token sealed under a deleted key.
     DeviceTokenUnreadable,
+    /// 409: the recovery key was handed out already (`POST /api/e2ee/recovery-key`; a new
+    /// one only with `{"reset": true}`).
+    RecoveryKeyShown,
     /// 503: the server is saturated; retry (with `Retry-After`).
     Busy,
     /// 503: the AI service is unreachable.
@@ -246,6 +249,7 @@ impl ErrorCode {
         Self::MailSendFailed,
         Self::MailActionFailed,
         Self::DeviceTokenUnreadable,
+        Self::RecoveryKeyShown,
         Self::Busy,
         Self::AiUnavailable,
         Self::BridgeNotConfigured,
@@ -333,6 +337,7 @@ impl ErrorCode {
             Self::MailSendFailed => "mail_send_failed",
             Self::MailActionFailed => "mail_action_failed",
             Self::DeviceTokenUnreadable => "device_token_unreadable",
+            Self::RecoveryKeyShown => "recovery_key_shown",
             Self::Busy => "busy",
             Self::AiUnavailable => "ai_unavailable",
             Self::BridgeNotConfigured => "bridge_not_configured",

@@ -258,6 +258,8 @@ pub async fn delete(state: &Context, user_id: &str, confirmation: Option<&str>) 
             let fresh = DataKey::generate();
             // Push tokens are not content: they must survive the shredding.
             super::devices::reseal_tokens(&tx, &uid, &old, &fresh)?;
+            // The key backup must not bring the shredded messages back.
+            super::e2ee_trust::on_key_deletion(&tx, &uid, &old, &fresh)?;
             user.dek_wrapped = master.wrap_dek(&fresh, &user.id);
             user.email_enc = fresh.seal_str(&email, &Aad::new("users", "email", &user.id));
             user.matrix_access_token_enc = match matrix_token {
@@ -290,6 +292,7 @@ pub async fn delete(state: &Context, user_id: &str, confirmation: Option<&str>) 
         .await?;
     // The crypto store's key derives from the old data key: unreadable now, and removed.
     super::e2ee::destroy(state, user_id).await;
+    super::e2ee_trust::forget_backup(state, user_id).await;
     super::matrix_sessions::log_out_queued(state, user_id).await;
     Ok(())
 }

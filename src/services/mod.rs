@@ -15,6 +15,7 @@ pub mod context;
 pub mod conversations;
 pub mod devices;
 pub mod e2ee;
+pub mod e2ee_trust;
 pub mod email;
 pub mod health;
 pub mod history;

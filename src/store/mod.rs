@@ -15,6 +15,7 @@ use crate::config::StorageConfig;
 pub mod api_tokens;
 pub mod bridge_logins;
 pub mod devices;
+pub mod e2ee_trust;
 pub mod email;
 pub mod epoch;
 pub mod history;
@@ -120,6 +121,8 @@ const MIGRATIONS: &[(&str, &str)] = &[
     (
         "0018_email_mailbox_names",
         include_str!("../../migrations/0018_email_mailbox_names.sql"),
+        "0019_e2ee_trust",
+        include_str!("../../migrations/0019_e2ee_trust.sql"),
     ),
 ];
 

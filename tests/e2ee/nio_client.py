@@ -203,6 +203,22 @@ class Driver:
             raise RuntimeError(f"room_send failed: {resp}")
         return {"event_id": resp.event_id}
 
+    async def send_many(self, room, prefix, count):
+        """Sends `count` texts "<prefix> <i>" in one megolm session (nio would rotate after 100)."""
+        await self.sync()
+        ids = []
+        for i in range(count):
+            session = self.client.olm.outbound_group_sessions.get(room)
+            if session is not None:
+                session.max_messages = 1_000_000
+            resp = await self.client.room_send(
+                room, "m.room.message", {"msgtype": "m.text", "body": f"{prefix} {i}"},
+                ignore_unverified_devices=True)
+            if not isinstance(resp, RoomSendResponse):
+                raise RuntimeError(f"room_send failed: {resp}")
+            ids.append(resp.event_id)
+        return {"event_ids": ids}
+
     async def send_late(self, room, text):
         """Encrypts with a new megolm session whose key is held back (see share_late)."""
         await self.sync()

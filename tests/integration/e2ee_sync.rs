@@ -17,7 +17,7 @@ use crate::e2ee::{enc, setup_with, wait_readable, Nio, Setup, WAIT};
 /// Sets the Matrix password of `user_id` to the one [`Nio::login_as`] uses, with
 /// Synapse's admin API (the test does not know the Switchboard user's own password); its
 /// devices stay logged in.
-async fn admin_set_password(user_id: &str) {
+pub(crate) async fn admin_set_password(user_id: &str) {
     let s = synapse();
     let http = reqwest::Client::new();
     let url = format!("{}/_synapse/admin/v1/register", s.base_url);

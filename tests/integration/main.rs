@@ -47,4 +47,5 @@ mod streams;
 mod sync;
 mod tokens;
 mod verification;
+mod trust;
 mod webapp;

@@ -222,6 +222,13 @@ def tokens(page):
     expect(row).to_have_count(0)
     assert http("GET", "/api/rooms", token) == 401
     step("token_revoked")
+    # Matrix encryption: the sync device is cross-signed; the recovery key is shown once.
+    trust = page.locator("#encryption")
+    expect(trust.locator("[data-trust=signed]")).to_have_text("yes", timeout=30000)
+    trust.get_by_role("button", name="Show my recovery key").click()
+    expect(trust.locator("[data-recovery-key]")).to_have_text(re.compile(r"^(\w{4} ){11}\w{4}$"))
+    expect(trust.get_by_role("button", name="Show my recovery key")).to_be_hidden()
+    step("recovery_key_shown")
     # Alice is no administrator: no link, and the page says so.
     expect(page.get_by_role("link", name="Admin")).to_be_hidden()
     go(page, "/admin")

@@ -277,6 +277,8 @@ impl Session {
             pending_joins,
             crypto,
         };
+        // Cross-signing and the key backup (a new store restores from it); never fails.
+        crate::services::e2ee_trust::ensure(state, matrix, &session.user_id, &session.crypto).await;
         // Keys stored before a restart may open messages stored undecryptable.
         session.retry_undecryptable(state, None).await;
         crypto_rooms::apply(state, matrix, &session.crypto, &session.user_id, None).await;
@@ -370,6 +372,13 @@ impl Session {
             });
         }
         self.join_invites(state, matrix).await;
+        // Keys messages lacked, looked up in the key backup.
+        let mut key_rooms = key_rooms;
+        key_rooms.extend(
+            crate::services::e2ee_trust::fetch_wanted(matrix, &self.user_id, &self.crypto).await,
+        );
+        key_rooms.sort();
+        key_rooms.dedup();
         if !key_rooms.is_empty() {
             self.retry_undecryptable(state, Some(&key_rooms)).await;
         }

@@ -227,6 +227,7 @@ async fn a_person_uses_switchboard_from_chromium() {
         "whatsapp_connected",
         "token_used",
         "token_revoked",
+        "recovery_key_shown",
         "admin_hidden",
         "wrong_passphrase_refused",
         "unlocked",

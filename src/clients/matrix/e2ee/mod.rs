@@ -21,10 +21,16 @@ use tokio::sync::Mutex;
 
 use super::{MatrixClient, MatrixError};
 
+mod backup;
+mod cross_signing;
+mod recovery;
 mod requests;
 mod room;
 mod verification;
 
+pub use backup::{backup_exists, delete_backup, latest_backup, TrustState};
+pub use cross_signing::{CrossSigning, CrossSigningSeeds};
+pub use matrix_sdk_crypto::store::types::BackupDecryptionKey;
 pub use matrix_sdk_crypto::EncryptionSettings;
 pub use room::{room_encryption, SyncCrypto};
 pub use verification::{Action, ActionError, Emoji, State as VerificationState, VerificationInfo};
@@ -87,6 +93,8 @@ pub struct UserCrypto {
     key_requests: std::sync::Mutex<HashSet<(String, String)>>,
     /// SAS verification flows with the user's other devices (`verification.rs`).
     verifications: verification::Flows,
+    /// Cross-signing and key backup bookkeeping (`backup.rs`).
+    trust: TrustState,
 }
 
 impl UserCrypto {
@@ -106,6 +114,7 @@ impl UserCrypto {
             share_lock: Mutex::new(()),
             key_requests: Default::default(),
             verifications: Default::default(),
+            trust: TrustState::default(),
         })
     }
 
@@ -194,6 +203,7 @@ impl E2ee {
             share_lock: Mutex::new(()),
             key_requests: Default::default(),
             verifications: Default::default(),
+            trust: TrustState::default(),
         });
         if fresh && crypto.device_taken(matrix).await? {
             drop(crypto);

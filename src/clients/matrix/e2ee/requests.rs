@@ -130,6 +130,10 @@ impl UserCrypto {
                 tracing::warn!(user_id = %self.user_id, error = %e, "end-to-end encryption request failed; retried later");
             }
         }
+        // Room keys that arrived go to the key backup (a failure is retried next time).
+        if let Err(e) = self.upload_backup(matrix).await {
+            tracing::warn!(user_id = %self.user_id, error = %e, "key backup upload failed; retried later");
+        }
         Ok(())
     }
 
@@ -154,7 +158,7 @@ impl UserCrypto {
             .map_err(E2eeError::crypto)
     }
 
-    async fn keys_upload(
+    pub(super) async fn keys_upload(
         &self,
         matrix: &MatrixClient,
         id: &ruma::TransactionId,

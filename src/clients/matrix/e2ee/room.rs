@@ -184,6 +184,7 @@ impl UserCrypto {
                 return;
             }
         }
+        self.trust.want(room.as_str(), &session);
         match self.machine.request_room_key(event, room).await {
             // Queued in the store: `outgoing_requests` hands it out until marked sent.
             Ok(_) => {
