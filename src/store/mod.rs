@@ -121,6 +121,8 @@ const MIGRATIONS: &[(&str, &str)] = &[
     (
         "0018_email_mailbox_names",
         include_str!("../../migrations/0018_email_mailbox_names.sql"),
+    ),
+    (
         "0019_e2ee_trust",
         include_str!("../../migrations/0019_e2ee_trust.sql"),
     ),

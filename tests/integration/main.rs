@@ -46,6 +46,6 @@ mod storage;
 mod streams;
 mod sync;
 mod tokens;
-mod verification;
 mod trust;
+mod verification;
 mod webapp;
