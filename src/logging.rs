@@ -3,9 +3,11 @@
 //! never wakes another thread per line (a wake-up per line cost more than the line: DESIGN
 //! §17 wants the access log to cost no measurable share of a request).
 //!
-//! A line that lands in an empty buffer wakes the writer thread; it then waits
-//! [`BATCH_WINDOW`] for more lines and writes everything in one go. Lines therefore reach
-//! stderr at most that late; [`FlushGuard`] writes what is left when the process ends. A
+//! A line that lands in an empty buffer wakes the writer thread, which writes at once unless
+//! it wrote less than [`BATCH_WINDOW`] ago: then it first waits for the rest of that window,
+//! and everything that arrived meanwhile goes out in one write. A quiet server's lines thus
+//! reach stderr at once, a busy one's at most that late, with at most one write (and one
+//! wake-up) per window; [`FlushGuard`] writes what is left when the process ends. A
 //! buffer past [`HIGH_WATER`] (a burst the writer cannot keep up with) makes the logging
 //! thread wait for the writer rather than lose lines: errors are never dropped.
 
@@ -13,8 +15,8 @@ use std::io::Write;
 use std::sync::{Arc, Condvar, Mutex, MutexGuard};
 use std::time::Duration;
 
-/// How long the writer gathers lines after the first one of a batch.
-const BATCH_WINDOW: Duration = Duration::from_millis(10);
+/// The shortest time between two writes (the longest a line waits under load).
+const BATCH_WINDOW: Duration = Duration::from_millis(2);
 
 /// Bytes that may wait for the writer before a logging thread waits for it.
 const HIGH_WATER: usize = 4 * 1024 * 1024;
@@ -121,6 +123,7 @@ fn queued(output: Box<dyn Write + Send>) -> (QueuedStderr, FlushGuard) {
 
 fn write_lines(shared: &Shared) {
     let mut spare = Vec::with_capacity(64 * 1024);
+    let mut last_write: Option<std::time::Instant> = None;
     loop {
         {
             let mut pending = shared.lock();
@@ -134,9 +137,12 @@ fn write_lines(shared: &Shared) {
                 return;
             }
         }
-        // Gather the lines of the next few milliseconds into the same write.
-        std::thread::sleep(BATCH_WINDOW);
+        // Lines coming thick and fast: gather the rest of the window into the same write.
+        if let Some(wait) = last_write.and_then(|at| BATCH_WINDOW.checked_sub(at.elapsed())) {
+            std::thread::sleep(wait);
+        }
         shared.write_batch(&mut spare);
+        last_write = Some(std::time::Instant::now());
     }
 }
 
