@@ -10,7 +10,7 @@ use std::io;
 
 use bytes::Bytes;
 use futures_util::{Stream, StreamExt};
-use matrix_sdk_crypto::{AttachmentDecryptor, MediaEncryptionInfo};
+use matrix_sdk_crypto::MediaEncryptionInfo;
 use serde_json::Value;
 
 use super::messages::rich::{self, media_of};
@@ -22,6 +22,7 @@ use crate::clients::matrix::MatrixError;
 use crate::error::{AppError, AppResult, ErrorCode};
 use crate::services::upstream::homeserver_error;
 
+mod decrypt;
 pub mod pipe;
 mod upload;
 pub use upload::{upload, UploadForm, UploadPart};
@@ -228,18 +229,10 @@ pub async fn download(
         None
     });
     let length = stream.length;
-    let input = capped(stream.into_stream(), max);
+    let input = Box::pin(capped(stream.into_stream(), max));
     let body: pipe::Output = match key {
-        None => Box::pin(input),
-        Some(info) => {
-            let (out, _) = pipe::through_blocking(input, move |reader, sink| {
-                let mut dec = AttachmentDecryptor::new(reader, *info).map_err(io::Error::other)?;
-                pipe::copy_held_back(&mut dec, sink).inspect_err(|e| {
-                    tracing::warn!(error = %e, "encrypted attachment not delivered whole");
-                })
-            });
-            out
-        }
+        None => input,
+        Some(info) => decrypt::decrypting(input, *info).map_err(|_| malformed())?,
     };
     let prefix = if thumbnail { "thumbnail-" } else { "" };
     Ok(Download {
