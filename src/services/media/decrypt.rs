@@ -22,8 +22,9 @@ use matrix_sdk_crypto::{AttachmentDecryptor, MediaEncryptionInfo};
 
 use super::pipe::Output;
 
-/// Largest piece decrypted at once: bounds the time one poll spends in the cipher.
-const PIECE_BYTES: usize = 256 * 1024;
+/// Largest piece decrypted (and written to the client) at once: bounds the time one poll
+/// spends in the cipher.
+pub(super) const PIECE_BYTES: usize = 256 * 1024;
 
 /// The decryptor's inner reader: the caller has already put the ciphertext in the buffer,
 /// so every read "fills" it whole; an empty buffer reads as the end, which makes the
