@@ -98,13 +98,18 @@ async fn send(hs: &Homeserver, who: &Account, room: &str, content: Value) -> Str
     v["event_id"].as_str().expect("event_id").to_owned()
 }
 
-/// Reads a download to its end: (bytes, seconds, SHA-256 when asked).
-async fn fetch(
-    client: &reqwest::Client,
-    url: &str,
-    token: &str,
-    hash: bool,
-) -> (u64, f64, Option<Vec<u8>>) {
+/// A download read to its end.
+struct Fetched {
+    bytes: u64,
+    /// From the request to the last byte.
+    secs: f64,
+    /// From the request to the response head (the server's fixed cost per request).
+    head_secs: f64,
+    /// When asked for.
+    sha: Option<Vec<u8>>,
+}
+
+async fn fetch(client: &reqwest::Client, url: &str, token: &str, hash: bool) -> Fetched {
     let began = Instant::now();
     let resp = client
         .get(url)
@@ -113,6 +118,7 @@ async fn fetch(
         .await
         .expect("download");
     assert!(resp.status().is_success(), "{url}: {}", resp.status());
+    let head_secs = began.elapsed().as_secs_f64();
     let mut stream = resp.bytes_stream();
     let (mut n, mut sha) = (0u64, sha2::Sha256::new());
     while let Some(chunk) = stream.next().await {
@@ -122,11 +128,12 @@ async fn fetch(
             sha.update(&chunk);
         }
     }
-    (
-        n,
-        began.elapsed().as_secs_f64(),
-        hash.then(|| sha.finalize().to_vec()),
-    )
+    Fetched {
+        bytes: n,
+        secs: began.elapsed().as_secs_f64(),
+        head_secs,
+        sha: hash.then(|| sha.finalize().to_vec()),
+    }
 }
 
 fn vm_rss_mib(pid: u32) -> f64 {
@@ -279,9 +286,16 @@ fn main() {
     let mut ok = true;
     for row in &rows {
         let (mut syn_secs, mut sb_secs) = (0.0, 0.0);
+        let (mut syn_head, mut sb_head) = (0.0, 0.0);
         for round in 0..rounds {
             let first = round == 0;
-            let (n, secs, sha) = rt.block_on(fetch(&client, &row.synapse_url, &who.token, first));
+            let Fetched {
+                bytes: n,
+                secs,
+                head_secs,
+                sha,
+            } = rt.block_on(fetch(&client, &row.synapse_url, &who.token, first));
+            syn_head += head_secs;
             assert_eq!(n, row.expected_len, "{}: Synapse length", row.name);
             if let Some(sha) = sha {
                 let want = if row.name.starts_with("plain") {
@@ -292,7 +306,13 @@ fn main() {
                 assert_eq!(&sha, want, "{}: Synapse bytes", row.name);
             }
             syn_secs += secs;
-            let (n, secs, sha) = rt.block_on(fetch(&client, &row.switchboard_url, &token, first));
+            let Fetched {
+                bytes: n,
+                secs,
+                head_secs,
+                sha,
+            } = rt.block_on(fetch(&client, &row.switchboard_url, &token, first));
+            sb_head += head_secs;
             assert_eq!(n, row.expected_len, "{}: Switchboard length", row.name);
             if let Some(sha) = sha {
                 assert_eq!(sha, row.expected_sha, "{}: Switchboard bytes", row.name);
@@ -307,6 +327,13 @@ fn main() {
             "  {:<48} Synapse {syn:>7.1} MB/s   Switchboard {sb:>7.1} MB/s   ratio {ratio:.2} (goal ≥ {RATIO_GOAL}) {}",
             row.name,
             if ratio >= RATIO_GOAL { "PASS" } else { "FAIL" }
+        );
+        let ms = |s: f64| s * 1000.0 / rounds as f64;
+        println!(
+            "  {:<48} response head after Synapse {:.1} ms, Switchboard {:.1} ms (mean)",
+            "",
+            ms(syn_head),
+            ms(sb_head)
         );
     }
 
@@ -329,7 +356,7 @@ fn main() {
             futures_util::stream::iter(0..PARALLEL)
                 .map(|_| fetch(&client, &row.switchboard_url, &token, false))
                 .buffer_unordered(PARALLEL)
-                .map(|(n, _, _)| n)
+                .map(|f| f.bytes)
                 .collect()
                 .await
         });

@@ -36,6 +36,11 @@ pub struct MediaUploadForm {
     pub caption: Option<String>,
     /// Event id of a message of this room the attachment replies to.
     pub reply_to: Option<String>,
+    /// Length of a voice note, audio or video file in whole milliseconds (0 to
+    /// 86400000), as the client recorded it: sent as the event's `info.duration` and read
+    /// back as `media.durationMs`. Ignored for other types; 400 naming `durationMs` when
+    /// not such a number.
+    pub duration_ms: Option<String>,
     /// The file (binary), last. Its part's `filename` names it and its `Content-Type` is
     /// the claimed type: images and audio must be what they claim (checked against the
     /// bytes; 400 naming `file` otherwise); without a type the bytes decide.
@@ -195,8 +200,8 @@ impl MediaApi {
 
     /// Send an attachment
     ///
-    /// multipart/form-data with `txnId`, optional `caption` and `replyTo`, then `file`
-    /// (the text fields first). The file is uploaded to the homeserver as the caller
+    /// multipart/form-data with `txnId`, optional `caption`, `replyTo` and `durationMs`,
+    /// then `file` (the text fields first). The file is uploaded to the homeserver as the caller
     /// (encrypted first with the Matrix attachment cipher in an encrypted room; spooled
     /// meanwhile only as ciphertext under a key kept in memory) and sent as `m.image`,
     /// `m.video`, `m.audio` or `m.file` by its type, with `info` (`mimetype`, `size`,
@@ -233,6 +238,7 @@ impl MediaApi {
                 "txnId" => fields.txn_id = Some(field_text(field, "txnId").await?),
                 "caption" => fields.caption = Some(field_text(field, "caption").await?),
                 "replyTo" => fields.reply_to = Some(field_text(field, "replyTo").await?),
+                "durationMs" => fields.duration_ms = Some(field_text(field, "durationMs").await?),
                 "file" => {
                     let part = UploadPart {
                         filename: field.file_name().map(str::to_owned),
@@ -251,7 +257,7 @@ impl MediaApi {
                 other => {
                     return Err(AppError::invalid(
                         other,
-                        "is not a field of this form (txnId, caption, replyTo, file)",
+                        "is not a field of this form (txnId, caption, replyTo, durationMs, file)",
                     ))
                 }
             }

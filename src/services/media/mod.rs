@@ -10,7 +10,7 @@ use std::io;
 
 use bytes::Bytes;
 use futures_util::{Stream, StreamExt};
-use matrix_sdk_crypto::{AttachmentDecryptor, MediaEncryptionInfo};
+use matrix_sdk_crypto::MediaEncryptionInfo;
 use serde_json::Value;
 
 use super::messages::rich::{self, media_of};
@@ -22,6 +22,7 @@ use crate::clients::matrix::MatrixError;
 use crate::error::{AppError, AppResult, ErrorCode};
 use crate::services::upstream::homeserver_error;
 
+mod decrypt;
 pub mod pipe;
 mod upload;
 pub use upload::{upload, UploadForm, UploadPart};
@@ -141,22 +142,40 @@ fn safe_content_type(declared: Option<&str>) -> String {
     essence
 }
 
-/// Ends the stream with an error once more than `max` bytes came through.
+/// Ends the stream with an error once more than `max` bytes came through, and passes
+/// the homeserver's chunks on in pieces of at most [`decrypt::PIECE_BYTES`] (views of the
+/// same buffer, not copies): hyper reads up to ~500 KiB at once, and handing the client
+/// smaller writes keeps the two sockets flowing at the same time instead of in turns.
 fn capped<S>(input: S, max: u64) -> impl Stream<Item = io::Result<Bytes>> + Send + 'static
 where
     S: Stream<Item = reqwest::Result<Bytes>> + Send + 'static,
 {
     let mut seen = 0u64;
-    input.map(move |chunk| {
-        let chunk = chunk.map_err(io::Error::other)?;
-        seen += chunk.len() as u64;
-        if seen > max {
-            return Err(io::Error::other(
-                "attachment larger than [media] max_download_mb",
-            ));
-        }
-        Ok(chunk)
-    })
+    input
+        .map(move |chunk| {
+            let chunk = chunk.map_err(io::Error::other)?;
+            seen += chunk.len() as u64;
+            if seen > max {
+                return Err(io::Error::other(
+                    "attachment larger than [media] max_download_mb",
+                ));
+            }
+            Ok(chunk)
+        })
+        .flat_map(|item| futures_util::stream::iter(pieces(item)))
+}
+
+/// `item` cut into pieces of at most [`decrypt::PIECE_BYTES`].
+fn pieces(item: io::Result<Bytes>) -> Vec<io::Result<Bytes>> {
+    let Ok(mut chunk) = item else {
+        return vec![item];
+    };
+    let mut out = Vec::with_capacity(chunk.len() / decrypt::PIECE_BYTES + 1);
+    while chunk.len() > decrypt::PIECE_BYTES {
+        out.push(Ok(chunk.split_to(decrypt::PIECE_BYTES)));
+    }
+    out.push(Ok(chunk));
+    out
 }
 
 /// 413 `payload_too_large`: `what` is larger than `limit` bytes.
@@ -228,18 +247,10 @@ pub async fn download(
         None
     });
     let length = stream.length;
-    let input = capped(stream.into_stream(), max);
+    let input = Box::pin(capped(stream.into_stream(), max));
     let body: pipe::Output = match key {
-        None => Box::pin(input),
-        Some(info) => {
-            let (out, _) = pipe::through_blocking(input, move |reader, sink| {
-                let mut dec = AttachmentDecryptor::new(reader, *info).map_err(io::Error::other)?;
-                pipe::copy_held_back(&mut dec, sink).inspect_err(|e| {
-                    tracing::warn!(error = %e, "encrypted attachment not delivered whole");
-                })
-            });
-            out
-        }
+        None => input,
+        Some(info) => decrypt::decrypting(input, *info).map_err(|_| malformed())?,
     };
     let prefix = if thumbnail { "thumbnail-" } else { "" };
     Ok(Download {
@@ -289,5 +300,17 @@ mod tests {
             );
         }
         assert_eq!(safe_content_type(None), "application/octet-stream");
+    }
+
+    #[test]
+    fn chunks_are_passed_on_in_pieces() {
+        let big = Bytes::from(vec![1u8; 2 * decrypt::PIECE_BYTES + 5]);
+        let lens: Vec<usize> = pieces(Ok(big))
+            .into_iter()
+            .map(|p| p.unwrap().len())
+            .collect();
+        assert_eq!(lens, [decrypt::PIECE_BYTES, decrypt::PIECE_BYTES, 5]);
+        assert_eq!(pieces(Ok(Bytes::from_static(b"abc"))).len(), 1);
+        assert!(pieces(Err(io::Error::other("x")))[0].is_err());
     }
 }

@@ -34,6 +34,22 @@ const SNIFF_BYTES: usize = 64 * 1024;
 const MAX_CAPTION_CHARS: usize = send::MAX_TEXT_CHARS;
 /// Longest file name kept, in characters.
 const MAX_NAME_CHARS: usize = 255;
+/// Longest `durationMs` accepted: a day.
+const MAX_DURATION_MS: u64 = 24 * 60 * 60 * 1000;
+
+/// `durationMs`: whole milliseconds, 0 to a day.
+fn parse_duration(raw: &str) -> AppResult<u64> {
+    raw.trim()
+        .parse::<u64>()
+        .ok()
+        .filter(|ms| *ms <= MAX_DURATION_MS)
+        .ok_or_else(|| {
+            AppError::invalid(
+                "durationMs",
+                format!("must be whole milliseconds from 0 to {MAX_DURATION_MS}"),
+            )
+        })
+}
 
 /// The text fields of the form (they come before `file`).
 #[derive(Debug, Clone, Default)]
@@ -41,6 +57,8 @@ pub struct UploadForm {
     pub txn_id: Option<String>,
     pub caption: Option<String>,
     pub reply_to: Option<String>,
+    /// `durationMs` as the client sent it (checked by [`upload`]).
+    pub duration_ms: Option<String>,
 }
 
 /// The `file` part: what the client says about it, and its bytes.
@@ -281,6 +299,11 @@ where
             format!("must be at most {MAX_CAPTION_CHARS} characters"),
         ));
     }
+    let duration_ms = form
+        .duration_ms
+        .as_deref()
+        .map(parse_duration)
+        .transpose()?;
     let reply_to = form
         .reply_to
         .map(|r| parse_event_id("replyTo", &r))
@@ -319,6 +342,9 @@ where
             info["w"] = json!(dim.width);
             info["h"] = json!(dim.height);
         }
+    }
+    if let Some(ms) = duration_ms.filter(|_| matches!(msgtype, "m.audio" | "m.video")) {
+        info["duration"] = json!(ms);
     }
     let key = copy_info(&spool.info)?;
     let mut content = json!({"msgtype": msgtype, "info": info});
@@ -377,6 +403,24 @@ mod tests {
         assert!(same_type("image/jpg", "image/jpeg"));
         let dim = imagesize::blob_size(PNG).unwrap();
         assert_eq!((dim.width, dim.height), (3, 2));
+    }
+
+    #[test]
+    fn durations_are_whole_milliseconds_up_to_a_day() {
+        assert_eq!(parse_duration("4200").unwrap(), 4200);
+        assert_eq!(parse_duration(" 0 ").unwrap(), 0);
+        assert_eq!(parse_duration("86400000").unwrap(), MAX_DURATION_MS);
+        for bad in [
+            "",
+            "-1",
+            "1.5",
+            "abc",
+            "86400001",
+            "99999999999999999999999",
+        ] {
+            let err = parse_duration(bad).unwrap_err();
+            assert!(err.to_string().starts_with("durationMs: "), "{bad}: {err}");
+        }
     }
 
     #[test]

@@ -33,6 +33,20 @@ pub fn validate_key(key: &str) -> AppResult<()> {
     Ok(())
 }
 
+/// Locks serialising reactions of one user with one key on one message (striped: a few
+/// unrelated reactions may share a lock, which only makes them wait for each other).
+/// Without it two identical requests at once would both find no stored reaction and
+/// both send one.
+static REACTION_LOCKS: [tokio::sync::Mutex<()>; 64] =
+    [const { tokio::sync::Mutex::const_new(()) }; 64];
+
+fn reaction_lock(user_id: &str, target: &str, key: &str) -> &'static tokio::sync::Mutex<()> {
+    use std::hash::{Hash, Hasher};
+    let mut h = std::collections::hash_map::DefaultHasher::new();
+    (user_id, target, key).hash(&mut h);
+    &REACTION_LOCKS[(h.finish() % REACTION_LOCKS.len() as u64) as usize]
+}
+
 fn fresh_txn(kind: &str) -> String {
     format!("{kind}-{}", uuid::Uuid::new_v4().simple())
 }
@@ -77,7 +91,7 @@ fn announce(state: &Context, user_id: &str, room_id: &str) {
 }
 
 /// `POST …/messages/{eventId}/reactions {key}`: reacts once per key (a repeat returns the
-/// stored reaction with `duplicate: true`).
+/// stored reaction with `duplicate: true`, also when both arrive at once).
 pub async fn react(
     state: &Context,
     user_id: &str,
@@ -88,6 +102,8 @@ pub async fn react(
     let room_id = parse_room_id("roomId", room_id)?;
     let target = parse_event_id("eventId", event_id)?;
     validate_key(key)?;
+    // Held until the reaction is stored, so a concurrent repeat finds it.
+    let _serial = reaction_lock(user_id, &target, key).lock().await;
     if let Some(r) = my_reactions(state, user_id, &target, key).await?.first() {
         return Ok(Sent {
             event_id: r.event_id.clone(),
@@ -152,6 +168,7 @@ pub async fn unreact(
     let room_id = parse_room_id("roomId", room_id)?;
     let target = parse_event_id("eventId", event_id)?;
     validate_key(key)?;
+    let _serial = reaction_lock(user_id, &target, key).lock().await;
     let mine = my_reactions(state, user_id, &target, key).await?;
     if mine.is_empty() {
         return Err(AppError::not_found("reaction"));

@@ -12,6 +12,7 @@ use crate::common::*;
 mod actions;
 mod encrypted;
 mod mcp;
+mod refusals;
 
 pub(crate) const WAIT: Duration = Duration::from_secs(30);
 
@@ -166,6 +167,8 @@ pub(crate) async fn wait_event_id(app: &TestApp, token: &str, room: &str, event:
 pub(crate) struct Plain {
     pub(crate) app: TestApp,
     pub(crate) token: String,
+    /// The Switchboard user's own Matrix account.
+    pub(crate) me: MatrixUser,
     pub(crate) bob: MatrixUser,
     pub(crate) room: String,
 }
@@ -183,6 +186,7 @@ pub(crate) async fn plain(extra: &str) -> Plain {
     Plain {
         app,
         token,
+        me,
         bob,
         room,
     }
