@@ -56,7 +56,8 @@ struct Table {
     flows: HashMap<String, Flow>,
     /// Request and start events of own devices the crate did not know yet: fed again
     /// after the next key query ([`UserCrypto::settle_verifications`]).
-    replay: Vec<Raw<AnyToDeviceEvent>>,
+    /// With the number of times each was fed again already.
+    replay: Vec<(Raw<AnyToDeviceEvent>, u8)>,
     /// Flows other users started: cancelled by the next settle.
     foreign: Vec<(OwnedUserId, String)>,
 }
@@ -117,7 +118,7 @@ impl UserCrypto {
             if self.machine.get_verification(own, flow).is_none()
                 && self.machine.get_verification_request(own, flow).is_none()
             {
-                table.replay.push(raw.clone());
+                table.replay.push((raw.clone(), 0));
             }
             table.seq += 1;
             let seq = table.seq;
@@ -314,7 +315,12 @@ impl UserCrypto {
     }
 
     /// Feeds request and start events again whose device was unknown when they came.
-    async fn replay(&self, events: Vec<Raw<AnyToDeviceEvent>>) -> Result<(), E2eeError> {
+    ///
+    /// The device's keys may come only with a later sync (its sign-in is announced in a
+    /// device-list change the sync after its first message): an event still unknown is fed
+    /// again after each of the next [`MAX_REPLAYS`] syncs before its flow is given up.
+    async fn replay(&self, queued: Vec<(Raw<AnyToDeviceEvent>, u8)>) -> Result<(), E2eeError> {
+        let events: Vec<Raw<AnyToDeviceEvent>> = queued.iter().map(|(e, _)| e.clone()).collect();
         let lists = Default::default();
         let counts = Default::default();
         let changes = EncryptionSyncChanges {
@@ -330,8 +336,8 @@ impl UserCrypto {
             .map_err(E2eeError::crypto)?;
         let own = self.machine.user_id();
         let mut t = self.verifications.table();
-        for e in &events {
-            let content = field(e, "content").unwrap_or_default();
+        for (e, tries) in queued {
+            let content = field(&e, "content").unwrap_or_default();
             let Some(flow) = content["transaction_id"].as_str() else {
                 continue;
             };
@@ -342,6 +348,9 @@ impl UserCrypto {
             };
             if known {
                 tracing::info!(user_id = %self.user_id, other_device = %f.other_device, "verification from a device whose keys came late; taken up");
+            } else if tries + 1 < MAX_REPLAYS {
+                tracing::debug!(user_id = %self.user_id, other_device = %f.other_device, "verification from a device whose keys are not known yet; fed again after the next sync");
+                t.replay.push((e, tries + 1));
             } else {
                 tracing::info!(user_id = %self.user_id, other_device = %f.other_device, "verification from a device whose keys are unknown; dropped");
                 f.lost = true;
@@ -373,6 +382,9 @@ impl UserCrypto {
         ids.into_iter().map(|(_, id, a)| (id, a)).collect()
     }
 }
+
+/// Syncs after which a verification from a device whose keys never came is given up.
+const MAX_REPLAYS: u8 = 10;
 
 /// Keeps at most [`MAX_FLOWS`] flows, dropping the oldest finished ones (then the oldest).
 fn prune(t: &mut Table) {
