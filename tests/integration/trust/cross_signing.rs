@@ -123,8 +123,13 @@ async fn a_refused_bootstrap_is_visible_and_leaves_decryption_working() {
     // Once the homeserver accepts, the next start bootstraps and the error clears.
     refuse.store(false, Ordering::SeqCst);
     app.restart_after_kill9().await;
-    let st = wait_trusted(&app, &s.access_token).await;
-    assert!(st["error"].is_null(), "{st}");
+    // The error is cleared when the whole round (cross-signing, then backup) has succeeded,
+    // a moment after the device shows as signed.
+    let st = wait_status(&app, &s.access_token, "a signed device and no error", |v| {
+        v["crossSigning"]["deviceSigned"] == true && v["error"].is_null()
+    })
+    .await;
+    assert_eq!(st["backup"]["enabled"], true, "{st}");
     let me = s.user["matrixUserId"].as_str().unwrap();
     assert_cross_signed(&matrix_token(&s), me, st["deviceId"].as_str().unwrap()).await;
     nio.text(&room, "after the bootstrap");
