@@ -116,6 +116,15 @@ pub fn ingest(
     }
     for room_id in sorted_keys(&resp.rooms.invite) {
         let mut view = RoomView::load(tx, ctx, dek, room_id)?;
+        if !view.is_new() && view.row.membership == "join" {
+            // A response requested before the room was joined through Switchboard (a new
+            // chat, an accepted invite) still lists the invite: it must not take the join
+            // back. A real new invite follows a leave, which is stored as "leave" first (only
+            // a leave and a re-invite both made elsewhere while no sync ran would be missed
+            // here; the next join or leave event sets the membership again).
+            tracing::debug!(user_id = ctx.user_id, %room_id, "stale invite for a joined room; ignored");
+            continue;
+        }
         for ev in &resp.rooms.invite[room_id].invite_state.events {
             view.apply_state(ctx, ev);
         }

@@ -484,3 +484,34 @@ mod e2ee;
 #[path = "tests_history.rs"]
 mod history;
 mod joined;
+
+#[test]
+fn a_stale_invite_does_not_take_back_a_join_but_a_leave_then_an_invite_is_an_invite() {
+    let mut f = Fixture::new();
+    f.ingest(joined(
+        "s1",
+        ROOM,
+        three_members(),
+        vec![text("$1", BOB, 1, "hi")],
+    ));
+    assert_eq!(f.room(ROOM).membership, "join");
+    let invite = |batch: &str| {
+        json!({"next_batch": batch, "rooms": {"invite": {ROOM: {"invite_state": {"events": [
+            {"type": "m.room.member", "state_key": ME, "sender": BOB, "content": {"membership": "invite"}},
+        ]}}}}})
+    };
+    // A response requested before the join (the API joined the room meanwhile).
+    let out = f.ingest(invite("s2"));
+    assert!(out.invites.is_empty());
+    assert_eq!(f.room(ROOM).membership, "join");
+    // After a leave, a new invite is one.
+    f.ingest(
+        json!({"next_batch": "s3", "rooms": {"leave": {ROOM: {"timeline": {"events": [
+            {"type": "m.room.member", "state_key": ME, "sender": ME, "event_id": "$leave",
+             "origin_server_ts": 5, "content": {"membership": "leave"}},
+        ]}}}}}),
+    );
+    assert_eq!(f.room(ROOM).membership, "leave");
+    f.ingest(invite("s4"));
+    assert_eq!(f.room(ROOM).membership, "invite");
+}
