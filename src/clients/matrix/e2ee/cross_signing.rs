@@ -5,7 +5,7 @@
 
 use matrix_sdk_crypto::store::types::CrossSigningKeyExport;
 use matrix_sdk_crypto::types::requests::{AnyIncomingResponse, UploadSigningKeysRequest};
-use ruma::api::client::keys::{get_keys, upload_signatures, upload_signing_keys};
+use ruma::api::client::keys::{get_keys, upload_signing_keys};
 use ruma::TransactionId;
 use serde::{Deserialize, Serialize};
 use serde_json::{json, Value};
@@ -136,15 +136,8 @@ impl UserCrypto {
             AnyIncomingResponse::SigningKeysUpload(&done),
         )
         .await?;
-        let body = serde_json::to_value(&requests.upload_signatures_req.signed_keys)
-            .map_err(E2eeError::crypto)?;
-        let resp: upload_signatures::v3::Response = self
-            .call(
-                matrix,
-                reqwest::Method::POST,
-                "keys/signatures/upload",
-                &body,
-            )
+        let resp = self
+            .upload_signatures(matrix, &requests.upload_signatures_req)
             .await?;
         self.mark_sent(&TransactionId::new(), &resp).await
     }
@@ -162,15 +155,7 @@ impl UserCrypto {
                 E2eeError::Crypto("the sync device's keys are not published yet".into())
             })?;
         let request = device.verify().await.map_err(E2eeError::crypto)?;
-        let body = serde_json::to_value(&request.signed_keys).map_err(E2eeError::crypto)?;
-        let resp: upload_signatures::v3::Response = self
-            .call(
-                matrix,
-                reqwest::Method::POST,
-                "keys/signatures/upload",
-                &body,
-            )
-            .await?;
+        let resp = self.upload_signatures(matrix, &request).await?;
         if let Some((user, failures)) = resp.failures.iter().next() {
             return Err(E2eeError::Crypto(format!(
                 "signature refused for {user}: {}",

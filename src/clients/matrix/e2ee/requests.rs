@@ -74,6 +74,23 @@ pub(super) async fn call<R: IncomingResponse>(
 }
 
 impl UserCrypto {
+    /// `POST keys/signatures/upload` of signatures the machine made (cross-signing,
+    /// a verified device, outgoing requests).
+    pub(super) async fn upload_signatures(
+        &self,
+        matrix: &MatrixClient,
+        request: &upload_signatures::v3::Request,
+    ) -> Result<upload_signatures::v3::Response, E2eeError> {
+        let body = serde_json::to_value(&request.signed_keys).map_err(E2eeError::crypto)?;
+        self.call(
+            matrix,
+            reqwest::Method::POST,
+            "keys/signatures/upload",
+            &body,
+        )
+        .await
+    }
+
     /// Sends every request the machine has queued and reports each answer back. Serialised
     /// per user: the machine hands out the same request again until it is marked sent. A
     /// failed request is logged and stays queued for the next call.
@@ -101,15 +118,7 @@ impl UserCrypto {
                 AnyOutgoingRequest::KeysClaim(r) => self.keys_claim(matrix, id, r).await,
                 AnyOutgoingRequest::ToDeviceRequest(r) => self.to_device(matrix, r).await,
                 AnyOutgoingRequest::SignatureUpload(r) => {
-                    let body = serde_json::to_value(&r.signed_keys).unwrap_or_default();
-                    let resp: upload_signatures::v3::Response = self
-                        .call(
-                            matrix,
-                            reqwest::Method::POST,
-                            "keys/signatures/upload",
-                            &body,
-                        )
-                        .await?;
+                    let resp = self.upload_signatures(matrix, r).await?;
                     self.mark_sent(id, &resp).await
                 }
                 AnyOutgoingRequest::RoomMessage(r) => {

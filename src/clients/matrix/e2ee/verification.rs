@@ -15,7 +15,6 @@ use std::sync::Mutex;
 
 use matrix_sdk_crypto::types::requests::OutgoingVerificationRequest;
 use matrix_sdk_crypto::{EncryptionSyncChanges, SasState};
-use ruma::api::client::keys::upload_signatures;
 use ruma::events::AnyToDeviceEvent;
 use ruma::serde::Raw;
 use ruma::{OwnedUserId, UserId};
@@ -262,15 +261,7 @@ impl UserCrypto {
                     self.send_verification(matrix, r).await?;
                 }
                 if let Some(upload) = signatures {
-                    let body = serde_json::to_value(&upload.signed_keys).unwrap_or_default();
-                    let _: upload_signatures::v3::Response = self
-                        .call(
-                            matrix,
-                            reqwest::Method::POST,
-                            "keys/signatures/upload",
-                            &body,
-                        )
-                        .await?;
+                    self.upload_signatures(matrix, &upload).await?;
                 }
             }
             Action::Cancel => {
