@@ -31,6 +31,18 @@ fn text_arg<'a>(args: &'a JsonObject, name: &str) -> Result<Option<&'a str>, Err
     }
 }
 
+/// `durationMs` of `send_file`: a whole number (the route checks its range and names the
+/// field when it is out of it).
+fn duration_arg(args: &JsonObject) -> Result<Option<u64>, ErrorData> {
+    match args.get("durationMs") {
+        None | Some(Value::Null) => Ok(None),
+        Some(v) => v
+            .as_u64()
+            .map(Some)
+            .ok_or_else(|| invalid("durationMs: must be a whole number of milliseconds".into())),
+    }
+}
+
 /// Runs `get_attachment` or `send_file`; `None` for every other tool.
 pub async fn call(
     core: &Core,
@@ -140,14 +152,23 @@ async fn send_file(
         .map_err(|_| invalid("data: must be standard base64".into()))?;
     let name = text_arg(args, "name")?.unwrap_or("file");
     let mimetype = text_arg(args, "mimetype")?.unwrap_or("");
-    let mut body = Vec::with_capacity(bytes.len() + 1024);
+    let mut fields: Vec<(&str, String)> = Vec::new();
     for field in ["txnId", "caption", "replyTo"] {
         if let Some(v) = text_arg(args, field)? {
-            body.extend_from_slice(
-                format!("--{BOUNDARY}\r\nContent-Disposition: form-data; name=\"{field}\"\r\n\r\n{v}\r\n")
-                    .as_bytes(),
-            );
+            fields.push((field, v.to_owned()));
         }
+    }
+    if let Some(ms) = duration_arg(args)? {
+        fields.push(("durationMs", ms.to_string()));
+    }
+    let mut body = Vec::with_capacity(bytes.len() + 1024);
+    for (field, v) in fields {
+        body.extend_from_slice(
+            format!(
+                "--{BOUNDARY}\r\nContent-Disposition: form-data; name=\"{field}\"\r\n\r\n{v}\r\n"
+            )
+            .as_bytes(),
+        );
     }
     let safe_name: String = name
         .chars()

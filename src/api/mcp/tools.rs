@@ -192,6 +192,11 @@ fn build() -> Vec<ToolSpec> {
                     STR,
                     "event id of a message of the room this replies to",
                 ),
+                (
+                    "durationMs",
+                    INT,
+                    "length of a voice note or video in milliseconds (info.duration)",
+                ),
             ],
             required: &["roomId", "data", "name", "txnId"],
         },

@@ -31,13 +31,17 @@ async fn attachment_file_reaction_edit_and_delete_tools() {
         json!([
             {"tool": "get_attachment", "args": {"roomId": room, "eventId": image_ev}},
             {"tool": "send_file", "args": {"roomId": room, "data": STANDARD.encode(&voice),
-                "name": "v.ogg", "mimetype": "audio/ogg", "txnId": "mcp-file-1"}},
+                "name": "v.ogg", "mimetype": "audio/ogg", "txnId": "mcp-file-1", "durationMs": 3000}},
             {"tool": "react", "args": {"roomId": room, "eventId": hello, "key": "👀"}},
             {"tool": "send_text", "args": {"roomId": room, "content": "mine", "txnId": "mcp-t1", "replyTo": hello}},
             {"tool": "get_attachment", "args": {"roomId": room, "eventId": hello}},
             {"tool": "edit_message", "args": {"roomId": room, "eventId": hello, "content": "not mine"}},
             {"tool": "send_file", "args": {"roomId": room, "data": STANDARD.encode(&voice),
                 "name": "v.png", "mimetype": "image/png", "txnId": "mcp-file-2"}},
+            {"tool": "send_file", "args": {"roomId": room, "data": STANDARD.encode(&voice),
+                "name": "v.ogg", "mimetype": "audio/ogg", "txnId": "mcp-file-3", "durationMs": -5}},
+            {"tool": "send_file", "args": {"roomId": room, "data": STANDARD.encode(&voice),
+                "name": "v.ogg", "mimetype": "audio/ogg", "txnId": "mcp-file-4", "durationMs": 86_400_001u64}},
         ]),
     )
     .await;
@@ -55,6 +59,7 @@ async fn attachment_file_reaction_edit_and_delete_tools() {
         .unwrap_or_else(|| panic!("{}", r[1]));
     let c = bob.event(room, file_ev).await["content"].clone();
     assert_eq!(c["msgtype"], "m.audio", "{c}");
+    assert_eq!(c["info"]["duration"], 3000, "{c}");
     assert_eq!(bob.download(c["url"].as_str().unwrap()).await.1, voice);
     let reaction = r[2]["ok"]["eventId"]
         .as_str()
@@ -74,6 +79,11 @@ async fn attachment_file_reaction_edit_and_delete_tools() {
     assert_eq!(error_code(&r[4]), "not_found", "{}", r[4]);
     assert_eq!(error_code(&r[5]), "not_own_message", "{}", r[5]);
     assert_eq!(error_code(&r[6]), "invalid_request", "{}", r[6]);
+    // A negative length is refused by the tool, one over a day by the route; both name it.
+    for bad in [&r[7], &r[8]] {
+        assert_eq!(error_code(bad), "invalid_request", "{bad}");
+        assert!(bad.to_string().contains("durationMs"), "{bad}");
+    }
     // The user's own message: edited, then deleted for everyone.
     wait_event_id(app, token, room, &mine).await;
     let report = mcp_client(
