@@ -38,7 +38,15 @@ export function trustSection() {
     }
   });
   const show = h('button', { type: 'button', onclick: (/** @type {Event} */ ev) => fetchKey(false, /** @type {HTMLElement} */ (ev.currentTarget)) }, 'Show my recovery key');
-  const reset = h('button', { type: 'button', class: 'danger', onclick: (/** @type {Event} */ ev) => fetchKey(true, /** @type {HTMLElement} */ (ev.currentTarget)) }, 'Make a new recovery key');
+  const reset = h('button', {
+    type: 'button',
+    class: 'danger',
+    onclick: (/** @type {Event} */ ev) => {
+      // Irreversible for the old key: its backup is deleted on the homeserver.
+      if (!confirm('Make a new recovery key? The key backup is replaced and the old recovery key stops working.')) return;
+      fetchKey(true, /** @type {HTMLElement} */ (ev.currentTarget));
+    },
+  }, 'Make a new recovery key');
   const load = async () => {
     try {
       /** @type {Schemas['E2eeStatus']} */

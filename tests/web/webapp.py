@@ -229,6 +229,21 @@ def tokens(page):
     expect(trust.locator("[data-recovery-key]")).to_have_text(re.compile(r"^(\w{4} ){11}\w{4}$"))
     expect(trust.get_by_role("button", name="Show my recovery key")).to_be_hidden()
     step("recovery_key_shown")
+    # A new key only after a confirmation: dismissed, nothing is asked; accepted, a new key.
+    key = trust.locator("[data-recovery-key]")
+    first = key.inner_text()
+    resets = []
+    page.on("request", lambda r: resets.append(r.post_data or "")
+            if r.method == "POST" and r.url.endswith("/api/e2ee/recovery-key") else None)
+    trust.get_by_text("Lost the recovery key?").click()
+    page.once("dialog", lambda d: d.dismiss())
+    trust.get_by_role("button", name="Make a new recovery key").click()
+    page.once("dialog", lambda d: d.accept())
+    trust.get_by_role("button", name="Make a new recovery key").click()
+    expect(key).to_have_text(re.compile(r"^(\w{4} ){11}\w{4}$"))
+    expect(key).not_to_have_text(first, timeout=30000)
+    assert len(resets) == 1 and '"reset":true' in resets[0].replace(" ", ""), resets
+    step("recovery_key_reset_confirmed")
     # Alice is no administrator: no link, and the page says so.
     expect(page.get_by_role("link", name="Admin")).to_be_hidden()
     go(page, "/admin")

@@ -228,6 +228,7 @@ async fn a_person_uses_switchboard_from_chromium() {
         "token_used",
         "token_revoked",
         "recovery_key_shown",
+        "recovery_key_reset_confirmed",
         "admin_hidden",
         "wrong_passphrase_refused",
         "unlocked",
