@@ -196,7 +196,8 @@ impl SyncApi {
     /// stateEvent, error}, `scheduled.updated` {id, roomId, status}, `reminder.due`
     /// {id, dueAt}, `email.updated` {accountId, threadId}, `verification.updated` {id,
     /// otherDeviceId, state} (a SAS verification with another of the user's Matrix
-    /// devices arrived or changed state), and `resync` {reason}. Each `data:` is JSON with a `type` equal to the event name. A
+    /// devices arrived or changed state; native sessions only: the verification routes are
+    /// not open to personal tokens, so their streams do not carry it), and `resync` {reason}. Each `data:` is JSON with a `type` equal to the event name. A
     /// notification says *that* something changed: re-read the room and its messages.
     ///
     /// Reconnect with `Last-Event-ID` to get the events missed meanwhile (from a window
@@ -229,7 +230,8 @@ impl SyncApi {
         // The gate admitted this token; the stream re-checks it for as long as it runs.
         let token =
             bearer_token(req).ok_or_else(|| AppError::unauthorized("authentication required"))?;
-        let stream = open(&state, auth.user_id(), token, resume)?;
+        let native = !auth.0.is_api_token();
+        let stream = open(&state, auth.user_id(), token, native, resume)?;
         Ok(SyncStream(SSE::new(stream).keep_alive(KEEP_ALIVE)))
     }
 }
@@ -240,6 +242,8 @@ struct Feed {
     /// The credential the stream was opened with, re-checked every [`RECHECK`].
     token: String,
     user_id: String,
+    /// A native session: also gets what only native routes can act on.
+    native: bool,
     pending: VecDeque<Event>,
     rx: Receiver<Arc<Published>>,
     recheck: tokio::time::Interval,
@@ -251,6 +255,7 @@ fn open(
     state: &AppState,
     user_id: &str,
     token: String,
+    native: bool,
     resume: Option<u64>,
 ) -> Result<BoxStream<'static, Event>, AppError> {
     let sub = state
@@ -264,7 +269,11 @@ fn open(
             ),
         })?;
     let pending = match sub.missed {
-        Some(missed) => missed.iter().map(|e| to_sse(e)).collect(),
+        Some(missed) => missed
+            .iter()
+            .filter(|e| shown_to(native, e))
+            .map(|e| to_sse(e))
+            .collect(),
         None => VecDeque::from([resync("Last-Event-ID is too old to resume; rescan")]),
     };
     let mut recheck = tokio::time::interval_at(tokio::time::Instant::now() + RECHECK, RECHECK);
@@ -273,6 +282,7 @@ fn open(
         state: state.clone(),
         token,
         user_id: user_id.to_owned(),
+        native,
         pending,
         rx: sub.rx,
         recheck,
@@ -300,7 +310,8 @@ async fn next(mut feed: Feed) -> Option<(Event, Feed)> {
             _ = feed.state.shutdown.wait() => return None,
         };
         match received {
-            Ok(e) => return Some((to_sse(&e), feed)),
+            Ok(e) if shown_to(feed.native, &e) => return Some((to_sse(&e), feed)),
+            Ok(_) => {}
             Err(RecvError::Lagged(n)) => {
                 tracing::debug!(user_id = %feed.user_id, missed = n, "event stream fell behind");
                 return Some((resync("events were missed; rescan"), feed));
@@ -323,6 +334,12 @@ async fn still_admitted(feed: &Feed) -> bool {
             false
         }
     }
+}
+
+/// Whether a stream opened by a native session (`native`) or a personal token gets `e`:
+/// `verification.updated` is for native sessions only, like the routes that answer it.
+fn shown_to(native: bool, e: &Published) -> bool {
+    native || !matches!(e.change, ChangeEvent::VerificationUpdated { .. })
 }
 
 /// The one place a change becomes JSON: `{"type": kind, ...payload}`.

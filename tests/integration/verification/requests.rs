@@ -12,6 +12,8 @@ use crate::reminders::{event_stream, wait_event};
 async fn an_accepted_request_goes_through_ready_and_its_comparison_is_accepted_on_its_own() {
     let mut s = own().await;
     let mut events = event_stream(&s.app, s.token()).await;
+    let pat = personal_token(&s.app, &s.session).await;
+    let mut pat_events = event_stream(&s.app, &pat).await;
     let id = s.nio.call(json!({
         "op": "sas_request", "device_id": s.sync_device, "timeout": 30,
     }))["transaction_id"]
@@ -24,6 +26,28 @@ async fn an_accepted_request_goes_through_ready_and_its_comparison_is_accepted_o
         d["id"] == id.as_str() && d["state"] == "requested"
     })
     .await;
+    // A personal token's stream, open since before the request, does not carry it (the
+    // verification routes are native only). Positive marker: a reminder announced after
+    // the request arrives on that stream, and nothing about the verification came first.
+    let due = (chrono::Utc::now() + chrono::Duration::seconds(1)).to_rfc3339();
+    let marker = s
+        .app
+        .api(&pat)
+        .reminders()
+        .create(json!({"title": "marker", "dueAt": due}))
+        .await
+        .unwrap();
+    loop {
+        let (kind, data) =
+            tokio::time::timeout(std::time::Duration::from_secs(30), pat_events.recv())
+                .await
+                .expect("reminder.due on the personal token's stream within 30 s")
+                .expect("stream open");
+        assert_ne!(kind, "verification.updated", "{data}");
+        if kind == "reminder.due" && data["id"] == marker["id"] {
+            break;
+        }
+    }
     expect_error(
         s.act(&id, "confirm", s.token()).await,
         409,
