@@ -38,7 +38,7 @@ impl HistoryIngest {
 
 impl TimelineSink for HistoryIngest {
     fn filter(&self) -> &str {
-        super::worker::history_filter()
+        super::filter::history_filter()
     }
 
     fn decrypt<'a>(

@@ -19,6 +19,7 @@ use crate::store::sync_state;
 mod amend;
 mod crypto_rooms;
 pub mod e2ee;
+mod filter;
 pub mod history;
 pub mod homeserver;
 pub mod ingest;

@@ -9,13 +9,12 @@
 //! Matrix account.
 
 use std::collections::HashMap;
-use std::sync::{Arc, OnceLock};
+use std::sync::Arc;
 use std::time::{Duration, Instant};
-
-use serde_json::json;
 
 use super::crypto_rooms;
 use super::e2ee::{self as decrypt, Syncer};
+use super::filter::sync_filter;
 use super::homeserver::Homeserver;
 use super::ingest::{self, IngestOutcome};
 use super::room::{DirectRooms, RoomHint};
@@ -32,10 +31,6 @@ use crate::store::{rooms, sync_state};
 
 /// How long one `/sync` long-poll waits for news.
 const POLL_MS: u64 = 30_000;
-/// Timeline events per room on the first sync (older history is fetched when paged into).
-const INITIAL_TIMELINE_LIMIT: u32 = 50;
-/// Timeline events per room on later syncs; longer gaps are recorded and paged in.
-const TIMELINE_LIMIT: u32 = 100;
 const BACKOFF_START: Duration = Duration::from_secs(1);
 const BACKOFF_MAX: Duration = Duration::from_secs(60);
 const CRYPTO_BACKOFF_START: Duration = Duration::from_secs(60);
@@ -44,57 +39,6 @@ const CRYPTO_BACKOFF_MAX: Duration = Duration::from_secs(3600);
 /// `room.updated` per room instead of a `message.created` per message.
 const MAX_MESSAGE_EVENTS: usize = 256;
 const MAX_JOIN_ATTEMPTS: u32 = 5;
-
-const STATE_TYPES: &[&str] = &[
-    "m.room.name",
-    "m.room.avatar",
-    "m.room.topic",
-    "m.room.member",
-    "m.room.create",
-    "m.room.encryption",
-    "m.bridge",
-    "uk.half-shot.bridge",
-];
-
-fn timeline_types() -> Vec<&'static str> {
-    let mut types = STATE_TYPES.to_vec();
-    types.extend([
-        "m.room.message",
-        "m.room.redaction",
-        "m.room.encrypted",
-        "m.reaction",
-        "m.sticker",
-    ]);
-    types
-}
-
-/// The `/sync` filter: the state, timeline events, receipts and account data ingest
-/// reads; no presence, typing or other account data.
-fn sync_filter(initial: bool) -> &'static str {
-    static FILTERS: OnceLock<[String; 2]> = OnceLock::new();
-    let filters = FILTERS.get_or_init(|| {
-        [INITIAL_TIMELINE_LIMIT, TIMELINE_LIMIT].map(|limit| {
-            json!({
-                "presence": {"not_types": ["*"]},
-                "account_data": {"types": ["m.direct"]},
-                "room": {
-                    "state": {"types": STATE_TYPES, "lazy_load_members": false},
-                    "timeline": {"types": timeline_types(), "limit": limit},
-                    "ephemeral": {"types": ["m.receipt"]},
-                    "account_data": {"types": ["m.fully_read"]},
-                },
-            })
-            .to_string()
-        })
-    });
-    &filters[usize::from(!initial)]
-}
-
-/// The `/messages` filter for paging back through a room's history: the timeline's types.
-pub(crate) fn history_filter() -> &'static str {
-    static FILTER: OnceLock<String> = OnceLock::new();
-    FILTER.get_or_init(|| json!({"types": timeline_types()}).to_string())
-}
 
 struct Backoff {
     next: Duration,

@@ -1,4 +1,4 @@
-//! Unit tests of the sync worker's filter and backoff.
+//! Unit tests of the sync worker's backoff.
 
 use super::*;
 
@@ -9,32 +9,6 @@ fn backoff_doubles_from_one_second_up_to_a_minute_and_resets() {
     assert_eq!(waits, vec![1, 2, 4, 8, 16, 32, 60, 60, 60]);
     b.reset();
     assert_eq!(b.next(), BACKOFF_START);
-}
-
-#[test]
-fn the_filters_keep_timeline_messages_state_receipts_and_read_markers() {
-    let initial: serde_json::Value = serde_json::from_str(sync_filter(true)).unwrap();
-    let later: serde_json::Value = serde_json::from_str(sync_filter(false)).unwrap();
-    assert_eq!(initial["room"]["timeline"]["limit"], INITIAL_TIMELINE_LIMIT);
-    assert_eq!(later["room"]["timeline"]["limit"], TIMELINE_LIMIT);
-    let types = later["room"]["timeline"]["types"].as_array().unwrap();
-    for t in [
-        "m.room.message",
-        "m.room.redaction",
-        "m.room.encrypted",
-        "m.room.member",
-        "m.bridge",
-    ] {
-        assert!(types.contains(&serde_json::json!(t)), "{t}");
-    }
-    assert_eq!(
-        later["room"]["ephemeral"]["types"],
-        serde_json::json!(["m.receipt"])
-    );
-    assert_eq!(
-        later["account_data"]["types"],
-        serde_json::json!(["m.direct"])
-    );
 }
 
 #[test]
