@@ -38,6 +38,7 @@ use crate::error::{AppError, ErrorCode};
 use crate::services::session::Principal;
 use crate::state::AppState;
 
+mod catalogue;
 mod media;
 pub mod tools;
 
