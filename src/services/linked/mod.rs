@@ -9,7 +9,7 @@
 //!   is deleted when its last room leaves (`groupDeleted: true`), whether by
 //!   `DELETE /api/rooms/linked/{groupId}/rooms/{roomId}` or by `DELETE /api/rooms/{roomId}`.
 
-use std::collections::{HashMap, HashSet};
+use std::collections::HashMap;
 
 use rusqlite::TransactionBehavior;
 
@@ -26,10 +26,9 @@ use crate::store::rooms;
 use crate::store::Conn;
 use rusqlite::{Connection, Transaction};
 
-/// Longest readable group name (characters).
-pub const MAX_NAME: usize = 255;
-/// Most room ids accepted in one request.
-pub const MAX_ROOM_IDS: usize = 100;
+mod input;
+
+pub use input::{parse_group_id, validate_name, validate_room_ids, MAX_NAME, MAX_ROOM_IDS};
 
 /// A group as its owner sees it.
 #[derive(Debug, Clone)]
@@ -44,59 +43,6 @@ pub struct GroupView {
 
 fn name_aad(group_id: &str) -> Aad<'_> {
     Aad::new("linked_groups", "name", group_id)
-}
-
-/// Normalizes a path group id (lower-case hyphenated UUID); 400 when it is not a UUID.
-pub fn parse_group_id(id: &str) -> AppResult<String> {
-    super::scheduled::parse_id("groupId", id)
-}
-
-/// Trimmed, at most [`MAX_NAME`] characters, no control characters; empty means no name.
-pub fn validate_name(name: &str) -> AppResult<Option<String>> {
-    let trimmed = name.trim();
-    if trimmed.chars().count() > MAX_NAME {
-        return Err(AppError::invalid(
-            "name",
-            format!("must be at most {MAX_NAME} characters"),
-        ));
-    }
-    if trimmed.chars().any(char::is_control) {
-        return Err(AppError::invalid(
-            "name",
-            "must not contain control characters",
-        ));
-    }
-    Ok((!trimmed.is_empty()).then(|| trimmed.to_owned()))
-}
-
-/// At least `min` distinct room ids, at most [`MAX_ROOM_IDS`]; duplicates are 400.
-pub fn validate_room_ids(ids: &[String], min: usize) -> AppResult<Vec<String>> {
-    if ids.len() < min {
-        return Err(AppError::invalid(
-            "roomIds",
-            format!("at least {min} room ID(s) required"),
-        ));
-    }
-    if ids.len() > MAX_ROOM_IDS {
-        return Err(AppError::invalid(
-            "roomIds",
-            format!("at most {MAX_ROOM_IDS} room IDs per request"),
-        ));
-    }
-    let mut seen = HashSet::new();
-    let mut out = Vec::with_capacity(ids.len());
-    for id in ids {
-        let id = validate_room_id(id)
-            .map_err(|_| AppError::invalid("roomIds", "every entry must be a Matrix room ID"))?;
-        if !seen.insert(id.clone()) {
-            return Err(AppError::invalid(
-                "roomIds",
-                format!("{id} is listed more than once"),
-            ));
-        }
-        out.push(id);
-    }
-    Ok(out)
 }
 
 fn dek_of(state: &Context, conn: &Connection, user_id: &str) -> AppResult<DataKey> {
@@ -447,37 +393,4 @@ pub async fn room_for_platform(
         Ok(members.into_iter().find(|id| on(id)).unwrap_or(rid))
     })
     .await
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn room_id_lists_need_enough_distinct_entries() {
-        let ids = |v: &[&str]| v.iter().map(|s| s.to_string()).collect::<Vec<_>>();
-        assert!(validate_room_ids(&ids(&["!a:hs"]), 2).is_err());
-        assert!(validate_room_ids(&ids(&["!a:hs", " !a:hs "]), 2).is_err());
-        assert!(validate_room_ids(&ids(&["!a:hs", ""]), 2).is_err());
-        assert_eq!(
-            validate_room_ids(&ids(&["!a:hs", "!b:hs"]), 2).unwrap(),
-            ids(&["!a:hs", "!b:hs"])
-        );
-        assert!(validate_room_ids(&[], 1).is_err());
-    }
-
-    #[test]
-    fn names_are_bounded_and_group_ids_are_uuids() {
-        assert_eq!(validate_name("  Alice  ").unwrap(), Some("Alice".into()));
-        assert_eq!(validate_name("   ").unwrap(), None);
-        assert!(validate_name(&"x".repeat(256)).is_err());
-        assert!(validate_name(&"é".repeat(255)).is_ok());
-        assert!(validate_name("a\u{0}b").is_err());
-        assert!(parse_group_id("not-a-uuid").is_err());
-        let id = uuid::Uuid::new_v4();
-        assert_eq!(
-            parse_group_id(&id.to_string().to_uppercase()).unwrap(),
-            id.to_string()
-        );
-    }
 }
