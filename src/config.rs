@@ -11,10 +11,14 @@ use std::time::Duration;
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
 
 mod email;
+mod integrations;
+mod mail;
 pub mod matrix_ids;
 mod media;
 mod server;
 pub use email::{EmailConfig, PrivateHosts};
+pub use integrations::{AiConfig, BridgeConfig, BridgesConfig, PushConfig, PushEnvironment};
+pub use mail::{MailConfig, MailTransport, SmtpSecurity};
 pub use media::MediaConfig;
 pub use server::{ServerConfig, TrustedProxies};
 
@@ -142,120 +146,12 @@ impl Default for AuthConfig {
     }
 }
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, Serialize)]
-#[serde(rename_all = "lowercase")]
-pub enum MailTransport {
-    /// Writes sign-in codes to the server log: the embedded default, for local use.
-    Log,
-    Smtp,
-}
-
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, Serialize)]
-#[serde(rename_all = "lowercase")]
-pub enum SmtpSecurity {
-    None,
-    Starttls,
-    Tls,
-}
-
-#[derive(Debug, Clone, Deserialize, Serialize)]
-#[serde(deny_unknown_fields, default)]
-pub struct MailConfig {
-    pub transport: MailTransport,
-    pub from: String,
-    pub smtp_host: Option<String>,
-    pub smtp_port: Option<u16>,
-    pub smtp_security: SmtpSecurity,
-    pub smtp_username: Option<String>,
-    pub smtp_password: Option<Secret>,
-}
-
-impl Default for MailConfig {
-    fn default() -> Self {
-        Self {
-            transport: MailTransport::Log,
-            from: "Switchboard <switchboard@localhost>".to_owned(),
-            smtp_host: None,
-            smtp_port: None,
-            smtp_security: SmtpSecurity::Starttls,
-            smtp_username: None,
-            smtp_password: None,
-        }
-    }
-}
-
 #[derive(Debug, Clone, Deserialize, Serialize)]
 #[serde(deny_unknown_fields)]
 pub struct MatrixConfig {
     pub homeserver_url: String,
     pub server_name: String,
     pub registration_shared_secret: Secret,
-}
-
-#[derive(Debug, Clone, Default, Deserialize, Serialize)]
-#[serde(deny_unknown_fields, default)]
-pub struct BridgesConfig {
-    pub whatsapp: Option<BridgeConfig>,
-    pub telegram: Option<BridgeConfig>,
-    pub discord: Option<BridgeConfig>,
-}
-
-#[derive(Debug, Clone, Default, Deserialize, Serialize)]
-#[serde(deny_unknown_fields, default)]
-pub struct BridgeConfig {
-    pub provisioning_url: Option<String>,
-    pub shared_secret: Option<Secret>,
-    /// The bridge bot's Matrix ID: its invites are joined automatically and only its
-    /// `m.bridge` state is believed.
-    pub bot_user_id: Option<String>,
-    /// Localpart prefix of the bridge's ghost users on the bot's server (default
-    /// `<platform>_`, mautrix's default username template); their invites are joined
-    /// automatically too.
-    pub ghost_prefix: Option<String>,
-}
-
-#[derive(Debug, Clone, Deserialize, Serialize)]
-#[serde(deny_unknown_fields)]
-pub struct AiConfig {
-    /// Base URL of an OpenAI-compatible API, e.g. `http://127.0.0.1:11434/v1`.
-    pub url: String,
-    pub model: String,
-    #[serde(default)]
-    pub api_key: Option<Secret>,
-    /// Model of the `/embeddings` endpoint used by `POST /api/ai/search`; default `model`.
-    #[serde(default)]
-    pub embedding_model: Option<String>,
-    /// How long one AI route (summary, translation, AI search) may wait for the service
-    /// in all, connection included: then 502 `ai_unavailable`. 1 s to 10 min.
-    #[serde(default = "AiConfig::default_timeout")]
-    pub timeout: HumanDuration,
-}
-
-impl AiConfig {
-    fn default_timeout() -> HumanDuration {
-        HumanDuration::from_secs(30)
-    }
-}
-
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, Serialize)]
-#[serde(rename_all = "lowercase")]
-pub enum PushEnvironment {
-    Production,
-    Development,
-}
-
-#[derive(Debug, Clone, Deserialize, Serialize)]
-#[serde(deny_unknown_fields)]
-pub struct PushConfig {
-    pub key_file: PathBuf,
-    pub key_id: String,
-    pub team_id: String,
-    pub bundle_id: String,
-    pub environment: PushEnvironment,
-    /// Replaces the APNs hosts (api.push.apple.com / api.sandbox.push.apple.com), e.g. a
-    /// local stand-in in tests or a relay; `http://` URLs are spoken to as HTTP/2 cleartext.
-    #[serde(default)]
-    pub endpoint: Option<String>,
 }
 
 #[derive(Debug, Clone, Deserialize, Serialize)]
