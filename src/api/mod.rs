@@ -120,7 +120,7 @@ fn apis() -> impl OpenApi {
         linked::LinkedApi,
         sync::SyncApi,
         (
-            bridges::BridgesApi,
+            (bridges::BridgesApi, bridges::BridgeLoginApi),
             (email::EmailApi, email::EmailSignaturesApi),
             search::SearchApi,
             ai::AiApi,
