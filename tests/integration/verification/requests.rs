@@ -145,3 +145,40 @@ async fn a_flow_from_a_device_not_known_yet_can_be_accepted_and_cancelled() {
     )
     .await;
 }
+
+/// A start from a device that never shows up is given up after 10 syncs and then listed
+/// as `cancelled` (not as the state it was last listed in). Each ping from nio wakes the
+/// sync worker's long poll, so the syncs come quickly.
+#[tokio::test]
+async fn a_flow_whose_device_never_shows_up_ends_cancelled() {
+    let mut s = own().await;
+    let id = format!("lost-{}", uuid::Uuid::new_v4().simple());
+    s.nio.call(json!({
+        "op": "to_device_raw", "event_type": "m.key.verification.start",
+        "device_id": s.sync_device,
+        "content": {
+            "from_device": "NEVERSEEN", "transaction_id": id, "method": "m.sas.v1",
+            "key_agreement_protocols": ["curve25519-hkdf-sha256"], "hashes": ["sha256"],
+            "message_authentication_codes": ["hkdf-hmac-sha256.v2"],
+            "short_authentication_string": ["decimal", "emoji"],
+        },
+    }));
+    s.wait_state(&id, "started").await;
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(90);
+    loop {
+        let list = s.list().await;
+        let v = list.iter().find(|v| v["id"] == id.as_str()).cloned();
+        if v.as_ref().is_some_and(|v| v["state"] == "cancelled") {
+            break;
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "not cancelled within 90 s: {v:?}"
+        );
+        s.nio.call(json!({
+            "op": "to_device_raw", "event_type": "org.switchboard.test.ping",
+            "device_id": s.sync_device, "content": {"n": 1},
+        }));
+        tokio::time::sleep(std::time::Duration::from_millis(300)).await;
+    }
+}
