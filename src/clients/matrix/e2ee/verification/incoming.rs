@@ -118,9 +118,7 @@ impl UserCrypto {
                 t.replay.push((e, tries + 1));
             } else {
                 tracing::info!(user_id = %self.user_id, other_device = %f.other_device, "verification from a device whose keys are unknown; dropped");
-                // Shown as cancelled from now on (not as the last state listed).
                 f.lost = true;
-                f.last = None;
             }
         }
         Ok(())
