@@ -14,11 +14,10 @@ use std::collections::HashMap;
 use std::sync::Mutex;
 
 use matrix_sdk_crypto::types::requests::OutgoingVerificationRequest;
-use matrix_sdk_crypto::{SasState, VerificationRequestState};
+use matrix_sdk_crypto::SasState;
 use ruma::events::AnyToDeviceEvent;
 use ruma::serde::Raw;
 use ruma::{OwnedUserId, UserId};
-use serde_json::Value;
 
 use super::{E2eeError, UserCrypto};
 use crate::clients::matrix::MatrixClient;
@@ -106,25 +105,13 @@ impl UserCrypto {
         if !replay.is_empty() {
             self.replay(replay).await?;
         }
-        // Accepted flows go on by themselves: a SAS start on an accepted request, and a
-        // flow accepted before the crate took it up (its device's keys came late).
         for (id, accepted) in self.flow_ids() {
-            if !accepted {
-                continue;
-            }
-            let out = if let Some(sas) = self.sas(&id) {
-                let waiting = matches!(sas.state(), SasState::Started { .. }) && !sas.we_started();
-                waiting.then(|| sas.accept()).flatten()
-            } else if let Some(r) = self.request(&id) {
-                let waiting = matches!(r.state(), VerificationRequestState::Requested { .. })
-                    && !r.we_started();
-                waiting.then(|| r.accept()).flatten()
-            } else {
-                None
-            };
-            if let Some(r) = out {
-                self.send_verification(matrix, r).await?;
-                sent = true;
+            let Some(sas) = self.sas(&id) else { continue };
+            if accepted && matches!(sas.state(), SasState::Started { .. }) && !sas.we_started() {
+                if let Some(r) = sas.accept() {
+                    self.send_verification(matrix, r).await?;
+                    sent = true;
+                }
             }
         }
         if sent {
@@ -191,10 +178,6 @@ impl UserCrypto {
                         s.accept()
                     }
                     (None, Some(r)) if current.state == State::Requested => r.accept(),
-                    // Listed, but the crate has not taken it up yet (the device's keys are
-                    // on their way): the acceptance is kept and carried out when it does
-                    // (`settle_verifications`), instead of refusing a flow the list shows.
-                    (None, None) if self.pending(id) => None,
                     _ => return Err(wrong()),
                 };
                 if let Some(f) = self.verifications.table().flows.get_mut(id) {
@@ -270,19 +253,6 @@ impl UserCrypto {
             OutgoingVerificationRequest::ToDevice(r) => self.to_device(matrix, &r).await,
             OutgoingVerificationRequest::InRoom(_) => Ok(()),
         }
-    }
-
-    /// A listed flow still waiting for the crate: fed again after the coming syncs, not
-    /// given up, and not finished (the crate forgets finished flows too).
-    fn pending(&self, id: &str) -> bool {
-        let t = self.verifications.table();
-        let queued = t.replay.iter().any(|(e, _)| {
-            e.get_field::<Value>("content")
-                .ok()
-                .flatten()
-                .is_some_and(|c| c["transaction_id"] == id)
-        });
-        queued && t.flows.get(id).is_some_and(|f| !f.lost)
     }
 
     fn flow_ids(&self) -> Vec<(String, bool)> {
