@@ -105,16 +105,7 @@ impl UserCrypto {
             let id = request.request_id();
             let sent = match request.request() {
                 AnyOutgoingRequest::KeysUpload(r) => self.keys_upload(matrix, id, r).await,
-                AnyOutgoingRequest::KeysQuery(r) => {
-                    let body = json!({
-                        "device_keys": r.device_keys,
-                        "timeout": r.timeout.unwrap_or(REMOTE_TIMEOUT).as_millis() as u64,
-                    });
-                    let resp: get_keys::v3::Response = self
-                        .call(matrix, reqwest::Method::POST, "keys/query", &body)
-                        .await?;
-                    self.mark_sent(id, &resp).await
-                }
+                AnyOutgoingRequest::KeysQuery(r) => self.keys_query(matrix, id, r).await,
                 AnyOutgoingRequest::KeysClaim(r) => self.keys_claim(matrix, id, r).await,
                 AnyOutgoingRequest::ToDeviceRequest(r) => self.to_device(matrix, r).await,
                 AnyOutgoingRequest::SignatureUpload(r) => {
@@ -144,6 +135,30 @@ impl UserCrypto {
             tracing::warn!(user_id = %self.user_id, error = %e, "key backup upload failed; retried later");
         }
         Ok(())
+    }
+
+    /// `POST keys/query` for a request of the machine; the answer goes back to it.
+    pub(super) async fn keys_query(
+        &self,
+        matrix: &MatrixClient,
+        id: &ruma::TransactionId,
+        r: &matrix_sdk_crypto::types::requests::KeysQueryRequest,
+    ) -> Result<(), E2eeError> {
+        let body = json!({
+            "device_keys": r.device_keys,
+            "timeout": r.timeout.unwrap_or(REMOTE_TIMEOUT).as_millis() as u64,
+        });
+        let resp: get_keys::v3::Response = self
+            .call(matrix, reqwest::Method::POST, "keys/query", &body)
+            .await?;
+        self.mark_sent(id, &resp).await
+    }
+
+    /// Queries the own account's device keys now, outside the machine's queue: a device
+    /// that just started a verification is then known without waiting for the next sync.
+    pub(super) async fn query_own_keys(&self, matrix: &MatrixClient) -> Result<(), E2eeError> {
+        let (id, r) = self.machine.query_keys_for_users([self.machine.user_id()]);
+        self.keys_query(matrix, &id, &r).await
     }
 
     pub(super) async fn call<R: IncomingResponse>(

@@ -103,6 +103,11 @@ impl UserCrypto {
             }
         }
         if !replay.is_empty() {
+            // Their devices' keys may already be on the homeserver (the device uploaded
+            // them before it started): ask now rather than after the next sync.
+            if let Err(e) = self.query_own_keys(matrix).await {
+                tracing::info!(user_id = %self.user_id, error = %e, "own device keys not queried; the next sync brings them");
+            }
             self.replay(replay).await?;
         }
         for (id, accepted) in self.flow_ids() {
