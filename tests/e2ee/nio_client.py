@@ -39,6 +39,8 @@ asyncio loop. Commands (all answer {"ok": true, ...} or {"ok": false, "error": .
                                                           it once ready arrived)
   wait_to_device {type, transaction_id, timeout}       -> the first to-device event of that
                                                           type and flow: {event}
+  to_device_raw {event_type, device_id, content}        -> sends that to-device event to an own
+                                                          device as given (no checks)
   sas_done     {transaction_id, device_id}             -> sends m.key.verification.done
   sas_wait     {transaction_id, until, timeout}        -> syncs (sending nio's answers) until
                                                           the SAS is "keys" (emoji shown),
@@ -390,6 +392,14 @@ class Driver:
         resp = await self.client.to_device(msg)
         if type(resp).__name__ != "ToDeviceResponse":
             raise RuntimeError(f"done failed: {resp}")
+        return {}
+
+    async def to_device_raw(self, event_type, device_id, content):
+        """Sends one to-device event of the caller's own account as given (no checks)."""
+        msg = ToDeviceMessage(event_type, self.client.user_id, device_id, content)
+        resp = await self.client.to_device(msg)
+        if type(resp).__name__ != "ToDeviceResponse":
+            raise RuntimeError(f"to-device failed: {resp}")
         return {}
 
     def sas_view(self, sas):

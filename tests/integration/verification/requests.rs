@@ -109,3 +109,29 @@ async fn an_accepted_request_goes_through_ready_and_its_comparison_is_accepted_o
     })
     .await;
 }
+
+/// A start from a device whose keys the crate cannot find is not listed (nor answerable):
+/// listed, its "accept" could only be refused. Positive marker: nio's own start, sent
+/// after it, is listed; then the unknown device's flow is still absent and answers 404.
+#[tokio::test]
+async fn a_flow_from_a_device_without_keys_is_not_listed_until_taken_up() {
+    let mut s = own().await;
+    let hidden = format!("nokeys-{}", uuid::Uuid::new_v4().simple());
+    s.nio.call(json!({
+        "op": "to_device_raw", "event_type": "m.key.verification.start",
+        "device_id": s.sync_device,
+        "content": {
+            "from_device": "NOSUCHDEVICE", "transaction_id": hidden, "method": "m.sas.v1",
+            "key_agreement_protocols": ["curve25519-hkdf-sha256"], "hashes": ["sha256"],
+            "message_authentication_codes": ["hkdf-hmac-sha256.v2"],
+            "short_authentication_string": ["decimal", "emoji"],
+        },
+    }));
+    let id = s.nio_starts();
+    s.wait_state(&id, "started").await;
+    let list = s.list().await;
+    assert!(list.iter().all(|v| v["id"] != hidden.as_str()), "{list:?}");
+    expect_error(s.act(&hidden, "accept", s.token()).await, 404, "not_found").await;
+    // nio's own flow goes on as usual.
+    expect_json(s.act(&id, "accept", s.token()).await, 200).await;
+}

@@ -159,9 +159,16 @@ impl UserCrypto {
         out
     }
 
-    /// One kept flow.
+    /// One kept flow (not one still waiting for its device's keys).
     pub async fn verification(&self, id: &str) -> Option<VerificationInfo> {
+        if self.is_waiting(id) {
+            return None;
+        }
         self.snapshot(id).await
+    }
+
+    fn is_waiting(&self, id: &str) -> bool {
+        incoming::waiting(&self.verifications.table()).contains(id)
     }
 
     /// Answers a flow and sends the answer at once; returns the flow as it stands then.
@@ -172,6 +179,9 @@ impl UserCrypto {
         action: Action,
     ) -> Result<VerificationInfo, ActionError> {
         let _guard = self.verifications.act.lock().await;
+        if self.is_waiting(id) {
+            return Err(ActionError::Unknown);
+        }
         let current = self.snapshot(id).await.ok_or(ActionError::Unknown)?;
         let wrong = || ActionError::WrongState(current.state);
         let sas = self.sas(id);
@@ -260,11 +270,15 @@ impl UserCrypto {
         }
     }
 
+    /// The flows to list, answer and announce, oldest first: not those still waiting for
+    /// their device's keys ([`incoming::waiting`]).
     fn flow_ids(&self) -> Vec<(String, bool)> {
         let t = self.verifications.table();
+        let waiting = incoming::waiting(&t);
         let mut ids: Vec<_> = t
             .flows
             .iter()
+            .filter(|(id, _)| !waiting.contains(*id))
             .map(|(id, f)| (f.seq, id.clone(), f.accepted))
             .collect();
         ids.sort();

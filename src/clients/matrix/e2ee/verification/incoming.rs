@@ -7,7 +7,9 @@ use ruma::serde::Raw;
 use ruma::OwnedUserId;
 use serde_json::Value;
 
-use super::{prune, Flow, State, REQUEST, START};
+use std::collections::HashSet;
+
+use super::{prune, Flow, State, Table, REQUEST, START};
 use crate::clients::matrix::e2ee::{E2eeError, UserCrypto};
 
 /// Syncs after which a verification from a device whose keys never came is given up.
@@ -15,6 +17,20 @@ const MAX_REPLAYS: u8 = 10;
 
 fn field(raw: &Raw<AnyToDeviceEvent>, name: &str) -> Option<Value> {
     raw.get_field::<Value>(name).ok().flatten()
+}
+
+/// The flows still waiting for their device's keys (queued to be fed again). They are not
+/// listed, announced or answerable until the crate takes them up: listed earlier, an
+/// "accept" could only be refused.
+pub(super) fn waiting(t: &Table) -> HashSet<String> {
+    t.replay
+        .iter()
+        .filter_map(|(e, _)| {
+            field(e, "content")?["transaction_id"]
+                .as_str()
+                .map(str::to_owned)
+        })
+        .collect()
 }
 
 impl UserCrypto {
