@@ -45,7 +45,12 @@ struct Flow {
     last: Option<VerificationInfo>,
     /// The last state announced on the event stream.
     reported: Option<State>,
-    /// The crate never took the flow up (its device was unknown even after a key query).
+    /// The crate has known this flow (a SAS or a request object): only such flows are
+    /// listed, announced and answerable. A flow whose device's keys have not come yet is
+    /// kept out until the crate takes it up, whatever the replay queue holds at the moment
+    /// (a settle takes the queue out while it feeds it again).
+    taken_up: bool,
+    /// The crate let go of the flow before it finished (cancelled here while unknown).
     lost: bool,
 }
 
@@ -159,16 +164,20 @@ impl UserCrypto {
         out
     }
 
-    /// One kept flow (not one still waiting for its device's keys).
+    /// One kept flow (not one the crate has not taken up yet).
     pub async fn verification(&self, id: &str) -> Option<VerificationInfo> {
-        if self.is_waiting(id) {
+        if !self.is_taken_up(id) {
             return None;
         }
         self.snapshot(id).await
     }
 
-    fn is_waiting(&self, id: &str) -> bool {
-        incoming::waiting(&self.verifications.table()).contains(id)
+    fn is_taken_up(&self, id: &str) -> bool {
+        self.verifications
+            .table()
+            .flows
+            .get(id)
+            .is_some_and(|f| f.taken_up)
     }
 
     /// Answers a flow and sends the answer at once; returns the flow as it stands then.
@@ -179,7 +188,7 @@ impl UserCrypto {
         action: Action,
     ) -> Result<VerificationInfo, ActionError> {
         let _guard = self.verifications.act.lock().await;
-        if self.is_waiting(id) {
+        if !self.is_taken_up(id) {
             return Err(ActionError::Unknown);
         }
         let current = self.snapshot(id).await.ok_or(ActionError::Unknown)?;
@@ -270,20 +279,22 @@ impl UserCrypto {
         }
     }
 
-    /// The flows to list, answer and announce, oldest first: not those still waiting for
-    /// their device's keys ([`incoming::waiting`]).
+    /// The flows to list, answer and announce, oldest first.
     fn flow_ids(&self) -> Vec<(String, bool)> {
-        let t = self.verifications.table();
-        let waiting = incoming::waiting(&t);
-        let mut ids: Vec<_> = t
-            .flows
-            .iter()
-            .filter(|(id, _)| !waiting.contains(*id))
-            .map(|(id, f)| (f.seq, id.clone(), f.accepted))
-            .collect();
-        ids.sort();
-        ids.into_iter().map(|(_, id, a)| (id, a)).collect()
+        listed(&self.verifications.table())
     }
+}
+
+/// The flows the crate has taken up, oldest first, with whether the user accepted each.
+fn listed(t: &Table) -> Vec<(String, bool)> {
+    let mut ids: Vec<_> = t
+        .flows
+        .iter()
+        .filter(|(_, f)| f.taken_up)
+        .map(|(id, f)| (f.seq, id.clone(), f.accepted))
+        .collect();
+    ids.sort();
+    ids.into_iter().map(|(_, id, a)| (id, a)).collect()
 }
 
 /// Keeps at most [`MAX_FLOWS`] flows, dropping the oldest finished ones (then the oldest).
@@ -324,8 +335,24 @@ mod tests {
                 cancel_code: None,
             }),
             reported: None,
+            taken_up: true,
             lost: false,
         }
+    }
+
+    #[test]
+    fn a_flow_the_crate_has_not_taken_up_is_never_listed() {
+        let mut t = Table::default();
+        t.flows.insert("known".into(), flow(1, false));
+        let mut unknown = flow(2, false);
+        unknown.taken_up = false;
+        t.flows.insert("unknown".into(), unknown);
+        // The settle takes the replay queue out while it feeds it again: the listing must not
+        // depend on the queue (it is empty here, as in the middle of a settle).
+        assert!(t.replay.is_empty());
+        assert_eq!(listed(&t), [("known".to_owned(), false)]);
+        t.flows.get_mut("unknown").unwrap().taken_up = true;
+        assert_eq!(listed(&t).len(), 2);
     }
 
     #[test]

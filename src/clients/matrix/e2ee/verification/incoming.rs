@@ -7,9 +7,7 @@ use ruma::serde::Raw;
 use ruma::OwnedUserId;
 use serde_json::Value;
 
-use std::collections::HashSet;
-
-use super::{prune, Flow, State, Table, REQUEST, START};
+use super::{prune, Flow, State, REQUEST, START};
 use crate::clients::matrix::e2ee::{E2eeError, UserCrypto};
 
 /// Syncs after which a verification from a device whose keys never came is given up.
@@ -17,20 +15,6 @@ const MAX_REPLAYS: u8 = 10;
 
 fn field(raw: &Raw<AnyToDeviceEvent>, name: &str) -> Option<Value> {
     raw.get_field::<Value>(name).ok().flatten()
-}
-
-/// The flows still waiting for their device's keys (queued to be fed again). They are not
-/// listed, announced or answerable until the crate takes them up: listed earlier, an
-/// "accept" could only be refused.
-pub(super) fn waiting(t: &Table) -> HashSet<String> {
-    t.replay
-        .iter()
-        .filter_map(|(e, _)| {
-            field(e, "content")?["transaction_id"]
-                .as_str()
-                .map(str::to_owned)
-        })
-        .collect()
 }
 
 impl UserCrypto {
@@ -68,9 +52,11 @@ impl UserCrypto {
             if device == self.device_id || table.flows.contains_key(flow) {
                 continue; // our own echo, or the start of a known request
             }
-            if self.machine.get_verification(own, flow).is_none()
-                && self.machine.get_verification_request(own, flow).is_none()
-            {
+            // Not listed until the crate knows it (see `Flow::taken_up`): listed earlier, an
+            // "accept" could only be refused.
+            let taken_up = self.machine.get_verification(own, flow).is_some()
+                || self.machine.get_verification_request(own, flow).is_some();
+            if !taken_up {
                 table.replay.push((raw.clone(), 0));
             }
             table.seq += 1;
@@ -85,6 +71,7 @@ impl UserCrypto {
                     accepted: false,
                     last: None,
                     reported: None,
+                    taken_up,
                     lost: false,
                 },
             );
@@ -128,6 +115,7 @@ impl UserCrypto {
                 continue;
             };
             if known {
+                f.taken_up = true;
                 tracing::info!(user_id = %self.user_id, other_device = %f.other_device, "verification from a device whose keys came late; taken up");
             } else if tries + 1 < MAX_REPLAYS {
                 tracing::debug!(user_id = %self.user_id, other_device = %f.other_device, "verification from a device whose keys are not known yet; fed again after the next sync");
