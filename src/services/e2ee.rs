@@ -46,7 +46,9 @@ pub async fn machine_for(state: &Context, user: &UserRow) -> AppResult<Option<Ar
         return Ok(None);
     };
     let mut user = user.clone();
-    for _ in 0..2 {
+    // Whether `user` was read after the last replacement of the sync device finished.
+    let mut fresh = false;
+    for _ in 0..3 {
         let (Some(token), Some(mxid)) = (
             users::matrix_token_of(&state.master, &user)?,
             user.matrix_user_id.clone(),
@@ -62,16 +64,34 @@ pub async fn machine_for(state: &Context, user: &UserRow) -> AppResult<Option<Ar
                 token: &token,
                 store_key: &key,
             };
-            match state.e2ee.open(matrix, &id).await.map_err(error)? {
+            match state.e2ee.open(matrix, &id, fresh).await.map_err(error)? {
                 Opened::Ready(crypto) => return Ok(Some(crypto)),
                 Opened::DeviceTaken => {}
+                Opened::Stale => {
+                    // Another sync device was opened since `user` was read: wait for a
+                    // replacement under way, then read the user again.
+                    drop(state.e2ee.rotation_lock().await);
+                    user = reload_user(state, &user.id).await?;
+                    fresh = true;
+                    continue;
+                }
             }
         }
         user = replace_sync_device(state, matrix, &user, &token, &mxid).await?;
+        fresh = true;
     }
     Err(error(E2eeError::Crypto(
         "the new sync device was refused as well".into(),
     )))
+}
+
+async fn reload_user(state: &Context, user_id: &str) -> AppResult<UserRow> {
+    let uid = user_id.to_owned();
+    state
+        .store
+        .run(move |c| crate::store::users::find(c, &uid).map_err(AppError::from))
+        .await?
+        .ok_or_else(|| AppError::not_found("user"))
 }
 
 /// Logs in a new sync device, stores its token and id, and logs the old one out (which
@@ -85,12 +105,7 @@ async fn replace_sync_device(
     mxid: &str,
 ) -> AppResult<UserRow> {
     let _guard = state.e2ee.rotation_lock().await;
-    let uid = user.id.clone();
-    let current = state
-        .store
-        .run(move |c| crate::store::users::find(c, &uid).map_err(AppError::from))
-        .await?
-        .ok_or_else(|| AppError::not_found("user"))?;
+    let current = reload_user(state, &user.id).await?;
     if current.matrix_device_id != user.matrix_device_id {
         return Ok(current); // replaced meanwhile
     }

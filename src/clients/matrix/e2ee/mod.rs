@@ -77,6 +77,11 @@ pub enum Opened {
     /// earlier store was destroyed): a device's keys cannot be replaced, so the caller
     /// must log in a new sync device.
     DeviceTaken,
+    /// The machine of another sync device is open for the user: the caller's view of the
+    /// user (read before a replacement of the sync device finished) is older than it.
+    /// Opening the caller's device instead would shred the newer device's store and act
+    /// with a token that was logged out; the caller reads the user again.
+    Stale,
 }
 
 /// One user's machine and the locks its protocol needs.
@@ -161,18 +166,26 @@ impl E2ee {
 
     /// The machine of `id.user_id`, opening (or creating) its store on first use. A store
     /// of another device is destroyed first: its keys belong to a device that is gone.
+    /// An open machine of another device of the same account is replaced only with
+    /// `replace_other` (the caller read the user after the last replacement finished);
+    /// otherwise the answer is [`Opened::Stale`].
     pub async fn open(
         &self,
         matrix: &MatrixClient,
         id: &Identity<'_>,
+        replace_other: bool,
     ) -> Result<Opened, E2eeError> {
         let mut users = self.users.lock().await;
         if let Some(c) = users.get(id.user_id) {
-            if c.device_id == id.device_id && c.machine.user_id().as_str() == id.matrix_user_id {
+            let same_account = c.machine.user_id().as_str() == id.matrix_user_id;
+            if c.device_id == id.device_id && same_account {
                 if let Ok(mut t) = c.token.write() {
                     id.token.clone_into(&mut t);
                 }
                 return Ok(Opened::Ready(c.clone()));
+            }
+            if same_account && !replace_other {
+                return Ok(Opened::Stale);
             }
             users.remove(id.user_id);
         }
