@@ -22,7 +22,7 @@
 #
 # Examples:
 #   scripts/test.sh                         everything
-#   scripts/test.sh --test api              one integration test file
+#   scripts/test.sh --test integration webapp   one area of the integration tests
 #   scripts/test.sh sign_in -- --nocapture  filter, show output
 #
 # Env knobs:

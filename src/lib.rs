@@ -16,6 +16,8 @@ mod layering;
 pub mod logging;
 pub mod metrics;
 pub mod ratelimit;
+#[cfg(test)]
+mod repo_docs;
 pub mod services;
 pub mod state;
 pub mod store;

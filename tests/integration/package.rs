@@ -107,6 +107,32 @@ fn verify_unit(root: &Path, work: &Path) {
     );
 }
 
+/// The documentation travels with the package: the README and every file of `docs/`
+/// (its screenshots included) byte for byte under /usr/share/doc/switchboard, so the
+/// README's `docs/…` links resolve on an installed system too.
+fn check_docs(root: &Path) {
+    let doc = root.join("usr/share/doc/switchboard");
+    let same = |repo: &Path, installed: &Path| {
+        let want = std::fs::read(repo).unwrap();
+        let got = std::fs::read(installed)
+            .unwrap_or_else(|e| panic!("{} is not packaged: {e}", installed.display()));
+        assert!(got == want, "{} differs from the repository's", installed.display());
+    };
+    same(&repo_root().join("README.md"), &doc.join("README.md"));
+    let mut count = 0;
+    for dir in ["docs", "docs/screenshots"] {
+        for entry in std::fs::read_dir(repo_root().join(dir)).unwrap() {
+            let path = entry.unwrap().path();
+            if path.is_file() {
+                same(&path, &doc.join(dir).join(path.file_name().unwrap()));
+                count += 1;
+            }
+        }
+    }
+    assert!(count >= 6, "only {count} files in docs/");
+    assert!(doc.join("docs/design.md").is_file());
+}
+
 /// Throw-away copies of the system directories the maintainer scripts write to.
 struct Sandbox {
     etc: PathBuf,
@@ -242,6 +268,7 @@ async fn the_debian_package_passes_lintian_its_scripts_make_user_and_key_and_it_
     run_ok(Command::new("dpkg-deb").arg("-e").arg(&deb).arg(&control));
     assert_eq!(mode(&root.join("usr/bin/switchboard")), 0o755);
     assert!(root.join("usr/lib/sysusers.d/switchboard.conf").is_file());
+    check_docs(&root);
     let config = root.join("etc/switchboard/switchboard.toml");
     assert_eq!(
         std::fs::read_to_string(&config).unwrap(),
