@@ -1,6 +1,6 @@
 // @ts-check
 // Keys stay in the browser: the X25519 key pair (WebCrypto), the recovery blob that wraps the
-// private key under a passphrase, and the DESIGN §8 seal both ways. The only cipher not in
+// private key under a passphrase, and the seal of docs/api.md both ways. The only cipher not in
 // WebCrypto, XChaCha20-Poly1305, comes from the vendored, audited @noble/ciphers.
 import { xchacha20poly1305 } from './vendor/noble-ciphers-2.0.1/chacha.js';
 
@@ -8,14 +8,14 @@ const subtle = globalThis.crypto.subtle;
 const enc = new TextEncoder();
 const dec = new TextDecoder();
 
-/** HKDF info of every seal (DESIGN §8). */
+/** HKDF info of every seal (docs/api.md, "Native envelopes"). */
 const SEAL_INFO = enc.encode('switchboard-v1');
 /** PKCS#8 prefix of an X25519 private key (RFC 8410): the 32 raw bytes follow it. */
 const PKCS8_X25519 = Uint8Array.from([
   0x30, 0x2e, 0x02, 0x01, 0x00, 0x30, 0x05, 0x06, 0x03, 0x2b, 0x65, 0x6e, 0x04, 0x22, 0x04, 0x20,
 ]);
 
-/** Recovery blob version 1 (README "Recovery format"). */
+/** Recovery blob version 1 (docs/security.md, "The recovery format"). */
 export const RECOVERY_VERSION = 1;
 /** PBKDF2-SHA256 iterations written into new blobs (OWASP 2023 minimum). */
 export const RECOVERY_ITERATIONS = 600_000;
@@ -97,7 +97,7 @@ async function passphraseKey(passphrase, salt, iterations) {
 }
 
 /**
- * Wraps the 32 private bytes under `passphrase` (recovery format v1, README):
+ * Wraps the 32 private bytes under `passphrase` (recovery format v1, docs/security.md):
  * `version(1) | iterations(u32 BE) | salt(16) | nonce(12) | AES-256-GCM(key) + tag(16)`,
  * the first 5 bytes as associated data. Returns standard base64 (`encryptedMasterKey`).
  * @param {Bytes} raw @param {string} passphrase
@@ -168,7 +168,7 @@ function importPublic(raw) {
 }
 
 /**
- * Opens a §8 envelope sealed to `pair`; returns the plaintext bytes (throws when it does not open).
+ * Opens an envelope sealed to `pair`; returns the plaintext bytes (throws when it does not open).
  * @param {KeyPair} pair @param {{ephemeralPubkey: string, nonce: string, ciphertext: string}} env
  */
 export async function openEnvelope(pair, env) {

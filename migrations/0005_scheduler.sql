@@ -3,7 +3,7 @@
 -- the seconds of the identity tables.
 
 -- Messages to send later. The body arrives sealed by the client to the server's X25519 key
--- (DESIGN §8 Seal) and is stored exactly as given (base64 fields); the server opens it only
+-- (docs/api.md, envelopes) and is stored exactly as given (base64 fields); the server opens it only
 -- in memory, when sending. Plaintext is never written.
 CREATE TABLE scheduled_messages (
     id               TEXT PRIMARY KEY,                -- UUID; also the Matrix txnId of the send

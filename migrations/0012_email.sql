@@ -1,4 +1,4 @@
--- E-mail (DESIGN §9): the user's own mailboxes over IMAP/SMTP, cached here.
+-- E-mail (docs/design.md): the user's own mailboxes over IMAP/SMTP, cached here.
 -- Sealed columns (`*_enc`) are XChaCha20-Poly1305 under the owner's data key with AAD
 -- (table, column, row id). Times are Unix MILLISECONDS.
 

@@ -1,4 +1,4 @@
--- Rich messages (issue #23, DESIGN §14): when a message was last edited, and the
+-- Rich messages (issue #23; docs/design.md): when a message was last edited, and the
 -- `m.reaction` annotations of messages.
 --
 -- messages.edited_at: origin time (ms) of the edit (`m.replace`) applied last; NULL when

@@ -1,4 +1,4 @@
--- The trusted sync device (issue #25, DESIGN §16): what must outlive the crypto store.
+-- The trusted sync device (issue #25; docs/design.md): what must outlive the crypto store.
 -- `cross_signing_enc`: the private cross-signing keys (JSON of the three seeds), sealed under
 -- the user's data key; `cross_signing_ours`: Switchboard made the account's cross-signing
 -- (only then may it reset it when the private keys are lost). `backup_key_enc`: the key

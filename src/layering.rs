@@ -5,7 +5,7 @@
 //! entry points (`main`, `lib`, `commands`, `http_server`) → `api` → `state` (the
 //! composition root) → `workers` → `services` + `error` → `store`, `clients` → `crypto`,
 //! `ratelimit` → the leaves `config`, `clock`, `events`. Modules on one layer may use each
-//! other as long as no cycle forms. README's "Layout" section describes each module.
+//! other as long as no cycle forms. docs/design.md ("Code layout") describes them.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::Path;

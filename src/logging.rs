@@ -1,7 +1,7 @@
 //! The log writer: formatted lines are appended to one shared buffer and written to stderr
 //! by one thread in batches, so a request never waits for the terminal or the journal and
-//! never wakes another thread per line (a wake-up per line cost more than the line: DESIGN
-//! §17 wants the access log to cost no measurable share of a request).
+//! never wakes another thread per line (a wake-up per line cost more than the line:
+//! the access log must cost no measurable share of a request, docs/operations.md).
 //!
 //! A line that lands in an empty buffer wakes the writer thread, which writes at once unless
 //! it wrote less than [`BATCH_WINDOW`] ago: then it first waits for the rest of that window,

@@ -100,10 +100,7 @@ fn citations_are_found_across_a_wrapped_comment() {
         outside_citations("//! costs: DESIGN\n//! \u{a7}17 wants it\n"),
         [1]
     );
-    assert_eq!(
-        outside_citations(&format!("a\n/// AI (contract \u{a7}5)")),
-        [2]
-    );
+    assert_eq!(outside_citations("a\n/// AI (contract \u{a7}5)"), [2]);
     assert!(outside_citations("RFC 8291 \u{a7}3.4; see docs/design.md").is_empty());
 }
 
@@ -113,7 +110,10 @@ fn the_readme_stays_short() {
         .unwrap()
         .lines()
         .count();
-    assert!(lines <= 300, "README.md has {lines} lines; move detail into docs/");
+    assert!(
+        lines <= 300,
+        "README.md has {lines} lines; move detail into docs/"
+    );
 }
 
 /// GitHub's anchor of a heading: lower case, punctuation dropped, spaces as hyphens.

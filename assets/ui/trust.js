@@ -1,5 +1,5 @@
 // @ts-check
-// Matrix encryption trust (DESIGN §16): the sync device's cross-signing and key backup status,
+// Matrix encryption trust (docs/design.md): the sync device's cross-signing and key backup status,
 // and the recovery key, shown once (a new one only by resetting, which makes a new backup).
 import * as api from '../api.js';
 import { h, replace } from './dom.js';

@@ -1,5 +1,5 @@
 //! The web app: the files of `assets/`, embedded with rust-embed and served at `/`
-//! (DESIGN §13).
+//! (docs/design.md, "The web app").
 //!
 //! - A `GET`/`HEAD` whose path is not the API's ([`is_app_request`]) answers the embedded
 //!   file of that path, or `index.html` (client-side routes such as `/inbox` or
@@ -31,7 +31,7 @@ struct Files;
 /// The page every client-side route answers with.
 pub const INDEX: &str = "index.html";
 
-/// Headers of every answer of the app (DESIGN §13: no inline script or style, nothing
+/// Headers of every answer of the app (docs/security.md: no inline script or style, nothing
 /// from another origin, no framing).
 pub const SECURITY_HEADERS: [(&str, &str); 3] = [
     (

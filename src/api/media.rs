@@ -1,4 +1,4 @@
-//! `/api/rooms/{roomId}/media*`: attachments of messages, both ways (DESIGN §14). The
+//! `/api/rooms/{roomId}/media*`: attachments of messages, both ways (docs/design.md). The
 //! bytes are streamed; Switchboard keeps none of them.
 
 use std::io;

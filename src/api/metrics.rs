@@ -1,4 +1,4 @@
-//! `GET /metrics`: Prometheus text format for administrators (DESIGN §17). The same text is
+//! `GET /metrics`: Prometheus text format for administrators (docs/operations.md). The same text is
 //! served without authentication on `[metrics] listen` when set ([`standalone`]).
 
 use poem::web::Data;

@@ -2,7 +2,7 @@
 //!
 //! Both name a request by its method and *route template* (`/api/search`,
 //! `/api/rooms/{roomId}`), never by the URI: queries carry search words and labels, paths
-//! carry room and message ids (DESIGN §17). A path no operation matches is `unmatched`.
+//! carry room and message ids (docs/operations.md). A path no operation matches is `unmatched`.
 //! The line is one `tracing` event with four fields, written by the queued log writer
 //! (`crate::logging`); `[log] access = false` leaves it out (metrics stay).
 

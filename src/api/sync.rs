@@ -27,7 +27,7 @@ use crate::state::AppState;
 const KEEP_ALIVE: Duration = Duration::from_secs(15);
 
 /// How often an open stream re-checks its credential (revocation, expiry, subscription),
-/// so it ends well within 5 s of a revocation (README, "Security model").
+/// so it ends well within 5 s of a revocation (docs/security.md).
 const RECHECK: Duration = Duration::from_secs(1);
 
 /// `room.updated`: a room's row, members or messages changed; re-read it.

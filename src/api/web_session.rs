@@ -1,4 +1,4 @@
-//! The web session (DESIGN §13): the browser app keeps its refresh token where page
+//! The web session (docs/security.md): the browser app keeps its refresh token where page
 //! scripts cannot read it.
 //!
 //! A request that carries `X-Switchboard-Client: web` on `POST /api/auth/verify` or

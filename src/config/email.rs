@@ -1,4 +1,4 @@
-//! `[email]`: the users' own mailboxes (IMAP/SMTP; README, "E-mail: your own mailboxes").
+//! `[email]`: the users' own mailboxes (IMAP/SMTP; docs/design.md).
 
 use std::net::IpAddr;
 

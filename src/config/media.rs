@@ -1,5 +1,5 @@
-//! `[media]`: attachments passed between clients and the homeserver (README, "Rich
-//! messages"). Switchboard streams them and stores no bytes.
+//! `[media]`: attachments passed between clients and the homeserver (docs/design.md,
+//! rich messages). Switchboard streams them and stores no bytes.
 
 use serde::{Deserialize, Serialize};
 

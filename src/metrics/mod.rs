@@ -1,4 +1,4 @@
-//! Process-wide counters behind `GET /metrics` (Prometheus text format, DESIGN §17).
+//! Process-wide counters behind `GET /metrics` (Prometheus text format, docs/operations.md).
 //!
 //! Hand-rolled atomics instead of a metrics crate: the set is small and fixed, recording
 //! is one or two relaxed atomic adds on the request path, and nothing here allocates after

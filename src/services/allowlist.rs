@@ -13,7 +13,7 @@
 /// (creation grants the ordinary entries of the current version only).
 ///
 /// Version 4 added contacts and new chats (`GET /api/contacts`, `POST /api/chats`) and rich
-/// messages (DESIGN §14): attachments both ways, reactions, edits and deletion for everyone
+/// messages: attachments both ways, reactions, edits and deletion for everyone
 /// of the token owner's own messages.
 pub const ALLOWLIST_VERSION: u32 = 4;
 
@@ -51,7 +51,7 @@ const fn explicit(method: &'static str, path: &'static str, since: u32) -> Allow
     }
 }
 
-/// The operations personal tokens may call (README, "Security model"), including the
+/// The operations personal tokens may call (docs/api.md), including the
 /// inverse actions of allowed ones (unarchive, unmute, unpin, unfavorite).
 pub const PERSONAL_TOKEN_ALLOWLIST: &[AllowedRoute] = &[
     // Rooms: list, get, mark read, mute, archive, favorite, pin (and their inverses).

@@ -98,7 +98,7 @@ pub fn open_reaction_key(
 }
 
 /// Readable routes (room names, message text) are refused after the user deleted their
-/// keys, until new keys are registered: 409 `NO_SIGNING_KEY` (README, "Data, keys and backups").
+/// keys, until new keys are registered: 409 `NO_SIGNING_KEY` (docs/design.md).
 pub fn require_readable(user: &UserRow) -> AppResult<()> {
     if user.keys_shredded {
         return Err(AppError::Conflict {

@@ -1,4 +1,4 @@
-//! Each user's sync device as an end-to-end encryption device (README, "Encrypted rooms"): opening its
+//! Each user's sync device as an end-to-end encryption device (docs/design.md): opening its
 //! machine (and replacing the device when a destroyed store left its keys on the
 //! homeserver), sending into encrypted rooms, and destroying the crypto store on key
 //! deletion and account removal.

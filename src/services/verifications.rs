@@ -1,5 +1,5 @@
 //! SAS (emoji) verification of the sync device with the user's other Matrix devices
-//! (DESIGN §16, README "Encrypted rooms"): listing and answering the flows the crypto
+//! (docs/design.md, E2EE and trust): listing and answering the flows the crypto
 //! machine runs, and announcing their changes as `verification.updated` on `/api/sync`.
 //!
 //! Flows live in the machine's memory: a restart forgets unfinished ones (the other

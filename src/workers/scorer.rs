@@ -216,7 +216,7 @@ async fn load(state: &Context, job: &Job) -> AppResult<Option<Loaded>> {
             let Some(row) = messages::find_by_event(c, &uid, &event_id)? else {
                 return Ok(None);
             };
-            // After a key deletion nothing is read on the user's behalf (README, "Deleting keys").
+            // After a key deletion nothing is read on the user's behalf (docs/security.md).
             if row.is_mine || row.redacted || user.keys_shredded {
                 return Ok(None);
             }

@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """A personal-token script: print a room's recent history, then send approved text.
 
-Uses the client generated from the served document (README, "Scripts"):
+Uses the client generated from the served document (docs/api.md, "Generating a client"):
 
   openapi-python-client generate --url http://127.0.0.1:8080/openapi.yaml \
       --meta none --output-path switchboard_client

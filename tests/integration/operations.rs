@@ -1,4 +1,4 @@
-//! What an operator of a public instance relies on (issue 21, DESIGN §17): keep-alive
+//! What an operator of a public instance relies on (issue 21; docs/operations.md): keep-alive
 //! connections that never close without a word, an access log without the users' words,
 //! and `/metrics`.
 

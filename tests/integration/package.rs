@@ -116,7 +116,11 @@ fn check_docs(root: &Path) {
         let want = std::fs::read(repo).unwrap();
         let got = std::fs::read(installed)
             .unwrap_or_else(|e| panic!("{} is not packaged: {e}", installed.display()));
-        assert!(got == want, "{} differs from the repository's", installed.display());
+        assert!(
+            got == want,
+            "{} differs from the repository's",
+            installed.display()
+        );
     };
     same(&repo_root().join("README.md"), &doc.join("README.md"));
     let mut count = 0;

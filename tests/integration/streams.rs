@@ -13,7 +13,7 @@ use crate::common::*;
 use crate::sync::{is_message_created, open_sse, Sse, WAIT};
 use crate::tokens::create_token;
 
-/// DESIGN §11: a stream ends within this long of its credential ending.
+/// docs/security.md: a stream ends within this long of its credential ending.
 const ENDS_WITHIN: Duration = Duration::from_secs(5);
 
 /// The stream stays open while its credential is good: long enough for the server's

@@ -1,4 +1,4 @@
-//! `/api/e2ee/*`: the sync device as a trusted end-to-end encryption device (DESIGN §16):
+//! `/api/e2ee/*`: the sync device as a trusted end-to-end encryption device (docs/design.md):
 //! its status and recovery key (`status.rs`) and SAS verification with the user's other
 //! Matrix devices (`verifications.rs`). Native sessions only (no route here is on the
 //! personal-token allowlist). Each submodule has one `OpenApi` struct; [`apis`] lists them.

@@ -1,4 +1,4 @@
-//! `/api/email/*`: the user's own mailboxes over IMAP and SMTP (see README). Thin
+//! `/api/email/*`: the user's own mailboxes over IMAP and SMTP (see docs/design.md). Thin
 //! handlers over `services::email`. Account routes are for native sessions only (not on
 //! the personal-token allowlist: passwords never reach scripts); the rest are on it.
 

@@ -1,4 +1,4 @@
-//! Reactions, edits and deletion for everyone of sent messages (DESIGN §14).
+//! Reactions, edits and deletion for everyone of sent messages.
 
 use poem::web::Data;
 use poem_openapi::param::Path;

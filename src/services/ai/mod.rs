@@ -70,7 +70,7 @@ pub struct Translation {
     pub model: String,
 }
 
-/// AI features are for native sessions (contract §5); the gate refuses tokens already.
+/// AI features are for native sessions (docs/api.md); the gate refuses tokens already.
 pub fn require_native(principal: &Principal) -> AppResult<&str> {
     match principal {
         Principal::User { user_id, .. } => Ok(user_id),

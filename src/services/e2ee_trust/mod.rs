@@ -1,4 +1,4 @@
-//! The trusted sync device (README, "Encrypted rooms"; DESIGN §16): cross-signing made and
+//! The trusted sync device (docs/design.md, E2EE and trust): cross-signing made and
 //! kept for the account, the sync device signed, a server-side key backup kept current and
 //! restored into a new crypto store, the recovery key handed out once, and the status.
 //!

@@ -1,4 +1,4 @@
-//! E-mail (README, "E-mail: your own mailboxes"): the user's own mailboxes over IMAP and SMTP.
+//! E-mail (docs/design.md): the user's own mailboxes over IMAP and SMTP.
 //!
 //! The cache (store::email) is what lists and reads come from; actions go to the IMAP
 //! server first and then re-sync the touched mailboxes into the cache. Everything the

@@ -1,4 +1,4 @@
-//! Attachments (DESIGN §14): `GET /api/rooms/{roomId}/media/{eventId}` streams an
+//! Attachments (docs/design.md): `GET /api/rooms/{roomId}/media/{eventId}` streams an
 //! attachment's bytes from the homeserver's authenticated media API as the user
 //! (decrypting those of encrypted rooms with `matrix-sdk-crypto`'s attachment decryptor,
 //! whose SHA-256 check must pass), and [`upload`] sends new ones. What an attachment is

@@ -1,4 +1,4 @@
-//! Actions on sent messages (DESIGN §14): reactions (add, remove), edits of the caller's
+//! Actions on sent messages: reactions (add, remove), edits of the caller's
 //! own text (`m.replace`) and deletion for everyone of the caller's own messages (a
 //! redaction). Each goes through [`send::send_once`], the txnId idempotency and E2EE path
 //! of text sends, and is announced on `/api/sync` (`room.updated`) at once; the sync

@@ -1,4 +1,4 @@
-//! The rich fields of a message object (DESIGN §14), both views: `media` (what an
+//! The rich fields of a message object (docs/design.md), both views: `media` (what an
 //! attachment is, from the event content), `replyTo`, `editedAt` and `reactions`
 //! (aggregated from the stored `m.reaction` annotations; redacted ones are gone).
 //!

@@ -1,6 +1,6 @@
-//! `sealedMeta` of native room objects (DESIGN §13): the room's readable name, topic and
+//! `sealedMeta` of native room objects (docs/design.md): the room's readable name, topic and
 //! avatar and the direct partner's display name, as one JSON document sealed to the user's
-//! registered X25519 key with the envelope of `crypto::envelope` (DESIGN §8). Native
+//! registered X25519 key with the envelope of `crypto::envelope` (docs/api.md). Native
 //! clients otherwise see no readable name at all; personal tokens get the fields in the
 //! clear instead and no `sealedMeta`.
 //!

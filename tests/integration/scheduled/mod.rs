@@ -30,7 +30,7 @@ fn random32() -> [u8; 32] {
     out
 }
 
-/// The client side of the DESIGN §8 Seal: `(encryptedBody, nonce, ephemeralPubkey)`.
+/// The client side of the envelope seal (docs/api.md): `(encryptedBody, nonce, ephemeralPubkey)`.
 fn seal(server_public_b64: &str, plaintext: &str) -> (String, String, String) {
     let server: [u8; 32] = STANDARD
         .decode(server_public_b64)

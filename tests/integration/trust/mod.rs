@@ -1,4 +1,4 @@
-//! The trusted sync device (issue #25, DESIGN §16) against the real Synapse, checked from
+//! The trusted sync device (issue #25; docs/design.md) against the real Synapse, checked from
 //! outside: cross-signing keys and the sync device's signatures read from `/keys/query`
 //! and verified here (canonical JSON + Ed25519), the key backup read from
 //! `/room_keys/*`, secret storage opened with the recovery key, and the status route.

@@ -1,4 +1,4 @@
-//! The web app (`assets/`, DESIGN §13) in a real browser: Debian's Chromium driven by
+//! The web app (`assets/`, docs/design.md) in a real browser: Debian's Chromium driven by
 //! Playwright for Python (tests/web/webapp.py) against the real binary, Synapse, the SMTP sink
 //! and the WhatsApp bridge emulator. The script asks this test for what only the test can do
 //! (a sign-in code from the mail, a QR rotation and a scan at the emulator) on a line protocol:
@@ -128,7 +128,7 @@ async fn a_person_uses_switchboard_from_chromium() {
     bob.send_text(&room, incoming).await;
 
     // Screenshots go to the test's directory; SWITCHBOARD_WEB_SCREENSHOTS=DIR keeps them
-    // (README's come from `SWITCHBOARD_WEB_SCREENSHOTS=docs/screenshots`).
+    // (the README's come from `SWITCHBOARD_WEB_SCREENSHOTS=docs/screenshots`).
     // A mailbox on the real Dovecot with an HTML mail holding a remote (tracking) image.
     let mailbox = dovecot::add_user("web.mailbox", MAIL_PASSWORD);
     let mail_from = unique_email("web.dana");

@@ -1,4 +1,4 @@
-//! The web app's server side (issue #22, DESIGN §13): its files at `/`, the web session
+//! The web app's server side (issue #22; docs/design.md): its files at `/`, the web session
 //! (refresh token in an HttpOnly cookie) and `sealedMeta` on native room objects; the app
 //! itself in Chromium (browser.rs).
 

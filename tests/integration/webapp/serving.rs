@@ -1,4 +1,4 @@
-//! The web app's files at `/` (DESIGN §13): headers, client-side routes, validators,
+//! The web app's files at `/` (docs/security.md): headers, client-side routes, validators,
 //! compression, HEAD, the separate budget, and paths that try to leave `assets/`.
 
 use std::io::Read as _;

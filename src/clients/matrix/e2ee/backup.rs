@@ -1,5 +1,5 @@
 //! Server-side key backup (`m.megolm_backup.v1.curve25519-aes-sha2`) of the sync device's
-//! room keys (README, "Encrypted rooms"; DESIGN §16): creating a backup version, uploading
+//! room keys (docs/design.md, E2EE and trust): creating a backup version, uploading
 //! room keys as they arrive (from [`UserCrypto::process_outgoing`]), restoring every key
 //! into a new crypto store, and fetching single sessions whose key a message lacked.
 

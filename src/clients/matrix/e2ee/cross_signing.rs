@@ -1,6 +1,6 @@
-//! Cross-signing of the user's account and the sync device (README, "Encrypted rooms",
-//! DESIGN §16): bootstrap when the account has none (answering the homeserver's
-//! user-interactive auth with the account password Switchboard holds), import of the
+//! Cross-signing of the user's account and the sync device (docs/design.md,
+//! E2EE and trust): bootstrap when the account has none (answering the homeserver's
+//! user-interactive auth with the account password Switchboard derives), import of the
 //! private keys into a new crypto store, and the sync device's self-signing signature.
 
 use matrix_sdk_crypto::store::types::CrossSigningKeyExport;

@@ -1,4 +1,4 @@
-//! End-to-end encryption of each user's Switchboard sync device (README, "Encrypted rooms"): one
+//! End-to-end encryption of each user's Switchboard sync device (docs/design.md): one
 //! `matrix-sdk-crypto` [`OlmMachine`] per user over a persistent `matrix-sdk-sqlite` crypto
 //! store in `<data_dir>/e2ee/<user id>/`, encrypted with a 32-byte key the caller derives
 //! from the user's data key (which only `master.key` unwraps).

@@ -1,4 +1,4 @@
-//! Secret storage (SSSS) under a recovery key (DESIGN §16): the key backup's key and the
+//! Secret storage (SSSS) under a recovery key (docs/design.md): the key backup's key and the
 //! private cross-signing keys, encrypted with a new `m.secret_storage.v1.aes-hmac-sha2`
 //! key, go into the account data where Element and other clients look for them; the key
 //! itself is returned once as the base58 recovery key and kept nowhere.
