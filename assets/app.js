@@ -8,6 +8,7 @@ import { state, on } from './state.js';
 import { startSync, stopSync } from './sync.js';
 import { errorBox, toast } from './ui/notice.js';
 import { h, replace } from './ui/dom.js';
+import { initPwa } from './pwa.js';
 
 /**
  * @typedef {(main: HTMLElement, params: any) => (void | (() => void) | Promise<void | (() => void)>)} Screen
@@ -120,6 +121,7 @@ function wire() {
   });
   window.addEventListener('popstate', () => show());
   api.onSessionLost(signedOut);
+  initPwa(navigate);
   const live = /** @type {HTMLElement} */ (document.getElementById('live'));
   on('sync', (/** @type {any} */ data) => {
     if (data?.type === 'verification.updated' && data.state === 'requested' && location.pathname !== '/settings') {

@@ -69,10 +69,11 @@ impl AppState {
         );
         let bridges =
             crate::services::bridges::Bridges::new(&config.bridges).map_err(StartupError::Other)?;
-        let push = match &config.push {
+        let push = match config.push.as_ref().filter(|p| p.apns()) {
             Some(p) => Some(crate::clients::push::PushClient::new(p).map_err(StartupError::Other)?),
             None => None,
         };
+        let web_push = crate::services::push::build_client(&config).map_err(StartupError::Other)?;
         let auth_cache = crate::services::session::AuthCache::new(store.epoch());
         let pages =
             crate::services::pages::PageCache::new(store.epoch(), config.storage.history_cache_mb);
@@ -99,6 +100,7 @@ impl AppState {
             sync_wakeup: tokio::sync::Notify::new(),
             scheduler_wakeup: tokio::sync::Notify::new(),
             push,
+            web_push,
             history: Arc::new(crate::workers::sync::HistoryIngest::new(&config.bridges)),
             email: Default::default(),
             config,

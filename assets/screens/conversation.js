@@ -9,6 +9,7 @@ import { h, replace } from '../ui/dom.js';
 import { errorBox, toast } from '../ui/notice.js';
 import { scheduleForm } from '../ui/schedule.js';
 import { messageItem } from '../ui/message.js';
+import { levelControls } from '../ui/levels.js';
 
 const PAGE = 50;
 
@@ -61,7 +62,10 @@ export async function render(main, { roomId }) {
       h('span', { class: `platform ${room.platform || 'matrix'}` }, platformName(room.platform)),
       h('div', { class: 'actions', role: 'group', 'aria-label': 'Conversation actions' },
         toggle('pinned', 'pin', 'unpin', 'Pin'),
-        toggle('muted', 'mute', 'unmute', 'Mute'),
+        levelControls(roomId, room.notifications, async () => {
+          room = await getRoom(roomId);
+          renderHead();
+        }),
         toggle('favorite', 'favorite', 'unfavorite', 'Favourite'),
         toggle('archived', 'archive', 'unarchive', 'Archived')),
     );
@@ -155,7 +159,8 @@ export async function render(main, { roomId }) {
       if (ev.type === 'message.created') refreshNewest();
       if (ev.type === 'room.updated') {
         getRoom(roomId).then((r) => {
-          const changed = ['pinned', 'muted', 'favorite', 'archived', 'membership'].some((k) => /** @type {any} */ (r)[k] !== /** @type {any} */ (room)[k]);
+          const changed = ['pinned', 'muted', 'favorite', 'archived', 'membership'].some((k) => /** @type {any} */ (r)[k] !== /** @type {any} */ (room)[k])
+            || r.notifications.level !== room.notifications.level || r.notifications.snoozeUntil !== room.notifications.snoozeUntil;
           room = r;
           if (changed) renderHead();
         }).catch(() => {});

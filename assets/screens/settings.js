@@ -1,5 +1,5 @@
 // @ts-check
-// Settings: profile, personal tokens, mailboxes, push devices, accounts, keys, Matrix encryption,
+// Settings: profile, notifications, personal tokens, mailboxes, push devices, accounts, keys, Matrix encryption,
 // device verification, sign-out.
 import * as api from '../api.js';
 import { enter, signOut } from '../app.js';
@@ -11,6 +11,7 @@ import { tokensSection } from '../ui/tokens.js';
 import { mailboxesSection } from '../ui/mailboxes.js';
 import { verificationsSection } from '../ui/verifications.js';
 import { trustSection } from '../ui/trust.js';
+import { notificationsSection } from '../ui/notifications.js';
 import { setupForm } from './keys.js';
 
 /** @param {HTMLElement} main */
@@ -19,9 +20,9 @@ export function render(main) {
   main.append(
     h('h1', null, 'Settings'),
     h('nav', { class: 'chips', 'aria-label': 'Sections' },
-      [['profile', 'Profile'], ['tokens', 'Personal tokens'], ['mail', 'Mailboxes'], ['devices', 'Push devices'], ['accounts', 'Accounts'], ['keys', 'Keys'], ['encryption', 'Matrix encryption'], ['verify', 'Device verification']]
+      [['profile', 'Profile'], ['notifications', 'Notifications'], ['tokens', 'Personal tokens'], ['mail', 'Mailboxes'], ['devices', 'Push devices'], ['accounts', 'Accounts'], ['keys', 'Keys'], ['encryption', 'Matrix encryption'], ['verify', 'Device verification']]
         .map(([id, t]) => h('a', { class: 'chip', href: `#${id}`, onclick: (/** @type {Event} */ ev) => { ev.preventDefault(); document.getElementById(id)?.scrollIntoView(); } }, t))),
-    profileSection(), tokensSection(), mailboxesSection(), devicesSection(), accountsSection(), keysSection(), trustSection(),
+    profileSection(), notificationsSection(), tokensSection(), mailboxesSection(), devicesSection(), accountsSection(), keysSection(), trustSection(),
     verify.section,
     h('section', { class: 'card' }, h('button', { type: 'button', class: 'secondary', onclick: signOut }, 'Sign out')),
   );

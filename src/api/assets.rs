@@ -74,13 +74,48 @@ pub fn is_app_request(method: &Method, path: &str) -> bool {
 fn catalog() -> &'static HashMap<String, Asset> {
     static CATALOG: OnceLock<HashMap<String, Asset>> = OnceLock::new();
     CATALOG.get_or_init(|| {
-        Files::iter()
-            .filter_map(|name| {
-                let file = Files::get(&name)?;
-                Some((name.to_string(), prepare(&name, file.data.into_owned())))
+        let mut raw: Vec<(String, Vec<u8>)> = Files::iter()
+            .filter_map(|name| Some((name.to_string(), Files::get(&name)?.data.into_owned())))
+            .collect();
+        raw.sort();
+        if let Some(i) = raw.iter().position(|(name, _)| name == SERVICE_WORKER) {
+            let shell = service_worker(&raw[i].1, &raw);
+            raw[i].1 = shell;
+        }
+        raw.into_iter()
+            .map(|(name, body)| {
+                let asset = prepare(&name, body);
+                (name, asset)
             })
             .collect()
     })
+}
+
+/// The service worker, served at `/sw.js` so its scope is the whole app.
+pub const SERVICE_WORKER: &str = "sw.js";
+
+/// Fills in the service worker's app shell: `__SHELL_VERSION__` becomes a hash of every
+/// other embedded file (so a new build installs a new cache and drops the old one), and
+/// `__SHELL_FILES__` the JSON list of their paths (a JSON string literal's content).
+fn service_worker(template: &[u8], files: &[(String, Vec<u8>)]) -> Vec<u8> {
+    let mut hasher = Sha256::new();
+    let mut paths = Vec::new();
+    for (name, body) in files.iter().filter(|(n, _)| n != SERVICE_WORKER) {
+        hasher.update(name.as_bytes());
+        hasher.update([0]);
+        hasher.update(Sha256::digest(body));
+        if !name.ends_with(".md") && !name.ends_with(".d.ts") && !name.ends_with(".txt") {
+            paths.push(format!("/{name}"));
+        }
+    }
+    let version = hex::encode(&hasher.finalize()[..8]);
+    // Inside a single-quoted JS string: the JSON has no single quotes or backslashes
+    // (embedded file names are plain paths).
+    let list = serde_json::to_string(&paths).unwrap_or_else(|_| "[]".into());
+    String::from_utf8_lossy(template)
+        .replace("__SHELL_VERSION__", &version)
+        .replace("__SHELL_FILES__", &list)
+        .into_bytes()
 }
 
 /// Builds the table of embedded files now; returns how many there are.

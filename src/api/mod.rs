@@ -35,6 +35,7 @@ pub mod messages;
 pub mod metrics;
 pub mod observe;
 pub mod openapi;
+pub mod push;
 pub mod reminders;
 pub mod rooms;
 pub mod routes;
@@ -72,6 +73,9 @@ pub enum ApiTags {
     Reminders,
     /// Push-notification devices (APNs) and the push configuration.
     Devices,
+    /// Web Push for browsers: the VAPID key, subscriptions and previews (native sessions
+    /// only).
+    Push,
     /// The caller's rooms (conversations): list, read, mark read, archive, flags, delete.
     Rooms,
     /// Linked room groups: one conversation across several platforms.
@@ -110,13 +114,19 @@ fn apis() -> impl OpenApi {
             scheduled::ScheduledApi,
             reminders::RemindersApi,
             devices::DevicesApi,
+            push::PushApi,
         ),
         (
             messages::MessagesApi,
             messages::MessageActionsApi,
             media::MediaApi,
         ),
-        (rooms::RoomsApi, rooms::RoomFlagsApi, invites::InvitesApi),
+        (
+            rooms::RoomsApi,
+            rooms::RoomFlagsApi,
+            rooms::RoomNotificationsApi,
+            invites::InvitesApi,
+        ),
         linked::LinkedApi,
         sync::SyncApi,
         (

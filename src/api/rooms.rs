@@ -21,8 +21,10 @@ use crate::state::AppState;
 use crate::store::rooms::RoomFlag;
 
 mod flags;
+mod notifications;
 mod objects;
 pub use flags::RoomFlagsApi;
+pub use notifications::RoomNotificationsApi;
 pub use objects::*;
 
 pub struct RoomsApi;

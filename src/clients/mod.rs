@@ -11,3 +11,5 @@ pub mod matrix;
 pub mod provisioning;
 /// Apple Push Notification service.
 pub mod push;
+/// Web Push (RFC 8030, 8291, 8292) to the push services of browsers.
+pub mod webpush;

@@ -1,5 +1,5 @@
 //! The services Switchboard talks to beside the homeserver: `[bridges.*]` (mautrix
-//! provisioning), `[ai]` (an OpenAI-compatible API) and `[push]` (APNs).
+//! provisioning), `[ai]` (an OpenAI-compatible API) and `[push]` (APNs and Web Push).
 
 use std::path::PathBuf;
 
@@ -52,23 +52,58 @@ impl AiConfig {
     }
 }
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, Serialize)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize, Serialize)]
 #[serde(rename_all = "lowercase")]
 pub enum PushEnvironment {
+    #[default]
     Production,
     Development,
 }
 
+/// `[push]`: Apple's push service for native apps (the `key_*`, `team_id`, `bundle_id`
+/// keys, all or none) and Web Push for browsers (always on; these keys only tune it).
 #[derive(Debug, Clone, Deserialize, Serialize)]
-#[serde(deny_unknown_fields)]
+#[serde(deny_unknown_fields, default)]
 pub struct PushConfig {
-    pub key_file: PathBuf,
-    pub key_id: String,
-    pub team_id: String,
-    pub bundle_id: String,
+    /// APNs `.p8` key (PKCS#8 PEM); APNs is off without it.
+    pub key_file: Option<PathBuf>,
+    pub key_id: Option<String>,
+    pub team_id: Option<String>,
+    pub bundle_id: Option<String>,
     pub environment: PushEnvironment,
     /// Replaces the APNs hosts (api.push.apple.com / api.sandbox.push.apple.com), e.g. a
     /// local stand-in in tests or a relay; `http://` URLs are spoken to as HTTP/2 cleartext.
-    #[serde(default)]
     pub endpoint: Option<String>,
+    /// Web Push: the VAPID `sub` claim push services may use to reach the operator, a
+    /// `mailto:` or `https:` URL; default `[server] base_url`, else the first admin e-mail.
+    pub contact: Option<String>,
+    /// Web Push endpoints whose host resolves to a private, loopback or link-local address
+    /// are refused (like mail hosts); `true` allows them all, a list of CIDRs some. Allowed
+    /// private endpoints may be plain `http`.
+    pub allow_private_endpoints: super::PrivateHosts,
+    /// Deadline of one Web Push request (connection, TLS, request and answer).
+    pub timeout: HumanDuration,
+}
+
+impl Default for PushConfig {
+    fn default() -> Self {
+        Self {
+            key_file: None,
+            key_id: None,
+            team_id: None,
+            bundle_id: None,
+            environment: PushEnvironment::default(),
+            endpoint: None,
+            contact: None,
+            allow_private_endpoints: super::PrivateHosts::None,
+            timeout: HumanDuration::from_secs(10),
+        }
+    }
+}
+
+impl PushConfig {
+    /// Whether APNs is configured (`key_file` set).
+    pub fn apns(&self) -> bool {
+        self.key_file.is_some()
+    }
 }

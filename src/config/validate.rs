@@ -114,10 +114,48 @@ impl Config {
                 return Err(ConfigError::key("ai.timeout", "must be from 1s to 10m"));
             }
         }
+        if let Some(push) = &self.push {
+            push.validate()?;
+        }
         self.log
             .level
             .parse::<tracing_subscriber::EnvFilter>()
             .map_err(|e| ConfigError::key("log.level", e.to_string()))?;
+        Ok(())
+    }
+}
+
+impl PushConfig {
+    fn validate(&self) -> Result<(), ConfigError> {
+        if !self.apns() {
+            for (key, set) in [
+                ("push.key_id", self.key_id.is_some()),
+                ("push.team_id", self.team_id.is_some()),
+                ("push.bundle_id", self.bundle_id.is_some()),
+                ("push.endpoint", self.endpoint.is_some()),
+            ] {
+                if set {
+                    return Err(ConfigError::key(
+                        key,
+                        "is an APNs setting: set push.key_file too (or remove it)",
+                    ));
+                }
+            }
+        }
+        if let Some(contact) = &self.contact {
+            let ok = reqwest::Url::parse(contact)
+                .is_ok_and(|u| matches!(u.scheme(), "mailto" | "https"));
+            if !ok {
+                return Err(ConfigError::key(
+                    "push.contact",
+                    "must be a mailto: or https: URL (e.g. \"mailto:admin@example.org\")",
+                ));
+            }
+        }
+        let t = self.timeout.0;
+        if t < Duration::from_secs(1) || t > Duration::from_secs(60) {
+            return Err(ConfigError::key("push.timeout", "must be from 1s to 60s"));
+        }
         Ok(())
     }
 }

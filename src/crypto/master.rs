@@ -19,6 +19,10 @@ use super::{aead, keyfile, CryptoError};
 const INFO_DEK_WRAP: &[u8] = b"switchboard/v1/dek-wrap";
 const INFO_BLIND_INDEX: &[u8] = b"switchboard/v1/blind-index";
 const INFO_JWT: &[u8] = b"switchboard/v1/jwt";
+const INFO_SERVER_SECRETS: &[u8] = b"switchboard/v1/server-secrets";
+
+/// Domain-separation prefix of the associated data of a sealed server secret.
+const SECRET_AAD_PREFIX: &[u8] = b"switchboard-server-secret-v1\0";
 
 /// Domain-separation prefix of the associated data of a wrapped DEK.
 const DEK_AAD_PREFIX: &[u8] = b"switchboard-dek-v1\0";
@@ -29,6 +33,7 @@ pub struct MasterKey {
     kek: [u8; 32],
     blind_index_key: [u8; 32],
     jwt_secret: [u8; 32],
+    server_secrets_key: [u8; 32],
 }
 
 impl fmt::Debug for MasterKey {
@@ -74,6 +79,7 @@ impl MasterKey {
             kek: derive(INFO_DEK_WRAP),
             blind_index_key: derive(INFO_BLIND_INDEX),
             jwt_secret: derive(INFO_JWT),
+            server_secrets_key: derive(INFO_SERVER_SECRETS),
         }
     }
 
@@ -101,6 +107,18 @@ impl MasterKey {
             .map_err(|_| CryptoError::Decrypt)
     }
 
+    /// Seals a server-wide secret stored in the database (e.g. the VAPID key pair) under
+    /// its own subkey; `name` is bound as associated data, so a blob copied onto another
+    /// secret's row does not open.
+    pub fn seal_server_secret(&self, name: &str, secret: &[u8]) -> Vec<u8> {
+        aead::seal(&self.server_secrets_key, &secret_aad(name), secret)
+    }
+
+    /// Opens what [`Self::seal_server_secret`] sealed under the same `name`.
+    pub fn open_server_secret(&self, name: &str, sealed: &[u8]) -> Result<Vec<u8>, CryptoError> {
+        aead::open(&self.server_secrets_key, &secret_aad(name), sealed)
+    }
+
     /// Deterministic keyed hash for equality lookups on encrypted columns.
     ///
     /// HMAC-SHA256 under the blind-index key over `domain || 0x00 || value`.
@@ -119,6 +137,10 @@ impl MasterKey {
         mac.update(value.as_bytes());
         mac.finalize().into_bytes().to_vec()
     }
+}
+
+fn secret_aad(name: &str) -> Vec<u8> {
+    [SECRET_AAD_PREFIX, name.as_bytes()].concat()
 }
 
 fn dek_aad(user_id: &str) -> Vec<u8> {

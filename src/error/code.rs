@@ -46,6 +46,11 @@ pub enum ErrorCode {
     /// loopback or link-local address the operator has not allowed (`[email]
     /// allow_private_hosts`).
     MailHostNotAllowed,
+    /// 400: a Web Push endpoint whose host resolves to a private, loopback or link-local
+    /// address the operator has not allowed (`[push] allow_private_endpoints`).
+    PushEndpointNotAllowed,
+    /// 400: the user has the most Web Push subscriptions allowed.
+    TooManyPushSubscriptions,
     /// 401: no, or no longer valid, credentials.
     Unauthorized,
     /// 401: a personal token that was revoked.
@@ -201,6 +206,8 @@ impl ErrorCode {
         Self::MailServerUnreachable,
         Self::MailLoginFailed,
         Self::MailHostNotAllowed,
+        Self::PushEndpointNotAllowed,
+        Self::TooManyPushSubscriptions,
         Self::Unauthorized,
         Self::TokenRevoked,
         Self::Forbidden,
@@ -289,6 +296,8 @@ impl ErrorCode {
             Self::MailServerUnreachable => "mail_server_unreachable",
             Self::MailLoginFailed => "mail_login_failed",
             Self::MailHostNotAllowed => "mail_host_not_allowed",
+            Self::PushEndpointNotAllowed => "push_endpoint_not_allowed",
+            Self::TooManyPushSubscriptions => "too_many_push_subscriptions",
             Self::Unauthorized => "unauthorized",
             Self::TokenRevoked => "token_revoked",
             Self::Forbidden => "forbidden",

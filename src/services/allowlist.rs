@@ -15,7 +15,11 @@
 /// Version 4 added contacts and new chats (`GET /api/contacts`, `POST /api/chats`) and rich
 /// messages: attachments both ways, reactions, edits and deletion for everyone
 /// of the token owner's own messages.
-pub const ALLOWLIST_VERSION: u32 = 4;
+///
+/// Version 5 added the notification level of a chat (`PUT
+/// /api/rooms/{roomId}/notifications`), the finer form of mute/unmute that tokens already
+/// have. Push subscriptions stay native only (a browser subscribes itself).
+pub const ALLOWLIST_VERSION: u32 = 5;
 
 /// One operation personal tokens may call.
 #[derive(Debug, Clone, Copy)]
@@ -116,6 +120,8 @@ pub const PERSONAL_TOKEN_ALLOWLIST: &[AllowedRoute] = &[
     // Contacts and new chats (version 4): tokens created earlier opt in.
     allow_since("GET", "/api/contacts", 4),
     allow_since("POST", "/api/chats", 4),
+    // Notification level and snooze of a chat (version 5).
+    allow_since("PUT", "/api/rooms/{roomId}/notifications", 5),
 ];
 
 /// Whether a personal token with allowlist version `token_version`, explicitly opted in at
@@ -148,6 +154,22 @@ impl AllowedRoute {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_notification_level_needs_version_5_and_subscriptions_are_never_listed() {
+        let level = ("PUT", "/api/rooms/{roomId}/notifications");
+        assert!(!personal_token_allows(level.0, level.1, 4, 0));
+        assert!(personal_token_allows(level.0, level.1, 5, 0));
+        for (method, path) in [
+            ("GET", "/api/push/vapid"),
+            ("POST", "/api/push/subscriptions"),
+            ("GET", "/api/push/subscriptions"),
+            ("DELETE", "/api/push/subscriptions/{id}"),
+            ("PUT", "/api/push/settings"),
+        ] {
+            assert!(allowlist_entry(method, path).is_none(), "{method} {path}");
+        }
+    }
 
     #[test]
     fn contacts_and_new_chats_need_version_4_or_an_opt_in() {
@@ -185,7 +207,7 @@ mod tests {
             ("PUT", "/api/rooms/{roomId}/messages/{eventId}"),
             ("DELETE", "/api/rooms/{roomId}/messages/{eventId}"),
         ];
-        assert_eq!(ALLOWLIST_VERSION, 4);
+        const { assert!(ALLOWLIST_VERSION >= 4) };
         for (method, path) in rich {
             // Created at version 3, never opted in: refused; after the opt-in (which
             // raises the token's version to the current one): allowed.

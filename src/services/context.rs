@@ -61,8 +61,10 @@ pub struct Resources {
     pub sync_wakeup: tokio::sync::Notify,
     /// Wakes the scheduler when scheduled messages or reminders change.
     pub scheduler_wakeup: tokio::sync::Notify,
-    /// APNs client; `None` without a `[push]` section.
+    /// APNs client; `None` without `[push] key_file`.
     pub push: Option<PushClient>,
+    /// Web Push to browsers, and the VAPID key once loaded (see [`crate::services::push`]).
+    pub web_push: crate::services::push::WebPush,
     /// Stores history paged back from the homeserver through the sync's ingest (see
     /// [`crate::services::history`]).
     pub history: Arc<dyn TimelineSink>,

@@ -13,7 +13,8 @@
 //!   `BadDeviceToken` / `Unregistered`) removes its device.
 //!
 //! Pushes are sent for: due reminders, scheduled messages that failed, and incoming
-//! messages of importance ≥ [`IMPORTANT_MESSAGE_THRESHOLD`] (see [`spawn_message_hook`]).
+//! messages of importance ≥ [`IMPORTANT_MESSAGE_THRESHOLD`] that the chat's notification
+//! level lets through (see [`crate::services::push::dispatch`]).
 
 use super::scheduled::{now_ms, parse_id};
 use super::users;
@@ -21,7 +22,6 @@ use crate::clients::push::{Notification, PushError};
 use crate::config::PushEnvironment;
 use crate::crypto::{Aad, DataKey};
 use crate::error::{AppError, AppResult, ErrorCode};
-use crate::events::ChangeEvent;
 use crate::services::Context;
 use crate::store::devices::{self as store, DeviceRow};
 
@@ -435,7 +435,5 @@ pub async fn notify_user(state: &Context, user_id: &str, notification: Notificat
     accepted
 }
 
-mod hook;
-pub use hook::spawn_message_hook;
 #[cfg(test)]
 mod tests;

@@ -258,6 +258,7 @@ pub async fn delete(state: &Context, user_id: &str, confirmation: Option<&str>) 
             let fresh = DataKey::generate();
             // Push tokens are not content: they must survive the shredding.
             super::devices::reseal_tokens(&tx, &uid, &old, &fresh)?;
+            super::push::reseal(&tx, &uid, &old, &fresh)?;
             // The key backup must not bring the shredded messages back.
             super::e2ee_trust::on_key_deletion(&tx, &uid, &old, &fresh)?;
             user.dek_wrapped = master.wrap_dek(&fresh, &user.id);

@@ -29,6 +29,7 @@ pub mod messages;
 pub mod metrics;
 pub mod pages;
 pub mod params;
+pub mod push;
 pub mod reminders;
 pub mod rooms;
 pub mod scheduled;

@@ -23,6 +23,7 @@ pub mod linked_groups;
 pub mod login_codes;
 pub mod matrix_logouts;
 pub mod messages;
+pub mod push_subscriptions;
 pub mod reactions;
 pub mod refresh_tokens;
 pub mod reminders;
@@ -125,6 +126,10 @@ const MIGRATIONS: &[(&str, &str)] = &[
     (
         "0019_e2ee_trust",
         include_str!("../../migrations/0019_e2ee_trust.sql"),
+    ),
+    (
+        "0020_web_push",
+        include_str!("../../migrations/0020_web_push.sql"),
     ),
 ];
 

@@ -33,6 +33,11 @@ pub struct RoomRow {
     pub encrypted: bool,
     /// The direct partner's display name, sealed (`sealedMeta.recipientName`).
     pub recipient_name_enc: Option<Vec<u8>>,
+    /// Notification level when not muted: `all` or `mentions` (empty reads as `all`);
+    /// `muted` is the level `off`.
+    pub notify_level: String,
+    /// Nothing is pushed for the room before this time (Unix ms).
+    pub snooze_until: Option<i64>,
     pub created_at: i64,
     pub updated_at: i64,
 }
@@ -41,7 +46,7 @@ pub const COLUMNS: &str = "user_id, room_id, name_enc, avatar_enc, topic_enc, cl
     client_avatar, client_nonce, is_direct, recipient_id, platform, member_count, unread_count, \
     highlight_count, last_read_event_id, last_message_ts, importance, archived, archived_at, \
     muted, favorite, pinned, membership, created_at, updated_at, encrypted, invited_by, \
-    recipient_name_enc";
+    recipient_name_enc, notify_level, snooze_until";
 
 pub fn from_row(r: &Row<'_>) -> rusqlite::Result<RoomRow> {
     Ok(RoomRow {
@@ -73,12 +78,14 @@ pub fn from_row(r: &Row<'_>) -> rusqlite::Result<RoomRow> {
         encrypted: r.get(25)?,
         invited_by: r.get(26)?,
         recipient_name_enc: r.get(27)?,
+        notify_level: r.get(28)?,
+        snooze_until: r.get(29)?,
     })
 }
 
 /// Every column of `RoomRow` in [`COLUMNS`] order, so `?n` names the n-th column in the
 /// INSERT and the UPDATE alike (the UPDATE binds them all too, so it names the last one).
-fn bind(r: &RoomRow) -> [&dyn ToSql; 28] {
+fn bind(r: &RoomRow) -> [&dyn ToSql; 30] {
     [
         &r.user_id,
         &r.room_id,
@@ -108,6 +115,8 @@ fn bind(r: &RoomRow) -> [&dyn ToSql; 28] {
         &r.encrypted,
         &r.invited_by,
         &r.recipient_name_enc,
+        &r.notify_level,
+        &r.snooze_until,
     ]
 }
 
@@ -123,7 +132,7 @@ pub fn find(conn: &Connection, user_id: &str, room_id: &str) -> rusqlite::Result
 pub fn upsert(conn: &Connection, r: &RoomRow) -> rusqlite::Result<()> {
     conn.prepare_cached(&format!(
         "INSERT OR REPLACE INTO rooms ({COLUMNS}) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, \
-         ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18, ?19, ?20, ?21, ?22, ?23, ?24, ?25, ?26, ?27, ?28)"
+         ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18, ?19, ?20, ?21, ?22, ?23, ?24, ?25, ?26, ?27, ?28, ?29, ?30)"
     ))?
     .execute(&bind(r)[..])?;
     Ok(())
@@ -318,7 +327,8 @@ pub fn update_synced(conn: &Connection, r: &RoomRow) -> rusqlite::Result<usize> 
          importance = ?17, membership = ?23, updated_at = ?25, encrypted = ?26, invited_by = ?27, \
          recipient_name_enc = ?28 WHERE user_id = ?1 AND room_id = ?2",
     )?
-    .execute(&bind(r)[..])
+    // The notification columns (29, 30) are the user's: not bound, not written.
+    .execute(&bind(r)[..28])
 }
 
 /// Marks a room direct with `partner` as recipient (from the `m.direct` account data),

@@ -35,6 +35,7 @@ mod mcp_actions;
 mod messages;
 mod operations;
 mod package;
+mod push;
 mod reminders;
 mod rich;
 mod rooms;

@@ -64,7 +64,10 @@ pub struct RoomObject {
     /// Importance from 0 to 1 (AI service, or the built-in heuristic).
     pub importance: f64,
     pub archived: bool,
+    /// Whether the chat's notification level is `off` (see `notifications`).
     pub muted: bool,
+    /// Which new messages of the chat are pushed (`PUT /api/rooms/{roomId}/notifications`).
+    pub notifications: RoomNotifications,
     pub favorite: bool,
     pub pinned: bool,
     /// `join`, or `invite`: an invitation the user has not accepted yet (only
@@ -88,6 +91,14 @@ impl From<RoomView> for RoomObject {
             (true, None) => MaybeUndefined::Null,
         };
         let readable = v.readable.unwrap_or_default();
+        let notifications = RoomNotifications {
+            level: crate::services::push::levels::Level::of_row(&r)
+                .as_str()
+                .to_owned(),
+            snooze_until: r
+                .snooze_until
+                .filter(|t| *t > crate::services::scheduled::now_ms()),
+        };
         Self {
             id: r.room_id.clone(),
             room_id: r.room_id,
@@ -118,12 +129,23 @@ impl From<RoomView> for RoomObject {
             importance: r.importance,
             archived: r.archived,
             muted: r.muted,
+            notifications,
             favorite: r.favorite,
             pinned: r.pinned,
             membership: r.membership,
             invited_by: r.invited_by,
         }
     }
+}
+
+/// A chat's notification settings.
+#[derive(Debug, Clone, Object)]
+#[oai(rename_all = "camelCase")]
+pub struct RoomNotifications {
+    /// `all` (default), `mentions` or `off` (`off` ⇔ `muted`).
+    pub level: String,
+    /// Unix milliseconds until which nothing is pushed; null when not snoozed.
+    pub snooze_until: Option<i64>,
 }
 
 #[derive(Debug, Object)]

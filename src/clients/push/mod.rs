@@ -136,15 +136,19 @@ impl std::fmt::Debug for PushClient {
 impl PushClient {
     /// Reads the `.p8` key and builds the HTTP/2 client. Errors name the config key at fault.
     pub fn new(config: &PushConfig) -> Result<Self, String> {
-        let pem = std::fs::read_to_string(&config.key_file)
-            .map_err(|e| format!("push.key_file {}: {e}", config.key_file.display()))?;
+        let key_file = config
+            .key_file
+            .as_ref()
+            .ok_or("push.key_file is required for APNs")?;
+        let pem = std::fs::read_to_string(key_file)
+            .map_err(|e| format!("push.key_file {}: {e}", key_file.display()))?;
         let key = encoding_key_from_p8(&pem)
-            .map_err(|e| format!("push.key_file {}: {e}", config.key_file.display()))?;
+            .map_err(|e| format!("push.key_file {}: {e}", key_file.display()))?;
         Self::from_parts(
             key,
-            &config.key_id,
-            &config.team_id,
-            &config.bundle_id,
+            config.key_id.as_deref().unwrap_or_default(),
+            config.team_id.as_deref().unwrap_or_default(),
+            config.bundle_id.as_deref().unwrap_or_default(),
             config.environment,
             config.endpoint.as_deref(),
         )

@@ -25,8 +25,8 @@
 //! and every [`purge::EVERY`] (first at start) it deletes expired sign-in codes and dead
 //! tokens ([`purge`]).
 //!
-//! Also started here: the push hook for important incoming messages
-//! ([`crate::services::devices::spawn_message_hook`]).
+//! Also started here: the push sender for incoming messages and mail, Web Push and APNs
+//! ([`crate::services::push::dispatch::spawn`]).
 
 use std::time::Duration;
 
@@ -48,10 +48,10 @@ pub const CLAIM_BATCH: i64 = 1024;
 /// after 30 s).
 pub const LEASE_MS: i64 = 60_000;
 
-/// Starts the scheduler loop (and the important-message push hook). Both end on
+/// Starts the scheduler loop (and the push sender). Both end on
 /// `state.shutdown`.
 pub fn spawn(state: &Context) -> tokio::task::JoinHandle<()> {
-    crate::services::devices::spawn_message_hook(state);
+    crate::services::push::dispatch::spawn(state);
     let state = state.clone();
     tokio::spawn(async move { run(state).await })
 }

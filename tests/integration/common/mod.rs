@@ -445,6 +445,7 @@ pub fn lines(path: &Path) -> Vec<String> {
 
 pub mod dovecot;
 pub mod mail;
+pub mod push_service;
 
 /// A signed-in user as the tests see it.
 #[derive(Debug, Clone)]

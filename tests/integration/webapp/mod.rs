@@ -4,5 +4,6 @@
 
 pub(crate) mod browser;
 mod meta;
+mod pwa;
 mod serving;
 mod session;
