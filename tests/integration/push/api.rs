@@ -160,7 +160,6 @@ async fn subscriptions_are_idempotent_limited_listed_without_their_secret_and_na
     .await;
 
     // The VAPID key is made once: the same after a restart.
-    app.kill9();
     app.restart_after_kill9().await;
     let s2 = app.sign_up("push-api-after").await;
     let after = expect_json(app.get_auth("/api/push/vapid", &s2.access_token).await, 200).await;
