@@ -8,13 +8,24 @@ import * as api from './api.js';
  */
 export function initPwa(navigate) {
   const notice = document.getElementById('offline');
-  const update = () => {
-    if (notice) notice.hidden = navigator.onLine;
+  // Offline: the browser says so, or the service worker (which answers the app when the
+  // network does not) cannot reach the server.
+  const update = async () => {
+    let offline = !navigator.onLine;
+    if (!offline && navigator.serviceWorker?.controller) {
+      try {
+        offline = (await (await fetch('/sw-online', { cache: 'no-store' })).text()) === 'offline';
+      } catch {
+        offline = true;
+      }
+    }
+    if (notice) notice.hidden = !offline;
   };
   window.addEventListener('online', update);
   window.addEventListener('offline', update);
   update();
   if (!('serviceWorker' in navigator)) return;
+  navigator.serviceWorker.addEventListener('controllerchange', update);
   navigator.serviceWorker.register('/sw.js', { scope: '/' }).catch(() => {
     /* the app works without it (no offline shell, no notifications) */
   });

@@ -32,6 +32,8 @@ const SHELL_FILES = JSON.parse('__SHELL_FILES__');
 const CACHE = `switchboard-shell-${SHELL_VERSION}`;
 /** Paths that are never the app shell (never cached). */
 const SERVER_PATHS = ['/api/', '/health', '/openapi.yaml', '/mcp', '/metrics'];
+/** Answered by this worker itself (see the fetch handler). */
+const ONLINE_PROBE = '/sw-online';
 
 sw.addEventListener('install', (/** @type {ExtendableEvent} */ event) => {
   event.waitUntil(
@@ -55,6 +57,17 @@ sw.addEventListener('fetch', (/** @type {FetchEvent} */ event) => {
   const req = event.request;
   const url = new URL(req.url);
   if (req.method !== 'GET' || url.origin !== sw.location.origin) return;
+  // The app asks here whether the server can be reached (a failed fetch of its own would be
+  // an error in the page's console): any answer of /health means online.
+  if (url.pathname === ONLINE_PROBE) {
+    event.respondWith(
+      fetch('/health', { cache: 'no-store' }).then(
+        () => new Response('online'),
+        () => new Response('offline'),
+      ),
+    );
+    return;
+  }
   if (SERVER_PATHS.some((p) => url.pathname === p || url.pathname.startsWith(p))) return;
   // Network first (a new build is seen at once), the shell when offline; client-side
   // routes (/inbox, /rooms/…) are the app's index page.

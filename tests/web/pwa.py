@@ -80,7 +80,7 @@ def run(page, cdp):
     (name, paths), = cached.items()
     assert name.startswith("switchboard-shell-"), name
     assert "/" in paths and "/app.js" in paths and "/screens/signin.js" in paths, paths
-    assert not any(p.startswith("/api") for p in paths), paths
+    assert not any(p.startswith("/api/") for p in paths), paths
     step("shell_cached_without_api")
 
     # A push through DevTools: the service worker shows it, tagged with the room.
