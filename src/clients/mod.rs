@@ -11,3 +11,5 @@ pub mod matrix;
 pub mod provisioning;
 /// Apple Push Notification service.
 pub mod push;
+/// Path segments of outgoing calls: dot segments refused in one place.
+pub mod segment;

@@ -126,6 +126,10 @@ const MIGRATIONS: &[(&str, &str)] = &[
         "0019_e2ee_trust",
         include_str!("../../migrations/0019_e2ee_trust.sql"),
     ),
+    (
+        "0024_web_sessions",
+        include_str!("../../migrations/0024_web_sessions.sql"),
+    ),
 ];
 
 /// Latest schema version this binary knows.
