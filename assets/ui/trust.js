@@ -35,6 +35,8 @@ export function trustSection() {
       const typed = /** @type {HTMLInputElement} */ (code).value.trim();
       if (key) body.recoveryKey = key;
       else if (typed) body.code = typed;
+      // The server would refuse it (403 reauth_required): say so without asking.
+      else throw new Error('To make a new recovery key, enter your current recovery key, or e-mail yourself a sign-in code and enter it.');
     }
     try {
       /** @type {Schemas['RecoveryKeyResult']} */
