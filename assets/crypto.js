@@ -46,31 +46,52 @@ export function randomBytes(n) {
 }
 
 /**
- * The user's key pair in memory: `privateKey` is a non-extractable WebCrypto key, `raw` the 32
- * private bytes (kept only to wrap them again on a passphrase change; never sent).
- * @typedef {{ privateKey: CryptoKey, publicKey: Bytes, raw: Bytes }} KeyPair
+ * The user's key pair in memory: `privateKey` is a non-extractable WebCrypto key. The 32 raw
+ * private bytes are never kept: they exist only while a key is made and wrapped, or unwrapped
+ * and imported, and are zeroed right after (a page script or a heap dump finds no key to copy).
+ * @typedef {{ privateKey: CryptoKey, publicKey: Bytes }} KeyPair
  */
 
-/** @param {Bytes} raw 32 private bytes @returns {Promise<KeyPair>} */
-export async function keyPairFromRaw(raw) {
+/**
+ * Imports 32 private bytes as a non-extractable key; zeroes `raw` (and its PKCS#8 copies).
+ * @param {Bytes} raw 32 private bytes @returns {Promise<KeyPair>}
+ */
+async function keyPairFromRaw(raw) {
   const pkcs8 = new Uint8Array(PKCS8_X25519.length + 32);
   pkcs8.set(PKCS8_X25519);
   pkcs8.set(raw, PKCS8_X25519.length);
-  // Extractable once, to read the public half; the kept key is not extractable.
-  const tmp = await subtle.importKey('pkcs8', pkcs8, { name: 'X25519' }, true, ['deriveBits']);
-  const jwk = await subtle.exportKey('jwk', tmp);
-  const publicKey = fromBase64Url(String(jwk.x));
-  const privateKey = await subtle.importKey('pkcs8', pkcs8, { name: 'X25519' }, false, ['deriveBits']);
-  return { privateKey, publicKey, raw };
+  try {
+    // Extractable once, to read the public half; the kept key is not extractable.
+    const tmp = await subtle.importKey('pkcs8', pkcs8, { name: 'X25519' }, true, ['deriveBits']);
+    const jwk = await subtle.exportKey('jwk', tmp);
+    const publicKey = fromBase64Url(String(jwk.x));
+    jwk.d = '';
+    const privateKey = await subtle.importKey('pkcs8', pkcs8, { name: 'X25519' }, false, ['deriveBits']);
+    return { privateKey, publicKey };
+  } finally {
+    pkcs8.fill(0);
+    raw.fill(0);
+  }
 }
 
-/** A new X25519 key pair. @returns {Promise<KeyPair>} */
-export async function generateKeyPair() {
-  const pair = /** @type {CryptoKeyPair} */ (
+/**
+ * A new X25519 key pair, and its private bytes wrapped under `passphrase` (`encryptedMasterKey`,
+ * see {@link wrapPrivateKey}); the raw bytes are zeroed before this returns.
+ * @param {string} passphrase @returns {Promise<{ pair: KeyPair, encryptedMasterKey: string }>}
+ */
+export async function generateKeyPair(passphrase) {
+  const made = /** @type {CryptoKeyPair} */ (
     await subtle.generateKey({ name: 'X25519' }, true, ['deriveBits'])
   );
-  const pkcs8 = new Uint8Array(await subtle.exportKey('pkcs8', pair.privateKey));
-  return keyPairFromRaw(pkcs8.slice(pkcs8.length - 32));
+  const pkcs8 = new Uint8Array(await subtle.exportKey('pkcs8', made.privateKey));
+  const raw = pkcs8.slice(pkcs8.length - 32);
+  pkcs8.fill(0);
+  try {
+    const encryptedMasterKey = await wrapPrivateKey(raw, passphrase);
+    return { pair: await keyPairFromRaw(raw), encryptedMasterKey };
+  } finally {
+    raw.fill(0);
+  }
 }
 
 /** @param {string} text base64url without padding */
@@ -102,7 +123,7 @@ async function passphraseKey(passphrase, salt, iterations) {
  * the first 5 bytes as associated data. Returns standard base64 (`encryptedMasterKey`).
  * @param {Bytes} raw @param {string} passphrase
  */
-export async function wrapPrivateKey(raw, passphrase) {
+async function wrapPrivateKey(raw, passphrase) {
   const salt = randomBytes(16);
   const nonce = randomBytes(12);
   const head = new Uint8Array(HEADER);
@@ -265,7 +286,7 @@ export async function recallKey(userId) {
     });
     db.close();
     if (!value) return null;
-    return { privateKey: value.privateKey, publicKey: value.publicKey, raw: new Uint8Array(0) };
+    return { privateKey: value.privateKey, publicKey: value.publicKey };
   } catch {
     return null;
   }

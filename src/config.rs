@@ -223,6 +223,9 @@ pub struct LogConfig {
 #[serde(deny_unknown_fields, default)]
 pub struct MetricsConfig {
     pub listen: Option<std::net::SocketAddr>,
+    /// Allows `listen` on an address that is neither loopback nor private (see
+    /// [`MetricsConfig::listen_is_internal`]); refused at start otherwise.
+    pub allow_public: bool,
 }
 
 impl Default for LogConfig {

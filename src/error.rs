@@ -48,6 +48,9 @@ pub enum AppError {
     TooLarge { message: String },
     #[error("{message}")]
     NotImplemented { message: String },
+    /// 408 `request_timeout`: the request body did not arrive within its deadline.
+    #[error("{message}")]
+    RequestTimeout { message: String },
     /// 500: the detail is logged, never sent to the client.
     #[error("internal error: {0}")]
     Internal(String),
@@ -143,6 +146,7 @@ impl AppError {
             | Self::Unavailable { code, .. } => *code,
             Self::PayloadTooLarge { .. } | Self::TooLarge { .. } => ErrorCode::PayloadTooLarge,
             Self::NotImplemented { .. } => ErrorCode::NotImplemented,
+            Self::RequestTimeout { .. } => ErrorCode::RequestTimeout,
             Self::Internal(_) => ErrorCode::InternalError,
         }
     }

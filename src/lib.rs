@@ -112,6 +112,13 @@ async fn spawn_metrics_listener(
         .and_then(|a| a.as_socket_addr().copied())
         .unwrap_or(addr);
     tracing::info!(addr = %bound, "metrics listening on http://{bound}/metrics");
+    if !config::MetricsConfig::listen_is_internal(bound.ip()) {
+        // Only reachable with `[metrics] allow_public = true` (validation refuses it else).
+        tracing::warn!(
+            addr = %bound,
+            "metrics are served WITHOUT authentication on a public address ([metrics] allow_public = true)"
+        );
+    }
     let limits = http_server::ConnectionLimits {
         max_connections: 64,
         header_timeout: state.config.server.header_timeout.0,

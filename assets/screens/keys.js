@@ -58,8 +58,8 @@ export function setupForm(mode) {
     busy(form, out, async () => {
       if (p.length < MIN_PASSPHRASE) throw new Error(`The passphrase needs at least ${MIN_PASSPHRASE} characters.`);
       if (p !== a) throw new Error('The two passphrases differ.');
-      const pair = await crypto.generateKeyPair();
-      const body = { publicKey: crypto.toBase64(pair.publicKey), encryptedMasterKey: await crypto.wrapPrivateKey(pair.raw, p) };
+      const { pair, encryptedMasterKey } = await crypto.generateKeyPair(p);
+      const body = { publicKey: crypto.toBase64(pair.publicKey), encryptedMasterKey };
       if (mode === 'register') await api.post('/api/keys/register', body);
       else await api.put('/api/keys', body);
       await unlocked(pair);

@@ -56,7 +56,8 @@ pub struct AccountList {
 #[oai(rename_all = "camelCase")]
 pub struct ActiveAccount {
     pub account: AccountView,
-    /// Access token of the account's Matrix user; null when no homeserver is configured.
+    /// Access token of the account's Matrix user; null when no homeserver is configured,
+    /// and always null for a web session (`X-Switchboard-Client: web`), which has none.
     pub matrix_access_token: Option<String>,
 }
 
@@ -88,7 +89,7 @@ pub struct SwitchResult {
     pub refresh_token: String,
     /// Access token of a new Matrix device of that account's Matrix user, for this session
     /// only (logged out again when the session ends); null when no homeserver is
-    /// configured.
+    /// configured, and for a web session (`X-Switchboard-Client: web`), which gets none.
     pub matrix_access_token: Option<String>,
     /// Lifetime of the access token in seconds.
     pub expires_in: u64,
@@ -105,7 +106,7 @@ pub enum SwitchResponse {
     Ok(
         Json<SwitchResult>,
         /// Web sessions only: `sb_refresh=<refresh token>; HttpOnly; SameSite=Strict;
-        /// Path=/api/auth; Max-Age=<auth.refresh_token_ttl>` (`Secure` over https).
+        /// Path=/api/auth; Max-Age=<auth.refresh_token_ttl>` (always `Secure`).
         #[oai(header = "Set-Cookie")]
         Option<String>,
     ),
@@ -250,7 +251,7 @@ impl AccountsApi {
         id: Path<String>,
     ) -> Result<SwitchResponse, AppError> {
         let web = web_session::requested(req, client.0.as_deref())?;
-        let switched = accounts::switch(&state, auth.user_id(), &id).await?;
+        let switched = accounts::switch(&state, auth.user_id(), &id, web).await?;
         let s = switched.session;
         let cookie = web.then(|| web_session::set_cookie(&state, &s.refresh_token));
         Ok(SwitchResponse::Ok(

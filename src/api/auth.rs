@@ -44,7 +44,8 @@ pub struct SignInResult {
     /// user's Matrix account per sign-in, never Switchboard's own sync device). It is
     /// logged out on the homeserver when the session ends: logout, removal of the account
     /// from its group, key deletion (`DELETE /api/keys`), or expiry of the refresh token.
-    /// Null when no homeserver is configured.
+    /// Null when no homeserver is configured, and always null for a web session
+    /// (`X-Switchboard-Client: web`), which opens no Matrix device.
     pub matrix_access_token: Option<String>,
     /// Lifetime of the access token in seconds.
     pub expires_in: u64,
@@ -84,8 +85,8 @@ pub enum SignInResponse {
     Ok(
         Json<SignInResult>,
         /// Web sessions only: `sb_refresh=<refresh token>; HttpOnly; SameSite=Strict;
-        /// Path=/api/auth; Max-Age=<auth.refresh_token_ttl>` (`Secure` when the server is
-        /// reached over https).
+        /// Path=/api/auth; Max-Age=<auth.refresh_token_ttl>; Secure` (always `Secure`:
+        /// browsers accept it on `http://localhost` and `http://127.0.0.1`).
         #[oai(header = "Set-Cookie")]
         Option<String>,
     ),
@@ -168,9 +169,12 @@ impl AuthApi {
     /// the Matrix account or device could not be created; the code stays valid for a retry.
     ///
     /// Web session: with `X-Switchboard-Client: web` the refresh token is set as the
-    /// cookie `sb_refresh` (`HttpOnly; SameSite=Strict; Path=/api/auth`, `Secure` over
-    /// https) and `refreshToken` is `""`, so page scripts never see it; refresh then with
-    /// the same header and `{}`. Such a request from another site (`Origin` not this
+    /// cookie `sb_refresh` (`HttpOnly; Secure; SameSite=Strict; Path=/api/auth`; always
+    /// `Secure`, which browsers accept on `http://localhost` and `http://127.0.0.1`) and
+    /// `refreshToken` is `""`, so page scripts never see it; refresh then with the same
+    /// header and `{}`. A web session opens no Matrix device: `matrixAccessToken` is null
+    /// (the web app never uses one, and page scripts should not hold a token to the
+    /// user's Matrix account; `GET /api/accounts/active` answers null for it too). Such a request from another site (`Origin` not this
     /// server, `Sec-Fetch-Site` not `same-origin`) is 403 `cross_site_request`.
     #[oai(path = "/verify", method = "post", operation_id = "auth_verify_code")]
     async fn verify(
@@ -184,7 +188,7 @@ impl AuthApi {
     ) -> Result<SignInResponse, AppError> {
         let web = web_session::requested(req, client.0.as_deref())?;
         let body = body.0;
-        let session = auth::sign_in(&state, &body.email, &body.code, body.public_key).await?;
+        let session = auth::sign_in(&state, &body.email, &body.code, body.public_key, web).await?;
         let mut result = SignInResult::from(session);
         let cookie = web.then(|| {
             let token = std::mem::take(&mut result.refresh_token);
@@ -250,7 +254,7 @@ impl AuthApi {
             Json(MessageResponse::new(format!(
                 "signed out; {n} refresh token(s) revoked"
             ))),
-            web_session::clear_cookie(&state),
+            web_session::clear_cookie(),
         ))
     }
 

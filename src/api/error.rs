@@ -35,6 +35,7 @@ impl AppError {
             Self::Unavailable { .. } => StatusCode::SERVICE_UNAVAILABLE,
             Self::PayloadTooLarge { .. } | Self::TooLarge { .. } => StatusCode::PAYLOAD_TOO_LARGE,
             Self::NotImplemented { .. } => StatusCode::NOT_IMPLEMENTED,
+            Self::RequestTimeout { .. } => StatusCode::REQUEST_TIMEOUT,
             Self::Internal(_) => StatusCode::INTERNAL_SERVER_ERROR,
         }
     }
@@ -92,7 +93,7 @@ impl ApiResponse for AppError {
             responses: vec![MetaResponse {
                 description: "Error: `{\"error\": \"snake_case_code\", \"message\": \"…\"}` with the \
                     status of the condition (400 invalid input, 401 missing/invalid bearer token, \
-                    403 not allowed, 404 not found, 409 conflict, 429 rate limited with Retry-After, \
+                    403 not allowed, 404 not found, 408 body too slow, 409 conflict, 429 rate limited with Retry-After, \
                     500 internal, 502/503 upstream)",
                 status: None,
                 status_range: None,

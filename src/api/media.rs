@@ -3,6 +3,8 @@
 
 use std::io;
 
+use tokio::time::Instant;
+
 use bytes::Bytes;
 use futures_util::StreamExt;
 use poem::web::{Data, Multipart};
@@ -21,7 +23,7 @@ use crate::services::media::{self, UploadForm, UploadPart};
 use crate::state::AppState;
 
 /// Longest text field of the upload form, in bytes.
-const MAX_FIELD_BYTES: usize = 256 * 1024;
+const MAX_FIELD_BYTES: usize = 64 * 1024;
 
 /// The fields of `POST /api/rooms/{roomId}/media` (multipart/form-data). Put the text
 /// fields before `file`: the file is streamed on as it arrives.
@@ -32,7 +34,7 @@ pub struct MediaUploadForm {
     /// Client transaction id (1 to 255 of `A-Z a-z 0-9 . _ ~ -`): a repeat uploads and
     /// sends nothing and returns the first event.
     pub txn_id: String,
-    /// Text shown with the attachment (at most 65536 characters).
+    /// Text shown with the attachment (at most 65536 characters and 64 KiB of UTF-8).
     pub caption: Option<String>,
     /// Event id of a message of this room the attachment replies to.
     pub reply_to: Option<String>,
@@ -83,37 +85,52 @@ impl<'a> ApiExtractor<'a> for MediaUpload {
     }
 }
 
-/// A field's text, bounded.
-async fn field_text(field: poem::web::Field, name: &str) -> Result<String, AppError> {
+/// A field's text, bounded ([`MAX_FIELD_BYTES`]), read before `deadline`.
+async fn field_text(
+    field: poem::web::Field,
+    name: &str,
+    deadline: Instant,
+) -> Result<String, AppError> {
     let mut out = Vec::new();
     let mut reader = field.into_async_read();
     let mut buf = [0u8; 8192];
     loop {
-        let n = tokio::io::AsyncReadExt::read(&mut reader, &mut buf)
-            .await
-            .map_err(|e| AppError::invalid(name, e.to_string()))?;
+        let n = tokio::time::timeout_at(
+            deadline,
+            tokio::io::AsyncReadExt::read(&mut reader, &mut buf),
+        )
+        .await
+        .map_err(|_| media::body_timeout())?
+        .map_err(|e| AppError::invalid(name, e.to_string()))?;
         if n == 0 {
             break;
         }
         out.extend_from_slice(&buf[..n]);
         if out.len() > MAX_FIELD_BYTES {
-            return Err(AppError::invalid(name, "is too long"));
+            return Err(AppError::invalid(name, "is too long (64 KiB at most)"));
         }
     }
     String::from_utf8(out).map_err(|_| AppError::invalid(name, "must be UTF-8 text"))
 }
 
-/// The file part as a stream of chunks.
+/// The file part as a stream of chunks; past `deadline` it ends with a `TimedOut` error.
 fn field_stream(
     field: poem::web::Field,
+    deadline: Instant,
 ) -> impl futures_util::Stream<Item = io::Result<Bytes>> + Send + Unpin + 'static {
     let reader = field.into_async_read();
     Box::pin(futures_util::stream::unfold(
         Some(reader),
-        |reader| async move {
+        move |reader| async move {
             let mut reader = reader?;
             let mut buf = vec![0u8; media::pipe::CHUNK_BYTES];
-            match tokio::io::AsyncReadExt::read(&mut reader, &mut buf).await {
+            let read = tokio::time::timeout_at(
+                deadline,
+                tokio::io::AsyncReadExt::read(&mut reader, &mut buf),
+            )
+            .await
+            .unwrap_or_else(|_| Err(io::Error::new(io::ErrorKind::TimedOut, "body deadline")));
+            match read {
                 Ok(0) => None,
                 Ok(n) => {
                     buf.truncate(n);
@@ -210,6 +227,14 @@ impl MediaApi {
     /// or audio type the bytes do not match, an unknown `replyTo`. 413
     /// `payload_too_large` past `[media] max_upload_mb` (and never above the homeserver's
     /// `m.upload.size`). 404, 409 and 502/503 as for text sends.
+    ///
+    /// Limits that keep an upload from holding the server: each text field at most once
+    /// and at most 64 KiB (400 naming it); the whole body (`Content-Length` or as it
+    /// streams) at most `max_upload_mb` plus 1 MiB for the form (413); the whole body
+    /// within `[media] upload_timeout` (10 min; 408 `request_timeout`); at most `[media]
+    /// max_concurrent_uploads` (4) uploads of one user at once (429 `too_many_uploads`);
+    /// the spool space of all uploads and encrypted downloads at most `[media]
+    /// max_spool_mb` (503 `spool_full` with Retry-After).
     #[oai(
         path = "/:roomId/media",
         method = "post",
@@ -224,43 +249,51 @@ impl MediaApi {
         room_id: Path<String>,
         form: MediaUpload,
     ) -> Result<Json<SendResult>, AppError> {
+        let _slot = media::spool::upload_slot(&state, auth.user_id())?;
+        let deadline = Instant::now() + state.config.media.upload_timeout.0;
         let mut multipart = form.0;
         let mut fields = UploadForm::default();
         loop {
-            let field = multipart
-                .next_field()
+            let field = tokio::time::timeout_at(deadline, multipart.next_field())
                 .await
+                .map_err(|_| media::body_timeout())?
                 .map_err(|e| AppError::invalid("body", format!("malformed multipart: {e}")))?;
             let Some(field) = field else {
                 return Err(AppError::invalid("file", "is required"));
             };
-            match field.name().unwrap_or_default() {
-                "txnId" => fields.txn_id = Some(field_text(field, "txnId").await?),
-                "caption" => fields.caption = Some(field_text(field, "caption").await?),
-                "replyTo" => fields.reply_to = Some(field_text(field, "replyTo").await?),
-                "durationMs" => fields.duration_ms = Some(field_text(field, "durationMs").await?),
-                "file" => {
-                    let part = UploadPart {
-                        filename: field.file_name().map(str::to_owned),
-                        content_type: field.content_type().map(str::to_owned),
-                        stream: field_stream(field),
-                    };
-                    let sent =
-                        media::upload(&state, auth.user_id(), &room_id, fields, part).await?;
-                    return Ok(Json(SendResult {
-                        event_id: sent.event_id,
-                        room_id: sent.room_id,
-                        txn_id: sent.txn_id,
-                        duplicate: sent.duplicate,
-                    }));
-                }
-                other => {
-                    return Err(AppError::invalid(
+            let name = field.name().unwrap_or_default().to_owned();
+            let slot =
+                match name.as_str() {
+                    "txnId" => &mut fields.txn_id,
+                    "caption" => &mut fields.caption,
+                    "replyTo" => &mut fields.reply_to,
+                    "durationMs" => &mut fields.duration_ms,
+                    "file" => {
+                        let part = UploadPart {
+                            filename: field.file_name().map(str::to_owned),
+                            content_type: field.content_type().map(str::to_owned),
+                            stream: field_stream(field, deadline),
+                        };
+                        let sent =
+                            media::upload(&state, auth.user_id(), &room_id, fields, part).await?;
+                        return Ok(Json(SendResult {
+                            event_id: sent.event_id,
+                            room_id: sent.room_id,
+                            txn_id: sent.txn_id,
+                            duplicate: sent.duplicate,
+                        }));
+                    }
+                    other => return Err(AppError::invalid(
                         other,
                         "is not a field of this form (txnId, caption, replyTo, durationMs, file)",
-                    ))
-                }
+                    )),
+                };
+            // Each text field once: a client repeating one could keep the upload open
+            // with text that is read and thrown away.
+            if slot.is_some() {
+                return Err(AppError::invalid(&name, "is given more than once"));
             }
+            *slot = Some(field_text(field, &name, deadline).await?);
         }
     }
 }

@@ -50,6 +50,9 @@ pub mod web_session;
 
 /// Request bodies above this size are refused with 413 (avatars as base64 fit).
 const MAX_BODY_BYTES: usize = 2 * 1024 * 1024;
+/// What a media upload's body may carry beyond the file (`[media] max_upload_mb`): its
+/// text fields (four of 64 KiB at most) and the multipart headers.
+const MEDIA_FORM_BYTES: u64 = 1024 * 1024;
 
 #[derive(Tags)]
 pub enum ApiTags {
@@ -224,7 +227,25 @@ async fn limit_body<E: Endpoint>(
     use poem::IntoResponse;
     use tokio::io::AsyncReadExt;
     if is_media_upload(&req) {
-        // Streamed to the homeserver under its own cap ([media] max_upload_mb).
+        // Streamed to the homeserver under its own cap ([media] max_upload_mb); the body
+        // as a whole may carry that plus the form's text fields and part headers.
+        let limit = req
+            .data::<crate::state::AppState>()
+            .map_or(MAX_BODY_BYTES as u64, |s| s.config.media.max_upload_bytes())
+            + MEDIA_FORM_BYTES;
+        let declared = req
+            .headers()
+            .get(poem::http::header::CONTENT_LENGTH)
+            .and_then(|v| v.to_str().ok())
+            .and_then(|v| v.parse::<u64>().ok());
+        if declared.is_some_and(|n| n > limit) {
+            return Err(crate::error::AppError::PayloadTooLarge {
+                limit: usize::try_from(limit).unwrap_or(usize::MAX),
+            }
+            .into());
+        }
+        let body = req.take_body().into_async_read().take(limit + 1);
+        req.set_body(poem::Body::from_async_read(body));
         return ep.call(req).await.map(IntoResponse::into_response);
     }
     let declared = req

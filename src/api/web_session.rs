@@ -3,9 +3,17 @@
 //!
 //! A request that carries `X-Switchboard-Client: web` on `POST /api/auth/verify` or
 //! `POST /api/accounts/{id}/switch` gets the refresh token in the cookie [`COOKIE`]
-//! (`HttpOnly; SameSite=Strict; Path=/api/auth`, `Secure` when the server is reached over
-//! https) and `refreshToken: ""` in the body. `POST /api/auth/refresh` with the header
-//! reads that cookie. Logout clears it.
+//! (`HttpOnly; Secure; SameSite=Strict; Path=/api/auth`) and `refreshToken: ""` in the
+//! body. `POST /api/auth/refresh` with the header reads that cookie. Logout clears it.
+//!
+//! The cookie is always `Secure`, whatever the configuration: the server cannot tell from
+//! its own settings whether a TLS proxy is in front of it, and browsers accept `Secure`
+//! cookies from `http://localhost` and `http://127.0.0.1` (which the web app's WebCrypto
+//! needs as a secure context anyway), so only a plain-http public address loses the web
+//! session, and there it must.
+//!
+//! Web sessions get no Matrix access token (the web app never uses one, and a page script
+//! should not hold a token to the user's Matrix account): see `services::auth::open_session`.
 //!
 //! CSRF: the cookie is only ever read on a request that carries the custom header, which a
 //! cross-site form cannot send and a cross-site script cannot either (no CORS is allowed,
@@ -98,38 +106,26 @@ pub fn refresh_cookie(req: &Request) -> Option<String> {
         .filter(|v| !v.is_empty())
 }
 
-/// Whether cookies of this server must be `Secure`: it serves TLS itself, or its public
-/// URL is https (behind a reverse proxy).
-fn secure(state: &AppState) -> bool {
-    let server = &state.config.server;
-    server.tls_cert.is_some()
-        || server
-            .base_url
-            .as_deref()
-            .is_some_and(|u| u.trim().to_ascii_lowercase().starts_with("https://"))
-}
-
-fn cookie(state: &AppState, value: &str, max_age: Duration) -> String {
+fn cookie(value: &str, max_age: Duration) -> String {
     let seconds = i64::try_from(max_age.as_secs()).unwrap_or(i64::MAX);
-    let mut c = Cookie::build((COOKIE, value))
+    Cookie::build((COOKIE, value))
         .http_only(true)
+        .secure(true)
         .same_site(SameSite::Strict)
         .path(COOKIE_PATH)
-        .max_age(cookie::time::Duration::seconds(seconds));
-    if secure(state) {
-        c = c.secure(true);
-    }
-    c.build().to_string()
+        .max_age(cookie::time::Duration::seconds(seconds))
+        .build()
+        .to_string()
 }
 
 /// `Set-Cookie` value holding `refresh_token` for the refresh token's lifetime.
 pub fn set_cookie(state: &AppState, refresh_token: &str) -> String {
-    cookie(state, refresh_token, state.config.auth.refresh_token_ttl.0)
+    cookie(refresh_token, state.config.auth.refresh_token_ttl.0)
 }
 
 /// `Set-Cookie` value that removes the cookie.
-pub fn clear_cookie(state: &AppState) -> String {
-    cookie(state, "", Duration::ZERO)
+pub fn clear_cookie() -> String {
+    cookie("", Duration::ZERO)
 }
 
 #[cfg(test)]

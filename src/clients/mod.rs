@@ -13,3 +13,5 @@ pub mod provisioning;
 pub mod push;
 /// Web Push (RFC 8030, 8291, 8292) to the push services of browsers.
 pub mod webpush;
+/// Path segments of outgoing calls: dot segments refused in one place.
+pub mod segment;

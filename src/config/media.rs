@@ -3,6 +3,8 @@
 
 use serde::{Deserialize, Serialize};
 
+use super::HumanDuration;
+
 #[derive(Debug, Clone, Deserialize, Serialize)]
 #[serde(deny_unknown_fields, default)]
 pub struct MediaConfig {
@@ -11,6 +13,13 @@ pub struct MediaConfig {
     /// Largest file `POST /api/rooms/{roomId}/media` accepts, in MiB (never more than the
     /// homeserver's own `m.upload.size`).
     pub max_upload_mb: u32,
+    /// Uploads one user may have in progress at once (429 `too_many_uploads` past it).
+    pub max_concurrent_uploads: u32,
+    /// Deadline for the whole upload body (408 `request_timeout` past it).
+    pub upload_timeout: HumanDuration,
+    /// Spool space in MiB for uploads and encrypted downloads together (503 `spool_full`
+    /// past it).
+    pub max_spool_mb: u32,
 }
 
 impl Default for MediaConfig {
@@ -18,6 +27,9 @@ impl Default for MediaConfig {
         Self {
             max_download_mb: 100,
             max_upload_mb: 50,
+            max_concurrent_uploads: 4,
+            upload_timeout: HumanDuration::from_secs(600),
+            max_spool_mb: 2048,
         }
     }
 }
@@ -29,5 +41,9 @@ impl MediaConfig {
 
     pub fn max_upload_bytes(&self) -> u64 {
         u64::from(self.max_upload_mb) * 1024 * 1024
+    }
+
+    pub fn max_spool_bytes(&self) -> u64 {
+        u64::from(self.max_spool_mb) * 1024 * 1024
     }
 }

@@ -165,3 +165,54 @@ fn bridge_ghost_prefixes_parse_and_bad_ones_are_refused_by_key() {
         "{err}"
     );
 }
+
+#[test]
+fn the_metrics_listener_is_refused_on_a_public_address_unless_allowed() {
+    let with = |listen: &str, allow: bool| {
+        load_with(
+            Some(&format!(
+                "[metrics]\nlisten = \"{listen}\"\nallow_public = {allow}\n"
+            )),
+            &[],
+            Overrides::default(),
+        )
+    };
+    for internal in [
+        "127.0.0.1:9100",
+        "10.1.2.3:9100",
+        "172.16.0.1:9100",
+        "192.168.1.5:9100",
+        "100.64.0.1:9100",
+        "169.254.1.1:9100",
+        "[::1]:9100",
+        "[fd00::1]:9100",
+        "[fe80::1]:9100",
+        "[::ffff:10.0.0.1]:9100",
+    ] {
+        let c = with(internal, false).unwrap_or_else(|e| panic!("{internal}: {e}"));
+        assert!(!c.metrics.allow_public);
+    }
+    for public in [
+        "0.0.0.0:9100",
+        "[::]:9100",
+        "203.0.113.7:9100",
+        "8.8.8.8:9100",
+        "172.32.0.1:9100",
+        "[2001:4860::1]:9100",
+        "[::ffff:8.8.8.8]:9100",
+    ] {
+        let err = with(public, false).unwrap_err().to_string();
+        assert!(
+            err.contains("metrics.listen") && err.contains("allow_public"),
+            "{public}: {err}"
+        );
+        let c = with(public, true).unwrap_or_else(|e| panic!("{public}: {e}"));
+        assert!(c.metrics.allow_public);
+    }
+    // No listener: nothing to check.
+    assert!(load_with(None, &[], Overrides::default())
+        .unwrap()
+        .metrics
+        .listen
+        .is_none());
+}

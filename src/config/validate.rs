@@ -22,6 +22,7 @@ impl Config {
             ("rate_limit.window", self.rate_limit.window),
             ("email.poll_interval", self.email.poll_interval),
             ("email.network_timeout", self.email.network_timeout),
+            ("media.upload_timeout", self.media.upload_timeout),
         ] {
             if d.0.is_zero() {
                 return Err(ConfigError::key(key, "must be longer than zero"));
@@ -30,6 +31,11 @@ impl Config {
         for (key, mb) in [
             ("media.max_download_mb", self.media.max_download_mb),
             ("media.max_upload_mb", self.media.max_upload_mb),
+            (
+                "media.max_concurrent_uploads",
+                self.media.max_concurrent_uploads,
+            ),
+            ("media.max_spool_mb", self.media.max_spool_mb),
         ] {
             if mb == 0 {
                 return Err(ConfigError::key(key, "must be at least 1"));
@@ -117,6 +123,18 @@ impl Config {
         if let Some(push) = &self.push {
             push.validate()?;
         }
+        if let Some(addr) = self.metrics.listen {
+            if !self.metrics.allow_public && !MetricsConfig::listen_is_internal(addr.ip()) {
+                return Err(ConfigError::key(
+                    "metrics.listen",
+                    format!(
+                        "{addr} is not a loopback or private address: the metrics there need no \
+                         authentication; use one (e.g. 127.0.0.1:9100) or set \
+                         metrics.allow_public = true"
+                    ),
+                ));
+            }
+        }
         self.log
             .level
             .parse::<tracing_subscriber::EnvFilter>()
@@ -167,4 +185,30 @@ pub(super) fn check_http_url(key: &str, url: &str) -> Result<(), ConfigError> {
         return Err(ConfigError::key(key, "must be an http:// or https:// URL"));
     }
     Ok(())
+}
+
+impl MetricsConfig {
+    /// Whether the unauthenticated metrics listener stays off the public internet on
+    /// `ip`: loopback, private (RFC 1918, 100.64/10 shared, IPv6 unique local) or
+    /// link-local. The unspecified `0.0.0.0` / `::` is not: it listens on every interface.
+    pub fn listen_is_internal(ip: std::net::IpAddr) -> bool {
+        use std::net::IpAddr;
+        let v4 = |ip: std::net::Ipv4Addr| {
+            let o = ip.octets();
+            ip.is_loopback()
+                || ip.is_private()
+                || ip.is_link_local()
+                || (o[0] == 100 && (o[1] & 0xc0) == 64)
+        };
+        match ip {
+            IpAddr::V4(ip) => v4(ip),
+            IpAddr::V6(ip) => match ip.to_ipv4_mapped() {
+                Some(mapped) => v4(mapped),
+                None => {
+                    let first = ip.segments()[0];
+                    ip.is_loopback() || (first & 0xfe00) == 0xfc00 || (first & 0xffc0) == 0xfe80
+                }
+            },
+        }
+    }
 }

@@ -151,6 +151,18 @@ pub enum ErrorCode {
     /// 409: the recovery key was handed out already (`POST /api/e2ee/recovery-key`; a new
     /// one only with `{"reset": true}`).
     RecoveryKeyShown,
+    /// 403: a recovery key reset without proof of the person (the current recovery key or
+    /// a fresh sign-in code), or with a wrong one.
+    ReauthRequired,
+    /// 502: an encrypted attachment's bytes do not match the SHA-256 its event names;
+    /// nothing of it was sent.
+    AttachmentCorrupt,
+    /// 429: the user's concurrent media uploads are at their cap.
+    TooManyUploads,
+    /// 503: the media spool space (`[media] max_spool_mb`) is full (with `Retry-After`).
+    SpoolFull,
+    /// 408: the request body did not arrive within its deadline.
+    RequestTimeout,
     /// 503: the server is saturated; retry (with `Retry-After`).
     Busy,
     /// 503: the AI service is unreachable.
@@ -257,6 +269,11 @@ impl ErrorCode {
         Self::MailActionFailed,
         Self::DeviceTokenUnreadable,
         Self::RecoveryKeyShown,
+        Self::ReauthRequired,
+        Self::AttachmentCorrupt,
+        Self::TooManyUploads,
+        Self::SpoolFull,
+        Self::RequestTimeout,
         Self::Busy,
         Self::AiUnavailable,
         Self::BridgeNotConfigured,
@@ -347,6 +364,11 @@ impl ErrorCode {
             Self::MailActionFailed => "mail_action_failed",
             Self::DeviceTokenUnreadable => "device_token_unreadable",
             Self::RecoveryKeyShown => "recovery_key_shown",
+            Self::ReauthRequired => "reauth_required",
+            Self::AttachmentCorrupt => "attachment_corrupt",
+            Self::TooManyUploads => "too_many_uploads",
+            Self::SpoolFull => "spool_full",
+            Self::RequestTimeout => "request_timeout",
             Self::Busy => "busy",
             Self::AiUnavailable => "ai_unavailable",
             Self::BridgeNotConfigured => "bridge_not_configured",

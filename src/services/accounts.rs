@@ -308,7 +308,7 @@ fn detach_row(conn: &Connection, user_id: &str) -> AppResult<()> {
 }
 
 /// `POST /api/accounts/{id}/switch`: opens a session for an account of the caller's group.
-pub async fn switch(state: &Context, caller_id: &str, id: &str) -> AppResult<Switched> {
+pub async fn switch(state: &Context, caller_id: &str, id: &str, web: bool) -> AppResult<Switched> {
     let id = parse_account_id(id)?;
     let uid = caller_id.to_owned();
     let target = state
@@ -321,7 +321,7 @@ pub async fn switch(state: &Context, caller_id: &str, id: &str) -> AppResult<Swi
     let target = auth::ensure_matrix_account(state, target).await?;
     let target_id = target.id.clone();
     let account = Account::of(state, target.clone(), &target_id)?;
-    let session = auth::open_session(state, target, false).await?;
+    let session = auth::open_session(state, target, false, web).await?;
     Ok(Switched { session, account })
 }
 

@@ -247,6 +247,7 @@ pub async fn sign_in(
     email: &str,
     code: &str,
     public_key: Option<String>,
+    web: bool,
 ) -> AppResult<Session> {
     let email = validate_email(email)?;
     if let Some(key) = &public_key {
@@ -256,7 +257,7 @@ pub async fn sign_in(
     let result = async {
         let (user, is_new) = find_or_create(state, &email, None, public_key).await?;
         let user = ensure_matrix_account(state, user).await?;
-        open_session(state, user, is_new).await
+        open_session(state, user, is_new, web).await
     }
     .await;
     if result.is_err() {
@@ -360,9 +361,20 @@ pub async fn ensure_matrix_account(state: &Context, user: UserRow) -> AppResult<
 
 /// Opens a session for `user`: a Matrix device of its own (see
 /// [`super::matrix_sessions`]), an access token naming the session and a refresh token.
-pub async fn open_session(state: &Context, user: UserRow, is_new_user: bool) -> AppResult<Session> {
+/// A `web` session (the browser app) gets no Matrix device: the app never uses one, and a
+/// token to the user's Matrix account should not sit where page scripts can read it.
+pub async fn open_session(
+    state: &Context,
+    user: UserRow,
+    is_new_user: bool,
+    web: bool,
+) -> AppResult<Session> {
     let session_id = uuid::Uuid::new_v4().simple().to_string();
-    let device = matrix_sessions::open_device(state, &user).await?;
+    let device = if web {
+        None
+    } else {
+        matrix_sessions::open_device(state, &user).await?
+    };
     let sealed = match &device {
         Some(d) => Some(matrix_sessions::seal_token(
             &state.master,
@@ -387,6 +399,7 @@ pub async fn open_session(state: &Context, user: UserRow, is_new_user: bool) -> 
                 session_id: &sid,
                 matrix_device_id: device_id.as_deref(),
                 matrix_access_token_enc: sealed.as_deref(),
+                web,
                 expires_at: expires,
                 now,
             };

@@ -118,6 +118,9 @@ pub async fn session_token(
         .query(move |c| refresh_tokens::live_session_device(c, &uid, &key, now))
         .await?;
     let Some(found) = found else { return Ok(None) };
+    if found.web {
+        return Ok(None);
+    }
     if let Some(sealed) = &found.access_token_enc {
         let dek = users::data_key(&state.master, user)?;
         return Ok(Some(dek.open_string(sealed, &token_aad(&sid))?));

@@ -57,7 +57,11 @@ pub fn bridge_error(e: BridgeError, not_found_code: ErrorCode) -> AppError {
             message.clone()
         }
     };
+    if let BridgeError::InvalidSegment { error, .. } = &e {
+        return AppError::invalid(&error.field, error.reason);
+    }
     match e.failure() {
+        Failure::InvalidInput => AppError::invalid("path", "not a path segment"),
         Failure::NotConfigured => AppError::Unavailable {
             retry_after_secs: None,
             code: ErrorCode::BridgeNotConfigured,
@@ -148,7 +152,7 @@ pub fn homeserver_room_error(action: &str, e: MatrixError) -> AppError {
         MatrixError::Decode(detail) => {
             format!("unexpected answer from the Matrix homeserver: {detail}")
         }
-        MatrixError::Http { .. } => e.public_message(),
+        MatrixError::Http { .. } | MatrixError::InvalidSegment(_) => e.public_message(),
     })
 }
 
@@ -179,6 +183,7 @@ fn homeserver_failure(
             code: ErrorCode::HomeserverError,
             message: other(&e),
         },
+        MatrixError::InvalidSegment(s) => AppError::invalid(&s.field, s.reason),
     }
 }
 

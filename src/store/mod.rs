@@ -131,6 +131,10 @@ const MIGRATIONS: &[(&str, &str)] = &[
         "0020_web_push",
         include_str!("../../migrations/0020_web_push.sql"),
     ),
+    (
+        "0024_web_sessions",
+        include_str!("../../migrations/0024_web_sessions.sql"),
+    ),
 ];
 
 /// Latest schema version this binary knows.

@@ -17,6 +17,8 @@ pub struct NewSession<'a> {
     pub session_id: &'a str,
     pub matrix_device_id: Option<&'a str>,
     pub matrix_access_token_enc: Option<&'a [u8]>,
+    /// A web session: it never gets a Matrix device.
+    pub web: bool,
     pub expires_at: i64,
     pub now: i64,
 }
@@ -27,7 +29,8 @@ pub struct NewSession<'a> {
 pub fn insert(conn: &Connection, s: &NewSession<'_>) -> rusqlite::Result<()> {
     conn.execute(
         "INSERT INTO refresh_tokens (token_hash, user_id, session_id, matrix_device_id, \
-         matrix_access_token_enc, expires_at, created_at) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)",
+         matrix_access_token_enc, expires_at, created_at, web) \
+         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)",
         params![
             s.token_hash,
             s.user_id,
@@ -35,7 +38,8 @@ pub fn insert(conn: &Connection, s: &NewSession<'_>) -> rusqlite::Result<()> {
             s.matrix_device_id,
             s.matrix_access_token_enc,
             s.expires_at,
-            s.now
+            s.now,
+            s.web
         ],
     )?;
     let beyond_cap = "user_id = ?1 AND rowid NOT IN ( \
@@ -76,6 +80,8 @@ pub fn valid_session(
 pub struct SessionDevice {
     pub device_id: Option<String>,
     pub access_token_enc: Option<Vec<u8>>,
+    /// A web session, which never gets a device.
+    pub web: bool,
 }
 
 /// The device of session `session_id` when it is `user_id`'s and neither expired nor
@@ -87,13 +93,14 @@ pub fn live_session_device(
     now: i64,
 ) -> rusqlite::Result<Option<SessionDevice>> {
     conn.query_row(
-        "SELECT matrix_device_id, matrix_access_token_enc FROM refresh_tokens \
+        "SELECT matrix_device_id, matrix_access_token_enc, web FROM refresh_tokens \
          WHERE session_id = ?1 AND user_id = ?2 AND revoked_at IS NULL AND expires_at > ?3",
         params![session_id, user_id, now],
         |r| {
             Ok(SessionDevice {
                 device_id: r.get(0)?,
                 access_token_enc: r.get(1)?,
+                web: r.get(2)?,
             })
         },
     )
@@ -156,6 +163,7 @@ mod tests {
                     session_id: &session,
                     matrix_device_id: device,
                     matrix_access_token_enc: None,
+                    web: false,
                     expires_at: now + 100,
                     now,
                 },

@@ -119,6 +119,73 @@ fn a_corrupt_master_key_is_refused() {
 }
 
 #[test]
+fn metrics_on_a_public_address_are_refused_at_start_unless_allowed() {
+    let dir = tempfile::tempdir().unwrap();
+    let cfg = dir.path().join("c.toml");
+    let data = dir.path().join("d");
+    for listen in ["0.0.0.0:0", "[::]:0", "8.8.8.8:9100"] {
+        std::fs::write(&cfg, format!("[metrics]\nlisten = \"{listen}\"\n")).unwrap();
+        let (status, _, err) = run_cli(
+            &[
+                "serve",
+                "--config",
+                cfg.to_str().unwrap(),
+                "--data-dir",
+                data.to_str().unwrap(),
+                "--listen",
+                "127.0.0.1:0",
+            ],
+            dir.path(),
+        );
+        assert!(!status.success(), "{listen}: {err}");
+        assert!(
+            err.contains("metrics.listen") && err.contains("allow_public"),
+            "{listen}: {err}"
+        );
+        assert!(!err.contains("panicked"), "{err}");
+    }
+    // Opted in, the configuration is accepted.
+    std::fs::write(
+        &cfg,
+        "[metrics]\nlisten = \"0.0.0.0:9100\"\nallow_public = true\n",
+    )
+    .unwrap();
+    let (status, out, err) = run_cli(
+        &[
+            "check-config",
+            "--config",
+            cfg.to_str().unwrap(),
+            "--data-dir",
+            data.to_str().unwrap(),
+        ],
+        dir.path(),
+    );
+    assert!(status.success(), "{err}");
+    assert!(out.contains("configuration: ok"), "{out}");
+}
+
+#[tokio::test]
+async fn metrics_on_a_public_address_when_allowed_are_announced_with_a_warning() {
+    let app = TestApp::start_with(TestConfig {
+        matrix: MatrixMode::Missing,
+        extra: "[metrics]\nlisten = \"0.0.0.0:0\"\nallow_public = true\n".into(),
+    })
+    .await;
+    // Both lines are written before the main listener answers; the log file may lag a little.
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+    loop {
+        let log = app.log();
+        if log.contains("metrics listening on")
+            && log.contains("WITHOUT authentication on a public address")
+        {
+            break;
+        }
+        assert!(std::time::Instant::now() < deadline, "no warning: {log}");
+        tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+    }
+}
+
+#[test]
 fn an_address_in_use_is_a_clear_error() {
     let dir = tempfile::tempdir().unwrap();
     let taken = std::net::TcpListener::bind("127.0.0.1:0").unwrap();

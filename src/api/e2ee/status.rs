@@ -64,8 +64,16 @@ pub struct E2eeStatus {
 #[oai(rename_all = "camelCase")]
 pub struct RecoveryKeyRequest {
     /// Make a new recovery key (and a new key backup, the old one deleted) although the
-    /// current one was shown. Default false.
+    /// current one was shown. Default false. A reset needs `recoveryKey` or `code`.
     pub reset: Option<bool>,
+    /// With `reset`: the current recovery key (base58 as shown, spaces allowed; or the
+    /// passphrase the account's secret storage key was made from). Checked against the
+    /// account's secret storage; at most 1024 characters.
+    pub recovery_key: Option<String>,
+    /// With `reset` (instead of `recoveryKey`): a fresh 6-digit sign-in code mailed to
+    /// the user's address by `POST /api/auth/code`. It is used up, and wrong codes count
+    /// against the address's failure budget as at sign-in.
+    pub code: Option<String>,
 }
 
 #[derive(Debug, Object)]
@@ -119,7 +127,17 @@ impl E2eeStatusApi {
     /// key and, when Switchboard made them, the cross-signing keys) and returns it. Only
     /// the first call succeeds: later ones answer 409 `recovery_key_shown`; `{"reset":
     /// true}` makes a new recovery key and a new key backup (the old backup version is
-    /// deleted). Native sessions only (403 `forbidden_for_api_token`). 503
+    /// deleted).
+    ///
+    /// A reset must prove the person, since the new key opens secret storage and the old
+    /// backup is deleted: a stolen access token is not enough. Send the current
+    /// `recoveryKey` or a fresh sign-in `code` (request one with `POST /api/auth/code`
+    /// for the user's own address); without either, or with a wrong one, 403
+    /// `reauth_required` and nothing changes. 400 `invalid_request` for a `code` that is
+    /// not 6 digits or a `recoveryKey` over 1024 characters; 429 `too_many_attempts` when
+    /// the address's wrong-code budget is spent.
+    ///
+    /// Native sessions only (403 `forbidden_for_api_token`). 503
     /// `encryption_unavailable` without a Matrix account; 502 `homeserver_error` / 503
     /// `homeserver_unavailable` when the homeserver fails (nothing is marked shown then).
     #[oai(
@@ -133,8 +151,13 @@ impl E2eeStatusApi {
         auth: NativeAuth,
         body: Json<Option<RecoveryKeyRequest>>,
     ) -> Result<Json<RecoveryKeyResult>, AppError> {
-        let reset = body.0.and_then(|b| b.reset).unwrap_or(false);
-        let recovery_key = e2ee_trust::recovery_key(&state, auth.user_id(), reset).await?;
+        let body = body.0;
+        let reset = body.as_ref().and_then(|b| b.reset).unwrap_or(false);
+        let proof = e2ee_trust::ResetProof {
+            recovery_key: body.as_ref().and_then(|b| b.recovery_key.clone()),
+            code: body.and_then(|b| b.code),
+        };
+        let recovery_key = e2ee_trust::recovery_key(&state, auth.user_id(), reset, proof).await?;
         Ok(Json(RecoveryKeyResult { recovery_key }))
     }
 }

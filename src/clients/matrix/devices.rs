@@ -31,7 +31,7 @@ impl MatrixClient {
         // a UIA session first answers 401 with one, and gets the same auth inside it.
         for _ in 0..2 {
             let resp = self
-                .client_api(reqwest::Method::POST, token, "delete_devices")
+                .client_api(reqwest::Method::POST, token, "delete_devices")?
                 .json(&json!({"devices": devices, "auth": auth}))
                 .send()
                 .await

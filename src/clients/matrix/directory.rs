@@ -37,7 +37,7 @@ impl MatrixClient {
         }
         let body = json!({ "search_term": term, "limit": limit });
         let resp = self
-            .client_api(reqwest::Method::POST, token, "user_directory/search")
+            .client_api(reqwest::Method::POST, token, "user_directory/search")?
             .json(&body)
             .send()
             .await
@@ -51,7 +51,7 @@ impl MatrixClient {
     pub async fn profile(&self, token: &str, user_id: &str) -> Result<(), MatrixError> {
         let path = format!("profile/{}", encode(user_id));
         let resp = self
-            .client_api(reqwest::Method::GET, token, &path)
+            .client_api(reqwest::Method::GET, token, &path)?
             .send()
             .await
             .map_err(unreachable)?;
@@ -66,7 +66,7 @@ impl MatrixClient {
             room_id: String,
         }
         let resp = self
-            .client_api(reqwest::Method::POST, token, "createRoom")
+            .client_api(reqwest::Method::POST, token, "createRoom")?
             .json(body)
             .send()
             .await
@@ -80,7 +80,7 @@ impl MatrixClient {
     pub async fn room_state(&self, token: &str, room_id: &str) -> Result<Vec<Event>, MatrixError> {
         let path = format!("rooms/{}/state", encode(room_id));
         let resp = self
-            .client_api(reqwest::Method::GET, token, &path)
+            .client_api(reqwest::Method::GET, token, &path)?
             .send()
             .await
             .map_err(unreachable)?;
@@ -96,7 +96,7 @@ impl MatrixClient {
     ) -> Result<(), MatrixError> {
         let path = format!("user/{}/account_data/m.direct", encode(user_id));
         let resp = self
-            .client_api(reqwest::Method::PUT, token, &path)
+            .client_api(reqwest::Method::PUT, token, &path)?
             .json(direct)
             .send()
             .await

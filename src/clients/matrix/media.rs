@@ -8,7 +8,8 @@ use bytes::Bytes;
 use futures_util::Stream;
 use serde::Deserialize;
 
-use super::{decode, encode, http_error, unreachable, MatrixClient, MatrixError};
+use super::{decode, http_error, unreachable, MatrixClient, MatrixError};
+use crate::clients::segment::segment;
 
 /// Longest wait for the next bytes of a media transfer.
 pub const READ_TIMEOUT: Duration = Duration::from_secs(30);
@@ -29,7 +30,9 @@ impl Mxc {
     pub fn parse(uri: &str) -> Option<Self> {
         let rest = uri.strip_prefix("mxc://")?;
         let (server, media_id) = rest.split_once('/')?;
-        let server_ok = !server.is_empty()
+        // `clients::segment`: a server name of `.` or `..` would be resolved away by
+        // the URL parser (`mxc://../config` → `/_matrix/client/v1/media/config`).
+        let server_ok = crate::clients::segment::check("url", server).is_ok()
             && server.len() <= 255
             && server.bytes().all(|b| {
                 b.is_ascii_alphanumeric() || matches!(b, b'.' | b'-' | b':' | b'[' | b']')
@@ -77,11 +80,14 @@ impl MatrixClient {
         thumbnail: bool,
     ) -> Result<MediaStream, MatrixError> {
         let kind = if thumbnail { "thumbnail" } else { "download" };
-        let url = self.media_url(&format!(
+        // `Mxc` is checked when parsed; the fields are public, so check again here.
+        let path = format!(
             "{kind}/{}/{}",
-            encode(&mxc.server),
-            encode(&mxc.media_id)
-        ));
+            segment("url", &mxc.server)?,
+            segment("url", &mxc.media_id)?
+        );
+        crate::clients::segment::check_path(&path)?;
+        let url = self.media_url(&path);
         let query: &[(&str, &str)] = if thumbnail {
             &[
                 ("width", THUMBNAIL_WIDTH),
@@ -180,6 +186,8 @@ mod tests {
             "mxc:///id",
             "mxc://x/",
             "mxc://x/../etc",
+            "mxc://../config",
+            "mxc://./config",
             "mxc://x/a/b",
             "mxc://x?y/a",
         ] {

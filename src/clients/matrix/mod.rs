@@ -31,6 +31,9 @@ pub enum MatrixError {
     },
     #[error("unexpected homeserver response: {0}")]
     Decode(String),
+    /// A value that cannot be a path segment (`.`, `..`, …); nothing was sent.
+    #[error(transparent)]
+    InvalidSegment(#[from] crate::clients::segment::InvalidSegment),
 }
 
 impl MatrixError {
@@ -47,6 +50,7 @@ impl MatrixError {
                 message,
             } => format!("the Matrix homeserver answered {status} {errcode}: {message}"),
             Self::Decode(_) => "unexpected answer from the Matrix homeserver".to_owned(),
+            Self::InvalidSegment(e) => e.to_string(),
         }
     }
 
@@ -220,7 +224,7 @@ impl MatrixClient {
             user_id: String,
         }
         let resp = self
-            .client_api(reqwest::Method::GET, token, "account/whoami")
+            .client_api(reqwest::Method::GET, token, "account/whoami")?
             .send()
             .await
             .map_err(unreachable)?;
@@ -231,30 +235,23 @@ impl MatrixClient {
 
 impl MatrixClient {
     /// A client-server API request (`/_matrix/client/v3/{path}`) as the holder of `token`.
+    /// A path with a dot or empty segment is refused before anything is sent
+    /// (`clients::segment`).
     fn client_api(
         &self,
         method: reqwest::Method,
         token: &str,
         path: &str,
-    ) -> reqwest::RequestBuilder {
-        self.api
+    ) -> Result<reqwest::RequestBuilder, MatrixError> {
+        crate::clients::segment::check_path(path)?;
+        Ok(self
+            .api
             .request(method, format!("{}/_matrix/client/v3/{path}", self.base))
-            .bearer_auth(token)
+            .bearer_auth(token))
     }
 }
 
-/// Percent-encodes one path segment (room ids contain `!` and `:`).
-pub fn encode(segment: &str) -> String {
-    let mut out = String::with_capacity(segment.len());
-    for b in segment.bytes() {
-        if b.is_ascii_alphanumeric() || matches!(b, b'-' | b'_' | b'.' | b'~') {
-            out.push(b as char);
-        } else {
-            out.push_str(&format!("%{b:02X}"));
-        }
-    }
-    out
-}
+pub use crate::clients::segment::encode;
 
 /// The transport failure with its innermost cause (reqwest's own text stops at "error
 /// sending request for url (…)"). For the log only: it contains the URL.

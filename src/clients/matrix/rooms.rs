@@ -74,7 +74,7 @@ impl MatrixClient {
             encode(txn_id)
         );
         let resp = self
-            .client_api(reqwest::Method::PUT, token, &path)
+            .client_api(reqwest::Method::PUT, token, &path)?
             .json(content)
             .send()
             .await
@@ -103,7 +103,7 @@ impl MatrixClient {
             encode(txn_id)
         );
         let resp = self
-            .client_api(reqwest::Method::PUT, token, &path)
+            .client_api(reqwest::Method::PUT, token, &path)?
             .json(&json!({}))
             .send()
             .await
@@ -123,7 +123,7 @@ impl MatrixClient {
         let path = format!("rooms/{}/read_markers", encode(room_id));
         let body = json!({"m.fully_read": event_id, "m.read": event_id});
         let resp = self
-            .client_api(reqwest::Method::POST, token, &path)
+            .client_api(reqwest::Method::POST, token, &path)?
             .json(&body)
             .send()
             .await
@@ -144,7 +144,7 @@ impl MatrixClient {
         }
         let path = format!("rooms/{}/joined_members", encode(room_id));
         let resp = self
-            .client_api(reqwest::Method::GET, token, &path)
+            .client_api(reqwest::Method::GET, token, &path)?
             .send()
             .await
             .map_err(unreachable)?;
@@ -169,7 +169,7 @@ impl MatrixClient {
     /// A client-API `POST` with an empty JSON body whose answer only has to be a success.
     pub(crate) async fn post_empty(&self, token: &str, path: &str) -> Result<(), MatrixError> {
         let resp = self
-            .client_api(reqwest::Method::POST, token, path)
+            .client_api(reqwest::Method::POST, token, path)?
             .json(&json!({}))
             .send()
             .await
@@ -186,7 +186,7 @@ impl MatrixClient {
     ) -> Result<std::collections::HashMap<String, Vec<String>>, MatrixError> {
         let path = format!("user/{}/account_data/m.direct", encode(user_id));
         let resp = self
-            .client_api(reqwest::Method::GET, token, &path)
+            .client_api(reqwest::Method::GET, token, &path)?
             .send()
             .await
             .map_err(unreachable)?;

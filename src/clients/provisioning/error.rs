@@ -6,6 +6,7 @@
 //! HTTP status only when the code says nothing.
 
 use super::Platform;
+use crate::clients::segment::InvalidSegment;
 
 #[derive(Debug, Clone, thiserror::Error)]
 pub enum BridgeError {
@@ -29,11 +30,19 @@ pub enum BridgeError {
     /// A success status with a body that is not the documented JSON.
     #[error("unexpected answer from the {} bridge: {detail}", .platform.name())]
     Decode { platform: Platform, detail: String },
+    /// A value that cannot be a path segment (`.`, `..`, …); nothing was sent.
+    #[error("{error}")]
+    InvalidSegment {
+        platform: Platform,
+        error: InvalidSegment,
+    },
 }
 
 /// What an error means for the caller.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Failure {
+    /// The caller's value cannot be sent (a dot path segment); nothing was sent.
+    InvalidInput,
     NotConfigured,
     /// Unreachable or timed out: worth retrying later.
     Unavailable,
@@ -83,7 +92,8 @@ impl BridgeError {
             | Self::Unreachable { platform, .. }
             | Self::Timeout { platform, .. }
             | Self::Http { platform, .. }
-            | Self::Decode { platform, .. } => *platform,
+            | Self::Decode { platform, .. }
+            | Self::InvalidSegment { platform, .. } => *platform,
         }
     }
 
@@ -92,6 +102,7 @@ impl BridgeError {
             Self::NotConfigured { .. } => Failure::NotConfigured,
             Self::Unreachable { .. } | Self::Timeout { .. } => Failure::Unavailable,
             Self::Decode { .. } => Failure::Upstream,
+            Self::InvalidSegment { .. } => Failure::InvalidInput,
             Self::Http {
                 status, errcode, ..
             } => classify(*status, errcode),

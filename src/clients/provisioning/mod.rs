@@ -12,7 +12,7 @@ use std::time::Duration;
 
 use serde::de::DeserializeOwned;
 
-use crate::clients::matrix::encode;
+use crate::clients::segment;
 use crate::config::{BridgeConfig, BridgesConfig};
 
 pub mod error;
@@ -175,7 +175,7 @@ impl ProvisioningClient {
         flow_id: &str,
         relogin: Option<&str>,
     ) -> Result<LoginStep, BridgeError> {
-        let path = format!("/v3/login/start/{}", encode(flow_id));
+        let path = format!("/v3/login/start/{}", self.segment("flowId", flow_id)?);
         let extra: Vec<(&str, &str)> = relogin.map(|l| ("login_id", l)).into_iter().collect();
         let body = serde_json::json!({});
         self.call(
@@ -198,7 +198,7 @@ impl ProvisioningClient {
         step_type: &str,
         data: &BTreeMap<String, String>,
     ) -> Result<LoginStep, BridgeError> {
-        let path = step_path(process_id, step_id, step_type);
+        let path = self.step_path(process_id, step_id, step_type)?;
         let body = serde_json::to_value(data).unwrap_or_default();
         self.post(user_id, &path, &body, None).await
     }
@@ -211,20 +211,26 @@ impl ProvisioningClient {
         step_id: &str,
         timeout: Duration,
     ) -> Result<LoginStep, BridgeError> {
-        let path = step_path(process_id, step_id, LoginStep::DISPLAY_AND_WAIT);
+        let path = self.step_path(process_id, step_id, LoginStep::DISPLAY_AND_WAIT)?;
         self.post(user_id, &path, &serde_json::json!({}), Some(timeout))
             .await
     }
 
     /// `POST /v3/logout/{loginID}`; `None` logs out every login (`all`).
     pub async fn logout(&self, user_id: &str, login_id: Option<&str>) -> Result<(), BridgeError> {
-        let path = format!("/v3/logout/{}", encode(login_id.unwrap_or("all")));
+        let path = format!(
+            "/v3/logout/{}",
+            self.segment("loginId", login_id.unwrap_or("all"))?
+        );
         self.post_empty(user_id, &path).await
     }
 
     /// `POST /v3/login/cancel/{process}` (bridges from mautrix-go v0.28.1).
     pub async fn login_cancel(&self, user_id: &str, process_id: &str) -> Result<(), BridgeError> {
-        let path = format!("/v3/login/cancel/{}", encode(process_id));
+        let path = format!(
+            "/v3/login/cancel/{}",
+            self.segment("loginProcessId", process_id)?
+        );
         self.post_empty(user_id, &path).await
     }
 
@@ -274,6 +280,9 @@ impl ProvisioningClient {
         long_poll: Option<Duration>,
     ) -> Result<(u16, T), BridgeError> {
         let platform = self.platform;
+        // The backstop: no path with a dot segment leaves, however it was built.
+        segment::check_path(path)
+            .map_err(|error| BridgeError::InvalidSegment { platform, error })?;
         let mut query = vec![("user_id", user_id)];
         query.extend_from_slice(extra_query);
         let url = reqwest::Url::parse_with_params(&format!("{}{path}", self.base), &query)
@@ -325,13 +334,28 @@ impl ProvisioningClient {
     }
 }
 
-fn step_path(process_id: &str, step_id: &str, step_type: &str) -> String {
-    format!(
-        "/v3/login/step/{}/{}/{}",
-        encode(process_id),
-        encode(step_id),
-        encode(step_type)
-    )
+impl ProvisioningClient {
+    /// `value` as one path segment (`clients::segment`), refused naming `field`.
+    pub(super) fn segment(&self, field: &str, value: &str) -> Result<String, BridgeError> {
+        segment::segment(field, value).map_err(|error| BridgeError::InvalidSegment {
+            platform: self.platform,
+            error,
+        })
+    }
+
+    fn step_path(
+        &self,
+        process_id: &str,
+        step_id: &str,
+        step_type: &str,
+    ) -> Result<String, BridgeError> {
+        Ok(format!(
+            "/v3/login/step/{}/{}/{}",
+            self.segment("loginProcessId", process_id)?,
+            self.segment("stepId", step_id)?,
+            self.segment("stepType", step_type)?
+        ))
+    }
 }
 
 /// The innermost cause of a transport error ("Connection refused", …), which is what an

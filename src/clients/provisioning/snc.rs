@@ -6,7 +6,6 @@ use reqwest::Method;
 
 use super::types::{ContactList, ResolvedIdentifier, SearchResults};
 use super::{BridgeError, ProvisioningClient};
-use crate::clients::matrix::encode;
 
 impl ProvisioningClient {
     /// `GET /v3/contacts`: the login's contact list (`M_UNRECOGNIZED` when the network
@@ -36,7 +35,10 @@ impl ProvisioningClient {
         user_id: &str,
         identifier: &str,
     ) -> Result<ResolvedIdentifier, BridgeError> {
-        let path = format!("/v3/resolve_identifier/{}", encode(identifier));
+        let path = format!(
+            "/v3/resolve_identifier/{}",
+            self.segment("identifier", identifier)?
+        );
         self.call(Method::GET, &path, user_id, &[], None, None)
             .await
     }
@@ -48,7 +50,7 @@ impl ProvisioningClient {
         user_id: &str,
         identifier: &str,
     ) -> Result<(ResolvedIdentifier, bool), BridgeError> {
-        let path = format!("/v3/create_dm/{}", encode(identifier));
+        let path = format!("/v3/create_dm/{}", self.segment("identifier", identifier)?);
         let body = serde_json::json!({});
         let (status, dm) = self
             .call_with_status(Method::POST, &path, user_id, &[], Some(&body), None)

@@ -306,10 +306,14 @@ pub async fn remove(state: &Context, user_id: &str, platform: Platform) -> AppRe
     Ok(removed)
 }
 
+/// Bridge ids go into the provisioning API's URL paths: besides their own limits they
+/// must be path segments (`clients::segment`: no `.` or `..`), checked before any call.
 fn validate_id(field: &str, value: &str) -> AppResult<()> {
     if value.trim().is_empty() {
         return Err(AppError::invalid(field, "must not be empty"));
     }
+    crate::clients::segment::check(field, value)
+        .map_err(|e| AppError::invalid(&e.field, e.reason))?;
     if value.len() > 255 || value.chars().any(char::is_control) {
         return Err(AppError::invalid(
             field,

@@ -28,7 +28,7 @@ mod deletion;
 mod status;
 
 pub use deletion::{forget_backup, on_key_deletion};
-pub use status::{recovery_key, status, Status};
+pub use status::{recovery_key, status, ResetProof, Status};
 
 const TABLE: &str = "e2ee_trust";
 

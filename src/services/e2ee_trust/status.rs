@@ -67,10 +67,89 @@ pub async fn status(state: &Context, user_id: &str) -> AppResult<Status> {
     })
 }
 
+/// What proves the person behind a recovery key reset: a stolen 15-minute access token
+/// must not be enough to get a key that opens secret storage and to delete the backup.
+#[derive(Debug, Clone, Default)]
+pub struct ResetProof {
+    /// The current recovery key (or the passphrase it was made from).
+    pub recovery_key: Option<String>,
+    /// A fresh sign-in code mailed to the user's address (`POST /api/auth/code`).
+    pub code: Option<String>,
+}
+
+fn reauth(message: &str) -> AppError {
+    AppError::forbidden(ErrorCode::ReauthRequired, message)
+}
+
+/// Checks a reset's proof: the recovery key against the account's secret storage (its
+/// MAC), or the code as a sign-in code of the user's address (consumed; wrong codes count
+/// against the address's failure budget like sign-in's). 403 `reauth_required` without a
+/// proof or with a wrong one.
+async fn prove(
+    state: &Context,
+    user_id: &str,
+    matrix: &MatrixClient,
+    crypto: &UserCrypto,
+    proof: &ResetProof,
+) -> AppResult<()> {
+    if let Some(key) = proof
+        .recovery_key
+        .as_deref()
+        .filter(|k| !k.trim().is_empty())
+    {
+        if key.len() > 1024 {
+            return Err(AppError::invalid("recoveryKey", "at most 1024 characters"));
+        }
+        let opens = crypto
+            .opens_secret_storage(matrix, key.trim())
+            .await
+            .map_err(crate::services::e2ee::error)?;
+        return if opens {
+            Ok(())
+        } else {
+            Err(reauth(
+                "recoveryKey: does not open the account's secret storage",
+            ))
+        };
+    }
+    if let Some(code) = proof.code.as_deref() {
+        crate::services::auth::validate_code(code)
+            .map_err(|_| AppError::invalid("code", "must be exactly 6 digits"))?;
+        let user = crate::services::users::load(state, user_id).await?;
+        let email = crate::services::users::email_of(&state.master, &user)?;
+        return match crate::services::auth::check_code(
+            state,
+            &email,
+            code,
+            crate::services::auth::CodePurpose::SignIn,
+        )
+        .await
+        {
+            Ok(_) => Ok(()),
+            Err(e) if e.error_code() == ErrorCode::InvalidCode => {
+                Err(reauth("code: invalid or expired sign-in code"))
+            }
+            Err(e) => Err(e),
+        };
+    }
+    Err(reauth(
+        "a reset needs the current recovery key (recoveryKey) or a fresh sign-in code (code, after POST /api/auth/code)",
+    ))
+}
+
 /// `POST /api/e2ee/recovery-key`: the recovery key, once (409 `recovery_key_shown` after);
-/// `reset` makes a new backup (the old version is deleted) and a new recovery key.
-pub async fn recovery_key(state: &Context, user_id: &str, reset: bool) -> AppResult<String> {
+/// `reset` makes a new backup (the old version is deleted) and a new recovery key, once the
+/// person is proven (`proof`, else 403 `reauth_required`).
+pub async fn recovery_key(
+    state: &Context,
+    user_id: &str,
+    reset: bool,
+    proof: ResetProof,
+) -> AppResult<String> {
     let (matrix, crypto) = machine(state, user_id).await?;
+    if reset {
+        prove(state, user_id, &matrix, &crypto, &proof).await?;
+    }
     let _guard = user_lock(user_id).await;
     let mut t = load(state, user_id).await?;
     if t.row.recovery_key_shown && !reset {

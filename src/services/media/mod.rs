@@ -1,7 +1,7 @@
 //! Attachments (docs/design.md): `GET /api/rooms/{roomId}/media/{eventId}` streams an
-//! attachment's bytes from the homeserver's authenticated media API as the user
-//! (decrypting those of encrypted rooms with `matrix-sdk-crypto`'s attachment decryptor,
-//! whose SHA-256 check must pass), and [`upload`] sends new ones. What an attachment is
+//! attachment's bytes from the homeserver's authenticated media API as the user (those
+//! of encrypted rooms spooled, checked against their SHA-256 and only then decrypted:
+//! [`decrypt`]), and [`upload`] sends new ones. What an attachment is
 //! and where it lives (its `mxc://` URI, or the `file` object with key, iv and hashes)
 //! is part of the message content, sealed at rest like the text; the bytes are never
 //! stored.
@@ -24,8 +24,9 @@ use crate::services::upstream::homeserver_error;
 
 mod decrypt;
 pub mod pipe;
+pub mod spool;
 mod upload;
-pub use upload::{upload, UploadForm, UploadPart};
+pub use upload::{body_timeout, upload, UploadForm, UploadPart};
 
 /// An attachment on its way to the client.
 pub struct Download {
@@ -51,7 +52,9 @@ enum Source {
 fn malformed() -> AppError {
     AppError::BadGateway {
         code: ErrorCode::HomeserverError,
-        message: "the attachment's event names no usable source".into(),
+        message: "the attachment's event names no usable source (url: an mxc:// URI of a \
+                  server name and a media id, never `.` or `..`; file: v2 key, iv, sha256)"
+            .into(),
     }
 }
 
@@ -156,7 +159,8 @@ where
             let chunk = chunk.map_err(io::Error::other)?;
             seen += chunk.len() as u64;
             if seen > max {
-                return Err(io::Error::other(
+                return Err(io::Error::new(
+                    io::ErrorKind::FileTooLarge,
                     "attachment larger than [media] max_download_mb",
                 ));
             }
@@ -246,11 +250,15 @@ pub async fn download(
     } else {
         None
     });
-    let length = stream.length;
+    let stream_length = stream.length;
     let input = Box::pin(capped(stream.into_stream(), max));
-    let body: pipe::Output = match key {
-        None => input,
-        Some(info) => decrypt::decrypting(input, *info).map_err(|_| malformed())?,
+    let (length, body): (Option<u64>, pipe::Output) = match key {
+        None => (stream_length, input),
+        Some(info) => {
+            let params = decrypt::CipherParams::of(&info).ok_or_else(malformed)?;
+            let (n, body) = decrypt::verified(state, input, params, max).await?;
+            (Some(n), body)
+        }
     };
     let prefix = if thumbnail { "thumbnail-" } else { "" };
     Ok(Download {

@@ -151,8 +151,15 @@ struct Spool {
     info: MediaEncryptionInfo,
 }
 
-/// Reads the head (for the type), then spools everything; over `max` bytes is 413.
-async fn spool<S>(state: &Context, stream: S, max: u64) -> AppResult<(Vec<u8>, Spool)>
+/// Reads the head (for the type), then spools everything; over `max` bytes is 413, past
+/// the spool space (`[media] max_spool_mb`, reserved chunk by chunk in `reservation`) 503
+/// `spool_full`.
+async fn spool<S>(
+    state: &Context,
+    stream: S,
+    max: u64,
+    reservation: std::sync::Arc<super::spool::Reservation>,
+) -> AppResult<(Vec<u8>, Spool)>
 where
     S: Stream<Item = io::Result<Bytes>> + Send + Unpin + 'static,
 {
@@ -181,6 +188,7 @@ where
             if seen > max {
                 return Err(io::Error::new(io::ErrorKind::FileTooLarge, "over the cap"));
             }
+            reservation.grow(chunk.len() as u64)?;
             Ok(chunk)
         });
     let dir = state.config.storage.data_dir.clone();
@@ -212,8 +220,23 @@ where
     Ok((head, spool))
 }
 
+/// A failure reading the file part: the body deadline (408), the spool space (503), or
+/// the client's body itself (400 naming `file`).
 fn read_error(e: io::Error) -> AppError {
-    AppError::invalid("file", format!("could not be read: {e}"))
+    match e.kind() {
+        io::ErrorKind::TimedOut => body_timeout(),
+        io::ErrorKind::StorageFull => super::spool::full(),
+        _ => AppError::invalid("file", format!("could not be read: {e}")),
+    }
+}
+
+/// 408 `request_timeout`: the upload body did not arrive within `[media] upload_timeout`.
+pub fn body_timeout() -> AppError {
+    AppError::RequestTimeout {
+        message: "the upload did not arrive within [media] upload_timeout; send it faster \
+                  or in smaller parts"
+            .into(),
+    }
 }
 
 /// Uploads the spool (as it is, or decrypted) and returns its `mxc://` URI.
@@ -333,7 +356,9 @@ where
     let max = upload_cap(state, &matrix, &token).await;
     let encrypted = e2ee::room_is_encrypted(state, &matrix, user_id, &token, &room_id).await?;
     let name = clean_name(part.filename.as_deref());
-    let (head, spool) = spool(state, part.stream, max).await?;
+    // Held until the upload is sent: the spool file lives as long.
+    let reservation = super::spool::Reservation::new(state);
+    let (head, spool) = spool(state, part.stream, max, reservation.clone()).await?;
     let mimetype = resolve_type(part.content_type.as_deref(), &head)?;
     let msgtype = msgtype_of(&mimetype);
     let mut info = json!({"mimetype": mimetype, "size": spool.length});

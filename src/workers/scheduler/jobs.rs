@@ -66,6 +66,7 @@ fn classify(e: &MatrixError) -> bool {
     match e {
         MatrixError::Http { status, .. } => *status >= 500 || *status == 429 || *status == 408,
         MatrixError::Unreachable(_) | MatrixError::Decode(_) => true,
+        MatrixError::InvalidSegment(_) => false,
     }
 }
 

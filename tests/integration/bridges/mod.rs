@@ -8,6 +8,7 @@ use serde_json::Value;
 use crate::common::bridge::BridgeEmulator;
 use crate::common::*;
 
+mod dot_segments;
 mod errors;
 mod login_flows;
 mod status;

@@ -11,8 +11,10 @@ use crate::common::*;
 
 mod actions;
 mod encrypted;
+mod hostile;
 mod mcp;
 mod refusals;
+mod upload_limits;
 
 pub(crate) const WAIT: Duration = Duration::from_secs(30);
 

@@ -1,5 +1,6 @@
 //! Key backup: room keys reach Synapse's backup, a lost crypto store restores from it,
-//! the recovery key opens secret storage once (then 409; a reset makes a new backup), and
+//! the recovery key opens secret storage once (then 409; a reset, proven by the current
+//! recovery key or a fresh sign-in code, makes a new backup), and
 //! `DELETE /api/keys` deletes the backup on Synapse.
 
 use matrix_sdk_crypto::secret_storage::{AesHmacSha2EncryptedData, SecretStorageKey};
@@ -199,14 +200,48 @@ async fn the_recovery_key_is_shown_once_opens_secret_storage_and_a_reset_makes_a
     )
     .await;
 
-    // A reset: a new key, a new backup; the old backup is gone.
+    // The attack: an access token alone cannot reset (which would hand out a key that
+    // opens secret storage and delete the backup). Neither can a wrong recovery key or code.
+    let reset_with = |body: serde_json::Value| {
+        app.post_json("/api/e2ee/recovery-key", Some(&s.access_token), body)
+    };
+    // A well-formed recovery key of no account.
+    let wrong_key = SecretStorageKey::new().to_base58();
+    for body in [
+        json!({"reset": true}),
+        json!({"reset": true, "recoveryKey": ""}),
+        json!({"reset": true, "recoveryKey": wrong_key}),
+        json!({"reset": true, "recoveryKey": "not a recovery key"}),
+        json!({"reset": true, "code": "123456"}),
+    ] {
+        let err = expect_error(reset_with(body.clone()).await, 403, "reauth_required").await;
+        let message = err["message"].as_str().unwrap();
+        assert!(
+            message.contains("code") || message.contains("recoveryKey"),
+            "{body}: {err}"
+        );
+    }
+    for (body, field) in [
+        (json!({"reset": true, "code": "12ab"}), "code"),
+        (
+            json!({"reset": true, "recoveryKey": "x".repeat(1025)}),
+            "recoveryKey",
+        ),
+    ] {
+        let err = expect_error(reset_with(body).await, 400, "invalid_request").await;
+        assert!(err["message"].as_str().unwrap().starts_with(field), "{err}");
+    }
+    let st = status(&app, &s.access_token).await;
+    assert_eq!(
+        st["backup"]["version"],
+        version.as_str(),
+        "nothing changed: {st}"
+    );
+    assert_backup_key(&mt, &me, &recovery, &version).await;
+
+    // A reset with the current recovery key: a new key, a new backup; the old one is gone.
     let reset = expect_json(
-        app.post_json(
-            "/api/e2ee/recovery-key",
-            Some(&s.access_token),
-            json!({"reset": true}),
-        )
-        .await,
+        reset_with(json!({"reset": true, "recoveryKey": recovery})).await,
         200,
     )
     .await;
@@ -232,6 +267,21 @@ async fn the_recovery_key_is_shown_once_opens_secret_storage_and_a_reset_makes_a
         "recovery_key_shown",
     )
     .await;
+
+    // The replaced key proves nothing any more; a fresh sign-in code does, once.
+    let old = json!({"reset": true, "recoveryKey": recovery});
+    expect_error(reset_with(old).await, 403, "reauth_required").await;
+    let seen = crate::common::mail::messages_to(&s.email).len();
+    let code = app.auth().mailed_code(&s.email, seen).await;
+    let by_code = json!({"reset": true, "code": code});
+    let third = expect_json(reset_with(by_code.clone()).await, 200).await;
+    let third = third["recoveryKey"].as_str().unwrap().to_owned();
+    assert_ne!(third, new_recovery);
+    let st = status(&app, &s.access_token).await;
+    let third_version = st["backup"]["version"].as_str().unwrap().to_owned();
+    assert_ne!(third_version, new_version, "{st}");
+    assert_backup_key(&mt, &me, &third, &third_version).await;
+    expect_error(reset_with(by_code).await, 403, "reauth_required").await;
 }
 
 #[tokio::test]

@@ -8,6 +8,24 @@ use crate::common::{expect_error, expect_json, mail, unique_email, TestApp};
 
 const WEB: (&str, &str) = ("x-switchboard-client", "web");
 
+/// `(web, matrix_device_id)` of the session of refresh token `token`, from the database.
+fn session_row(app: &TestApp, token: &str) -> (bool, Option<String>) {
+    let conn = rusqlite::Connection::open_with_flags(
+        app.data_dir().join("switchboard.db"),
+        rusqlite::OpenFlags::SQLITE_OPEN_READ_ONLY,
+    )
+    .unwrap();
+    conn.busy_timeout(std::time::Duration::from_secs(5))
+        .unwrap();
+    let hash = switchboard::crypto::sha256_hex(token);
+    conn.query_row(
+        "SELECT web, matrix_device_id FROM refresh_tokens WHERE token_hash = ?1",
+        [hash],
+        |r| Ok((r.get(0)?, r.get(1)?)),
+    )
+    .unwrap()
+}
+
 /// The attributes of a `Set-Cookie` value: (name=value, lower-cased attributes).
 fn parse_set_cookie(resp: &reqwest::Response) -> (String, Vec<String>) {
     let values: Vec<&str> = resp
@@ -68,11 +86,26 @@ async fn a_web_sign_in_keeps_the_refresh_token_in_an_http_only_cookie() {
     ] {
         assert!(attrs.iter().any(|a| a == want), "{want} missing: {attrs:?}");
     }
+    // Always Secure, also on plain http and without base_url (a TLS proxy in front is
+    // invisible to the server); browsers accept it on localhost and 127.0.0.1.
     assert!(
-        !attrs.iter().any(|a| a == "secure"),
-        "plain http: {attrs:?}"
+        attrs.iter().any(|a| a == "secure"),
+        "Secure on plain http too: {attrs:?}"
     );
     let cookie = format!("sb_refresh={token}");
+
+    // No Matrix token for page scripts: none in the body, none from /accounts/active, and
+    // no Matrix device was opened for the session.
+    assert!(body["matrixAccessToken"].is_null(), "{body}");
+    let access0 = body["accessToken"].as_str().unwrap().to_owned();
+    let active = expect_json(app.get_auth("/api/accounts/active", &access0).await, 200).await;
+    assert!(active["matrixAccessToken"].is_null(), "{active}");
+    assert_eq!(active["account"]["email"], email.as_str(), "{active}");
+    let (web, device): (bool, Option<String>) = session_row(&app, token);
+    assert!(
+        web && device.is_none(),
+        "web session without a device: {web} {device:?}"
+    );
 
     // The app's silent refresh: header, cookie, `{}`.
     let same_site = [
@@ -183,6 +216,15 @@ async fn without_the_web_header_sign_in_and_refresh_are_unchanged() {
         let body = expect_json(resp, 200).await;
         let token = body["refreshToken"].as_str().unwrap().to_owned();
         assert!(token.len() >= 32, "{body}");
+        // Native sessions keep their Matrix device and token (the contract's field).
+        assert!(
+            body["matrixAccessToken"]
+                .as_str()
+                .is_some_and(|t| !t.is_empty()),
+            "{body}"
+        );
+        let (web, device) = session_row(&app, &token);
+        assert!(!web && device.is_some(), "{web} {device:?}");
         let fresh = refresh(&app, &headers, json!({"refreshToken": token})).await;
         assert!(fresh.headers().get("set-cookie").is_none());
         let fresh = expect_json(fresh, 200).await;
@@ -237,6 +279,7 @@ async fn over_https_the_cookie_is_secure_and_the_public_origin_is_same_site() {
     let (new_pair, attrs) = parse_set_cookie(&switched);
     let switched = expect_json(switched, 200).await;
     assert_eq!(switched["refreshToken"], "");
+    assert!(switched["matrixAccessToken"].is_null(), "{switched}");
     assert_eq!(switched["account"]["id"], id);
     assert_ne!(new_pair, pair);
     assert!(attrs.iter().any(|a| a == "secure") && attrs.iter().any(|a| a == "httponly"));

@@ -215,7 +215,7 @@ impl UserCrypto {
         body: &Value,
     ) -> Result<(u16, Value), E2eeError> {
         let resp = matrix
-            .client_api(reqwest::Method::POST, &self.token(), path)
+            .client_api(reqwest::Method::POST, &self.token(), path)?
             .json(body)
             .send()
             .await

@@ -5,10 +5,12 @@
 
 use matrix_sdk_crypto::secret_storage::SecretStorageKey;
 use ruma::events::secret::request::SecretName;
+use ruma::events::secret_storage::key::SecretStorageKeyEventContent;
+use ruma::events::EventContentFromType;
 use serde_json::{json, Value};
 
 use super::{CrossSigningSeeds, E2eeError, UserCrypto};
-use crate::clients::matrix::{encode, MatrixClient};
+use crate::clients::matrix::{encode, MatrixClient, MatrixError};
 
 impl UserCrypto {
     /// Makes a new secret storage key, stores `backup_key` (base64) and the `seeds` given
@@ -52,6 +54,60 @@ impl UserCrypto {
         )
         .await?;
         Ok(key.to_base58())
+    }
+
+    /// Whether `input` (a recovery key, or a passphrase when the key was made from one)
+    /// opens the account's current default secret storage key: checked against the key's
+    /// MAC in the account data, as Element does. False when the account has no secret
+    /// storage or the input does not match.
+    pub async fn opens_secret_storage(
+        &self,
+        matrix: &MatrixClient,
+        input: &str,
+    ) -> Result<bool, E2eeError> {
+        let Some(default) = self
+            .account_data(matrix, "m.secret_storage.default_key")
+            .await?
+        else {
+            return Ok(false);
+        };
+        let Some(key_id) = default["key"].as_str() else {
+            return Ok(false);
+        };
+        let kind = format!("m.secret_storage.key.{key_id}");
+        let Some(info) = self.account_data(matrix, &kind).await? else {
+            return Ok(false);
+        };
+        let raw = serde_json::value::to_raw_value(&info).map_err(E2eeError::crypto)?;
+        let Ok(content) = SecretStorageKeyEventContent::from_parts(&kind, &raw) else {
+            return Ok(false);
+        };
+        let input = input.to_owned();
+        // A passphrase key runs PBKDF2 (its iteration count is the account data's): off
+        // the async workers.
+        tokio::task::spawn_blocking(move || {
+            SecretStorageKey::from_account_data(&input, content).is_ok()
+        })
+        .await
+        .map_err(E2eeError::crypto)
+    }
+
+    /// One account data event of the user; `None` when it is not set.
+    async fn account_data(
+        &self,
+        matrix: &MatrixClient,
+        kind: &str,
+    ) -> Result<Option<Value>, E2eeError> {
+        let path = format!(
+            "user/{}/account_data/{}",
+            encode(self.machine.user_id().as_str()),
+            encode(kind)
+        );
+        match matrix.get_json(&self.token(), &path).await {
+            Ok(v) => Ok(Some(v)),
+            Err(MatrixError::Http { status: 404, .. }) => Ok(None),
+            Err(e) => Err(e.into()),
+        }
     }
 
     async fn put_account_data(

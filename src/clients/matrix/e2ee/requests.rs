@@ -29,7 +29,7 @@ impl MatrixClient {
         path: &str,
         body: &serde_json::Value,
     ) -> Result<(u16, Vec<u8>), MatrixError> {
-        let mut req = self.client_api(method.clone(), token, path);
+        let mut req = self.client_api(method.clone(), token, path)?;
         if method != reqwest::Method::GET {
             req = req.json(body);
         }
@@ -49,7 +49,7 @@ impl MatrixClient {
         path: &str,
     ) -> Result<serde_json::Value, MatrixError> {
         let resp = self
-            .client_api(reqwest::Method::GET, token, path)
+            .client_api(reqwest::Method::GET, token, path)?
             .send()
             .await
             .map_err(unreachable)?;
