@@ -116,7 +116,11 @@ fn apis() -> impl OpenApi {
             messages::MessageActionsApi,
             media::MediaApi,
         ),
-        (rooms::RoomsApi, rooms::RoomFlagsApi, invites::InvitesApi),
+        (
+            (rooms::RoomsApi, rooms::MemberAvatarApi),
+            rooms::RoomFlagsApi,
+            invites::InvitesApi,
+        ),
         linked::LinkedApi,
         sync::SyncApi,
         (

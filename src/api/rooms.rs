@@ -20,8 +20,10 @@ use crate::services::rooms::{self, ClientFields, ListParams, ReadMarker, RoomVie
 use crate::state::AppState;
 use crate::store::rooms::RoomFlag;
 
+mod avatar;
 mod flags;
 mod objects;
+pub use avatar::MemberAvatarApi;
 pub use flags::RoomFlagsApi;
 pub use objects::*;
 

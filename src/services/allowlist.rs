@@ -15,7 +15,10 @@
 /// Version 4 added contacts and new chats (`GET /api/contacts`, `POST /api/chats`) and rich
 /// messages: attachments both ways, reactions, edits and deletion for everyone
 /// of the token owner's own messages.
-pub const ALLOWLIST_VERSION: u32 = 4;
+///
+/// Version 5 added the room members' avatars (`GET /api/rooms/{roomId}/members/{userId}/avatar`,
+/// the target of the messages' `senderAvatarUrl`).
+pub const ALLOWLIST_VERSION: u32 = 5;
 
 /// One operation personal tokens may call.
 #[derive(Debug, Clone, Copy)]
@@ -99,6 +102,7 @@ pub const PERSONAL_TOKEN_ALLOWLIST: &[AllowedRoute] = &[
     // Rich messages (version 4): attachments, reactions, edits and deletion for everyone.
     allow_since("GET", "/api/rooms/{roomId}/media/{eventId}", 4),
     allow_since("POST", "/api/rooms/{roomId}/media", 4),
+    allow_since("GET", "/api/rooms/{roomId}/members/{userId}/avatar", 5),
     allow_since(
         "POST",
         "/api/rooms/{roomId}/messages/{eventId}/reactions",
@@ -185,7 +189,7 @@ mod tests {
             ("PUT", "/api/rooms/{roomId}/messages/{eventId}"),
             ("DELETE", "/api/rooms/{roomId}/messages/{eventId}"),
         ];
-        assert_eq!(ALLOWLIST_VERSION, 4);
+        const { assert!(ALLOWLIST_VERSION >= 4) };
         for (method, path) in rich {
             // Created at version 3, never opted in: refused; after the opt-in (which
             // raises the token's version to the current one): allowed.
@@ -204,5 +208,16 @@ mod tests {
             3,
             0
         ));
+    }
+
+    #[test]
+    fn member_avatars_need_version_5_or_an_opt_in() {
+        let (method, path) = ("GET", "/api/rooms/{roomId}/members/{userId}/avatar");
+        const { assert!(ALLOWLIST_VERSION >= 5) };
+        assert!(!personal_token_allows(method, path, 4, 0));
+        assert!(!personal_token_allows(method, path, 4, 3));
+        assert!(personal_token_allows(method, path, 5, 0));
+        // Its message pages stay open to older tokens: the names ride on them.
+        assert!(personal_token_allows("GET", "/api/messages", 4, 0));
     }
 }

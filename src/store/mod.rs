@@ -19,9 +19,11 @@ pub mod e2ee_trust;
 pub mod email;
 pub mod epoch;
 pub mod history;
+pub mod last_message;
 pub mod linked_groups;
 pub mod login_codes;
 pub mod matrix_logouts;
+pub mod member_profiles;
 pub mod messages;
 pub mod reactions;
 pub mod refresh_tokens;
@@ -125,6 +127,10 @@ const MIGRATIONS: &[(&str, &str)] = &[
     (
         "0019_e2ee_trust",
         include_str!("../../migrations/0019_e2ee_trust.sql"),
+    ),
+    (
+        "0022_sender_names",
+        include_str!("../../migrations/0022_sender_names.sql"),
     ),
 ];
 

@@ -22,9 +22,11 @@ use crate::clients::matrix::MatrixError;
 use crate::error::{AppError, AppResult, ErrorCode};
 use crate::services::upstream::homeserver_error;
 
+mod avatar;
 mod decrypt;
 pub mod pipe;
 mod upload;
+pub use avatar::member_avatar;
 pub use upload::{upload, UploadForm, UploadPart};
 
 /// An attachment on its way to the client.
