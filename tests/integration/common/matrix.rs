@@ -391,6 +391,17 @@ impl MatrixUser {
         .await;
     }
 
+    /// `displayname` of `user_id`'s member state in `room_id` as this user sees it.
+    pub async fn member_display_name(&self, room_id: &str, user_id: &str) -> Option<String> {
+        let path = format!(
+            "rooms/{}/state/m.room.member/{}",
+            enc(room_id),
+            enc(user_id)
+        );
+        let state = self.call(reqwest::Method::GET, &path, None).await;
+        state["displayname"].as_str().map(str::to_owned)
+    }
+
     /// The homeserver's own thumbnail of `mxc` at `width`×`height` (`method=scale`), as this
     /// user: (status, bytes).
     pub async fn thumbnail(&self, mxc: &str, width: u32, height: u32) -> (u16, Vec<u8>) {
