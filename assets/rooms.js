@@ -2,19 +2,50 @@
 // Room data for the screens: the list (every page, names opened from sealedMeta), one room,
 // and the room actions.
 import * as api from './api.js';
-import { roomMeta, roomTitle } from './state.js';
+import { openJson } from './crypto.js';
+import { roomMeta, roomTitle, state } from './state.js';
 
 /** Most rooms the inbox loads (pages of 100). */
 const MAX_ROOMS = 1000;
 
 /**
- * @typedef {Schemas['Room'] & { sealedMeta?: any, title: string, meta: import('./state.js').RoomMeta | null }} RoomView
+ * @typedef {Schemas['RoomLastMessage']} LastMessage
+ * @typedef {Schemas['Room'] & { sealedMeta?: any, title: string, meta: import('./state.js').RoomMeta | null, last: LastMessage | null }} RoomView
  */
 
 /** @param {Schemas['Room']} room @returns {Promise<RoomView>} */
 export async function view(room) {
-  const meta = await roomMeta(room);
-  return Object.assign(room, { meta, title: roomTitle(room, meta) });
+  const [meta, last] = await Promise.all([roomMeta(room), lastMessage(room)]);
+  return Object.assign(room, { meta, last, title: roomTitle(room, meta) });
+}
+
+/** The room's last message, opened from sealedLastMessage. @param {Schemas['Room']} room @returns {Promise<LastMessage | null>} */
+async function lastMessage(room) {
+  if (room.lastMessage) return room.lastMessage;
+  if (!room.sealedLastMessage || !state.keys) return null;
+  try {
+    return await openJson(state.keys, room.sealedLastMessage);
+  } catch {
+    return null;
+  }
+}
+
+/**
+ * The inbox line of a last message: "Anna: see you Saturday", "You: 📷 Photo".
+ * @param {LastMessage | null} last @param {boolean} direct
+ */
+export function lastLine(last, direct) {
+  if (!last) return '';
+  const what = {
+    'm.image': '📷 Photo',
+    'm.audio': '🎤 Voice note',
+    'm.video': '🎥 Video',
+    'm.sticker': 'Sticker',
+    'm.file': `📎 ${last.text || 'File'}`,
+    'm.room.encrypted': '🔒 Encrypted message',
+  }[last.msgtype] || last.text;
+  const who = last.isMine ? 'You' : direct ? '' : last.senderName.split(' ')[0];
+  return who ? `${who}: ${what}` : what;
 }
 
 /**

@@ -42,8 +42,11 @@ export async function render(main, { roomId }) {
   linkedGroup(roomId, linked);
 
   function renderHead() {
-    /** @param {'pinned' | 'muted' | 'favorite' | 'archived'} flag @param {string} on_ @param {string} off @param {string} label */
-    const toggle = (flag, on_, off, label) =>
+    /**
+     * A flag's button, labelled with what it does now ("Archive" / "Unarchive").
+     * @param {'pinned' | 'muted' | 'favorite' | 'archived'} flag @param {string} on_ @param {string} off @param {string} label @param {string} undo
+     */
+    const toggle = (flag, on_, off, label, undo) =>
       h('button', {
         type: 'button', class: 'secondary', 'aria-pressed': String(!!room[flag]),
         onclick: async () => {
@@ -55,19 +58,19 @@ export async function render(main, { roomId }) {
             toast(api.describe(e), true);
           }
         },
-      }, label);
+      }, room[flag] ? undo : label);
     replace(head,
       h('a', { href: '/inbox', class: 'back', 'aria-label': 'Back to the inbox' }, '←'),
       h('h1', null, room.title),
       h('span', { class: `platform ${room.platform || 'matrix'}` }, platformName(room.platform)),
       h('div', { class: 'actions', role: 'group', 'aria-label': 'Conversation actions' },
-        toggle('pinned', 'pin', 'unpin', 'Pin'),
+        toggle('pinned', 'pin', 'unpin', 'Pin', 'Unpin'),
         levelControls(roomId, room.notifications, async () => {
           room = await getRoom(roomId);
           renderHead();
         }),
-        toggle('favorite', 'favorite', 'unfavorite', 'Favourite'),
-        toggle('archived', 'archive', 'unarchive', 'Archived')),
+        toggle('favorite', 'favorite', 'unfavorite', 'Favourite', 'Unfavourite'),
+        toggle('archived', 'archive', 'unarchive', 'Archive', 'Unarchive')),
     );
     if (room.membership === 'invite') {
       composer.hidden = true;

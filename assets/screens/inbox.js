@@ -2,7 +2,7 @@
 // The unified inbox: rooms and e-mail threads in one list, sorted by importance, recency or
 // unread; filters for active, pinned, muted, archived and invitations; live from /api/sync.
 import * as api from '../api.js';
-import { listRooms, roomAction } from '../rooms.js';
+import { lastLine, listRooms, roomAction } from '../rooms.js';
 import { on, platformName } from '../state.js';
 import { h, replace, when, fullTime } from '../ui/dom.js';
 import { errorBox, toast } from '../ui/notice.js';
@@ -158,7 +158,8 @@ function roomRow(room, reload) {
       h('div', { class: 'avatar', 'aria-hidden': 'true' }, initial(room.title)),
       h('div', { class: 'main' },
         h('span', { class: 'title' }, room.title),
-        room.meta?.topic ? h('span', { class: 'sub' }, room.meta.topic) : null,
+        room.last ? h('span', { class: 'sub last' }, lastLine(room.last, room.isDirect))
+          : room.meta?.topic ? h('span', { class: 'sub' }, room.meta.topic) : null,
         badges),
       h('div', { class: 'side' },
         h('time', { title: fullTime(room.lastMessageAt) }, when(room.lastMessageAt)),

@@ -14,14 +14,44 @@ import { toast } from './notice.js';
 /** Quick reactions offered on every message. */
 const QUICK = ['👍', '❤️', '😂', '😮', '🙏'];
 
+/** Avatar images already fetched (blob: URLs by avatar route), shared by every message. @type {Map<string, Promise<string | null>>} */
+const avatars = new Map();
+
+/**
+ * The sender's avatar: initials at once, the image once fetched (with the bearer token, shown
+ * from a blob: URL; none when the member has no avatar or it cannot be fetched).
+ * @param {string} name @param {string | null | undefined} url
+ */
+export function senderAvatar(name, url) {
+  const box = h('span', { class: 'avatar small', 'aria-hidden': 'true' }, initials(name));
+  if (typeof url === 'string' && url.startsWith('/api/')) {
+    if (!avatars.has(url)) {
+      avatars.set(url, api.send('GET', url).then(async (r) => URL.createObjectURL(await r.blob())).catch(() => null));
+    }
+    avatars.get(url)?.then((src) => { if (src) box.replaceChildren(h('img', { src, alt: '' })); });
+  }
+  return box;
+}
+
+/** Up to two initials of a name ("Anna Berg" → "AB"). @param {string} name */
+export function initials(name) {
+  const words = name.replace(/^[@!#+]/, '').split(/[\s:_.-]+/).filter(Boolean);
+  const letters = words.slice(0, 2).map((w) => [...w][0] || '').join('');
+  return (letters || '?').toUpperCase();
+}
+
 /**
  * @param {MessageCtx} ctx @param {Schemas['EncryptedMessage']} m @param {any} c opened content or null
  */
 export function messageItem(ctx, m, c) {
   const roomId = ctx.roomId;
-  const who = m.isMine ? 'You' : m.senderId;
+  // The name as it was when the message was sent (sealed with the content); the Matrix ID
+  // only when the envelope cannot be opened.
+  const name = typeof c?.senderName === 'string' && c.senderName ? c.senderName : m.senderId;
+  const who = m.isMine ? 'You' : name;
   const meta = h('div', { class: 'meta' },
-    h('span', { class: 'sender' }, who),
+    m.isMine ? null : senderAvatar(name, c?.senderAvatarUrl),
+    h('span', { class: 'sender', title: m.senderId }, who),
     h('time', { title: fullTime(m.timestamp) }, when(m.timestamp)),
     m.edited || c?.editedAt ? h('span', { class: 'edited' }, '(edited)') : null,
   );

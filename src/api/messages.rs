@@ -20,10 +20,12 @@ use crate::store::messages::MessageStats;
 /// `shared = X25519(ephemeral_secret, recipient_public)`; `key = HKDF-SHA256(ikm = shared,
 /// salt = empty, info = "switchboard-v1")`, 32 bytes; `ciphertext` = XChaCha20-Poly1305
 /// (key, `nonce`, no associated data) of the UTF-8 JSON `{"body": <text, empty when
-/// redacted>, "content": <Matrix event content>, "msgtype", "media", "replyTo",
-/// "editedAt", "reactions"}` (the last five as in the ReadableMessage schema: `media` a
-/// MessageMedia or null, `reactions` a list of MessageReaction), tag appended. All fields
-/// standard base64 with padding.
+/// redacted>, "content": <Matrix event content>, "msgtype", "senderName",
+/// "senderAvatarUrl", "media", "replyTo", "editedAt", "reactions"}` (the last seven as in
+/// the ReadableMessage schema: `senderName` the sender's display name when the message was
+/// sent, `senderAvatarUrl` the member avatar route or null, `media` a MessageMedia or null,
+/// `reactions` a list of MessageReaction), tag appended. All fields standard base64 with
+/// padding.
 ///
 /// Open each envelope on its own with its own `ephemeralPubkey` and `nonce`. The server
 /// uses one ephemeral key for all envelopes of one response (each with its own random
@@ -45,6 +47,8 @@ pub struct EncryptedContent {
 }
 
 /// A message for native clients: visible metadata, content sealed to the user's key.
+/// The sender's display name and avatar route (`senderName`, `senderAvatarUrl`) are
+/// content: they are inside `encryptedContent`, not in the clear.
 ///
 /// Documents the response; it is written by the messages service.
 #[derive(Debug, Object)]
@@ -94,6 +98,15 @@ pub struct ReadableMessageView {
     pub room_id: String,
     /// Matrix ID of the sender.
     pub sender_id: String,
+    /// The sender's display name in this room as it was when the message was sent (the
+    /// `displayname` of the sender's `m.room.member` state then in force, as the sync
+    /// stored it); the localpart of `senderId` when the sender has none. A later rename
+    /// does not change it. Never fetched from the homeserver while reading.
+    pub sender_name: String,
+    /// `/api/rooms/{roomId}/members/{userId}/avatar` (URL-encoded), which serves the
+    /// member's avatar thumbnail, when the sender had an avatar when the message was sent;
+    /// null otherwise. Fetch it with the same token as this page.
+    pub sender_avatar_url: Option<String>,
     /// Readable text; empty for redacted messages.
     pub text: String,
     /// The Matrix event content (after edits, the new content).

@@ -125,7 +125,7 @@ fn apis() -> impl OpenApi {
             media::MediaApi,
         ),
         (
-            rooms::RoomsApi,
+            (rooms::RoomsApi, rooms::MemberAvatarApi),
             rooms::RoomFlagsApi,
             rooms::RoomNotificationsApi,
             invites::InvitesApi,

@@ -20,9 +20,11 @@ use crate::services::rooms::{self, ClientFields, ListParams, ReadMarker, RoomVie
 use crate::state::AppState;
 use crate::store::rooms::RoomFlag;
 
+mod avatar;
 mod flags;
 mod notifications;
 mod objects;
+pub use avatar::MemberAvatarApi;
 pub use flags::RoomFlagsApi;
 pub use notifications::RoomNotificationsApi;
 pub use objects::*;

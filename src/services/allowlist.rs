@@ -18,7 +18,9 @@
 ///
 /// Version 5 added the notification level of a chat (`PUT
 /// /api/rooms/{roomId}/notifications`), the finer form of mute/unmute that tokens already
-/// have. Push subscriptions stay native only (a browser subscribes itself).
+/// have, and the room members' avatars (`GET /api/rooms/{roomId}/members/{userId}/avatar`,
+/// the target of the messages' `senderAvatarUrl`). Push subscriptions stay native only (a
+/// browser subscribes itself).
 pub const ALLOWLIST_VERSION: u32 = 5;
 
 /// One operation personal tokens may call.
@@ -103,6 +105,7 @@ pub const PERSONAL_TOKEN_ALLOWLIST: &[AllowedRoute] = &[
     // Rich messages (version 4): attachments, reactions, edits and deletion for everyone.
     allow_since("GET", "/api/rooms/{roomId}/media/{eventId}", 4),
     allow_since("POST", "/api/rooms/{roomId}/media", 4),
+    allow_since("GET", "/api/rooms/{roomId}/members/{userId}/avatar", 5),
     allow_since(
         "POST",
         "/api/rooms/{roomId}/messages/{eventId}/reactions",
@@ -226,5 +229,16 @@ mod tests {
             3,
             0
         ));
+    }
+
+    #[test]
+    fn member_avatars_need_version_5_or_an_opt_in() {
+        let (method, path) = ("GET", "/api/rooms/{roomId}/members/{userId}/avatar");
+        const { assert!(ALLOWLIST_VERSION >= 5) };
+        assert!(!personal_token_allows(method, path, 4, 0));
+        assert!(!personal_token_allows(method, path, 4, 3));
+        assert!(personal_token_allows(method, path, 5, 0));
+        // Its message pages stay open to older tokens: the names ride on them.
+        assert!(personal_token_allows("GET", "/api/messages", 4, 0));
     }
 }

@@ -34,6 +34,7 @@ pub mod reminders;
 pub mod rooms;
 pub mod scheduled;
 pub mod search;
+pub mod senders;
 pub mod session;
 pub mod tokens;
 pub mod upstream;

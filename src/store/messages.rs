@@ -23,10 +23,13 @@ pub struct MessageRow {
     pub created_at: i64,
     /// Origin time (ms) of the last edit applied; `None` when never edited.
     pub edited_at: Option<i64>,
+    /// The sender's profile when the message was stored, sealed JSON `{"name", "avatar"}`
+    /// (AAD: "messages", "sender", id); `None` for messages stored before it was kept.
+    pub sender_enc: Option<Vec<u8>>,
 }
 
 pub const COLUMNS: &str = "id, user_id, room_id, event_id, sender_id, ts, msgtype, content_enc, \
-    is_mine, importance, category, is_question, edited, created_at, redacted, edited_at";
+    is_mine, importance, category, is_question, edited, created_at, redacted, edited_at, sender_enc";
 
 pub fn from_row(r: &Row<'_>) -> rusqlite::Result<MessageRow> {
     Ok(MessageRow {
@@ -46,12 +49,13 @@ pub fn from_row(r: &Row<'_>) -> rusqlite::Result<MessageRow> {
         created_at: r.get(13)?,
         redacted: r.get(14)?,
         edited_at: r.get(15)?,
+        sender_enc: r.get(16)?,
     })
 }
 
 /// Every column of `MessageRow` in [`COLUMNS`] order, so `?n` names the n-th column in the
-/// INSERT and the UPDATE alike (the UPDATE binds them all too, so it names the last one).
-fn bind(m: &MessageRow) -> [&dyn ToSql; 16] {
+/// INSERT and the UPDATE alike (the UPDATE binds them up to `edited_at`, the last it names).
+fn bind(m: &MessageRow) -> [&dyn ToSql; 17] {
     [
         &m.id,
         &m.user_id,
@@ -69,6 +73,7 @@ fn bind(m: &MessageRow) -> [&dyn ToSql; 16] {
         &m.created_at,
         &m.redacted,
         &m.edited_at,
+        &m.sender_enc,
     ]
 }
 
@@ -76,7 +81,7 @@ fn bind(m: &MessageRow) -> [&dyn ToSql; 16] {
 pub fn insert_if_new(conn: &Connection, m: &MessageRow) -> rusqlite::Result<bool> {
     let n = conn
         .prepare_cached(&format!(
-            "INSERT OR IGNORE INTO messages ({COLUMNS}) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16)"
+            "INSERT OR IGNORE INTO messages ({COLUMNS}) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17)"
         ))?
         .execute(&bind(m)[..])?;
     Ok(n == 1)
@@ -117,7 +122,8 @@ pub fn update_content(conn: &Connection, m: &MessageRow) -> rusqlite::Result<usi
         "UPDATE messages SET content_enc = ?8, msgtype = ?7, edited = ?13, redacted = ?15, edited_at = ?16, \
          importance = ?10, category = ?11, is_question = ?12 WHERE id = ?1",
     )?
-    .execute(&bind(m)[..])
+    // Up to `edited_at`: the sender as it was when the message was stored never changes.
+    .execute(&bind(m)[..16])
 }
 
 // ---- History pages, deletion and statistics (`/api/messages`) ----
@@ -160,7 +166,8 @@ impl PageStart {
 /// Columns a history page needs (`user_id`, `room_id`, `category`, `is_question` and
 /// `created_at` are left out: known from the query, or not shown).
 const PAGE_COLUMNS: &str =
-    "id, event_id, sender_id, ts, msgtype, content_enc, is_mine, importance, edited, redacted, edited_at";
+    "id, event_id, sender_id, ts, msgtype, content_enc, is_mine, importance, \
+    edited, redacted, edited_at, sender_enc";
 
 /// Up to `limit` messages of one room from `start`, newest first, with the
 /// [`PAGE_COLUMNS`] only (`user_id`, `room_id` and `category` are empty).
@@ -192,6 +199,7 @@ pub fn room_page(
             edited: r.get(8)?,
             redacted: r.get(9)?,
             edited_at: r.get(10)?,
+            sender_enc: r.get(11)?,
             ..MessageRow::default()
         })
     })?;
@@ -230,7 +238,7 @@ pub fn user_page(
         limit.max(0)
     ))?;
     let rows = stmt.query_map(params![user_id, start.ts, start.event_id], |r| {
-        Ok((from_row(r)?, r.get(16)?))
+        Ok((from_row(r)?, r.get(17)?))
     })?;
     rows.collect()
 }

@@ -19,9 +19,11 @@ pub mod e2ee_trust;
 pub mod email;
 pub mod epoch;
 pub mod history;
+pub mod last_message;
 pub mod linked_groups;
 pub mod login_codes;
 pub mod matrix_logouts;
+pub mod member_profiles;
 pub mod messages;
 pub mod push_subscriptions;
 pub mod reactions;
@@ -132,8 +134,12 @@ const MIGRATIONS: &[(&str, &str)] = &[
         include_str!("../../migrations/0020_web_push.sql"),
     ),
     (
-        "0024_web_sessions",
-        include_str!("../../migrations/0024_web_sessions.sql"),
+        "0021_web_sessions",
+        include_str!("../../migrations/0021_web_sessions.sql"),
+    ),
+    (
+        "0022_sender_names",
+        include_str!("../../migrations/0022_sender_names.sql"),
     ),
 ];
 

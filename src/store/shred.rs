@@ -34,6 +34,9 @@ pub fn content_of(conn: &Connection, user_id: &str) -> rusqlite::Result<Shredded
     // Reaction keys are sealed like message content and go with it (counted as messages'
     // annotations, not separately).
     run("DELETE FROM reactions WHERE user_id = ?1")?;
+    // Members' display names and avatars, sealed like the room names (the messages' own
+    // sealed sender goes with the messages).
+    run("DELETE FROM member_profiles WHERE user_id = ?1")?;
     Ok(Shredded {
         search_docs,
         messages: run("DELETE FROM messages WHERE user_id = ?1")?,

@@ -33,6 +33,7 @@ mod linked;
 mod mcp;
 mod mcp_actions;
 mod messages;
+mod names;
 mod operations;
 mod package;
 mod push;

@@ -27,6 +27,8 @@ fn the_readable_page_is_written_exactly_as_documented() {
     let message = ReadableMessage {
         event_id: "$e".into(),
         sender_id: "@s:x".into(),
+        sender_name: "Sam".into(),
+        sender_avatar_url: None,
         content: Arc::new(MessageContent {
             body: "secret".into(),
             content: serde_json::json!({"msgtype": "m.text", "body": "secret"}),
@@ -54,5 +56,7 @@ fn the_readable_page_is_written_exactly_as_documented() {
     assert_eq!(keys(item), schema_properties("ReadableMessage"));
     assert_eq!(item["text"], "", "redacted");
     assert_eq!(item["direction"], "outgoing");
+    assert_eq!(item["senderName"], "Sam");
+    assert!(item["senderAvatarUrl"].is_null());
     assert!(written["nextCursor"].is_null());
 }

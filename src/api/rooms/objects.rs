@@ -41,6 +41,17 @@ pub struct RoomObject {
     /// ephemeral key per answer, a nonce per room). Null before a key is registered (and
     /// after `DELETE /api/keys`). `encryptedName` stays the client's own override.
     pub sealed_meta: MaybeUndefined<EncryptedContent>,
+    /// Personal tokens only: the newest message of the room that is not deleted, for an
+    /// inbox line such as "Anna: see you Saturday"; null for a room without messages.
+    /// Read from the stored messages whenever the room is rendered, so it follows new
+    /// messages (sync and back-fill), edits (the edited text) and deletions for everyone (a
+    /// deleted last message gives way to the one before).
+    pub last_message: MaybeUndefined<LastMessageObject>,
+    /// Native clients only: `lastMessage` as the UTF-8 JSON `{"eventId", "senderName",
+    /// "isMine", "msgtype", "text", "ts"}` sealed to the user's registered key with the
+    /// envelope of `sealedMeta` (same ephemeral key, its own nonce). Null for a room
+    /// without messages, and before a key is registered.
+    pub sealed_last_message: MaybeUndefined<EncryptedContent>,
     /// `whatsapp`, `telegram`, `discord`, or null for a plain Matrix room.
     pub platform: Option<String>,
     /// Whether this is a one-to-one conversation.
@@ -81,6 +92,53 @@ pub struct RoomObject {
     pub invited_by: Option<String>,
 }
 
+/// The last message of a room (`lastMessage`).
+#[derive(Debug, Clone, Object)]
+#[oai(rename = "RoomLastMessage", rename_all = "camelCase")]
+pub struct LastMessageObject {
+    /// Matrix event id of the message.
+    pub event_id: String,
+    /// The sender's display name when the message was sent (the localpart of the Matrix
+    /// ID when none); see `senderName` of messages.
+    pub sender_name: String,
+    /// Sent by the caller's own Matrix account (clients show "You").
+    pub is_mine: bool,
+    /// Matrix `msgtype` (`m.text`, `m.image`, `m.audio`, …; `m.sticker` for stickers):
+    /// clients show media as "📷 Photo", "🎤 Voice note" and the like.
+    pub msgtype: String,
+    /// The text, at most 140 characters; the file name for media.
+    pub text: String,
+    /// Origin server time, milliseconds since the Unix epoch.
+    pub ts: i64,
+}
+
+impl From<crate::services::senders::LastMessage> for LastMessageObject {
+    fn from(m: crate::services::senders::LastMessage) -> Self {
+        Self {
+            event_id: m.event_id,
+            sender_name: m.sender_name,
+            is_mine: m.is_mine,
+            msgtype: m.msgtype,
+            text: m.text,
+            ts: m.ts,
+        }
+    }
+}
+
+fn sealed(
+    m: Option<Option<crate::services::rooms::SealedMeta>>,
+) -> MaybeUndefined<EncryptedContent> {
+    match m {
+        None => MaybeUndefined::Undefined,
+        Some(None) => MaybeUndefined::Null,
+        Some(Some(m)) => MaybeUndefined::Value(EncryptedContent {
+            ephemeral_pubkey: m.ephemeral_pubkey,
+            nonce: m.nonce,
+            ciphertext: m.ciphertext,
+        }),
+    }
+}
+
 impl From<RoomView> for RoomObject {
     fn from(v: RoomView) -> Self {
         let r = v.row;
@@ -108,15 +166,13 @@ impl From<RoomView> for RoomObject {
             encrypted_name: maybe(r.client_name, native),
             encrypted_avatar: maybe(r.client_avatar, native),
             nonce: maybe(r.client_nonce, native),
-            sealed_meta: match v.sealed_meta {
+            sealed_meta: sealed(v.sealed_meta),
+            last_message: match v.last_message {
                 None => MaybeUndefined::Undefined,
                 Some(None) => MaybeUndefined::Null,
-                Some(Some(m)) => MaybeUndefined::Value(EncryptedContent {
-                    ephemeral_pubkey: m.ephemeral_pubkey,
-                    nonce: m.nonce,
-                    ciphertext: m.ciphertext,
-                }),
+                Some(Some(m)) => MaybeUndefined::Value(m.into()),
             },
+            sealed_last_message: sealed(v.sealed_last_message),
             platform: r.platform,
             is_direct: r.is_direct,
             encrypted: r.encrypted,

@@ -22,10 +22,12 @@ use crate::clients::matrix::MatrixError;
 use crate::error::{AppError, AppResult, ErrorCode};
 use crate::services::upstream::homeserver_error;
 
+mod avatar;
 mod decrypt;
 pub mod pipe;
 pub mod spool;
 mod upload;
+pub use avatar::member_avatar;
 pub use upload::{body_timeout, upload, UploadForm, UploadPart};
 
 /// An attachment on its way to the client.

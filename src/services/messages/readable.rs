@@ -15,6 +15,7 @@ use crate::crypto::DataKey;
 use crate::error::{AppError, AppResult};
 use crate::services::conversations::MessageContent;
 use crate::services::history::{self, Fill, Rendered};
+use crate::services::senders::Senders;
 use crate::store::messages::{self as stored, PageStart};
 use crate::store::users::UserRow;
 
@@ -23,6 +24,10 @@ use crate::store::users::UserRow;
 pub struct ReadableMessage {
     pub event_id: String,
     pub sender_id: String,
+    /// The sender's display name when the message was sent (see [`crate::services::senders`]).
+    pub sender_name: String,
+    /// The member avatar route, when the sender had an avatar.
+    pub sender_avatar_url: Option<String>,
     /// `body` is the readable text (see [`ReadableMessage::text`]); `content` the event
     /// content. Shared with the content cache.
     pub content: Arc<MessageContent>,
@@ -54,6 +59,8 @@ struct MessageOut<'a> {
     event_id: &'a str,
     room_id: &'a str,
     sender_id: &'a str,
+    sender_name: &'a str,
+    sender_avatar_url: Option<&'a str>,
     text: &'a str,
     content: &'a serde_json::Value,
     direction: &'static str,
@@ -86,6 +93,8 @@ pub fn render(
                 event_id: &m.event_id,
                 room_id,
                 sender_id: &m.sender_id,
+                sender_name: &m.sender_name,
+                sender_avatar_url: m.sender_avatar_url.as_deref(),
                 text: m.text(),
                 content: &m.content.content,
                 direction: if m.outgoing { "outgoing" } else { "incoming" },
@@ -206,29 +215,35 @@ pub(super) fn page(
             .filter(|r| !r.redacted)
             .map(|r| r.event_id.as_str()),
     )?;
-    let messages: Vec<ReadableMessage> = rows
-        .into_iter()
-        .filter_map(|row| {
-            let content = open(dek, key, &row)?;
-            let is_mine = is_mine(user, &row);
-            Some(ReadableMessage {
-                outgoing: is_mine || own.contains(&row.sender_id),
-                is_mine,
-                rich: rich::rich(
-                    &row.msgtype,
-                    &content.content,
-                    row.edited_at,
-                    reactions.remove(&row.event_id).unwrap_or_default(),
-                ),
-                msgtype: row.msgtype,
-                content,
-                redacted: row.redacted,
-                timestamp: row.ts,
-                event_id: row.event_id,
-                sender_id: row.sender_id,
-            })
-        })
-        .collect();
+    let mut senders = Senders::new(c, dek, uid);
+    let mut messages = Vec::with_capacity(rows.len());
+    for mut row in rows {
+        let Some(content) = open(dek, key, &row) else {
+            continue;
+        };
+        // Page rows leave the room out: it is this page's.
+        row.room_id.clone_from(&room);
+        let sender = senders.of(&row)?;
+        let is_mine = is_mine(user, &row);
+        messages.push(ReadableMessage {
+            outgoing: is_mine || own.contains(&row.sender_id),
+            is_mine,
+            rich: rich::rich(
+                &row.msgtype,
+                &content.content,
+                row.edited_at,
+                reactions.remove(&row.event_id).unwrap_or_default(),
+            ),
+            msgtype: row.msgtype,
+            content,
+            redacted: row.redacted,
+            timestamp: row.ts,
+            event_id: row.event_id,
+            sender_id: row.sender_id,
+            sender_name: sender.name,
+            sender_avatar_url: sender.avatar_url,
+        });
+    }
     render(Some(&room), &messages, next.map(|c| c.encode()).as_deref()).map(Rendered::Page)
 }
 

@@ -1,4 +1,5 @@
-//! The native history page: each message's content sealed to the caller's registered
+//! The native history page: each message's content (with the sender's name and avatar
+//! route) sealed to the caller's registered
 //! X25519 key (the envelope of `crypto::envelope`), written in its wire form (`EncryptedMessagePage` of the API
 //! document).
 //!
@@ -21,6 +22,7 @@ use super::cache::KeyTag;
 use super::{is_mine, open, rich};
 use crate::crypto::{self, DataKey};
 use crate::error::{AppError, AppResult, ErrorCode};
+use crate::services::senders::Senders;
 use crate::store::messages::MessageRow;
 use crate::store::users::UserRow;
 
@@ -32,6 +34,10 @@ struct Plaintext<'a> {
     body: &'a str,
     content: &'a Value,
     msgtype: &'a str,
+    /// The sender's display name when the message was sent.
+    sender_name: &'a str,
+    /// The member avatar route, or null.
+    sender_avatar_url: Option<&'a str>,
     #[serde(flatten)]
     rich: rich::Rich,
 }
@@ -106,14 +112,18 @@ pub(super) fn seal_page(
         .as_ref()
         .map(|s| STANDARD.encode(s.ephemeral_pubkey()))
         .unwrap_or_default();
+    let mut senders = Senders::new(c, dek, &user.id);
     let mut plaintext = Vec::with_capacity(512);
     let mut messages = Vec::with_capacity(opened.len());
     for (row, platform, content) in opened {
         plaintext.clear();
+        let sender = senders.of(row)?;
         let sealed = Plaintext {
             body: if row.redacted { "" } else { &content.body },
             content: &content.content,
             msgtype: &row.msgtype,
+            sender_name: &sender.name,
+            sender_avatar_url: sender.avatar_url.as_deref(),
             rich: rich::rich(
                 &row.msgtype,
                 &content.content,

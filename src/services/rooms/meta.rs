@@ -72,6 +72,23 @@ impl MetaSealer {
         }))
     }
 
+    /// The data key the room fields are opened with.
+    pub fn data_key(&self) -> &DataKey {
+        &self.dek
+    }
+
+    /// Any JSON document sealed like `sealedMeta` (same ephemeral key, its own nonce):
+    /// `sealedLastMessage`.
+    pub fn seal_value<T: Serialize>(&self, value: &T) -> SealedMeta {
+        let json = serde_json::to_vec(value).unwrap_or_default();
+        let envelope = self.sealer.seal(&json);
+        SealedMeta {
+            ephemeral_pubkey: self.ephemeral.clone(),
+            nonce: STANDARD.encode(envelope.nonce),
+            ciphertext: STANDARD.encode(&envelope.ciphertext),
+        }
+    }
+
     /// The room's `sealedMeta`.
     pub fn seal(&self, row: &RoomRow) -> SealedMeta {
         let open = |field, sealed: &Option<Vec<u8>>| {

@@ -30,6 +30,7 @@ use super::users;
 use crate::clock::unix_now;
 use crate::error::{AppError, AppResult};
 use crate::events::ChangeEvent;
+use crate::services::senders::LastMessage;
 use crate::services::session::Principal;
 use crate::services::Context;
 use crate::store::linked_groups;
@@ -109,6 +110,12 @@ pub struct RoomView {
     /// Native callers only (`None` for personal tokens): the room's names sealed to the
     /// user's key, `Some(None)` before a key is registered ([`meta`]).
     pub sealed_meta: Option<Option<SealedMeta>>,
+    /// Personal tokens only: the newest message that is not deleted, `Some(None)` for a
+    /// room without one ([`last`]).
+    pub last_message: Option<Option<LastMessage>>,
+    /// Native callers only: the same sealed to the user's key, `Some(None)` for a room
+    /// without one or before a key is registered.
+    pub sealed_last_message: Option<Option<SealedMeta>>,
 }
 
 #[derive(Debug, Clone)]
@@ -166,7 +173,29 @@ fn view(caller: &Caller, row: RoomRow, member_ids: Option<Vec<String>>) -> RoomV
         readable,
         member_ids,
         sealed_meta,
+        last_message: None,
+        sealed_last_message: None,
     }
+}
+
+/// The views of `rows`, each with its last message.
+async fn views(
+    state: &Context,
+    caller: &Caller,
+    rows: Vec<RoomRow>,
+    member_ids: Option<Vec<String>>,
+) -> AppResult<Vec<RoomView>> {
+    let mut last = last::of_rooms(state, caller, &rows).await?;
+    let mut member_ids = member_ids;
+    Ok(rows
+        .into_iter()
+        .map(|r| {
+            let found = last.remove(&r.room_id);
+            let mut v = view(caller, r, member_ids.take());
+            last::attach(caller, &mut v, found);
+            v
+        })
+        .collect())
 }
 
 /// A visible (joined or invited) room of the user; 404 `not_found` otherwise.
@@ -226,7 +255,7 @@ pub async fn list(
         None
     };
     Ok(RoomPage {
-        rooms: rows.into_iter().map(|r| view(&caller, r, None)).collect(),
+        rooms: views(state, &caller, rows, None).await?,
         next_cursor,
     })
 }
@@ -241,7 +270,7 @@ pub async fn priority(state: &Context, principal: &Principal) -> AppResult<Vec<R
         .store
         .query(move |c| rooms::priority(c, &uid, PRIORITY_THRESHOLD))
         .await?;
-    Ok(rows.into_iter().map(|r| view(&caller, r, None)).collect())
+    views(state, &caller, rows, None).await
 }
 
 /// Visible, non-archived rooms per platform — exactly the default filter of the room list,
@@ -282,7 +311,8 @@ pub async fn get(state: &Context, principal: &Principal, room_id: &str) -> AppRe
             Ok((row, members))
         })
         .await?;
-    Ok(view(&caller, row, Some(members)))
+    let mut one = views(state, &caller, vec![row], Some(members)).await?;
+    Ok(one.remove(0))
 }
 
 mod cursor;
@@ -291,6 +321,7 @@ use cursor::*;
 mod actions;
 mod cached;
 mod invites;
+mod last;
 mod members;
 mod meta;
 pub use actions::*;

@@ -37,6 +37,7 @@ use crate::clients::provisioning::identity::BridgeIdentities;
 use crate::crypto::DataKey;
 use crate::services::conversations::{seal_message, MessageContent};
 use crate::services::importance::{self, MessageFacts, Reader, Score};
+use crate::services::senders;
 use crate::store::messages::{self, MessageRow};
 use crate::store::rooms::RoomFlag;
 use crate::store::{rooms, sync_state};
@@ -255,6 +256,8 @@ impl<'a, 't> Pass<'a, 't> {
             view.save(self.tx, self.ctx.now)?;
             self.out.changed_rooms.insert(view.row.room_id.clone());
         }
+        // A new room is always saved above, so its row exists for the profiles.
+        view.save_profiles(self.tx, self.dek)?;
         Ok(())
     }
 }
@@ -396,7 +399,13 @@ impl Pass<'_, '_> {
         };
         let id = uuid::Uuid::new_v4().to_string();
         let ts = ev.origin_server_ts.unwrap_or(ctx.now * 1000);
+        // The sender's name and avatar as of this point of the timeline (a later rename
+        // changes the member's profile, not this row).
+        let sender_enc = view
+            .sender_profile(tx, dek, sender)?
+            .map(|p| senders::seal_sender(dek, &id, &p));
         let row = MessageRow {
+            sender_enc,
             content_enc: seal_message(dek, &id, &content),
             id,
             user_id: ctx.user_id.to_owned(),

@@ -380,6 +380,47 @@ impl MatrixUser {
         .await;
     }
 
+    /// Sets the profile's avatar (Synapse updates the member state of every joined room).
+    pub async fn set_avatar_url(&self, mxc: &str) {
+        let path = format!("profile/{}/avatar_url", enc(&self.user_id));
+        self.call(
+            reqwest::Method::PUT,
+            &path,
+            Some(json!({"avatar_url": mxc})),
+        )
+        .await;
+    }
+
+    /// `displayname` of `user_id`'s member state in `room_id` as this user sees it.
+    pub async fn member_display_name(&self, room_id: &str, user_id: &str) -> Option<String> {
+        let path = format!(
+            "rooms/{}/state/m.room.member/{}",
+            enc(room_id),
+            enc(user_id)
+        );
+        let state = self.call(reqwest::Method::GET, &path, None).await;
+        state["displayname"].as_str().map(str::to_owned)
+    }
+
+    /// The homeserver's own thumbnail of `mxc` at `width`×`height` (`method=scale`), as this
+    /// user: (status, bytes).
+    pub async fn thumbnail(&self, mxc: &str, width: u32, height: u32) -> (u16, Vec<u8>) {
+        let rest = mxc.strip_prefix("mxc://").expect("mxc URI");
+        let url = format!(
+            "{}/_matrix/client/v1/media/thumbnail/{rest}?width={width}&height={height}&method=scale",
+            self.base
+        );
+        let resp = self
+            .http
+            .get(url)
+            .bearer_auth(&self.access_token)
+            .send()
+            .await
+            .expect("thumbnail");
+        let status = resp.status().as_u16();
+        (status, resp.bytes().await.unwrap_or_default().to_vec())
+    }
+
     pub async fn joined_members(&self, room_id: &str) -> Vec<String> {
         let path = format!("rooms/{}/joined_members", enc(room_id));
         let joined = self.call(reqwest::Method::GET, &path, None).await;

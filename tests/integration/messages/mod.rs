@@ -203,6 +203,7 @@ impl Seeder {
             redacted: m.redacted,
             created_at: chrono::Utc::now().timestamp(),
             edited_at: None,
+            sender_enc: None,
         };
         assert!(insert_if_new(&self.conn, &row).unwrap());
         (id, event_id)

@@ -20,6 +20,7 @@ use super::ingest::IngestContext;
 use crate::clients::matrix::types::{Event, RoomSummary};
 use crate::crypto::DataKey;
 use crate::services::conversations::{open_room_field, seal_room_field, RoomField};
+use crate::services::senders::{self, Profile};
 use crate::store::rooms::{self, RoomRow};
 
 mod naming;
@@ -94,6 +95,11 @@ pub struct RoomView {
     platform_hint: Option<&'static str>,
     inviter: Option<String>,
     invited_direct: bool,
+    /// Member profiles announced in this response (`join` events, in timeline order), to
+    /// store; the newest one is the sender's profile of the messages after it.
+    profiles: HashMap<String, Profile>,
+    /// Stored profiles already looked up in this pass.
+    loaded_profiles: HashMap<String, Option<Profile>>,
 }
 
 impl RoomView {
@@ -146,6 +152,8 @@ impl RoomView {
             platform_hint: None,
             inviter: None,
             invited_direct: false,
+            profiles: HashMap::new(),
+            loaded_profiles: HashMap::new(),
         })
     }
 
@@ -172,6 +180,8 @@ impl RoomView {
     /// the room is joined.
     pub fn distrust_invite_state(&mut self, ctx: &IngestContext<'_>) {
         self.bridge_dm = false;
+        // Names from stripped state are the inviting server's word: not kept.
+        self.profiles.clear();
         self.platform_hint = self.inviter.as_deref().and_then(|i| {
             ctx.bridges
                 .bot_platform(i)
@@ -243,6 +253,8 @@ impl RoomView {
         match content["membership"].as_str().unwrap_or_default() {
             "join" => {
                 self.members.insert(member.to_owned());
+                self.profiles
+                    .insert(member.to_owned(), Profile::from_member_content(content));
                 if let Some(p) = ctx.bridges.bot_platform(member) {
                     self.platform_hint.get_or_insert(p);
                 }
@@ -256,6 +268,36 @@ impl RoomView {
             }
             _ => {}
         }
+    }
+
+    /// The sender's profile at this point of the timeline: the newest member event of this
+    /// response, else the stored profile.
+    pub fn sender_profile(
+        &mut self,
+        conn: &Connection,
+        dek: &DataKey,
+        sender: &str,
+    ) -> rusqlite::Result<Option<Profile>> {
+        if let Some(p) = self.profiles.get(sender) {
+            return Ok(Some(p.clone()));
+        }
+        if let Some(p) = self.loaded_profiles.get(sender) {
+            return Ok(p.clone());
+        }
+        let p = senders::member_profile(conn, dek, &self.row.user_id, &self.row.room_id, sender)?;
+        self.loaded_profiles.insert(sender.to_owned(), p.clone());
+        Ok(p)
+    }
+
+    /// Stores the member profiles this response announced (the room row must exist).
+    pub fn save_profiles(&mut self, conn: &Connection, dek: &DataKey) -> rusqlite::Result<()> {
+        let (user, room) = (&self.row.user_id, &self.row.room_id);
+        for (member, profile) in self.profiles.drain() {
+            let sealed = senders::seal_member_profile(dek, user, room, &member, &profile);
+            crate::store::member_profiles::upsert(conn, user, room, &member, &sealed)?;
+            self.loaded_profiles.insert(member, Some(profile));
+        }
+        Ok(())
     }
 
     /// Other joined members, bridge bots left out.
