@@ -37,6 +37,7 @@ pub mod observe;
 pub mod openapi;
 pub mod reminders;
 pub mod rooms;
+pub mod route_match;
 pub mod routes;
 pub mod scheduled;
 pub mod search;
@@ -278,7 +279,7 @@ async fn limit_body<E: Endpoint>(
 fn strict_route(req: &poem::Request) -> Option<String> {
     let table = routes::route_table();
     let method = req.method().as_str();
-    let template = table.resolve(method, req.uri().path())?;
+    let template = table.resolve_at(table.matched(req), method)?;
     table
         .string_fields
         .covers(method, template)
@@ -287,7 +288,7 @@ fn strict_route(req: &poem::Request) -> Option<String> {
 
 /// `POST /api/rooms/{roomId}/media`: its body is a file, capped by the upload itself.
 fn is_media_upload(req: &poem::Request) -> bool {
+    let table = routes::route_table();
     req.method() == poem::http::Method::POST
-        && routes::route_table().resolve("POST", req.uri().path())
-            == Some("/api/rooms/{roomId}/media")
+        && table.resolve_at(table.matched(req), "POST") == Some("/api/rooms/{roomId}/media")
 }
