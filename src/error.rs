@@ -179,6 +179,7 @@ impl From<StoreError> for AppError {
                 tracing::warn!(%detail, "database pool exhausted");
                 Self::busy("the server is busy; retry in a moment")
             }
+            StoreError::Saturated => Self::busy("the server is busy; retry in a moment"),
             StoreError::Sqlite(e) => e.into(),
             other => Self::Internal(other.to_string()),
         }

@@ -12,7 +12,7 @@ use poem::http::{header, HeaderValue, Method};
 use poem::{Endpoint, IntoResponse, Request, Response};
 
 use super::error::{ensure_json_error, json_error_response};
-use super::routes::route_table;
+use super::routes::{route_table, Matched};
 use crate::error::{AppError, ErrorCode};
 use crate::ratelimit::Quota;
 use crate::services::session::{self, Principal};
@@ -30,7 +30,9 @@ pub async fn gate<E: Endpoint>(ep: Arc<E>, mut req: Request) -> poem::Result<Res
     let app = super::assets::is_app_request(req.method(), req.uri().path());
     // Public routes ignore credentials: a bearer token sent along must not move the
     // request off the caller's address budget (nor cost a lookup).
-    let public = app || route_table().is_public(req.uri().path());
+    let matched = route_table().matched(&req);
+    let api = is_api_path(req.uri().path());
+    let public = app || route_table().is_public_at(matched);
     let token = (!public).then(|| bearer_token(&req)).flatten();
     let authenticated = match token {
         Some(token) => {
@@ -82,7 +84,7 @@ pub async fn gate<E: Endpoint>(ep: Arc<E>, mut req: Request) -> poem::Result<Res
         }
         .to_response()
     } else {
-        match admit(&req, public, authenticated) {
+        match admit(&req, matched, public, authenticated) {
             Err(e) => e.to_response(),
             Ok(principal) => {
                 if let Some(p) = principal {
@@ -97,7 +99,20 @@ pub async fn gate<E: Endpoint>(ep: Arc<E>, mut req: Request) -> poem::Result<Res
         }
     };
     set_rate_headers(&mut resp, quota);
+    if api {
+        // Answers of the API carry tokens, keys and private data: no cache (a browser's,
+        // a proxy's) may keep them. A route with a policy of its own (attachments) keeps it.
+        resp.headers_mut()
+            .entry(header::CACHE_CONTROL)
+            .or_insert(HeaderValue::from_static("no-store"));
+    }
     Ok(resp)
+}
+
+/// `/api` and everything under it (the web app's files and `/health` are not the API).
+fn is_api_path(path: &str) -> bool {
+    path.strip_prefix("/api")
+        .is_some_and(|rest| rest.is_empty() || rest.starts_with('/'))
 }
 
 /// The client's address as the gate determined it (see `[server] trusted_proxies`).
@@ -107,17 +122,17 @@ pub struct ClientAddr(pub IpAddr);
 /// Decides whether the request may reach its handler, and as whom.
 fn admit(
     req: &Request,
+    matched: Matched,
     public: bool,
     authenticated: Option<Result<Principal, AppError>>,
 ) -> Result<Option<Principal>, AppError> {
-    let path = req.uri().path();
     if public {
         return Ok(None);
     }
     let principal = match authenticated {
         // A path no operation has is the router's 404 (JSON), with or without a token:
         // `/api/…` never answers anything else (nor the app's HTML).
-        None if !route_table().knows_path(path) => return Ok(None),
+        None if !route_table().knows(matched) => return Ok(None),
         None => {
             return Err(AppError::unauthorized(
                 "authentication required: send Authorization: Bearer <token>",
@@ -136,7 +151,7 @@ fn admit(
             &Method::HEAD => "GET",
             m => m.as_str(),
         };
-        match route_table().resolve_personal(method, path) {
+        match route_table().resolve_personal(matched, method) {
             Some((template, entry))
                 if !entry.is_some_and(|e| e.admits(*allowlist_version, *opted_in_version)) =>
             {
@@ -148,12 +163,13 @@ fn admit(
             Some(_) => {}
             // A known path with a method the document does not list (OPTIONS, TRACE, a
             // method the router may still serve): default deny.
-            None if route_table().knows_path(path) => {
+            None if route_table().knows(matched) => {
                 return Err(AppError::forbidden(
                     ErrorCode::ForbiddenForApiToken,
                     format!(
-                        "{} {path} is not available to personal API tokens",
-                        req.method()
+                        "{} {} is not available to personal API tokens",
+                        req.method(),
+                        req.uri().path()
                     ),
                 ));
             }

@@ -38,6 +38,7 @@ pub mod openapi;
 pub mod push;
 pub mod reminders;
 pub mod rooms;
+pub mod route_match;
 pub mod routes;
 pub mod scheduled;
 pub mod search;
@@ -309,7 +310,7 @@ async fn limit_body<E: Endpoint>(
 fn strict_route(req: &poem::Request) -> Option<String> {
     let table = routes::route_table();
     let method = req.method().as_str();
-    let template = table.resolve(method, req.uri().path())?;
+    let template = table.resolve_at(table.matched(req), method)?;
     table
         .string_fields
         .covers(method, template)
@@ -318,7 +319,7 @@ fn strict_route(req: &poem::Request) -> Option<String> {
 
 /// `POST /api/rooms/{roomId}/media`: its body is a file, capped by the upload itself.
 fn is_media_upload(req: &poem::Request) -> bool {
+    let table = routes::route_table();
     req.method() == poem::http::Method::POST
-        && routes::route_table().resolve("POST", req.uri().path())
-            == Some("/api/rooms/{roomId}/media")
+        && table.resolve_at(table.matched(req), "POST") == Some("/api/rooms/{roomId}/media")
 }

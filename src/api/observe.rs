@@ -45,7 +45,7 @@ pub fn init_metrics() -> &'static metrics::HttpMetrics {
 /// Wraps the whole application; `access` is `[log] access`.
 pub async fn observe<E: Endpoint>(
     ep: Arc<E>,
-    req: Request,
+    mut req: Request,
     access: bool,
 ) -> poem::Result<Response> {
     let started = Instant::now();
@@ -56,9 +56,13 @@ pub async fn observe<E: Endpoint>(
     } else {
         method.as_str()
     };
-    let index = route_table()
-        .index(lookup, req.uri().path())
+    // The router's verdict, once: the gate and the body guard read it from here.
+    let table = route_table();
+    let matched = table.match_uri(req.uri());
+    let index = table
+        .operation(matched, lookup)
         .unwrap_or_else(|| extra_index(req.uri().path()));
+    req.extensions_mut().insert(matched);
     let resp = match ep.call(req).await {
         Ok(r) => r.into_response(),
         Err(e) => e.into_response(),

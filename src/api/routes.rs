@@ -1,41 +1,38 @@
 //! Route templates of the OpenAPI document: which operation a request path is, and which
 //! operations are public (those without a security scheme).
 //!
-//! The gate matches a request path to its operation template the way the router does
-//! (literal segments win over `{parameters}`), then asks [`personal_token_allows`] (the
-//! allowlist table is in `services::allowlist`).
+//! A request path is matched to its template by poem's own router ([`PathMatcher`]), so
+//! the gate judges exactly the operation the router will run; the gate then asks
+//! [`personal_token_allows`] (the allowlist table is in `services::allowlist`).
 
-use std::collections::BTreeSet;
-
+use super::route_match::PathMatcher;
 use crate::services::allowlist::allowlist_entry;
 pub use crate::services::allowlist::{personal_token_allows, AllowedRoute, ALLOWLIST_VERSION};
 
 /// The OpenAPI document itself, served beside the API (so it is not one of its operations).
 pub const DOCUMENT_PATH: &str = "/openapi.yaml";
 
-#[derive(Debug, Clone)]
 struct Template {
     method: String,
     path: String,
-    segments: Vec<Segment>,
-    /// [`specificity`] of `segments`, computed once.
-    specificity: u64,
     /// The operation's personal-token allowlist entry, looked up once.
     personal: Option<AllowedRoute>,
 }
 
-#[derive(Debug, Clone)]
-struct Group {
-    method: String,
-    len: usize,
-    members: Vec<usize>,
+/// One path template and the operations at it.
+struct PathEntry {
+    path: String,
+    /// Some operation at this path takes no security scheme.
+    public: bool,
+    /// Positions in [`RouteTable::templates`].
+    operations: Vec<usize>,
 }
 
-#[derive(Debug, Clone, PartialEq, Eq)]
-enum Segment {
-    Literal(String),
-    Param,
-}
+/// The router's verdict on a request path: the position of its path template, if any.
+/// Computed once per request by the outermost layer ([`super::observe`]) and kept in the
+/// request's extensions for the gate and the body guard.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Matched(Option<usize>);
 
 /// The route table of this build's OpenAPI document, built on first use: the document
 /// is a pure function of the code, so one table serves every request.
@@ -44,15 +41,13 @@ pub fn route_table() -> &'static RouteTable {
     TABLE.get_or_init(|| RouteTable::from_spec(&super::spec_json()))
 }
 
-/// Every (method, path template) of the OpenAPI document.
-#[derive(Debug, Clone, Default)]
+/// Every (method, path template) of the OpenAPI document, and poem's router over their
+/// paths ([`PathMatcher`]): a request is named exactly as the router routes it.
 pub struct RouteTable {
     templates: Vec<Template>,
-    /// Indexes into `templates` by (method, number of segments): a request is compared
-    /// only with the templates it could match.
-    groups: Vec<Group>,
-    /// Paths of the operations without a security scheme.
-    public: BTreeSet<String>,
+    /// The distinct paths of `templates`, then [`DOCUMENT_PATH`].
+    paths: Vec<PathEntry>,
+    matcher: PathMatcher,
     /// String fields of each operation's JSON body (see [`super::strict_json`]).
     pub string_fields: super::strict_json::StringFields,
 }
@@ -60,11 +55,16 @@ pub struct RouteTable {
 impl RouteTable {
     pub fn from_spec(spec: &serde_json::Value) -> Self {
         let mut templates = Vec::new();
-        let mut public = BTreeSet::new();
-        if let Some(paths) = spec["paths"].as_object() {
-            for (path, item) in paths {
+        let mut paths: Vec<PathEntry> = Vec::new();
+        if let Some(items) = spec["paths"].as_object() {
+            for (path, item) in items {
                 let Some(ops) = item.as_object() else {
                     continue;
+                };
+                let mut entry = PathEntry {
+                    path: path.clone(),
+                    public: false,
+                    operations: Vec::new(),
                 };
                 for (method, op) in ops {
                     let method = method.to_ascii_uppercase();
@@ -72,108 +72,120 @@ impl RouteTable {
                         continue;
                     }
                     if op["security"].as_array().is_none_or(Vec::is_empty) {
-                        public.insert(path.clone());
+                        entry.public = true;
                     }
-                    let segments: Vec<Segment> = split(path)
-                        .map(|s| {
-                            if s.starts_with('{') && s.ends_with('}') {
-                                Segment::Param
-                            } else {
-                                Segment::Literal(s.to_owned())
-                            }
-                        })
-                        .collect();
+                    entry.operations.push(templates.len());
                     templates.push(Template {
                         personal: allowlist_entry(&method, path),
                         method,
                         path: path.clone(),
-                        specificity: specificity(&segments),
-                        segments,
                     });
+                }
+                if !entry.operations.is_empty() {
+                    paths.push(entry);
                 }
             }
         }
-        let mut groups: Vec<Group> = Vec::new();
-        for (i, t) in templates.iter().enumerate() {
-            let len = t.segments.len();
-            match groups
-                .iter_mut()
-                .find(|g| g.len == len && g.method == t.method)
-            {
-                Some(g) => g.members.push(i),
-                None => groups.push(Group {
-                    method: t.method.clone(),
-                    len,
-                    members: vec![i],
-                }),
-            }
-        }
+        // The document is served beside the API by the same router, without a scheme.
+        paths.push(PathEntry {
+            path: DOCUMENT_PATH.to_owned(),
+            public: true,
+            operations: Vec::new(),
+        });
+        let matcher = PathMatcher::new(paths.iter().map(|p| p.path.as_str()));
         Self {
             templates,
-            groups,
-            public,
+            paths,
+            matcher,
             string_fields: super::strict_json::StringFields::from_spec(spec),
         }
+    }
+
+    /// The router's verdict on `req`'s path: the one [`super::observe`] filed, or
+    /// computed now (requests made inside the server, e.g. by `/mcp`, skip that layer).
+    pub fn matched(&self, req: &poem::Request) -> Matched {
+        match req.extensions().get::<Matched>() {
+            Some(m) => *m,
+            None => self.match_uri(req.uri()),
+        }
+    }
+
+    pub fn match_uri(&self, uri: &poem::http::Uri) -> Matched {
+        Matched(self.matcher.find(uri))
+    }
+
+    fn match_path(&self, path: &str) -> Matched {
+        path.parse()
+            .map_or(Matched(None), |uri| self.match_uri(&uri))
+    }
+
+    /// The operation (position in [`Self::operations`]) of `method` at the matched path.
+    pub fn operation(&self, matched: Matched, method: &str) -> Option<usize> {
+        let entry = &self.paths[matched.0?];
+        entry
+            .operations
+            .iter()
+            .copied()
+            .find(|&i| self.templates[i].method == method)
     }
 
     /// The template a concrete request path is routed to, if any. Literal segments win
     /// over parameters, as in the router (`/api/rooms/linked` is not `/api/rooms/{roomId}`).
     pub fn resolve(&self, method: &str, path: &str) -> Option<&str> {
-        self.template(method, path).map(|t| t.path.as_str())
+        self.resolve_at(self.match_path(path), method)
     }
 
-    /// The template a concrete request path is routed to with its personal-token
+    /// [`Self::resolve`] of a path already matched.
+    pub fn resolve_at(&self, matched: Matched, method: &str) -> Option<&str> {
+        self.operation(matched, method)
+            .map(|i| self.templates[i].path.as_str())
+    }
+
+    /// The template the matched path is routed to for `method`, with its personal-token
     /// allowlist entry (`None`: personal tokens may not call it).
     pub fn resolve_personal(
         &self,
+        matched: Matched,
         method: &str,
-        path: &str,
     ) -> Option<(&str, Option<AllowedRoute>)> {
-        self.template(method, path)
-            .map(|t| (t.path.as_str(), t.personal))
+        self.operation(matched, method).map(|i| {
+            let t = &self.templates[i];
+            (t.path.as_str(), t.personal)
+        })
     }
 
-    /// The position of the routed template in [`Self::operations`] (for per-route
+    /// The position of the routed operation in [`Self::operations`] (for per-route
     /// counters).
     pub fn index(&self, method: &str, path: &str) -> Option<usize> {
-        // Runs on every request: no allocation, one pass per candidate.
-        let count = split(path).count();
-        let group = self
-            .groups
-            .iter()
-            .find(|g| g.len == count && g.method == method)?;
-        group
-            .members
-            .iter()
-            .copied()
-            .filter(|&i| {
-                self.templates[i]
-                    .segments
-                    .iter()
-                    .zip(split(path))
-                    .all(|(s, p)| match s {
-                        Segment::Literal(l) => l == p,
-                        Segment::Param => !p.is_empty(),
-                    })
-            })
-            .max_by_key(|&i| self.templates[i].specificity)
+        self.operation(self.match_path(path), method)
     }
 
-    fn template(&self, method: &str, path: &str) -> Option<&Template> {
-        self.index(method, path).map(|i| &self.templates[i])
+    /// Whether the matched path is reachable without a bearer token: an operation there
+    /// takes no security scheme, or it is the document itself.
+    pub fn is_public_at(&self, matched: Matched) -> bool {
+        matched.0.is_some_and(|i| self.paths[i].public)
     }
 
-    /// Routes reachable without a bearer token: the operations that take no security
-    /// scheme, and the document itself.
+    /// [`Self::is_public_at`] of a concrete path.
     pub fn is_public(&self, path: &str) -> bool {
-        path == DOCUMENT_PATH || self.public.contains(path)
+        self.is_public_at(self.match_path(path))
     }
 
-    /// Whether any operation, whatever its method, is routed at `path`.
+    /// Whether the matched path is the document's own (not one of its operations).
+    pub fn is_document(&self, matched: Matched) -> bool {
+        matched.0 == Some(self.paths.len() - 1)
+    }
+
+    /// Whether any operation, whatever its method, is routed at the matched path.
+    pub fn knows(&self, matched: Matched) -> bool {
+        matched
+            .0
+            .is_some_and(|i| !self.paths[i].operations.is_empty())
+    }
+
+    /// [`Self::knows`] of a concrete path.
     pub fn knows_path(&self, path: &str) -> bool {
-        let methods: std::collections::BTreeSet<&str> =
-            self.templates.iter().map(|t| t.method.as_str()).collect();
-        methods.into_iter().any(|m| self.resolve(m, path).is_some())
+        self.knows(self.match_path(path))
     }
 
     pub fn operations(&self) -> impl Iterator<Item = (&str, &str)> {
@@ -181,23 +193,6 @@ impl RouteTable {
             .iter()
             .map(|t| (t.method.as_str(), t.path.as_str()))
     }
-}
-
-fn split(path: &str) -> impl Iterator<Item = &str> {
-    path.trim_matches('/').split('/')
-}
-
-/// Orders templates position by position: a literal earlier in the path beats a parameter
-/// there. Bit `63 - i` is set when segment `i` is a literal, so comparing the numbers
-/// compares the positions in order (paths have far fewer than 64 segments; later ones
-/// are ignored).
-fn specificity(segments: &[Segment]) -> u64 {
-    segments
-        .iter()
-        .take(64)
-        .enumerate()
-        .filter(|(_, s)| matches!(s, Segment::Literal(_)))
-        .fold(0, |bits, (i, _)| bits | (1u64 << (63 - i)))
 }
 
 #[cfg(test)]
@@ -242,7 +237,8 @@ mod tests {
         let t = route_table();
         for (method, template) in t.operations() {
             let concrete = template.replace('{', "x").replace('}', "");
-            let (resolved, entry) = t.resolve_personal(method, &concrete).unwrap();
+            let matched = t.match_uri(&concrete.parse().unwrap());
+            let (resolved, entry) = t.resolve_personal(matched, method).unwrap();
             assert_eq!(resolved, template);
             for version in 0..=ALLOWLIST_VERSION + 1 {
                 for opted in [0, version] {

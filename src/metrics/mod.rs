@@ -58,17 +58,32 @@ impl Histogram {
     }
 }
 
-/// Hits and misses of one in-memory cache.
+/// What a cache holds now: entries, and the bytes its weigher counts (its bound).
+pub type CacheSize = Box<dyn Fn() -> (u64, u64) + Send + Sync>;
+
+/// Hits and misses of one in-memory cache, and how to read its size.
 #[derive(Default)]
 pub struct CacheCounters {
     hits: AtomicU64,
     misses: AtomicU64,
+    size: OnceLock<CacheSize>,
 }
 
 impl CacheCounters {
     pub fn record(&self, hit: bool) {
         let counter = if hit { &self.hits } else { &self.misses };
         counter.fetch_add(1, Ordering::Relaxed);
+    }
+
+    /// Hook for the cache's owner: `(entries, bytes)` read at scrape time (first call
+    /// wins: one cache of each name per process).
+    pub fn set_size(&self, size: CacheSize) {
+        let _ = self.size.set(size);
+    }
+
+    /// `(entries, bytes)`, when the owner registered its size.
+    pub fn size(&self) -> Option<(u64, u64)> {
+        self.size.get().map(|f| f())
     }
 }
 
@@ -79,14 +94,17 @@ pub enum CacheName {
     Pages,
     /// Authentication results (`services::session`).
     Auth,
+    /// Opened message contents (`services::messages::cache`).
+    Contents,
 }
 
 impl CacheName {
-    const ALL: [Self; 2] = [Self::Pages, Self::Auth];
+    const ALL: [Self; 3] = [Self::Pages, Self::Auth, Self::Contents];
     fn label(self) -> &'static str {
         match self {
             Self::Pages => "pages",
             Self::Auth => "auth",
+            Self::Contents => "contents",
         }
     }
 }
@@ -149,7 +167,7 @@ impl WorkerHandle {
 pub struct Registry {
     started: Instant,
     http: OnceLock<HttpMetrics>,
-    caches: [CacheCounters; 2],
+    caches: [CacheCounters; 3],
     workers: [WorkerMetrics; 2],
     /// From asking for a database job to holding a pooled connection.
     pub db_wait: Histogram,

@@ -34,6 +34,7 @@ pub fn render(extra: &[Gauge]) -> String {
             );
         }
     }
+    cache_sizes(&mut out);
     workers(&mut out);
     header(
         &mut out,
@@ -100,6 +101,33 @@ fn http(out: &mut String) {
             &labels,
             &r.latency,
         );
+    }
+}
+
+/// What each bounded cache holds; `bytes` is what its byte bound (moka weigher) counts.
+fn cache_sizes(out: &mut String) {
+    let registry = global();
+    let sizes: Vec<_> = CacheName::ALL
+        .iter()
+        .filter_map(|name| registry.cache(*name).size().map(|s| (name.label(), s)))
+        .collect();
+    for (metric, help, pick) in [
+        (
+            "switchboard_cache_entries",
+            "Entries held by each in-memory cache.",
+            0,
+        ),
+        (
+            "switchboard_cache_bytes",
+            "Bytes held by each in-memory cache, as its byte bound counts them.",
+            1,
+        ),
+    ] {
+        header(out, metric, "gauge", help);
+        for (label, (entries, bytes)) in &sizes {
+            let value = if pick == 0 { entries } else { bytes };
+            let _ = writeln!(out, "{metric}{{cache=\"{label}\"}} {value}");
+        }
     }
 }
 

@@ -91,15 +91,21 @@ pub struct PageCache {
 
 impl PageCache {
     pub fn new(epoch: &WriteEpoch, megabytes: u32) -> Self {
+        let pages = (megabytes > 0).then(|| {
+            EpochCache::new(
+                epoch,
+                u64::from(megabytes) * 1024 * 1024,
+                PAGE_CACHE_MAX_AGE,
+                Some(|body: &Bytes| u32::try_from(body.len()).unwrap_or(u32::MAX)),
+            )
+        });
+        if let Some(cache) = &pages {
+            crate::metrics::global()
+                .cache(crate::metrics::CacheName::Pages)
+                .set_size(cache.size_reader());
+        }
         Self {
-            pages: (megabytes > 0).then(|| {
-                EpochCache::new(
-                    epoch,
-                    u64::from(megabytes) * 1024 * 1024,
-                    PAGE_CACHE_MAX_AGE,
-                    Some(|body: &Bytes| u32::try_from(body.len()).unwrap_or(u32::MAX)),
-                )
-            }),
+            pages,
             rendering: moka::sync::Cache::builder()
                 .max_capacity(10_000)
                 .time_to_idle(Duration::from_secs(10))

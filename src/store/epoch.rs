@@ -219,6 +219,12 @@ where
         }
     }
 
+    /// `(entries, weight)` now, read by `/metrics` (weight: bytes for a byte-weighed cache).
+    pub fn size_reader(&self) -> crate::metrics::CacheSize {
+        let entries = self.entries.clone();
+        Box::new(move || (entries.entry_count(), entries.weighted_size()))
+    }
+
     /// The value, if nothing was committed since it was computed and it is young enough.
     pub fn get<Q>(&self, key: &Q) -> Option<V>
     where

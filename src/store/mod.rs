@@ -4,6 +4,7 @@
 //! Each aggregate has its own small repository module taking a `&Connection`.
 
 use std::path::Path;
+use std::sync::Arc;
 use std::time::Duration;
 
 use r2d2::{Pool, PooledConnection};
@@ -48,6 +49,8 @@ pub enum StoreError {
     Pool(#[from] r2d2::Error),
     #[error("database task failed: {0}")]
     Join(String),
+    #[error("no database connection came free in time")]
+    Saturated,
     #[error("cannot create data directory {path}: {source}")]
     DataDir {
         path: String,
@@ -149,8 +152,16 @@ pub const SCHEMA_VERSION: i64 = MIGRATIONS.len() as i64;
 #[derive(Clone)]
 pub struct Store {
     pool: Pool<SqliteConnectionManager>,
+    /// One permit per pooled connection: a job waits for one *before* it takes a blocking
+    /// thread (see [`Store::run`]).
+    slots: Arc<tokio::sync::Semaphore>,
     epoch: epoch::WriteEpoch,
 }
+
+/// Connections in the pool, and jobs running at once.
+const POOL_SIZE: u32 = 8;
+/// How long a job waits for a connection before the request is answered 503 (busy).
+const POOL_WAIT: Duration = Duration::from_secs(10);
 
 impl Store {
     /// Opens (creating if needed) `<data_dir>/switchboard.db` and applies pending migrations.
@@ -186,11 +197,12 @@ impl Store {
             ))
         });
         let pool = Pool::builder()
-            .max_size(8)
-            .connection_timeout(Duration::from_secs(10))
+            .max_size(POOL_SIZE)
+            .connection_timeout(POOL_WAIT)
             .build(manager)?;
         Ok(Self {
             pool,
+            slots: Arc::new(tokio::sync::Semaphore::new(POOL_SIZE as usize)),
             epoch: epoch::WriteEpoch::default(),
         })
     }
@@ -230,6 +242,12 @@ impl Store {
     /// Runs `job` with a pooled connection on the blocking thread pool, so SQLite never
     /// stalls the async executor. A job that committed bumps the write epoch before this
     /// returns.
+    ///
+    /// A job first waits (asynchronously) for one of the pool's [`POOL_SIZE`] slots, and
+    /// only then takes a blocking thread. Waiting in the pool itself instead parked one
+    /// thread per waiting request: 64 busy connections kept ~60 threads alive, each with
+    /// its stack and its own malloc arena, and the heap profile showed the memory was
+    /// not live data but those threads' retained arenas (see `docs/benchmarks.md`).
     pub async fn run<T, E, F>(&self, job: F) -> Result<T, E>
     where
         T: Send + 'static,
@@ -239,7 +257,13 @@ impl Store {
         let pool = self.pool.clone();
         let write_epoch = self.epoch.clone();
         let asked = std::time::Instant::now();
+        let slot = match tokio::time::timeout(POOL_WAIT, self.slots.clone().acquire_owned()).await {
+            Ok(Ok(slot)) => slot,
+            // Never closed; a wait this long means the database is saturated (503).
+            _ => return Err(StoreError::Saturated.into()),
+        };
         let joined = tokio::task::spawn_blocking(move || {
+            let _slot = slot;
             // Bumps on the way out, even if the job panics after committing.
             let _publish = epoch::PublishCommits::new(write_epoch);
             let mut conn = pool.get().map_err(StoreError::from)?;

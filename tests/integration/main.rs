@@ -26,6 +26,7 @@ mod email_names;
 mod email_safety;
 mod foundation;
 mod hardening;
+mod http_layer;
 mod invites;
 mod journey;
 mod keys;

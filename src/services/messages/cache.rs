@@ -14,8 +14,17 @@ use sha2::{Digest, Sha256};
 use crate::crypto::DataKey;
 use crate::services::conversations::MessageContent;
 
-/// Most entries kept (about 1 KiB each with the sealed copy).
-const CAPACITY: u64 = 16_384;
+/// Most bytes kept, as [`weight`] counts them. A bound by entries (16,384 before) let the
+/// cache's size follow the messages' size instead of a figure chosen here.
+const CAPACITY_BYTES: u64 = 8 * 1024 * 1024;
+
+/// What an entry costs: its id, the sealed copy, and the opened content, which holds the
+/// plaintext twice (the body and the parsed event, whose tree of `serde_json::Value`s takes
+/// a few times its text) — counted as four times the sealed length, plus fixed overhead.
+fn weight(message_id: &str, entry: &Entry) -> u32 {
+    let bytes = message_id.len() + entry.sealed.len() * 5 + entry.content.body.len() + 256;
+    u32::try_from(bytes).unwrap_or(u32::MAX)
+}
 
 /// Identifies a data key without holding it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -40,20 +49,39 @@ pub struct ContentCache {
 /// The process-wide cache.
 pub fn cache() -> &'static ContentCache {
     static CACHE: OnceLock<ContentCache> = OnceLock::new();
-    CACHE.get_or_init(|| ContentCache::new(CAPACITY))
+    CACHE.get_or_init(|| {
+        let cache = ContentCache::new(CAPACITY_BYTES);
+        let entries = cache.entries.clone();
+        crate::metrics::global()
+            .cache(crate::metrics::CacheName::Contents)
+            .set_size(Box::new(move || {
+                (entries.entry_count(), entries.weighted_size())
+            }));
+        cache
+    })
 }
 
 impl ContentCache {
-    fn new(capacity: u64) -> Self {
+    fn new(capacity_bytes: u64) -> Self {
         Self {
-            entries: moka::sync::Cache::builder().max_capacity(capacity).build(),
+            entries: moka::sync::Cache::builder()
+                .max_capacity(capacity_bytes)
+                .weigher(|id: &String, entry: &Arc<Entry>| weight(id, entry))
+                .build(),
         }
     }
 
     /// The content opened earlier from exactly `sealed` with the key `key`.
     pub fn get(&self, message_id: &str, key: KeyTag, sealed: &[u8]) -> Option<Arc<MessageContent>> {
-        let entry = self.entries.get(message_id)?;
-        (entry.key == key && entry.sealed == sealed).then(|| entry.content.clone())
+        let found = self
+            .entries
+            .get(message_id)
+            .filter(|entry| entry.key == key && entry.sealed == sealed)
+            .map(|entry| entry.content.clone());
+        crate::metrics::global()
+            .cache(crate::metrics::CacheName::Contents)
+            .record(found.is_some());
+        found
     }
 
     pub fn put(&self, message_id: &str, key: KeyTag, sealed: &[u8], content: Arc<MessageContent>) {
@@ -93,12 +121,14 @@ mod tests {
     }
 
     #[test]
-    fn the_cache_stays_bounded_and_keeps_recently_read_entries() {
-        let c = ContentCache::new(CAPACITY);
+    fn the_cache_stays_bounded_by_bytes_and_keeps_recently_read_entries() {
+        // 64 KiB of budget; each entry weighs a few hundred bytes.
+        let budget = 64 * 1024;
+        let c = ContentCache::new(budget);
         let k = KeyTag::of(&DataKey::generate());
         let hot = "hot-message".to_owned();
         c.put(&hot, k, b"x", content("hot"));
-        for i in 0..CAPACITY as usize * 3 {
+        for i in 0..3_000 {
             c.put(&format!("m{i}"), k, b"x", content("cold"));
             if i % 100 == 0 {
                 assert!(c.get(&hot, k, b"x").is_some(), "read entries stay");
@@ -106,10 +136,11 @@ mod tests {
         }
         c.entries.run_pending_tasks();
         assert!(
-            c.entries.entry_count() <= CAPACITY,
+            c.entries.weighted_size() <= budget,
             "{}",
-            c.entries.entry_count()
+            c.entries.weighted_size()
         );
+        assert!(c.entries.entry_count() > 50, "{}", c.entries.entry_count());
         assert!(c.get(&hot, k, b"x").is_some(), "read entries stay");
     }
 }
