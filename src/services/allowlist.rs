@@ -19,6 +19,11 @@
 /// Version 5 added the notification level of a chat (`PUT
 /// /api/rooms/{roomId}/notifications`), the finer form of mute/unmute that tokens already
 /// have. Push subscriptions stay native only (a browser subscribes itself).
+///
+/// Version 5 also added a conversation that feels alive: typing notices
+/// (`PUT /api/rooms/{roomId}/typing`), others' read receipts
+/// (`GET /api/rooms/{roomId}/receipts`) and marking a room unread
+/// (`POST /api/rooms/{roomId}/unread`). Drafts and the privacy settings stay native only.
 pub const ALLOWLIST_VERSION: u32 = 5;
 
 /// One operation personal tokens may call.
@@ -122,6 +127,10 @@ pub const PERSONAL_TOKEN_ALLOWLIST: &[AllowedRoute] = &[
     allow_since("POST", "/api/chats", 4),
     // Notification level and snooze of a chat (version 5).
     allow_since("PUT", "/api/rooms/{roomId}/notifications", 5),
+    // A conversation that feels alive (version 5): tokens created earlier opt in.
+    allow_since("PUT", "/api/rooms/{roomId}/typing", 5),
+    allow_since("GET", "/api/rooms/{roomId}/receipts", 5),
+    allow_since("POST", "/api/rooms/{roomId}/unread", 5),
 ];
 
 /// Whether a personal token with allowlist version `token_version`, explicitly opted in at
@@ -226,5 +235,34 @@ mod tests {
             3,
             0
         ));
+    }
+
+    #[test]
+    fn conversation_routes_need_an_opt_in_from_tokens_older_than_version_5() {
+        assert_eq!(ALLOWLIST_VERSION, 5);
+        for (method, path) in [
+            ("PUT", "/api/rooms/{roomId}/typing"),
+            ("GET", "/api/rooms/{roomId}/receipts"),
+            ("POST", "/api/rooms/{roomId}/unread"),
+        ] {
+            assert!(
+                !personal_token_allows(method, path, 4, 0),
+                "{method} {path}"
+            );
+            assert!(personal_token_allows(method, path, 5, 0), "{method} {path}");
+        }
+        // Drafts and the privacy settings are never open to personal tokens.
+        for (method, path) in [
+            ("GET", "/api/rooms/{roomId}/draft"),
+            ("PUT", "/api/rooms/{roomId}/draft"),
+            ("DELETE", "/api/rooms/{roomId}/draft"),
+            ("GET", "/api/settings/presence"),
+            ("PUT", "/api/settings/presence"),
+        ] {
+            assert!(
+                !personal_token_allows(method, path, 5, 5),
+                "{method} {path}"
+            );
+        }
     }
 }

@@ -14,6 +14,7 @@ use crate::config::StorageConfig;
 
 pub mod api_tokens;
 pub mod bridge_logins;
+pub mod conversation;
 pub mod devices;
 pub mod e2ee_trust;
 pub mod email;
@@ -130,6 +131,10 @@ const MIGRATIONS: &[(&str, &str)] = &[
     (
         "0020_web_push",
         include_str!("../../migrations/0020_web_push.sql"),
+    ),
+    (
+        "0025_conversation",
+        include_str!("../../migrations/0025_conversation.sql"),
     ),
 ];
 

@@ -34,6 +34,8 @@ pub fn content_of(conn: &Connection, user_id: &str) -> rusqlite::Result<Shredded
     // Reaction keys are sealed like message content and go with it (counted as messages'
     // annotations, not separately).
     run("DELETE FROM reactions WHERE user_id = ?1")?;
+    // Drafts are sealed under the data key too (counted with nothing: they were drafts).
+    super::conversation::delete_all_drafts(conn, user_id)?;
     Ok(Shredded {
         search_docs,
         messages: run("DELETE FROM messages WHERE user_id = ?1")?,

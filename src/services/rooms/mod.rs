@@ -25,6 +25,7 @@ use base64::Engine as _;
 use rusqlite::TransactionBehavior;
 use serde::{Deserialize, Serialize};
 
+use super::conversation;
 use super::conversations::{open_room_field, require_readable, wants_readable, RoomField};
 use super::users;
 use crate::clock::unix_now;
@@ -32,6 +33,7 @@ use crate::error::{AppError, AppResult};
 use crate::events::ChangeEvent;
 use crate::services::session::Principal;
 use crate::services::Context;
+use crate::store::conversation::{self as conversation_store, Marks};
 use crate::store::linked_groups;
 use crate::store::rooms::{self, RoomFlag, RoomListKey, RoomRow, RoomSort};
 use crate::store::users::UserRow;
@@ -109,6 +111,8 @@ pub struct RoomView {
     /// Native callers only (`None` for personal tokens): the room's names sealed to the
     /// user's key, `Some(None)` before a key is registered ([`meta`]).
     pub sealed_meta: Option<Option<SealedMeta>>,
+    /// Marked unread (`m.marked_unread`) and whether it has a draft.
+    pub marks: Marks,
 }
 
 #[derive(Debug, Clone)]
@@ -166,7 +170,21 @@ fn view(caller: &Caller, row: RoomRow, member_ids: Option<Vec<String>>) -> RoomV
         readable,
         member_ids,
         sealed_meta,
+        marks: Marks::default(),
     }
+}
+
+/// Views of `rows` with their marks.
+fn views(caller: &Caller, rows: Vec<RoomRow>, marks: &HashMap<String, Marks>) -> Vec<RoomView> {
+    rows.into_iter()
+        .map(|r| {
+            let m = marks.get(&r.room_id).copied().unwrap_or_default();
+            RoomView {
+                marks: m,
+                ..view(caller, r, None)
+            }
+        })
+        .collect()
 }
 
 /// A visible (joined or invited) room of the user; 404 `not_found` otherwise.
@@ -206,16 +224,17 @@ pub async fn list(
         .transpose()?;
     let caller = caller(state, principal).await?;
     let uid = caller.user.id.clone();
-    let mut rows = state
+    let (mut rows, marks) = state
         .db(move |c| {
-            Ok(rooms::list_page(
+            let rows = rooms::list_page(
                 c,
                 &uid,
                 sort,
                 archived.column_value(),
                 after.as_ref(),
                 limit + 1,
-            )?)
+            )?;
+            Ok((rows, conversation_store::marks(c, &uid)?))
         })
         .await?;
     let next_cursor = if rows.len() as i64 > limit {
@@ -226,7 +245,7 @@ pub async fn list(
         None
     };
     Ok(RoomPage {
-        rooms: rows.into_iter().map(|r| view(&caller, r, None)).collect(),
+        rooms: views(&caller, rows, &marks),
         next_cursor,
     })
 }
@@ -237,11 +256,14 @@ pub async fn list(
 pub async fn priority(state: &Context, principal: &Principal) -> AppResult<Vec<RoomView>> {
     let caller = caller(state, principal).await?;
     let uid = caller.user.id.clone();
-    let rows = state
+    let (rows, marks) = state
         .store
-        .query(move |c| rooms::priority(c, &uid, PRIORITY_THRESHOLD))
+        .query(move |c| {
+            let rows = rooms::priority(c, &uid, PRIORITY_THRESHOLD)?;
+            Ok::<_, rusqlite::Error>((rows, conversation_store::marks(c, &uid)?))
+        })
         .await?;
-    Ok(rows.into_iter().map(|r| view(&caller, r, None)).collect())
+    Ok(views(&caller, rows, &marks))
 }
 
 /// Visible, non-archived rooms per platform — exactly the default filter of the room list,
@@ -275,14 +297,18 @@ pub async fn get(state: &Context, principal: &Principal, room_id: &str) -> AppRe
         refresh_members(state, &caller.user, &row).await;
     }
     let uid = caller.user.id.clone();
-    let (row, members) = state
+    let (row, members, marks) = state
         .db(move |c| {
             let row = find_visible(c, &uid, &room_id)?;
             let members = rooms::members(c, &uid, &room_id)?;
-            Ok((row, members))
+            let marks = conversation_store::marks(c, &uid)?.remove(&room_id);
+            Ok((row, members, marks.unwrap_or_default()))
         })
         .await?;
-    Ok(view(&caller, row, Some(members)))
+    Ok(RoomView {
+        marks,
+        ..view(&caller, row, Some(members))
+    })
 }
 
 mod cursor;
