@@ -120,8 +120,7 @@ export function draftKeeper(roomId, text) {
       if (!value.trim()) await api.del(path);
       else {
         if (!state.keys) return;
-        const raw = new Uint8Array(await crypto.subtle.exportKey('raw', state.keys.publicKey));
-        const env = await seal(raw, new TextEncoder().encode(value));
+        const env = await seal(state.keys.publicKey, new TextEncoder().encode(value));
         await api.put(path, { content: JSON.stringify(env) });
       }
     } catch {

@@ -40,7 +40,7 @@ def first(page):
     step("typing_shown")
 
     # The user writes: the page sends typing notices (throttled) the friend sees.
-    box = page.get_by_label("Message")
+    box = page.get_by_role("textbox", name="Message")
     box.press_sequentially("hello from the web", delay=30)
     if ask("TYPED") != "yes":
         raise RuntimeError("the friend never saw the user typing")
@@ -97,7 +97,7 @@ def second(browser):
     expect(page.get_by_role("heading", name="Inbox")).to_be_visible()
     expect(page.locator(f'li[data-room-id="{CFG["roomId"]}"] .draft')).to_be_visible()
     open_room(page)
-    expect(page.get_by_label("Message")).to_have_value(DRAFT)
+    expect(page.get_by_role("textbox", name="Message")).to_have_value(DRAFT)
     step("draft_restored")
 
 
