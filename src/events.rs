@@ -57,6 +57,20 @@ pub enum ChangeEvent {
         other_device_id: String,
         state: &'static str,
     },
+    /// `typing`: who else is typing in a room now (empty: nobody).
+    Typing {
+        room_id: String,
+        user_ids: Vec<String>,
+    },
+    /// `receipt`: another member's read receipt moved (`ts` Unix ms).
+    Receipt {
+        room_id: String,
+        user_id: String,
+        event_id: String,
+        ts: i64,
+    },
+    /// `draft.updated`: the room's draft was saved, deleted or sent.
+    DraftUpdated { room_id: String },
 }
 
 impl ChangeEvent {
@@ -71,6 +85,9 @@ impl ChangeEvent {
             Self::ReminderDue { .. } => "reminder.due",
             Self::EmailUpdated { .. } => "email.updated",
             Self::VerificationUpdated { .. } => "verification.updated",
+            Self::Typing { .. } => "typing",
+            Self::Receipt { .. } => "receipt",
+            Self::DraftUpdated { .. } => "draft.updated",
         }
     }
 }

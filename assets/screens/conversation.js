@@ -1,8 +1,10 @@
 // @ts-check
 // One conversation: history paged back as you scroll up, envelopes opened in the browser, send
-// (Enter sends, Shift+Enter adds a line), schedule, read marker, room actions, linked group.
+// (Enter sends, Shift+Enter adds a line), schedule, read marker, room actions, linked group;
+// who is typing, "Seen" and the draft (ui/live.js).
 import * as api from '../api.js';
 import { openJson } from '../crypto.js';
+import { navigate } from '../app.js';
 import { getRoom, roomAction } from '../rooms.js';
 import { state, on, platformName } from '../state.js';
 import { h, replace } from '../ui/dom.js';
@@ -10,6 +12,7 @@ import { errorBox, toast } from '../ui/notice.js';
 import { scheduleForm } from '../ui/schedule.js';
 import { messageItem } from '../ui/message.js';
 import { levelControls } from '../ui/levels.js';
+import { draftKeeper, showSeen, typingLine, typingSender } from '../ui/live.js';
 
 const PAGE = 50;
 
@@ -23,7 +26,8 @@ export async function render(main, { roomId }) {
   /** @type {import('../ui/message.js').MessageCtx} */
   const ctx = { roomId, reply: (id, text) => composer.dispatchEvent(new CustomEvent('reply', { detail: { id, text } })), changed: () => refreshNewest() };
   const composer = composeForm(roomId, out, () => refreshNewest());
-  main.append(head, info, h('div', { class: 'scroller' }, more, log), out, composer);
+  const typing = typingLine((id) => nameOf(id));
+  main.append(head, info, h('div', { class: 'scroller' }, more, log), typing.el, out, composer);
   main.classList.add('conversation');
 
   /** @type {import('../rooms.js').RoomView} */
@@ -37,6 +41,7 @@ export async function render(main, { roomId }) {
     return;
   }
   renderHead();
+  composer.dispatchEvent(new CustomEvent('draft', { detail: room.hasDraft }));
   const linked = h('div');
   info.after(linked);
   linkedGroup(roomId, linked);
@@ -70,7 +75,16 @@ export async function render(main, { roomId }) {
           renderHead();
         }),
         toggle('favorite', 'favorite', 'unfavorite', 'Favourite', 'Unfavourite'),
-        toggle('archived', 'archive', 'unarchive', 'Archive', 'Unarchive')),
+        toggle('archived', 'archive', 'unarchive', 'Archive', 'Unarchive'),
+        h('button', { type: 'button', class: 'secondary', onclick: async () => {
+          try {
+            await roomAction(roomId, 'unread');
+            toast('Marked unread');
+            navigate('/inbox');
+          } catch (e) {
+            toast(api.describe(e), true);
+          }
+        } }, 'Mark unread')),
     );
     if (room.membership === 'invite') {
       composer.hidden = true;
@@ -83,6 +97,19 @@ export async function render(main, { roomId }) {
   const shown = new Map();
   /** @type {Map<string, string>} */
   const signature = new Map();
+  /** Timestamps of the shown messages by event id (where receipts land). @type {Map<string, number>} */
+  const times = new Map();
+  /** @param {string} userId */
+  const nameOf = (userId) => (userId === room?.recipientId ? room.meta?.recipientName || room.title : userId);
+  async function loadReceipts() {
+    try {
+      /** @type {Schemas['ReceiptsResult']} */
+      const res = await api.get(`/api/rooms/${api.seg(roomId)}/receipts`);
+      showSeen(log, times, res.receipts, room.isDirect, nameOf);
+    } catch {
+      /* none shown */
+    }
+  }
   let oldest = Infinity;
   let exhausted = false;
   let loadingOlder = false;
@@ -94,6 +121,7 @@ export async function render(main, { roomId }) {
     const fresh = [];
     for (const { m, c } of opened.reverse()) {
       oldest = Math.min(oldest, m.timestamp);
+      times.set(m.eventId, m.timestamp);
       // Redraw a known message only when what it shows changed (keeps open pickers).
       const sig = JSON.stringify([m.edited, m.redacted, c]);
       const old = shown.get(m.id);
@@ -138,6 +166,7 @@ export async function render(main, { roomId }) {
       // only new ones move the read marker (a read answers room.updated, which refreshes).
       const fresh = await place(page.messages, 'bottom');
       if (atEnd) scroller.scrollTop = scroller.scrollHeight;
+      loadReceipts();
       if (fresh) markRead();
     } catch (e) {
       toast(api.describe(e), true);
@@ -149,6 +178,7 @@ export async function render(main, { roomId }) {
   }
 
   await loadOlder();
+  loadReceipts();
   const scroller = /** @type {HTMLElement} */ (log.parentElement);
   scroller.scrollTop = scroller.scrollHeight;
   scroller.addEventListener('scroll', () => {
@@ -160,6 +190,11 @@ export async function render(main, { roomId }) {
     on('sync', (ev) => {
       if (ev.roomId !== roomId) return;
       if (ev.type === 'message.created') refreshNewest();
+      if (ev.type === 'typing') typing.show(ev.userIds || []);
+      if (ev.type === 'receipt') loadReceipts();
+      if (ev.type === 'draft.updated') {
+        getRoom(roomId).then((r) => composer.dispatchEvent(new CustomEvent('draft', { detail: r.hasDraft }))).catch(() => {});
+      }
       if (ev.type === 'room.updated') {
         getRoom(roomId).then((r) => {
           const changed = ['pinned', 'muted', 'favorite', 'archived', 'membership'].some((k) => /** @type {any} */ (r)[k] !== /** @type {any} */ (room)[k])
@@ -206,6 +241,9 @@ function composeForm(roomId, out, sent) {
     file,
     scheduleForm(roomId, () => text.value, () => { text.value = ''; }),
   );
+  const typing = typingSender(roomId, text);
+  const draft = draftKeeper(roomId, text);
+  form.addEventListener('draft', (ev) => { draft.restore(Boolean(/** @type {CustomEvent} */ (ev).detail)); });
   form.addEventListener('reply', (ev) => {
     const { id, text: quoted } = /** @type {CustomEvent} */ (ev).detail;
     replyTo = id;
@@ -244,10 +282,14 @@ function composeForm(roomId, out, sent) {
     const content = text.value.trim();
     if (!content) return;
     const txnId = `web-${Date.now()}-${Math.random().toString(36).slice(2)}`;
+    // No draft save may land after the send (which deletes the draft on the server).
+    draft.sent();
     text.disabled = true;
     out.replaceChildren();
     try {
       await api.post(`/api/rooms/${api.seg(roomId)}/messages`, { content, txnId, replyTo });
+      typing.stop();
+      draft.sent();
       text.value = '';
       clearReply();
       sent();

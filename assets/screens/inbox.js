@@ -94,7 +94,8 @@ async function gather(filter, sort) {
   const keep = {
     active: () => true,
     archived: () => true,
-    unread: (/** @type {RoomView} */ r) => r.unreadCount > 0,
+    // A room the user marked unread counts as unread whatever its count.
+    unread: (/** @type {RoomView} */ r) => r.unreadCount > 0 || r.markedUnread,
     pinned: (/** @type {RoomView} */ r) => r.pinned,
     muted: (/** @type {RoomView} */ r) => r.muted,
     invites: (/** @type {RoomView} */ r) => r.membership === 'invite',
@@ -128,10 +129,11 @@ function roomRow(room, reload) {
     room.pinned ? h('span', { class: 'flag', title: 'Pinned' }, 'Pinned') : null,
     room.muted ? h('span', { class: 'flag', title: 'Muted' }, 'Muted') : null,
     room.favorite ? h('span', { class: 'flag', title: 'Favourite' }, '★') : null,
+    room.hasDraft ? h('span', { class: 'flag draft', title: 'Draft' }, 'Draft') : null,
   );
   const unread = room.unreadCount > 0
     ? h('span', { class: 'count', 'aria-label': `${room.unreadCount} unread` }, String(room.unreadCount))
-    : null;
+    : room.markedUnread ? h('span', { class: 'count marked', 'aria-label': 'marked unread' }, '•') : null;
   if (room.membership === 'invite') {
     const act = (/** @type {string} */ action) => async () => {
       try {
@@ -153,7 +155,7 @@ function roomRow(room, reload) {
         h('button', { type: 'button', class: 'secondary', onclick: act('decline'), 'aria-label': `Decline invitation to ${room.title}` }, 'Decline')),
     );
   }
-  return h('li', { class: `row${room.unreadCount ? ' unread' : ''}`, dataset: { roomId: room.roomId } },
+  return h('li', { class: `row${room.unreadCount || room.markedUnread ? ' unread' : ''}`, dataset: { roomId: room.roomId } },
     h('a', { href: `/rooms/${api.seg(room.roomId)}`, class: 'rowlink' },
       h('div', { class: 'avatar', 'aria-hidden': 'true' }, initial(room.title)),
       h('div', { class: 'main' },

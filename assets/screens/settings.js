@@ -20,9 +20,9 @@ export function render(main) {
   main.append(
     h('h1', null, 'Settings'),
     h('nav', { class: 'chips', 'aria-label': 'Sections' },
-      [['profile', 'Profile'], ['notifications', 'Notifications'], ['tokens', 'Personal tokens'], ['mail', 'Mailboxes'], ['devices', 'Push devices'], ['accounts', 'Accounts'], ['keys', 'Keys'], ['encryption', 'Matrix encryption'], ['verify', 'Device verification']]
+      [['profile', 'Profile'], ['notifications', 'Notifications'], ['privacy', 'Privacy'], ['tokens', 'Personal tokens'], ['mail', 'Mailboxes'], ['devices', 'Push devices'], ['accounts', 'Accounts'], ['keys', 'Keys'], ['encryption', 'Matrix encryption'], ['verify', 'Device verification']]
         .map(([id, t]) => h('a', { class: 'chip', href: `#${id}`, onclick: (/** @type {Event} */ ev) => { ev.preventDefault(); document.getElementById(id)?.scrollIntoView(); } }, t))),
-    profileSection(), notificationsSection(), tokensSection(), mailboxesSection(), devicesSection(), accountsSection(), keysSection(), trustSection(),
+    profileSection(), notificationsSection(), privacySection(), tokensSection(), mailboxesSection(), devicesSection(), accountsSection(), keysSection(), trustSection(),
     verify.section,
     h('section', { class: 'card' }, h('button', { type: 'button', class: 'secondary', onclick: signOut }, 'Sign out')),
   );
@@ -55,6 +55,39 @@ function profileSection() {
     h('p', null, `Signed in as ${u.email}`, u.matrixUserId ? ` (Matrix ${u.matrixUserId})` : ''),
     h('p', { class: 'muted' }, u.subscription.active ? `Subscription active${u.subscription.until ? ` until ${fullTime(u.subscription.until)}` : ''}` : 'No active subscription: personal tokens are refused until it is renewed.'),
     form);
+}
+
+/** What reading and typing tell the other side (like Beeper's incognito mode). */
+function privacySection() {
+  const out = h('div', { class: 'out' });
+  const receipts = h('input', { type: 'checkbox', name: 'readReceipts', disabled: true });
+  const typing = h('input', { type: 'checkbox', name: 'typing', disabled: true });
+  /** @param {Schemas['PresenceSettingsObject']} s */
+  const show = (s) => {
+    receipts.checked = s.readReceipts === 'public';
+    typing.checked = s.typing;
+    receipts.disabled = typing.disabled = false;
+  };
+  api.get('/api/settings/presence').then(show).catch((e) => out.replaceChildren(errorBox(e)));
+  /** @param {Record<string, any>} body */
+  const save = async (body) => {
+    out.replaceChildren();
+    try {
+      show(await api.put('/api/settings/presence', body));
+      toast('Privacy settings saved');
+    } catch (e) {
+      out.replaceChildren(errorBox(e));
+    }
+  };
+  receipts.addEventListener('change', () => save({ readReceipts: receipts.checked ? 'public' : 'private' }));
+  typing.addEventListener('change', () => save({ typing: typing.checked }));
+  return h('section', { class: 'card', id: 'privacy', 'aria-labelledby': 'h-privacy' },
+    h('h2', { id: 'h-privacy' }, 'Privacy'),
+    h('label', { class: 'switch' }, receipts, ' Send read receipts'),
+    h('p', { class: 'muted' }, 'Off: the people you chat with (also on WhatsApp and the other networks) do not see when you have read their messages; your own Matrix apps still do.'),
+    h('label', { class: 'switch' }, typing, ' Send typing notices'),
+    h('p', { class: 'muted' }, 'Off: nobody sees when you are typing.'),
+    out);
 }
 
 function devicesSection() {

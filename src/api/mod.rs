@@ -19,6 +19,7 @@ pub mod attestation;
 pub mod auth;
 pub mod bridges;
 pub mod contacts;
+pub mod conversation;
 pub mod devices;
 pub mod e2ee;
 pub mod email;
@@ -130,6 +131,7 @@ fn apis() -> impl OpenApi {
             rooms::RoomFlagsApi,
             rooms::RoomNotificationsApi,
             invites::InvitesApi,
+            conversation::ConversationApi,
         ),
         linked::LinkedApi,
         sync::SyncApi,

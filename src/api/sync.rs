@@ -114,6 +114,39 @@ pub struct VerificationUpdated {
     pub state: String,
 }
 
+/// `typing`: who else is typing in a room now; an empty `userIds` means nobody is. A
+/// typing notice lasts until the next `typing` of the room (the homeserver ends it after
+/// its timeout, at most 30 s without a renewal).
+#[derive(Debug, Object)]
+#[oai(rename_all = "camelCase")]
+pub struct Typing {
+    pub room_id: String,
+    /// Matrix IDs of the other members typing (never the user).
+    pub user_ids: Vec<String>,
+}
+
+/// `receipt`: another member's public read receipt moved: they have read the room up to
+/// `eventId` (and everything before it). `GET /api/rooms/{roomId}/receipts` lists them.
+#[derive(Debug, Object)]
+#[oai(rename_all = "camelCase")]
+pub struct Receipt {
+    pub room_id: String,
+    /// Matrix ID of the reader.
+    pub user_id: String,
+    /// Matrix event id read up to.
+    pub event_id: String,
+    /// When, Unix milliseconds.
+    pub ts: i64,
+}
+
+/// `draft.updated`: the room's draft was saved, deleted, or deleted by a sent message;
+/// re-read `GET /api/rooms/{roomId}/draft` (native sessions only, like the draft routes).
+#[derive(Debug, Object)]
+#[oai(rename_all = "camelCase")]
+pub struct DraftUpdated {
+    pub room_id: String,
+}
+
 /// `resync`: events were missed (the `Last-Event-ID` is older than the retained window
 /// or from before a restart, or this stream fell behind); rescan rooms and messages.
 #[derive(Debug, Object)]
@@ -142,6 +175,12 @@ pub enum SyncEvent {
     EmailUpdated(EmailUpdated),
     #[oai(mapping = "verification.updated")]
     VerificationUpdated(VerificationUpdated),
+    #[oai(mapping = "typing")]
+    Typing(Typing),
+    #[oai(mapping = "receipt")]
+    Receipt(Receipt),
+    #[oai(mapping = "draft.updated")]
+    DraftUpdated(DraftUpdated),
     #[oai(mapping = "resync")]
     Resync(Resync),
 }
@@ -197,7 +236,11 @@ impl SyncApi {
     /// {id, dueAt}, `email.updated` {accountId, threadId}, `verification.updated` {id,
     /// otherDeviceId, state} (a SAS verification with another of the user's Matrix
     /// devices arrived or changed state; native sessions only: the verification routes are
-    /// not open to personal tokens, so their streams do not carry it), and `resync` {reason}. Each `data:` is JSON with a `type` equal to the event name. A
+    /// not open to personal tokens, so their streams do not carry it), `typing` {roomId,
+    /// userIds} (who else is typing now) and `receipt` {roomId, userId, eventId, ts} (another
+    /// member read up to an event; both for native sessions and for personal tokens that may
+    /// call `GET /api/rooms/{roomId}/receipts`, allowlist version 5), `draft.updated` {roomId} (native sessions only, like
+    /// the draft routes), and `resync` {reason}. Each `data:` is JSON with a `type` equal to the event name. A
     /// notification says *that* something changed: re-read the room and its messages.
     ///
     /// Reconnect with `Last-Event-ID` to get the events missed meanwhile (from a window
@@ -230,8 +273,7 @@ impl SyncApi {
         // The gate admitted this token; the stream re-checks it for as long as it runs.
         let token =
             bearer_token(req).ok_or_else(|| AppError::unauthorized("authentication required"))?;
-        let native = !auth.0.is_api_token();
-        let stream = open(&state, auth.user_id(), token, native, resume)?;
+        let stream = open(&state, auth.user_id(), token, Audience::of(&auth.0), resume)?;
         Ok(SyncStream(SSE::new(stream).keep_alive(KEEP_ALIVE)))
     }
 }
@@ -242,8 +284,8 @@ struct Feed {
     /// The credential the stream was opened with, re-checked every [`RECHECK`].
     token: String,
     user_id: String,
-    /// A native session: also gets what only native routes can act on.
-    native: bool,
+    /// What the credential may see beyond the common events.
+    audience: Audience,
     pending: VecDeque<Event>,
     rx: Receiver<Arc<Published>>,
     recheck: tokio::time::Interval,
@@ -255,7 +297,7 @@ fn open(
     state: &AppState,
     user_id: &str,
     token: String,
-    native: bool,
+    audience: Audience,
     resume: Option<u64>,
 ) -> Result<BoxStream<'static, Event>, AppError> {
     let sub = state
@@ -271,7 +313,7 @@ fn open(
     let pending = match sub.missed {
         Some(missed) => missed
             .iter()
-            .filter(|e| shown_to(native, e))
+            .filter(|e| audience.sees(e))
             .map(|e| to_sse(e))
             .collect(),
         None => VecDeque::from([resync("Last-Event-ID is too old to resume; rescan")]),
@@ -282,7 +324,7 @@ fn open(
         state: state.clone(),
         token,
         user_id: user_id.to_owned(),
-        native,
+        audience,
         pending,
         rx: sub.rx,
         recheck,
@@ -310,7 +352,7 @@ async fn next(mut feed: Feed) -> Option<(Event, Feed)> {
             _ = feed.state.shutdown.wait() => return None,
         };
         match received {
-            Ok(e) if shown_to(feed.native, &e) => return Some((to_sse(&e), feed)),
+            Ok(e) if feed.audience.sees(&e) => return Some((to_sse(&e), feed)),
             Ok(_) => {}
             Err(RecvError::Lagged(n)) => {
                 tracing::debug!(user_id = %feed.user_id, missed = n, "event stream fell behind");
@@ -336,10 +378,48 @@ async fn still_admitted(feed: &Feed) -> bool {
     }
 }
 
-/// Whether a stream opened by a native session (`native`) or a personal token gets `e`:
-/// `verification.updated` is for native sessions only, like the routes that answer it.
-fn shown_to(native: bool, e: &Published) -> bool {
-    native || !matches!(e.change, ChangeEvent::VerificationUpdated { .. })
+/// Who a stream is for: a native session gets everything; a personal token gets neither what
+/// only native routes act on (`verification.updated`, `draft.updated`) nor typing and
+/// receipts unless it may call their routes (allowlist version 5, or its opt-in).
+#[derive(Debug, Clone, Copy)]
+struct Audience {
+    native: bool,
+    conversation: bool,
+}
+
+impl Audience {
+    fn of(p: &crate::services::session::Principal) -> Self {
+        use crate::services::session::Principal;
+        match p {
+            Principal::User { .. } => Self {
+                native: true,
+                conversation: true,
+            },
+            Principal::ApiToken {
+                allowlist_version,
+                opted_in_version,
+                ..
+            } => Self {
+                native: false,
+                conversation: crate::services::allowlist::personal_token_allows(
+                    "GET",
+                    "/api/rooms/{roomId}/receipts",
+                    *allowlist_version,
+                    *opted_in_version,
+                ),
+            },
+        }
+    }
+
+    fn sees(self, e: &Published) -> bool {
+        match e.change {
+            ChangeEvent::VerificationUpdated { .. } | ChangeEvent::DraftUpdated { .. } => {
+                self.native
+            }
+            ChangeEvent::Typing { .. } | ChangeEvent::Receipt { .. } => self.conversation,
+            _ => true,
+        }
+    }
 }
 
 /// The one place a change becomes JSON: `{"type": kind, ...payload}`.
@@ -382,6 +462,16 @@ fn payload(change: &ChangeEvent) -> serde_json::Value {
             other_device_id,
             state,
         } => json!({"id": id, "otherDeviceId": other_device_id, "state": state}),
+        ChangeEvent::Typing { room_id, user_ids } => {
+            json!({"roomId": room_id, "userIds": user_ids})
+        }
+        ChangeEvent::Receipt {
+            room_id,
+            user_id,
+            event_id,
+            ts,
+        } => json!({"roomId": room_id, "userId": user_id, "eventId": event_id, "ts": ts}),
+        ChangeEvent::DraftUpdated { room_id } => json!({"roomId": room_id}),
     }
 }
 

@@ -11,7 +11,7 @@ pub mod matrix;
 pub mod provisioning;
 /// Apple Push Notification service.
 pub mod push;
-/// Web Push (RFC 8030, 8291, 8292) to the push services of browsers.
-pub mod webpush;
 /// Path segments of outgoing calls: dot segments refused in one place.
 pub mod segment;
+/// Web Push (RFC 8030, 8291, 8292) to the push services of browsers.
+pub mod webpush;

@@ -21,6 +21,11 @@
 /// have, and the room members' avatars (`GET /api/rooms/{roomId}/members/{userId}/avatar`,
 /// the target of the messages' `senderAvatarUrl`). Push subscriptions stay native only (a
 /// browser subscribes itself).
+///
+/// Version 5 also added a conversation that feels alive: typing notices
+/// (`PUT /api/rooms/{roomId}/typing`), others' read receipts
+/// (`GET /api/rooms/{roomId}/receipts`) and marking a room unread
+/// (`POST /api/rooms/{roomId}/unread`). Drafts and the privacy settings stay native only.
 pub const ALLOWLIST_VERSION: u32 = 5;
 
 /// One operation personal tokens may call.
@@ -125,6 +130,10 @@ pub const PERSONAL_TOKEN_ALLOWLIST: &[AllowedRoute] = &[
     allow_since("POST", "/api/chats", 4),
     // Notification level and snooze of a chat (version 5).
     allow_since("PUT", "/api/rooms/{roomId}/notifications", 5),
+    // A conversation that feels alive (version 5): tokens created earlier opt in.
+    allow_since("PUT", "/api/rooms/{roomId}/typing", 5),
+    allow_since("GET", "/api/rooms/{roomId}/receipts", 5),
+    allow_since("POST", "/api/rooms/{roomId}/unread", 5),
 ];
 
 /// Whether a personal token with allowlist version `token_version`, explicitly opted in at
@@ -240,5 +249,34 @@ mod tests {
         assert!(personal_token_allows(method, path, 5, 0));
         // Its message pages stay open to older tokens: the names ride on them.
         assert!(personal_token_allows("GET", "/api/messages", 4, 0));
+    }
+
+    #[test]
+    fn conversation_routes_need_an_opt_in_from_tokens_older_than_version_5() {
+        assert_eq!(ALLOWLIST_VERSION, 5);
+        for (method, path) in [
+            ("PUT", "/api/rooms/{roomId}/typing"),
+            ("GET", "/api/rooms/{roomId}/receipts"),
+            ("POST", "/api/rooms/{roomId}/unread"),
+        ] {
+            assert!(
+                !personal_token_allows(method, path, 4, 0),
+                "{method} {path}"
+            );
+            assert!(personal_token_allows(method, path, 5, 0), "{method} {path}");
+        }
+        // Drafts and the privacy settings are never open to personal tokens.
+        for (method, path) in [
+            ("GET", "/api/rooms/{roomId}/draft"),
+            ("PUT", "/api/rooms/{roomId}/draft"),
+            ("DELETE", "/api/rooms/{roomId}/draft"),
+            ("GET", "/api/settings/presence"),
+            ("PUT", "/api/settings/presence"),
+        ] {
+            assert!(
+                !personal_token_allows(method, path, 5, 5),
+                "{method} {path}"
+            );
+        }
     }
 }

@@ -12,6 +12,7 @@ pub mod bridges;
 pub mod chats;
 pub mod contacts;
 pub mod context;
+pub mod conversation;
 pub mod conversations;
 pub mod devices;
 pub mod e2ee;

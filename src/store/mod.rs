@@ -15,6 +15,7 @@ use crate::config::StorageConfig;
 
 pub mod api_tokens;
 pub mod bridge_logins;
+pub mod conversation;
 pub mod devices;
 pub mod e2ee_trust;
 pub mod email;
@@ -143,6 +144,10 @@ const MIGRATIONS: &[(&str, &str)] = &[
     (
         "0022_sender_names",
         include_str!("../../migrations/0022_sender_names.sql"),
+    ),
+    (
+        "0023_conversation",
+        include_str!("../../migrations/0023_conversation.sql"),
     ),
 ];
 

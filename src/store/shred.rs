@@ -37,6 +37,8 @@ pub fn content_of(conn: &Connection, user_id: &str) -> rusqlite::Result<Shredded
     // Members' display names and avatars, sealed like the room names (the messages' own
     // sealed sender goes with the messages).
     run("DELETE FROM member_profiles WHERE user_id = ?1")?;
+    // Drafts are sealed under the data key too (counted with nothing: they were drafts).
+    super::conversation::delete_all_drafts(conn, user_id)?;
     Ok(Shredded {
         search_docs,
         messages: run("DELETE FROM messages WHERE user_id = ?1")?,

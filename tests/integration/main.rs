@@ -15,6 +15,7 @@ mod bridges;
 mod cli;
 mod clients;
 mod contacts;
+mod conversation;
 mod data;
 mod devices;
 mod e2ee;

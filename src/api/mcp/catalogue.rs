@@ -207,6 +207,25 @@ pub(super) fn build() -> Vec<ToolSpec> {
             required: &["roomId", "eventId"],
         },
         ToolSpec {
+            name: "mark_unread",
+            description: "Mark a conversation unread (POST /api/rooms/{roomId}/unread), also \
+                in the user's other Matrix apps; reading it clears the mark.",
+            method: Method::POST,
+            path: "/api/rooms/{roomId}/unread",
+            args: &[("roomId", STR, "Matrix room id")],
+            required: &["roomId"],
+        },
+        ToolSpec {
+            name: "get_receipts",
+            description: "Who has read a conversation up to which message (GET \
+                /api/rooms/{roomId}/receipts): the other members' latest public read \
+                receipts {userId, eventId, ts}.",
+            method: Method::GET,
+            path: "/api/rooms/{roomId}/receipts",
+            args: &[("roomId", STR, "Matrix room id")],
+            required: &["roomId"],
+        },
+        ToolSpec {
             name: "list_reminders",
             description: "List reminders, earliest due first (GET /api/reminders).",
             method: Method::GET,

@@ -30,6 +30,7 @@ const READ_ONLY: &[&str] = &[
     "search",
     "list_contacts",
     "get_attachment",
+    "get_receipts",
     "list_reminders",
     "list_email_threads",
     "read_email_thread",

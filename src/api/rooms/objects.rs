@@ -70,6 +70,12 @@ pub struct RoomObject {
     pub unread_count: i64,
     /// Unread highlights (mentions of the user).
     pub highlight_count: i64,
+    /// The user marked the room unread (`POST /api/rooms/{roomId}/unread`, or another
+    /// Matrix client through `m.marked_unread`); reading it clears the mark. Count the room
+    /// as unread while it is set, whatever `unreadCount` says.
+    pub marked_unread: bool,
+    /// The room has a draft (`GET /api/rooms/{roomId}/draft`, native sessions).
+    pub has_draft: bool,
     /// Time of the newest message, Unix milliseconds; null when there is none.
     pub last_message_at: Option<i64>,
     /// Importance from 0 to 1 (AI service, or the built-in heuristic).
@@ -142,6 +148,7 @@ fn sealed(
 impl From<RoomView> for RoomObject {
     fn from(v: RoomView) -> Self {
         let r = v.row;
+        let marks = v.marks;
         let native = v.readable.is_none();
         let maybe = |value: Option<String>, present: bool| match (present, value) {
             (false, _) => MaybeUndefined::Undefined,
@@ -181,6 +188,8 @@ impl From<RoomView> for RoomObject {
             member_count: r.member_count,
             unread_count: r.unread_count,
             highlight_count: r.highlight_count,
+            marked_unread: marks.marked_unread,
+            has_draft: marks.has_draft,
             last_message_at: r.last_message_ts,
             importance: r.importance,
             archived: r.archived,

@@ -10,6 +10,7 @@ use serde_json::json;
 
 use crate::config::MatrixConfig;
 
+pub mod conversation;
 mod devices;
 pub mod directory;
 pub mod e2ee;

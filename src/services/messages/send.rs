@@ -378,7 +378,25 @@ pub async fn send_once(state: &Context, user_id: &str, out: Outbound) -> AppResu
     state
         .db(move |c| Ok(sent_transactions::set_event_id(c, &uid, &txn, &ev)?))
         .await?;
+    if is_new_message(&out.action) {
+        // What the draft was for has been sent (an edit or a reaction is not that).
+        crate::services::conversation::drafts::discard(state, user_id, &out.room_id).await?;
+    }
     Ok(sent(event_id, duplicate))
+}
+
+/// A new message of the user (text or media), not an edit, reaction or redaction.
+fn is_new_message(action: &Action) -> bool {
+    match action {
+        Action::Send {
+            event_type,
+            content,
+        } => {
+            *event_type == "m.room.message"
+                && content["m.relates_to"]["rel_type"].as_str() != Some("m.replace")
+        }
+        Action::Redact { .. } => false,
+    }
 }
 
 #[cfg(test)]

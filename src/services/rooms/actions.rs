@@ -175,9 +175,10 @@ pub enum ReadMarker {
     NotJoined,
 }
 
-/// `POST /api/rooms/{roomId}/read`: unread and highlight counts to 0, the read marker to
-/// the newest stored message, and the same read markers (`m.fully_read` and a public
-/// `m.read` receipt) on the homeserver — only for joined rooms: a receipt in a room the
+/// `POST /api/rooms/{roomId}/read`: unread and highlight counts to 0, the marked-unread
+/// mark cleared, the read marker to the newest stored message, and the same read markers
+/// (`m.fully_read` and an `m.read` receipt, `m.read.private` when the user chose private
+/// receipts) on the homeserver — only for joined rooms: a receipt in a room the
 /// user was merely invited to would tell its inviter the user is reading.
 pub async fn mark_read(
     state: &Context,
@@ -203,7 +204,17 @@ pub async fn mark_read(
         None => ReadMarker::NoMessages,
         Some(event_id) => match (&state.matrix, users::matrix_token_of(&state.master, &user)?) {
             (Some(matrix), Some(token)) => {
-                match matrix.mark_read(&token, &room_id, &event_id).await {
+                let private = conversation::presence_settings(state, principal.user_id())
+                    .await?
+                    .private_receipts;
+                let sent = if private {
+                    matrix
+                        .mark_read_privately(&token, &room_id, &event_id)
+                        .await
+                } else {
+                    matrix.mark_read(&token, &room_id, &event_id).await
+                };
+                match sent {
                     Ok(()) => ReadMarker::Sent,
                     Err(e) => {
                         tracing::warn!(room = %room_id, error = %e, "read markers not sent to the homeserver");
@@ -214,11 +225,14 @@ pub async fn mark_read(
             _ => ReadMarker::NotSent,
         },
     };
+    conversation::clear_marked_unread(state, principal.user_id(), &room_id).await?;
     room_updated(state, principal.user_id(), &room_id);
     Ok(outcome)
 }
 
-/// Archive, mute, favorite, pin and their inverses. Returns the room id as stored.
+/// Archive, mute, favorite, pin and their inverses, written to the homeserver too where
+/// other Matrix clients have the same flag ([`conversation::mirror`]). Returns the room id
+/// as stored.
 pub async fn set_flag(
     state: &Context,
     principal: &Principal,
@@ -239,6 +253,7 @@ pub async fn set_flag(
         })
         .await?;
     room_updated(state, principal.user_id(), &room_id);
+    conversation::mirror::flag(state, principal.user_id(), &room_id, flag, value).await;
     Ok(room_id)
 }
 

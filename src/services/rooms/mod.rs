@@ -25,6 +25,7 @@ use base64::Engine as _;
 use rusqlite::TransactionBehavior;
 use serde::{Deserialize, Serialize};
 
+use super::conversation;
 use super::conversations::{open_room_field, require_readable, wants_readable, RoomField};
 use super::users;
 use crate::clock::unix_now;
@@ -33,6 +34,7 @@ use crate::events::ChangeEvent;
 use crate::services::senders::LastMessage;
 use crate::services::session::Principal;
 use crate::services::Context;
+use crate::store::conversation::{self as conversation_store, Marks};
 use crate::store::linked_groups;
 use crate::store::rooms::{self, RoomFlag, RoomListKey, RoomRow, RoomSort};
 use crate::store::users::UserRow;
@@ -116,6 +118,8 @@ pub struct RoomView {
     /// Native callers only: the same sealed to the user's key, `Some(None)` for a room
     /// without one or before a key is registered.
     pub sealed_last_message: Option<Option<SealedMeta>>,
+    /// Marked unread (`m.marked_unread`) and whether it has a draft.
+    pub marks: Marks,
 }
 
 #[derive(Debug, Clone)]
@@ -175,15 +179,17 @@ fn view(caller: &Caller, row: RoomRow, member_ids: Option<Vec<String>>) -> RoomV
         sealed_meta,
         last_message: None,
         sealed_last_message: None,
+        marks: Marks::default(),
     }
 }
 
-/// The views of `rows`, each with its last message.
+/// The views of `rows`, each with its last message and its marks.
 async fn views(
     state: &Context,
     caller: &Caller,
     rows: Vec<RoomRow>,
     member_ids: Option<Vec<String>>,
+    marks: &HashMap<String, Marks>,
 ) -> AppResult<Vec<RoomView>> {
     let mut last = last::of_rooms(state, caller, &rows).await?;
     let mut member_ids = member_ids;
@@ -191,7 +197,9 @@ async fn views(
         .into_iter()
         .map(|r| {
             let found = last.remove(&r.room_id);
+            let m = marks.get(&r.room_id).copied().unwrap_or_default();
             let mut v = view(caller, r, member_ids.take());
+            v.marks = m;
             last::attach(caller, &mut v, found);
             v
         })
@@ -235,16 +243,17 @@ pub async fn list(
         .transpose()?;
     let caller = caller(state, principal).await?;
     let uid = caller.user.id.clone();
-    let mut rows = state
+    let (mut rows, marks) = state
         .db(move |c| {
-            Ok(rooms::list_page(
+            let rows = rooms::list_page(
                 c,
                 &uid,
                 sort,
                 archived.column_value(),
                 after.as_ref(),
                 limit + 1,
-            )?)
+            )?;
+            Ok((rows, conversation_store::marks(c, &uid)?))
         })
         .await?;
     let next_cursor = if rows.len() as i64 > limit {
@@ -255,7 +264,7 @@ pub async fn list(
         None
     };
     Ok(RoomPage {
-        rooms: views(state, &caller, rows, None).await?,
+        rooms: views(state, &caller, rows, None, &marks).await?,
         next_cursor,
     })
 }
@@ -266,11 +275,14 @@ pub async fn list(
 pub async fn priority(state: &Context, principal: &Principal) -> AppResult<Vec<RoomView>> {
     let caller = caller(state, principal).await?;
     let uid = caller.user.id.clone();
-    let rows = state
+    let (rows, marks) = state
         .store
-        .query(move |c| rooms::priority(c, &uid, PRIORITY_THRESHOLD))
+        .query(move |c| {
+            let rows = rooms::priority(c, &uid, PRIORITY_THRESHOLD)?;
+            Ok::<_, rusqlite::Error>((rows, conversation_store::marks(c, &uid)?))
+        })
         .await?;
-    views(state, &caller, rows, None).await
+    views(state, &caller, rows, None, &marks).await
 }
 
 /// Visible, non-archived rooms per platform — exactly the default filter of the room list,
@@ -304,15 +316,18 @@ pub async fn get(state: &Context, principal: &Principal, room_id: &str) -> AppRe
         refresh_members(state, &caller.user, &row).await;
     }
     let uid = caller.user.id.clone();
-    let (row, members) = state
+    let (row, members, marks) = state
         .db(move |c| {
             let row = find_visible(c, &uid, &room_id)?;
             let members = rooms::members(c, &uid, &room_id)?;
-            Ok((row, members))
+            let marks = conversation_store::marks(c, &uid)?.remove(&room_id);
+            Ok((row, members, marks.unwrap_or_default()))
         })
         .await?;
-    let mut one = views(state, &caller, vec![row], Some(members)).await?;
-    Ok(one.remove(0))
+    let mut one = views(state, &caller, vec![row], Some(members), &HashMap::new()).await?;
+    let mut v = one.remove(0);
+    v.marks = marks;
+    Ok(v)
 }
 
 mod cursor;

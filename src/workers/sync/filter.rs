@@ -32,20 +32,26 @@ fn timeline_types() -> Vec<&'static str> {
     types
 }
 
-/// The `/sync` filter: the state, timeline events, receipts and account data ingest
-/// reads; no presence, typing or other account data.
+/// The `/sync` filter: the state, timeline events, receipts, typing and account data
+/// ingest reads (tags, marked-unread, push rules: the flags other clients share); no
+/// presence or other account data.
 pub(super) fn sync_filter(initial: bool) -> &'static str {
     static FILTERS: OnceLock<[String; 2]> = OnceLock::new();
     let filters = FILTERS.get_or_init(|| {
         [INITIAL_TIMELINE_LIMIT, TIMELINE_LIMIT].map(|limit| {
             json!({
                 "presence": {"not_types": ["*"]},
-                "account_data": {"types": ["m.direct"]},
+                "account_data": {"types": ["m.direct", "m.push_rules"]},
                 "room": {
                     "state": {"types": STATE_TYPES, "lazy_load_members": false},
                     "timeline": {"types": timeline_types(), "limit": limit},
-                    "ephemeral": {"types": ["m.receipt"]},
-                    "account_data": {"types": ["m.fully_read"]},
+                    "ephemeral": {"types": ["m.receipt", "m.typing"]},
+                    "account_data": {"types": [
+                        "m.fully_read",
+                        "m.tag",
+                        "m.marked_unread",
+                        "com.famedly.marked_unread",
+                    ]},
                 },
             })
             .to_string()
@@ -82,11 +88,15 @@ mod tests {
         }
         assert_eq!(
             later["room"]["ephemeral"]["types"],
-            serde_json::json!(["m.receipt"])
+            serde_json::json!(["m.receipt", "m.typing"])
         );
         assert_eq!(
             later["account_data"]["types"],
-            serde_json::json!(["m.direct"])
+            serde_json::json!(["m.direct", "m.push_rules"])
         );
+        let room_data = later["room"]["account_data"]["types"].as_array().unwrap();
+        for t in ["m.fully_read", "m.tag", "m.marked_unread"] {
+            assert!(room_data.contains(&serde_json::json!(t)), "{t}");
+        }
     }
 }

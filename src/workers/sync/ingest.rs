@@ -88,6 +88,8 @@ pub struct IngestOutcome {
     pub changed_rooms: BTreeSet<String>,
     /// Rooms the user is invited to by a trusted inviter (to be joined).
     pub invites: Vec<String>,
+    /// Typing and others' receipts, to publish ([`super::conversation`]).
+    pub live: super::conversation::Live,
 }
 
 /// Stores `resp` and records `resp.next_batch` as the new position. `direct` is the
@@ -106,6 +108,10 @@ pub fn ingest(
     for room_id in sorted_keys(&resp.rooms.join) {
         let room = &resp.rooms.join[room_id];
         let stored_until = pass.joined(direct, room_id, room)?;
+        super::conversation::ephemeral(tx, ctx, room_id, room, &mut pass.out.live)?;
+        if super::conversation::room_flags(tx, ctx, room_id, &room.account_data)? {
+            pass.out.changed_rooms.insert(room_id.clone());
+        }
         history::note_timeline(
             tx,
             ctx,
@@ -159,6 +165,8 @@ pub fn ingest(
         view.finish(ctx, dek, None);
         pass.save_if_changed(&mut view, touched)?;
     }
+    let muted = super::conversation::push_rules(tx, ctx, &resp.account_data)?;
+    pass.out.changed_rooms.extend(muted);
     if direct_changed {
         let seen: BTreeSet<&str> = resp
             .rooms

@@ -17,6 +17,7 @@ use crate::services::Context;
 use crate::store::sync_state;
 
 mod amend;
+mod conversation;
 mod crypto_rooms;
 pub mod e2ee;
 mod filter;

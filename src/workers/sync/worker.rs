@@ -375,7 +375,7 @@ fn upstream(e: MatrixError) -> AppError {
 }
 
 /// `message.created` per new message (unless the batch is large), then `room.updated`
-/// per changed room.
+/// per changed room, then `typing` and `receipt`.
 fn publish(state: &Context, user_id: &str, outcome: &IngestOutcome) {
     if outcome.new_messages.len() <= MAX_MESSAGE_EVENTS {
         for m in &outcome.new_messages {
@@ -394,6 +394,26 @@ fn publish(state: &Context, user_id: &str, outcome: &IngestOutcome) {
             user_id,
             ChangeEvent::RoomUpdated {
                 room_id: room_id.to_owned(),
+            },
+        );
+    }
+    for (room_id, user_ids) in &outcome.live.typing {
+        state.events.publish(
+            user_id,
+            ChangeEvent::Typing {
+                room_id: room_id.clone(),
+                user_ids: user_ids.clone(),
+            },
+        );
+    }
+    for (room_id, r) in &outcome.live.receipts {
+        state.events.publish(
+            user_id,
+            ChangeEvent::Receipt {
+                room_id: room_id.clone(),
+                user_id: r.reader_id.clone(),
+                event_id: r.event_id.clone(),
+                ts: r.ts,
             },
         );
     }

@@ -249,7 +249,7 @@ pub async fn matrix_user(prefix: &str) -> (String, String) {
     (s.user_id, s.access_token)
 }
 
-async fn cs_api(method: Method, path: &str, token: &str, body: Option<Value>) -> Value {
+pub(crate) async fn cs_api(method: Method, path: &str, token: &str, body: Option<Value>) -> Value {
     let mut req = reqwest::Client::new()
         .request(
             method,
@@ -297,14 +297,14 @@ pub async fn send_text(token: &str, room_id: &str, text: &str) -> String {
         .expect("send")
 }
 
-fn matrix_token(session: &Session) -> String {
+pub(crate) fn matrix_token(session: &Session) -> String {
     session
         .matrix_access_token
         .clone()
         .expect("matrix access token")
 }
 
-fn matrix_id(session: &Session) -> String {
+pub(crate) fn matrix_id(session: &Session) -> String {
     session.user["matrixUserId"]
         .as_str()
         .expect("matrixUserId")
@@ -318,7 +318,7 @@ async fn list(app: &TestApp, token: &str, query: &str) -> Value {
 use crate::common::client::rooms::room_ids;
 
 /// Polls the personal-token room list until `room_id` shows up (the sync worker's work).
-async fn wait_for_room(app: &TestApp, token: &str, room_id: &str) -> Value {
+pub(crate) async fn wait_for_room(app: &TestApp, token: &str, room_id: &str) -> Value {
     let deadline = Instant::now() + Duration::from_secs(15);
     let rooms = app.api(token).rooms();
     loop {

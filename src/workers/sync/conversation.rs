@@ -1,0 +1,174 @@
+//! What ingest reads beyond messages and room state, for a conversation that feels alive
+//! and agrees with the user's other Matrix clients:
+//!
+//! - `m.typing` (ephemeral): who else is typing, published as `typing`; nothing stored.
+//! - `m.receipt` (ephemeral): other members' latest public `m.read` receipt in the main
+//!   timeline, stored and published as `receipt` when it moved (the user's own receipts
+//!   move the read marker in `amend`).
+//! - room account data `m.tag`: `m.favourite` is the favorite flag, `m.lowpriority` the
+//!   archived flag; `m.marked_unread` (and its unstable predecessor
+//!   `com.famedly.marked_unread`) the marked-unread mark.
+//! - global account data `m.push_rules`: the per-room rules Element writes
+//!   ([`room_push_levels`]) give each room's level; `Off` is the muted flag.
+//!
+//! Each flag is applied only when its event is in the response (another client changed it,
+//! or this is the first sync), so flags set before the homeserver knew them stay.
+
+use rusqlite::Transaction;
+
+use super::ingest::IngestContext;
+use crate::clients::matrix::conversation::{room_push_levels, RoomPushLevel};
+use crate::clients::matrix::types::{Events, JoinedRoom};
+use crate::services::conversation::mirror::{FAVOURITE_TAG, LOW_PRIORITY_TAG};
+use crate::store::conversation::{self, ReceiptRow};
+use crate::store::rooms::{self, RoomFlag};
+
+/// Room account data of the marked-unread mark (Matrix 1.12), and its unstable name.
+pub const MARKED_UNREAD: &str = "m.marked_unread";
+pub const MARKED_UNREAD_UNSTABLE: &str = "com.famedly.marked_unread";
+
+/// The ephemeral news of one response, published after it is stored.
+#[derive(Debug, Default)]
+pub struct Live {
+    /// (room, who else is typing now) for every room whose typing changed.
+    pub typing: Vec<(String, Vec<String>)>,
+    /// (room, receipt) for every receipt of another member that moved.
+    pub receipts: Vec<(String, ReceiptRow)>,
+}
+
+/// Typing and others' receipts of a joined room; returns whether the room's stored
+/// receipts changed.
+pub(super) fn ephemeral(
+    tx: &Transaction<'_>,
+    ctx: &IngestContext<'_>,
+    room_id: &str,
+    room: &JoinedRoom,
+    live: &mut Live,
+) -> rusqlite::Result<()> {
+    let me = ctx.reader.matrix_user_id.as_str();
+    for ev in &room.ephemeral.events {
+        match ev.kind.as_str() {
+            "m.typing" => {
+                let others: Vec<String> = ev.content["user_ids"]
+                    .as_array()
+                    .into_iter()
+                    .flatten()
+                    .filter_map(|u| u.as_str())
+                    .filter(|u| *u != me)
+                    .map(str::to_owned)
+                    .collect();
+                live.typing.push((room_id.to_owned(), others));
+            }
+            "m.receipt" => {
+                for (event_id, kinds) in ev.content.as_object().into_iter().flatten() {
+                    for (reader, r) in kinds["m.read"].as_object().into_iter().flatten() {
+                        let main = r["thread_id"].as_str().is_none_or(|t| t == "main");
+                        if reader == me || !main {
+                            continue;
+                        }
+                        let row = ReceiptRow {
+                            reader_id: reader.clone(),
+                            event_id: event_id.clone(),
+                            ts: r["ts"].as_i64().unwrap_or(ctx.now * 1000),
+                        };
+                        if conversation::upsert_receipt(tx, ctx.user_id, room_id, &row)? {
+                            live.receipts.push((room_id.to_owned(), row));
+                        }
+                    }
+                }
+            }
+            _ => {}
+        }
+    }
+    Ok(())
+}
+
+/// The flags another client set on a joined room (room account data); returns whether
+/// one changed. The room's row exists (it was just stored).
+pub(super) fn room_flags(
+    tx: &Transaction<'_>,
+    ctx: &IngestContext<'_>,
+    room_id: &str,
+    data: &Events,
+) -> rusqlite::Result<bool> {
+    let Some(row) = rooms::find(tx, ctx.user_id, room_id)? else {
+        return Ok(false);
+    };
+    let mut changed = false;
+    for ev in &data.events {
+        match ev.kind.as_str() {
+            "m.tag" => {
+                let tags = &ev.content["tags"];
+                let favourite = tags.get(FAVOURITE_TAG).is_some();
+                let archived = tags.get(LOW_PRIORITY_TAG).is_some();
+                if favourite != row.favorite {
+                    rooms::set_flag(
+                        tx,
+                        ctx.user_id,
+                        room_id,
+                        RoomFlag::Favorite,
+                        favourite,
+                        ctx.now,
+                    )?;
+                    changed = true;
+                }
+                if archived != row.archived {
+                    rooms::set_flag(
+                        tx,
+                        ctx.user_id,
+                        room_id,
+                        RoomFlag::Archived,
+                        archived,
+                        ctx.now,
+                    )?;
+                    changed = true;
+                }
+            }
+            MARKED_UNREAD | MARKED_UNREAD_UNSTABLE => {
+                let unread = ev.content["unread"].as_bool().unwrap_or(false);
+                changed |= conversation::set_marked_unread(tx, ctx.user_id, room_id, unread)?;
+            }
+            _ => {}
+        }
+    }
+    Ok(changed)
+}
+
+/// The rooms' levels from a new `m.push_rules` in the global account data; returns the
+/// rooms whose flags changed. Today the level drives `muted` (`Off` ↔ muted); a room
+/// absent from the rules is at `All`.
+pub(super) fn push_rules(
+    tx: &Transaction<'_>,
+    ctx: &IngestContext<'_>,
+    data: &Events,
+) -> rusqlite::Result<Vec<String>> {
+    let Some(ev) = data.events.iter().rev().find(|e| e.kind == "m.push_rules") else {
+        return Ok(Vec::new());
+    };
+    let levels = room_push_levels(&ev.content);
+    let mut changed = Vec::new();
+    for (room_id, muted) in conversation::muted_flags(tx, ctx.user_id)? {
+        let level = levels.get(&room_id).copied().unwrap_or(RoomPushLevel::All);
+        if apply_level(tx, ctx, &room_id, muted, level)? {
+            changed.push(room_id);
+        }
+    }
+    Ok(changed)
+}
+
+/// Where a room's push level lands in its stored flags: `Off` is muted, anything else
+/// not. (A finer `level` on the room takes the level itself here.)
+fn apply_level(
+    tx: &Transaction<'_>,
+    ctx: &IngestContext<'_>,
+    room_id: &str,
+    muted: bool,
+    level: RoomPushLevel,
+) -> rusqlite::Result<bool> {
+    let want = level == RoomPushLevel::Off;
+    if want == muted {
+        return Ok(false);
+    }
+    rooms::set_flag(tx, ctx.user_id, room_id, RoomFlag::Muted, want, ctx.now)?;
+    Ok(true)
+}
