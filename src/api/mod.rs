@@ -131,7 +131,11 @@ fn apis() -> impl OpenApi {
         sync::SyncApi,
         (
             (bridges::BridgesApi, bridges::BridgeLoginApi),
-            (email::EmailApi, email::EmailSignaturesApi),
+            (
+                email::EmailApi,
+                email::EmailSignaturesApi,
+                email::EmailOutgoingApi,
+            ),
             search::SearchApi,
             ai::AiApi,
             contacts::ContactsApi,
@@ -295,9 +299,12 @@ fn strict_route(req: &poem::Request) -> Option<String> {
         .then(|| template.to_owned())
 }
 
-/// `POST /api/rooms/{roomId}/media`: its body is a file, capped by the upload itself.
+/// `POST /api/rooms/{roomId}/media` and `POST /api/email/attachments`: their body is a
+/// file, capped by the upload itself.
 fn is_media_upload(req: &poem::Request) -> bool {
     req.method() == poem::http::Method::POST
-        && routes::route_table().resolve("POST", req.uri().path())
-            == Some("/api/rooms/{roomId}/media")
+        && matches!(
+            routes::route_table().resolve("POST", req.uri().path()),
+            Some("/api/rooms/{roomId}/media" | "/api/email/attachments")
+        )
 }

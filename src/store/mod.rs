@@ -131,6 +131,14 @@ const MIGRATIONS: &[(&str, &str)] = &[
         "0020_web_push",
         include_str!("../../migrations/0020_web_push.sql"),
     ),
+    (
+        "0026_email_outgoing",
+        include_str!("../../migrations/0026_email_outgoing.sql"),
+    ),
+    (
+        "0027_email_addresses",
+        include_str!("../../migrations/0027_email_addresses.sql"),
+    ),
 ];
 
 /// Latest schema version this binary knows.
