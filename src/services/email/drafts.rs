@@ -408,7 +408,20 @@ pub async fn send(
         }
     }
     drop(raw);
+    // A reply draft goes out as a reply (In-Reply-To, References, its thread) when the
+    // message it answers is cached.
+    let reply_to = match &f.in_reply_to {
+        Some(mid) => {
+            let (aid, key) = (ctx.account_id.clone(), ref_hash(&ctx.dek, "mid", mid));
+            state
+                .db(move |c| Ok(crate::store::email::messages::find_by_key(c, &aid, &key)?))
+                .await?
+                .map(|(id, _)| id)
+        }
+        None => None,
+    };
     let input = ComposeInput {
+        reply_to,
         account_id: Some(ctx.account_id.clone()),
         to: f.to.iter().map(show).collect(),
         cc: f.cc.iter().map(show).collect(),

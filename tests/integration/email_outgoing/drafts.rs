@@ -14,7 +14,7 @@ async fn drafts_on_server(email: &str) -> Vec<(String, bool)> {
     let mut s = dovecot::login(email, IMAP_PASSWORD).await;
     s.select("Drafts").await.expect("SELECT Drafts");
     let fetched: Vec<_> = s
-        .fetch("1:*", "(FLAGS BODY.PEEK[HEADER.FIELDS (SUBJECT)])")
+        .fetch("1:*", "(FLAGS BODY.PEEK[HEADER])")
         .await
         .expect("FETCH")
         .try_collect()
@@ -23,11 +23,10 @@ async fn drafts_on_server(email: &str) -> Vec<(String, bool)> {
     let out = fetched
         .iter()
         .map(|f| {
-            let subject = String::from_utf8_lossy(f.header().unwrap_or_default())
-                .trim()
-                .trim_start_matches("Subject:")
-                .trim()
-                .to_owned();
+            let subject = mail_parser::MessageParser::default()
+                .parse(f.header().unwrap_or_default())
+                .and_then(|m| m.subject().map(str::to_owned))
+                .unwrap_or_default();
             (subject, f.flags().any(|fl| matches!(fl, Flag::Draft)))
         })
         .collect();

@@ -1,6 +1,7 @@
 //! Outgoing mail (issue #33) against the real Dovecot and the run's SMTP sink:
 //! attachments (uploads, forwards), undo send, drafts, address completion.
 
+mod bench;
 mod drafts;
 mod send;
 mod undo;

@@ -153,19 +153,25 @@ async fn attachments_arrive_byte_identical_forwards_carry_files_and_caps_hold() 
         "payload_too_large",
     )
     .await;
-    // Bad uploads: no file, an empty one, a malformed type.
+    // Bad uploads: an empty file, a form without one.
     expect_error(
         upload(&app, &tok, "empty.txt", "text/plain", b"").await,
         400,
         "invalid_request",
     )
     .await;
-    expect_error(
-        upload(&app, &tok, "x", "not a type", b"x").await,
-        400,
-        "invalid_request",
-    )
-    .await;
+    let (ct, body) = crate::rich::form(&[("note", "x")], None);
+    let no_file = app
+        .http
+        .post(app.url("/api/email/attachments"))
+        .bearer_auth(&tok)
+        .header("Content-Type", ct)
+        .body(body)
+        .send()
+        .await
+        .unwrap();
+    let e = expect_error(no_file, 400, "invalid_request").await;
+    assert!(e["message"].as_str().unwrap().starts_with("note"), "{e}");
 
     // A forward with includeAttachments carries the original's file.
     let csv = b"dish,price\r\nsoup,4\r\n\xff\x00binary tail".to_vec();
