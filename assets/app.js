@@ -22,6 +22,7 @@ const routes = [
   [/^\/(?:inbox)?$/, () => import('./screens/inbox.js'), true],
   [/^\/rooms\/(?<roomId>[^/]+)$/, () => import('./screens/conversation.js'), true],
   [/^\/mail\/compose$/, () => import('./screens/compose.js'), true],
+  [/^\/mail\/drafts$/, () => import('./screens/drafts.js'), true],
   [/^\/mail\/(?<threadId>[^/]+)$/, () => import('./screens/mail.js'), true],
   [/^\/search$/, () => import('./screens/search.js'), true],
   [/^\/new$/, () => import('./screens/newchat.js'), true],

@@ -37,7 +37,7 @@ export function render(main) {
   const sortSel = h('select', { 'aria-label': 'Sort by', onchange: () => { prefs.sort = /** @type {any} */ (sortSel.value); load(); } },
     SORTS.map(([id, text]) => h('option', { value: id, selected: prefs.sort === id }, text)));
   main.append(
-    h('div', { class: 'bar' }, h('h1', null, 'Inbox'), sortSel, h('a', { class: 'button', href: '/new' }, 'New chat'), h('a', { class: 'button secondary', href: '/mail/compose' }, 'Write e-mail')),
+    h('div', { class: 'bar' }, h('h1', null, 'Inbox'), sortSel, h('a', { class: 'button', href: '/new' }, 'New chat'), h('a', { class: 'button secondary', href: '/mail/compose' }, 'Write e-mail'), h('a', { class: 'button secondary', href: '/mail/drafts' }, 'Drafts')),
     filterBar, status, list,
   );
   function mark() {

@@ -1,6 +1,7 @@
 // @ts-check
 // Mailboxes (IMAP + SMTP of the user's own provider) and e-mail signatures.
 import * as api from '../api.js';
+import { undoSeconds, UNDO_KEY } from './outgoing.js';
 import { h, replace, field, fullTime } from './dom.js';
 import { busy, errorBox, toast } from './notice.js';
 
@@ -49,7 +50,20 @@ export function mailboxesSection() {
   });
   return h('section', { class: 'card', id: 'mail', 'aria-labelledby': 'h-mail' },
     h('h2', { id: 'h-mail' }, 'Mailboxes'), list,
-    h('details', null, h('summary', null, 'Connect a mailbox'), form), sigs);
+    h('details', null, h('summary', null, 'Connect a mailbox'), form), sigs, undoSetting());
+}
+
+/** How long a sent mail waits for Undo (this browser's setting). */
+function undoSetting() {
+  const input = h('input', { type: 'number', name: 'undoSeconds', min: 0, max: 60, step: 1, value: String(undoSeconds()) });
+  input.addEventListener('change', () => {
+    const n = Number(input.value);
+    if (Number.isInteger(n) && n >= 0 && n <= 60) {
+      localStorage.setItem(UNDO_KEY, String(n));
+      toast(n ? `Sent mail can be undone for ${n} s` : 'Mail is sent at once (no Undo)');
+    } else toast('Undo send: 0 to 60 seconds', true);
+  });
+  return h('div', null, h('h3', null, 'Undo send'), h('label', { class: 'field' }, h('span', null, 'Seconds to undo a sent mail (0 to 60)'), input));
 }
 
 /** @param {Schemas['EmailAccount']} a */

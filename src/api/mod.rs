@@ -137,7 +137,11 @@ fn apis() -> impl OpenApi {
         sync::SyncApi,
         (
             (bridges::BridgesApi, bridges::BridgeLoginApi),
-            (email::EmailApi, email::EmailSignaturesApi),
+            (
+                email::EmailApi,
+                email::EmailSignaturesApi,
+                email::EmailOutgoingApi,
+            ),
             search::SearchApi,
             ai::AiApi,
             contacts::ContactsApi,
@@ -319,9 +323,13 @@ fn strict_route(req: &poem::Request) -> Option<String> {
         .then(|| template.to_owned())
 }
 
-/// `POST /api/rooms/{roomId}/media`: its body is a file, capped by the upload itself.
+/// `POST /api/rooms/{roomId}/media` and `POST /api/email/attachments`: their body is a
+/// file, capped by the upload itself.
 fn is_media_upload(req: &poem::Request) -> bool {
     let table = routes::route_table();
     req.method() == poem::http::Method::POST
-        && table.resolve_at(table.matched(req), "POST") == Some("/api/rooms/{roomId}/media")
+        && matches!(
+            table.resolve_at(table.matched(req), "POST"),
+            Some("/api/rooms/{roomId}/media" | "/api/email/attachments")
+        )
 }

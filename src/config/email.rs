@@ -45,6 +45,10 @@ pub struct EmailConfig {
     /// Cached mail of one user (every account, MiB): past it new mail is left on the server
     /// and the accounts say `quota`.
     pub quota_mb: u32,
+    /// Attachments of one outgoing message (uploads, a forward's files, a draft's), MiB in
+    /// all; an upload over it is refused with 413, and so is a message whose files add up
+    /// past it. A user's spooled uploads may add up to four times this.
+    pub max_attachments_mb: u32,
 }
 
 impl Default for EmailConfig {
@@ -63,6 +67,7 @@ impl Default for EmailConfig {
             max_mailboxes: 200,
             max_messages_per_account: 100_000,
             quota_mb: 4096,
+            max_attachments_mb: 25,
         }
     }
 }
@@ -81,6 +86,9 @@ impl EmailConfig {
     }
     pub fn quota_bytes(&self) -> u64 {
         u64::from(self.quota_mb) * MIB
+    }
+    pub fn max_attachments_bytes(&self) -> u64 {
+        u64::from(self.max_attachments_mb) * MIB
     }
     pub fn timeout(&self) -> std::time::Duration {
         self.network_timeout.0

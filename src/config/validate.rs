@@ -67,6 +67,7 @@ impl Config {
             ("email.max_mailboxes", e.max_mailboxes),
             ("email.max_messages_per_account", e.max_messages_per_account),
             ("email.quota_mb", e.quota_mb),
+            ("email.max_attachments_mb", e.max_attachments_mb),
         ] {
             if n == 0 {
                 return Err(ConfigError::key(key, "must be at least 1"));
@@ -75,6 +76,12 @@ impl Config {
         if e.max_message_mb > 512 {
             return Err(ConfigError::key(
                 "email.max_message_mb",
+                "must be at most 512",
+            ));
+        }
+        if e.max_attachments_mb > 512 {
+            return Err(ConfigError::key(
+                "email.max_attachments_mb",
                 "must be at most 512",
             ));
         }

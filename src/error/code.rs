@@ -144,6 +144,8 @@ pub enum ErrorCode {
     MailAppendFailed,
     /// 502: the SMTP server refused or could not be reached; nothing was sent.
     MailSendFailed,
+    /// 409: an outgoing message held for undo is already on its way or sent.
+    AlreadySent,
     /// 502: the IMAP server refused an action (its words in the message).
     MailActionFailed,
     /// 409: a stored device token sealed under a deleted key.
@@ -266,6 +268,7 @@ impl ErrorCode {
         Self::PushRejected,
         Self::MailAppendFailed,
         Self::MailSendFailed,
+        Self::AlreadySent,
         Self::MailActionFailed,
         Self::DeviceTokenUnreadable,
         Self::RecoveryKeyShown,
@@ -361,6 +364,7 @@ impl ErrorCode {
             Self::PushRejected => "push_rejected",
             Self::MailAppendFailed => "mail_append_failed",
             Self::MailSendFailed => "mail_send_failed",
+            Self::AlreadySent => "already_sent",
             Self::MailActionFailed => "mail_action_failed",
             Self::DeviceTokenUnreadable => "device_token_unreadable",
             Self::RecoveryKeyShown => "recovery_key_shown",

@@ -26,6 +26,11 @@
 /// (`PUT /api/rooms/{roomId}/typing`), others' read receipts
 /// (`GET /api/rooms/{roomId}/receipts`) and marking a room unread
 /// (`POST /api/rooms/{roomId}/unread`). Drafts and the privacy settings stay native only.
+///
+/// Version 5 also added what e-mail with attachments and undo needs: uploading an
+/// attachment (`POST /api/email/attachments`), reading and cancelling a held message
+/// (`GET`/`DELETE /api/email/outbox/{id}`) and address completion (`GET
+/// /api/email/addresses`). Mail drafts stay native-only, like room drafts.
 pub const ALLOWLIST_VERSION: u32 = 5;
 
 /// One operation personal tokens may call.
@@ -134,6 +139,12 @@ pub const PERSONAL_TOKEN_ALLOWLIST: &[AllowedRoute] = &[
     allow_since("PUT", "/api/rooms/{roomId}/typing", 5),
     allow_since("GET", "/api/rooms/{roomId}/receipts", 5),
     allow_since("POST", "/api/rooms/{roomId}/unread", 5),
+    // E-mail attachments, undo send and address completion (version 5): tokens created
+    // earlier opt in.
+    allow_since("POST", "/api/email/attachments", 5),
+    allow_since("GET", "/api/email/outbox/{id}", 5),
+    allow_since("DELETE", "/api/email/outbox/{id}", 5),
+    allow_since("GET", "/api/email/addresses", 5),
 ];
 
 /// Whether a personal token with allowlist version `token_version`, explicitly opted in at
@@ -278,5 +289,30 @@ mod tests {
                 "{method} {path}"
             );
         }
+    }
+
+    #[test]
+    fn email_attachments_undo_and_addresses_need_version_5_or_an_opt_in() {
+        assert_eq!(ALLOWLIST_VERSION, 5);
+        for (method, path) in [
+            ("POST", "/api/email/attachments"),
+            ("GET", "/api/email/outbox/{id}"),
+            ("DELETE", "/api/email/outbox/{id}"),
+            ("GET", "/api/email/addresses"),
+        ] {
+            assert!(
+                !personal_token_allows(method, path, 4, 0),
+                "{method} {path}"
+            );
+            assert!(personal_token_allows(method, path, 5, 0), "{method} {path}");
+        }
+        // Drafts are for native sessions only.
+        assert!(!personal_token_allows("GET", "/api/email/drafts", 5, 5));
+        assert!(!personal_token_allows(
+            "POST",
+            "/api/email/drafts/{id}/send",
+            5,
+            5
+        ));
     }
 }

@@ -149,6 +149,14 @@ const MIGRATIONS: &[(&str, &str)] = &[
         "0023_conversation",
         include_str!("../../migrations/0023_conversation.sql"),
     ),
+    (
+        "0024_email_outgoing",
+        include_str!("../../migrations/0024_email_outgoing.sql"),
+    ),
+    (
+        "0025_email_addresses",
+        include_str!("../../migrations/0025_email_addresses.sql"),
+    ),
 ];
 
 /// Latest schema version this binary knows.

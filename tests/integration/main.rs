@@ -24,6 +24,7 @@ mod email;
 mod email_backfill;
 mod email_hostile;
 mod email_names;
+mod email_outgoing;
 mod email_safety;
 mod foundation;
 mod hardening;

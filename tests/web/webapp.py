@@ -327,9 +327,44 @@ def email(page):
     body = page.get_by_label("Message", exact=True)
     body.fill(reply + "\n" + body.input_value())
     page.get_by_role("button", name="Send", exact=True).click()
-    expect(page).to_have_url(re.compile(r"/mail/"))
+    # Held for the Undo window (10 s by default), then sent: the thread is shown.
+    expect(page.get_by_role("button", name="Undo")).to_be_visible()
+    expect(page).to_have_url(re.compile(r"/mail/[0-9a-f]{8}-"), timeout=30_000)
     step("mail_replied")
+    outgoing(page)
     return reply
+
+
+def outgoing(page):
+    """A new mail with an attached file, autosaved as a draft, sent and undone from the
+    toast; the draft is listed under Drafts and reopens with its text and file."""
+    stamp = int(time.time())
+    subject = f"Undo me {stamp}"
+    go(page, "/mail/compose")
+    page.get_by_label("To").fill("undo@example.org")
+    page.get_by_label("Subject").fill(subject)
+    page.get_by_label("Message", exact=True).fill("never sent")
+    page.locator("#attach-input").set_input_files(
+        {"name": "note.txt", "mimeType": "text/plain", "buffer": b"hello file"}
+    )
+    attached = page.get_by_label("Attachments", exact=True)
+    expect(attached.get_by_text("note.txt")).to_be_visible()
+    expect(attached.get_by_text("10 B")).to_be_visible()
+    step("mail_attached")
+    expect(page.locator("#draft-status")).to_contain_text("Draft saved", timeout=15_000)
+    page.get_by_role("button", name="Send", exact=True).click()
+    page.get_by_role("button", name="Undo").click()
+    expect(page.get_by_text("Sending undone")).to_be_visible()
+    expect(page).to_have_url(re.compile(r"/mail/compose\?draft="))
+    step("mail_undone")
+    go(page, "/mail/drafts")
+    link = page.get_by_role("link", name=re.compile(subject))
+    expect(link).to_be_visible(timeout=30_000)
+    link.click()
+    expect(page.get_by_label("Subject")).to_have_value(subject)
+    expect(page.get_by_label("Message", exact=True)).to_have_value(re.compile("never sent"))
+    expect(page.get_by_label("Attachments saved in the draft").get_by_text("note.txt")).to_be_visible()
+    step("draft_reopened")
 
 
 def second_browser(browser):

@@ -15,9 +15,11 @@ use crate::services::email::{accounts, actions, compose, threads};
 use crate::services::pages::{PageKey, PageView};
 use crate::state::AppState;
 
+pub mod outgoing;
 mod signatures;
 pub mod views;
 
+pub use outgoing::EmailOutgoingApi;
 pub use signatures::EmailSignaturesApi;
 
 use views::*;
@@ -30,8 +32,27 @@ pub enum AccountCreated {
 
 #[derive(ApiResponse)]
 pub enum Composed {
+    /// Sent.
     #[oai(status = 201)]
     Created(Json<ComposeResult>),
+    /// Held for `undoSeconds`; sent by the scheduler at `sendAt` unless cancelled.
+    #[oai(status = 202)]
+    Held(Json<outgoing::HeldResult>),
+}
+
+pub(super) fn outcome(o: compose::Outcome) -> Result<Composed, AppError> {
+    Ok(match o {
+        compose::Outcome::Sent(s) => Composed::Created(Json(ComposeResult {
+            id: s.id,
+            thread_id: s.thread_id,
+        })),
+        compose::Outcome::Held { outbox_id, send_at } => {
+            Composed::Held(Json(outgoing::HeldResult {
+                outbox_id,
+                send_at: crate::services::scheduled::to_time(send_at),
+            }))
+        }
+    })
 }
 
 #[derive(ApiResponse)]
@@ -309,9 +330,16 @@ impl EmailApi {
     ///
     /// Sent through the account's SMTP server, then appended to its Sent mailbox (which
     /// files it in its thread). A reply carries `In-Reply-To`/`References`; a forward
-    /// quotes the original. 400 naming the field for a malformed address; 404 for an
-    /// unknown `replyTo`, `forward`, `signatureId` or `accountId`; 502 `mail_send_failed`
-    /// when the SMTP server refuses. Personal tokens allowed.
+    /// quotes the original (and with `includeAttachments` carries its files). With
+    /// `attachments` the message is multipart/mixed, each file byte-identical, in the Sent
+    /// copy too. Every check and every file is read before the SMTP transaction: the
+    /// message leaves whole or not at all. 201 `{id, threadId}` when sent now; 202
+    /// `{outboxId, sendAt}` with `undoSeconds` > 0 (held, then sent once by the scheduler;
+    /// see `GET /api/email/outbox/{id}`). 400 naming the field for a malformed address or
+    /// `undoSeconds` past 60; 404 for an unknown `replyTo`, `forward`, `signatureId`,
+    /// `accountId` or upload; 413 `payload_too_large` past `[email] max_attachments_mb`;
+    /// 502 `mail_send_failed` when the SMTP server refuses (nothing was sent). Personal
+    /// tokens allowed.
     #[oai(path = "/compose", method = "post", operation_id = "email_compose")]
     async fn compose(
         &self,
@@ -320,6 +348,7 @@ impl EmailApi {
         body: Json<ComposeRequest>,
     ) -> Result<Composed, AppError> {
         let b = body.0;
+        let undo = b.undo_seconds.unwrap_or(0);
         let input = compose::ComposeInput {
             account_id: b.account_id,
             to: b.to,
@@ -331,12 +360,11 @@ impl EmailApi {
             reply_to: b.reply_to,
             forward: b.forward,
             signature_id: b.signature_id,
+            attachments: b.attachments.unwrap_or_default(),
+            include_attachments: b.include_attachments.unwrap_or(false),
+            draft_id: None,
         };
-        let sent = compose::send(&state, auth.user_id(), input).await?;
-        Ok(Composed::Created(Json(ComposeResult {
-            id: sent.id,
-            thread_id: sent.thread_id,
-        })))
+        outcome(compose::send(&state, auth.user_id(), input, undo).await?)
     }
 
     /// List labels

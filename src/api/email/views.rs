@@ -347,6 +347,18 @@ pub struct ComposeRequest {
     pub forward: Option<String>,
     /// A signature appended after `-- `.
     pub signature_id: Option<String>,
+    /// `uploadId`s from `POST /api/email/attachments` (at most 50): sent as attachment
+    /// parts of a multipart/mixed message, byte-identical. 404 for an unknown upload (or
+    /// another user's); 413 when they add up past `[email] max_attachments_mb`. Sent
+    /// uploads are dropped.
+    pub attachments: Option<Vec<String>>,
+    /// With `forward`: the original's files go along as attachments (fetched from the
+    /// mail server; they count towards `[email] max_attachments_mb`).
+    pub include_attachments: Option<bool>,
+    /// 0 to 60 (default 0: sent before the answer, 201). More than 0: held that long
+    /// ("undo send"), answered 202 `{outboxId, sendAt}`; `DELETE /api/email/outbox/{outboxId}`
+    /// before `sendAt` cancels it.
+    pub undo_seconds: Option<u32>,
 }
 
 #[derive(Debug, Object)]

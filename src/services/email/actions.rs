@@ -50,7 +50,7 @@ pub fn required_label(label: Option<&str>) -> AppResult<String> {
         .ok_or_else(|| AppError::invalid("label", "is required for addLabel and removeLabel"))
 }
 
-async fn open_session(state: &Context, ctx: &AccountCtx) -> AppResult<(Session, Caps)> {
+pub(super) async fn open_session(state: &Context, ctx: &AccountCtx) -> AppResult<(Session, Caps)> {
     let mut s = imap::connect(&ctx.settings.imap, &state.config.email, &ctx.user_id)
         .await
         .map_err(imap_error)?;
@@ -58,7 +58,7 @@ async fn open_session(state: &Context, ctx: &AccountCtx) -> AppResult<(Session, 
     Ok((s, caps))
 }
 
-async fn account_ctx(state: &Context, account_id: &str) -> AppResult<AccountCtx> {
+pub(super) async fn account_ctx(state: &Context, account_id: &str) -> AppResult<AccountCtx> {
     sync::load_ctx(state, account_id)
         .await?
         .ok_or_else(|| AppError::not_found("mail account"))
@@ -71,7 +71,12 @@ fn special<'a>(boxes: &'a [Mailbox], role: &str) -> Option<&'a Mailbox> {
 }
 
 /// The mailbox with `role`, created under `name` when the server has none.
-async fn ensure(s: &mut Session, boxes: &[Mailbox], role: &str, name: &str) -> AppResult<String> {
+pub(super) async fn ensure(
+    s: &mut Session,
+    boxes: &[Mailbox],
+    role: &str,
+    name: &str,
+) -> AppResult<String> {
     if let Some(b) = special(boxes, role) {
         return Ok(b.name.clone());
     }
@@ -325,6 +330,23 @@ pub async fn attachment(
     index: u32,
 ) -> AppResult<(String, Option<String>, Vec<u8>)> {
     let (m, meta) = threads::attachment_meta(state, user_id, message_id, index).await?;
+    let raw = fetch_raw(state, &m).await?;
+    let (ctype, name, bytes) = super::parse::attachment(&raw, index as usize)
+        .ok_or_else(|| AppError::not_found("attachment"))?;
+    Ok((
+        if ctype.is_empty() {
+            meta.content_type
+        } else {
+            ctype
+        },
+        name,
+        bytes,
+    ))
+}
+
+/// The whole RFC 5322 text of a cached message, fetched from one of its mailboxes (at
+/// most `[email] max_message_mb`; a `truncated` message is refused, it is larger).
+pub async fn fetch_raw(state: &Context, m: &threads::Message) -> AppResult<Vec<u8>> {
     if m.body.truncated {
         // Fetched whole it would pass the bounded reader's cap: not fetched at all.
         return Err(AppError::BadGateway {
@@ -345,29 +367,28 @@ pub async fn attachment(
         .into_iter()
         .next()
         .ok_or_else(|| AppError::not_found("message"))?;
-    let (mut s, _) = open_session(state, &ctx).await?;
+    fetch_uid(state, &ctx, &mailbox, uid).await
+}
+
+/// The whole text of message `uid` in `mailbox` (bounded like [`fetch_raw`]).
+pub(super) async fn fetch_uid(
+    state: &Context,
+    ctx: &AccountCtx,
+    mailbox: &str,
+    uid: i64,
+) -> AppResult<Vec<u8>> {
+    let (mut s, _) = open_session(state, ctx).await?;
     let max = state.config.email.max_message_bytes();
     let fetched = async {
-        imap::select(&mut s, &mailbox, false).await?;
+        imap::select(&mut s, mailbox, false).await?;
         imap::fetch_messages(&mut s, &uid.to_string(), imap::Extent::Whole, max).await
     }
     .await;
     imap::logout(s).await;
-    let raw = fetched
+    Ok(fetched
         .map_err(imap_error)?
         .into_iter()
         .next()
         .ok_or_else(|| AppError::not_found("message"))?
-        .raw;
-    let (ctype, name, bytes) = super::parse::attachment(&raw, index as usize)
-        .ok_or_else(|| AppError::not_found("attachment"))?;
-    Ok((
-        if ctype.is_empty() {
-            meta.content_type
-        } else {
-            ctype
-        },
-        name,
-        bytes,
-    ))
+        .raw)
 }

@@ -1,23 +1,36 @@
 //! Composing: new messages, replies and forwards, sent through the account's SMTP server
-//! (lettre) and appended to its Sent mailbox, whose sync files them in the thread.
+//! (lettre) and appended to its Sent mailbox, whose sync files them in the thread. With
+//! `undoSeconds` the message is held in the outbox ([`super::outbox`]) and sent by the
+//! scheduler when the window ends.
+//!
+//! Nothing is half-sent: every check (addresses, sizes, uploads, the original of a
+//! forward) and the reading of every file happen before the SMTP transaction; the server
+//! then accepts the whole message or none of it.
 
-use lettre::message::{Mailbox, MultiPart};
-use lettre::Message;
+use lettre::message::Mailbox;
+use serde::{Deserialize, Serialize};
 
+use super::mime::{self, angle, Parts};
 use super::sync::{self, AccountCtx};
 use super::threads::{self, Message as Cached};
+use super::uploads::{self, File};
 use super::{announce, parse_id, ref_hash, user_key};
 use crate::clients::mail::{imap, smtp};
 use crate::error::{AppError, AppResult, ErrorCode};
 use crate::services::upstream::{imap_error, smtp_error};
 use crate::services::Context;
 use crate::store::email::messages as mstore;
+use crate::store::email::outgoing::UploadRow;
 
 pub const MAX_RECIPIENTS: usize = 100;
 pub const MAX_SUBJECT_CHARS: usize = 998;
 pub const MAX_TEXT_BYTES: usize = 1024 * 1024;
+pub const MAX_UNDO_SECONDS: u32 = 60;
+pub const MAX_ATTACHMENTS: usize = 50;
 
-#[derive(Debug, Clone, Default)]
+/// The compose fields (also what the outbox keeps, sealed, for a held message).
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
 pub struct ComposeInput {
     pub account_id: Option<String>,
     pub to: Vec<String>,
@@ -29,6 +42,13 @@ pub struct ComposeInput {
     pub reply_to: Option<String>,
     pub forward: Option<String>,
     pub signature_id: Option<String>,
+    #[serde(default)]
+    pub attachments: Vec<String>,
+    #[serde(default)]
+    pub include_attachments: bool,
+    /// Set when a draft is sent: it is removed from the Drafts mailbox once sent.
+    #[serde(default)]
+    pub draft_id: Option<String>,
 }
 
 pub struct Sent {
@@ -36,7 +56,13 @@ pub struct Sent {
     pub thread_id: String,
 }
 
-fn mailboxes(field: &str, list: &[String]) -> AppResult<Vec<Mailbox>> {
+/// What a compose request led to.
+pub enum Outcome {
+    Sent(Sent),
+    Held { outbox_id: String, send_at: i64 },
+}
+
+pub(super) fn mailboxes(field: &str, list: &[String]) -> AppResult<Vec<Mailbox>> {
     list.iter()
         .enumerate()
         .map(|(i, a)| {
@@ -74,14 +100,32 @@ fn quote_header(m: &Cached) -> String {
     )
 }
 
-fn angle(id: &str) -> String {
-    format!(
-        "<{}>",
-        id.trim().trim_start_matches('<').trim_end_matches('>')
-    )
+/// A request checked against everything but the network: what sending needs.
+pub(super) struct Checked {
+    pub to: Vec<Mailbox>,
+    pub cc: Vec<Mailbox>,
+    pub bcc: Vec<Mailbox>,
+    pub subject: String,
+    pub original: Option<Cached>,
+    pub uploads: Vec<UploadRow>,
+    pub ctx: AccountCtx,
 }
 
-pub async fn send(state: &Context, user_id: &str, input: ComposeInput) -> AppResult<Sent> {
+pub(super) fn check_text(subject: &str, text: &str, html: Option<&String>) -> AppResult<String> {
+    let subject = subject.trim().to_owned();
+    if subject.chars().count() > MAX_SUBJECT_CHARS || subject.chars().any(char::is_control) {
+        return Err(AppError::invalid(
+            "subject",
+            format!("must be at most {MAX_SUBJECT_CHARS} characters on one line"),
+        ));
+    }
+    if text.len() > MAX_TEXT_BYTES || html.is_some_and(|h| h.len() > MAX_TEXT_BYTES) {
+        return Err(AppError::invalid("text", "must be at most 1 MiB"));
+    }
+    Ok(subject)
+}
+
+async fn check(state: &Context, user_id: &str, input: &ComposeInput) -> AppResult<Checked> {
     let to = mailboxes("to", &input.to)?;
     let cc = mailboxes("cc", &input.cc)?;
     let bcc = mailboxes("bcc", &input.bcc)?;
@@ -94,22 +138,19 @@ pub async fn send(state: &Context, user_id: &str, input: ComposeInput) -> AppRes
             format!("at most {MAX_RECIPIENTS} recipients in all"),
         ));
     }
-    let subject = input.subject.trim().to_owned();
-    if subject.chars().count() > MAX_SUBJECT_CHARS || subject.chars().any(char::is_control) {
+    let subject = check_text(&input.subject, &input.text, input.html.as_ref())?;
+    if input.attachments.len() > MAX_ATTACHMENTS {
         return Err(AppError::invalid(
-            "subject",
-            format!("must be at most {MAX_SUBJECT_CHARS} characters on one line"),
+            "attachments",
+            format!("at most {MAX_ATTACHMENTS} files"),
         ));
     }
-    if input.text.len() > MAX_TEXT_BYTES
-        || input
-            .html
-            .as_ref()
-            .is_some_and(|h| h.len() > MAX_TEXT_BYTES)
-    {
-        return Err(AppError::invalid("text", "must be at most 1 MiB"));
+    if input.include_attachments && input.forward.is_none() {
+        return Err(AppError::invalid(
+            "includeAttachments",
+            "only goes with forward",
+        ));
     }
-    let dek = user_key(state, user_id).await?;
     let original = match (&input.reply_to, &input.forward) {
         (Some(_), Some(_)) => {
             return Err(AppError::invalid(
@@ -121,6 +162,15 @@ pub async fn send(state: &Context, user_id: &str, input: ComposeInput) -> AppRes
         (None, Some(f)) => Some(threads::message(state, user_id, f).await?),
         _ => None,
     };
+    let uploads = uploads::rows(state, user_id, &input.attachments).await?;
+    let forwarded: u64 = match (&original, input.include_attachments) {
+        (Some(o), true) => o.body.attachments.iter().map(|a| a.size).sum(),
+        _ => 0,
+    };
+    uploads::check_total(state, &uploads, forwarded)?;
+    if let Some(sig) = &input.signature_id {
+        super::signatures::get(state, user_id, &parse_id("signature", sig)?).await?;
+    }
     let account_id = match (&original, &input.account_id) {
         (Some(o), None) => Some(o.account_id.clone()),
         (_, a) => a.clone(),
@@ -129,72 +179,144 @@ pub async fn send(state: &Context, user_id: &str, input: ComposeInput) -> AppRes
     let ctx: AccountCtx = sync::load_ctx(state, &account.id)
         .await?
         .ok_or_else(|| AppError::not_found("mail account"))?;
-    let mut text = input.text.clone();
-    if let Some(sig) = &input.signature_id {
-        let sig_id = parse_id("signature", sig)?;
-        let s = super::signatures::get(state, user_id, &sig_id).await?;
-        text = format!("{text}\n\n-- \n{}", s.text);
+    Ok(Checked {
+        to,
+        cc,
+        bcc,
+        subject,
+        original,
+        uploads,
+        ctx,
+    })
+}
+
+/// Sends now (`undo_seconds` 0) or holds the message in the outbox for that long.
+pub async fn send(
+    state: &Context,
+    user_id: &str,
+    input: ComposeInput,
+    undo_seconds: u32,
+) -> AppResult<Outcome> {
+    if undo_seconds > MAX_UNDO_SECONDS {
+        return Err(AppError::invalid(
+            "undoSeconds",
+            format!("must be 0 to {MAX_UNDO_SECONDS}"),
+        ));
     }
-    if let (Some(o), Some(_)) = (&original, &input.forward) {
-        text = format!("{text}\n\n{}", quote_header(o));
+    let _ = user_key(state, user_id).await?;
+    check(state, user_id, &input).await?;
+    if undo_seconds == 0 {
+        return Ok(Outcome::Sent(deliver(state, user_id, input).await?));
     }
+    let (outbox_id, send_at) = super::outbox::hold(state, user_id, &input, undo_seconds).await?;
+    Ok(Outcome::Held { outbox_id, send_at })
+}
+
+/// The sender of an account: `Name <address>`.
+pub(super) async fn from_of(
+    state: &Context,
+    user_id: &str,
+    ctx: &AccountCtx,
+) -> AppResult<Mailbox> {
     let accounts = super::accounts::list(state, user_id).await?;
     let me = accounts
         .iter()
         .find(|a| a.id == ctx.account_id)
         .ok_or_else(|| AppError::not_found("mail account"))?;
-    let from: Mailbox = match &me.display_name {
+    match &me.display_name {
         Some(n) => format!("{n} <{}>", me.email),
         None => me.email.clone(),
     }
     .parse()
-    .map_err(|_| AppError::invalid("accountId", "the account's address is not usable"))?;
-    let domain = me
-        .email
-        .rsplit('@')
-        .next()
-        .unwrap_or("localhost")
-        .to_owned();
-    let message_id = format!("{}@{domain}", uuid::Uuid::new_v4());
-    let mut b = Message::builder()
-        .from(from)
-        .subject(subject)
-        .date_now()
-        .message_id(Some(angle(&message_id)));
-    for m in to {
-        b = b.to(m);
+    .map_err(|_| AppError::invalid("accountId", "the account's address is not usable"))
+}
+
+/// A new Message-ID in the domain of the sender.
+pub(super) fn new_message_id(from: &Mailbox) -> String {
+    format!("{}@{}", uuid::Uuid::new_v4(), from.email.domain())
+}
+
+/// Checks again, reads every file, builds the message, sends it, files it in Sent; then
+/// drops its uploads, counts its recipients for completion and removes its draft.
+pub async fn deliver(state: &Context, user_id: &str, input: ComposeInput) -> AppResult<Sent> {
+    let c = check(state, user_id, &input).await?;
+    let dek = c.ctx.dek.clone();
+    let mut text = input.text.clone();
+    if let Some(sig) = &input.signature_id {
+        let s = super::signatures::get(state, user_id, &parse_id("signature", sig)?).await?;
+        text = format!("{text}\n\n-- \n{}", s.text);
     }
-    for m in cc {
-        b = b.cc(m);
+    if let (Some(o), Some(_)) = (&c.original, &input.forward) {
+        text = format!("{text}\n\n{}", quote_header(o));
     }
-    for m in bcc {
-        b = b.bcc(m);
+    let mut files: Vec<File> = Vec::new();
+    for row in &c.uploads {
+        files.push(uploads::read(state, &dek, row).await?);
     }
-    if let (Some(o), Some(_)) = (&original, &input.reply_to) {
-        if let Some(mid) = &o.header.message_id {
-            b = b.in_reply_to(angle(mid));
-            let mut refs: Vec<String> = o.header.references.iter().map(|r| angle(r)).collect();
-            refs.push(angle(mid));
-            b = b.references(refs.join(" "));
+    if let (Some(o), true) = (&c.original, input.include_attachments) {
+        if !o.body.attachments.is_empty() {
+            let raw = super::actions::fetch_raw(state, o).await?;
+            for (i, (ctype, name, bytes)) in super::parse::attachments(&raw).into_iter().enumerate()
+            {
+                files.push(File {
+                    name: name.unwrap_or_else(|| format!("attachment-{i}")),
+                    mimetype: ctype,
+                    bytes,
+                });
+            }
         }
     }
-    let message = match &input.html {
-        Some(html) => b.multipart(MultiPart::alternative_plain_html(text, html.clone())),
-        None => b.body(text),
+    let from = from_of(state, user_id, &c.ctx).await?;
+    let message_id = new_message_id(&from);
+    let (mut in_reply_to, mut references) = (None, None);
+    if let (Some(o), Some(_)) = (&c.original, &input.reply_to) {
+        if let Some(mid) = &o.header.message_id {
+            in_reply_to = Some(mid.clone());
+            let mut refs: Vec<String> = o.header.references.iter().map(|r| angle(r)).collect();
+            refs.push(angle(mid));
+            references = Some(refs.join(" "));
+        }
     }
+    let recipients: Vec<Mailbox> = c.to.iter().chain(&c.cc).chain(&c.bcc).cloned().collect();
+    let message = mime::build(Parts {
+        from,
+        to: c.to,
+        cc: c.cc,
+        bcc: c.bcc,
+        subject: c.subject,
+        text,
+        html: input.html.clone(),
+        files,
+        message_id: message_id.clone(),
+        in_reply_to,
+        references,
+        draft: false,
+    })
     .map_err(|e| AppError::invalid("to", e.to_string()))?;
+    let envelope = message.envelope().clone();
+    // The message as bytes once; the builder's copy goes before the transaction.
     let raw = message.formatted();
-    smtp::send(
-        &ctx.settings.smtp,
-        &state.config.email,
-        message.envelope().clone(),
-        &raw,
-    )
-    .await
-    .map_err(smtp_error)?;
+    drop(message);
+    let ctx = c.ctx;
+    smtp::send(&ctx.settings.smtp, &state.config.email, envelope, &raw)
+        .await
+        .map_err(smtp_error)?;
+    let upload_ids: Vec<String> = c.uploads.into_iter().map(|u| u.id).collect();
+    if let Err(e) = uploads::discard(state, upload_ids).await {
+        tracing::warn!(error = %e, "could not drop the uploads of a sent mail");
+    }
+    if let Err(e) = super::addresses::remember_sent(state, &ctx, &recipients).await {
+        tracing::warn!(error = %e, "could not count the recipients of a sent mail");
+    }
+    if let Some(d) = &input.draft_id {
+        if let Err(e) = super::drafts::remove_after_send(state, user_id, d).await {
+            tracing::warn!(error = %e, "could not remove the draft of a sent mail");
+        }
+    }
     // Sent: into the Sent mailbox, then synced so it joins its thread in the cache.
     let _guard = sync::account_lock(state, &ctx.account_id).await;
     let appended = append_sent(state, &ctx, &raw).await;
+    drop(raw);
     let key = ref_hash(&dek, "mid", &message_id);
     let aid = ctx.account_id.clone();
     let found = state
@@ -227,20 +349,7 @@ async fn append_sent(state: &Context, ctx: &AccountCtx, raw: &[u8]) -> AppResult
         let boxes = state
             .db(move |c| super::mailboxes::of_account(c, &key, &aid))
             .await?;
-        let sent = match boxes
-            .iter()
-            .find(|b| b.special_use.as_deref() == Some("sent"))
-        {
-            Some(b) => b.name.clone(),
-            None => {
-                if !boxes.iter().any(|b| b.name == "Sent") {
-                    imap::create_mailbox(&mut s, "Sent")
-                        .await
-                        .map_err(imap_error)?;
-                }
-                "Sent".to_owned()
-            }
-        };
+        let sent = super::actions::ensure(&mut s, &boxes, "sent", "Sent").await?;
         imap::append(&mut s, &sent, "(\\Seen)", raw)
             .await
             .map_err(imap_error)?;

@@ -117,5 +117,14 @@ pub(super) fn ingest(
         parsed.body.text.as_deref().unwrap_or(&parsed.snippet),
     )?;
     mstore::add_location(tx, mailbox_id, i64::from(f.uid), &row.id)?;
+    // The people of this mail, for address completion (sealed, counted once per mail).
+    let people: Vec<super::Person> = h
+        .from
+        .iter()
+        .chain(h.to.iter())
+        .chain(h.cc.iter())
+        .cloned()
+        .collect();
+    super::addresses::remember_in(tx, dek, &ctx.user_id, &people, 1, date)?;
     Ok(thread)
 }

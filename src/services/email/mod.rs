@@ -25,17 +25,22 @@ use crate::services::Context;
 
 pub mod accounts;
 pub mod actions;
+pub mod addresses;
 pub mod backfill;
 pub mod budget;
 pub mod compose;
+pub mod drafts;
 pub mod html;
 mod ingest;
 pub mod mailboxes;
+pub mod mime;
+pub mod outbox;
 pub mod parse;
 pub mod rekey;
 pub mod signatures;
 pub mod sync;
 pub mod threads;
+pub mod uploads;
 
 /// Process-wide e-mail state: the sync supervisor's wake-up, per-account locks and
 /// wake-ups, the progress of fetches and what older mail the server still holds. Every

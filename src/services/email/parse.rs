@@ -118,6 +118,61 @@ pub fn attachment(raw: &[u8], index: usize) -> Option<(String, Option<String>, V
     ))
 }
 
+/// What a draft holds, read back from its raw text (Bcc included: a draft keeps it).
+#[derive(Debug, Clone, Default)]
+pub struct DraftFields {
+    pub message_id: Option<String>,
+    pub to: Vec<Person>,
+    pub cc: Vec<Person>,
+    pub bcc: Vec<Person>,
+    pub subject: String,
+    pub text: String,
+    pub html: Option<String>,
+    pub in_reply_to: Option<String>,
+    pub references: Vec<String>,
+}
+
+pub fn draft_fields(raw: &[u8]) -> Option<DraftFields> {
+    let m = MessageParser::default().parse(raw)?;
+    Some(DraftFields {
+        message_id: m.message_id().map(str::to_owned),
+        to: people(m.to()),
+        cc: people(m.cc()),
+        bcc: people(m.bcc()),
+        subject: m.subject().unwrap_or_default().to_owned(),
+        text: m.body_text(0).map(|t| t.into_owned()).unwrap_or_default(),
+        html: m.body_html(0).map(|t| t.into_owned()).filter(|_| {
+            // A plain draft has no HTML part; mail-parser renders one from the text.
+            m.html_body_count() > 0 && m.html_part(0).is_some_and(|p| p.is_text_html())
+        }),
+        in_reply_to: ids(m.in_reply_to()).into_iter().next(),
+        references: ids(m.references()),
+    })
+}
+
+/// Every attachment of a raw message: `(content type, filename, bytes)`, in order.
+pub fn attachments(raw: &[u8]) -> Vec<(String, Option<String>, Vec<u8>)> {
+    let Some(m) = MessageParser::default().parse(raw) else {
+        return Vec::new();
+    };
+    m.attachments()
+        .map(|part| {
+            let ctype = part
+                .content_type()
+                .map(|c| match c.subtype() {
+                    Some(sub) => format!("{}/{}", c.ctype(), sub),
+                    None => c.ctype().to_owned(),
+                })
+                .unwrap_or_else(|| "application/octet-stream".to_owned());
+            (
+                ctype,
+                part.attachment_name().map(str::to_owned),
+                part.contents().to_vec(),
+            )
+        })
+        .collect()
+}
+
 /// The subject without reply and forward prefixes, lowercased: the last-resort thread key.
 pub fn thread_subject(subject: &str) -> String {
     let mut s = subject.trim();

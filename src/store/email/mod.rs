@@ -4,7 +4,9 @@
 
 use rusqlite::{params, Connection, OptionalExtension, Row};
 
+pub mod addresses;
 pub mod messages;
+pub mod outgoing;
 pub mod signatures;
 
 #[derive(Debug, Clone, Default)]

@@ -27,12 +27,16 @@
 //!
 //! Also started here: the push sender for incoming messages and mail, Web Push and APNs
 //! ([`crate::services::push::dispatch::spawn`]).
+//!
+//! Mail held for "undo send" ([`email::outbox`]) is sent here too when its window ends
+//! (claimed once, delivered on its own task), and every purge drops mail attachments
+//! unused for 24 h.
 
 use std::time::Duration;
 
-use crate::services::reminders;
 use crate::services::scheduled::now_ms;
 use crate::services::Context;
+use crate::services::{email, reminders};
 
 pub mod aging;
 pub mod jobs;
@@ -59,6 +63,9 @@ pub fn spawn(state: &Context) -> tokio::task::JoinHandle<()> {
 /// The loop itself; returns on shutdown.
 pub async fn run(state: Context) {
     tracing::info!("scheduler started");
+    if let Err(e) = email::outbox::recover(&state).await {
+        tracing::warn!(error = %e, "cannot look for held mails interrupted mid-send");
+    }
     let mut failures: u32 = 0;
     let mut next_aging = tokio::time::Instant::now();
     let mut next_purge = tokio::time::Instant::now();
@@ -76,6 +83,11 @@ pub async fn run(state: Context) {
             next_purge += purge::EVERY;
             if let Err(e) = purge::run(&state).await {
                 tracing::warn!(error = %e, "purging expired codes and tokens failed");
+            }
+            match email::uploads::purge(&state).await {
+                Ok(n) if n > 0 => tracing::info!(uploads = n, "dropped unused mail attachments"),
+                Ok(_) => {}
+                Err(e) => tracing::warn!(error = %e, "dropping unused mail attachments failed"),
             }
         }
         let wait = match round(&state).await {
@@ -116,15 +128,14 @@ pub async fn run(state: Context) {
 /// due right away (a full batch was announced).
 async fn round(state: &Context) -> crate::error::AppResult<bool> {
     jobs::send_due(state).await?;
+    let held = email::outbox::send_due(state).await?;
     let announced = reminders::announce_due(state).await?;
-    Ok(announced >= reminders::ANNOUNCE_BATCH)
+    Ok(announced >= reminders::ANNOUNCE_BATCH || held as i64 >= email::outbox::CLAIM_BATCH)
 }
 
 async fn next_wake(state: &Context) -> crate::error::AppResult<Option<i64>> {
     let messages = jobs::next_due(state).await?;
     let reminders = reminders::next_due(state).await?;
-    Ok(match (messages, reminders) {
-        (Some(a), Some(b)) => Some(a.min(b)),
-        (a, b) => a.or(b),
-    })
+    let held = email::outbox::next_due(state).await?;
+    Ok([messages, reminders, held].into_iter().flatten().min())
 }

@@ -1,0 +1,375 @@
+//! Files uploaded for outgoing mail (`POST /api/email/attachments`). The bytes are
+//! streamed to `<data_dir>/email-uploads/<uploadId>` as they arrive, never held whole:
+//! each chunk of [`CHUNK`] bytes is sealed on its own (XChaCha20-Poly1305 under the
+//! owner's data key, AAD `email_uploads` / `chunk` / `<uploadId>/<n>`, so chunks cannot be
+//! reordered, swapped between files or cut off unnoticed: the row keeps the size) and
+//! written as `u32 length (big-endian) ‖ sealed chunk`. Name and type are sealed in the row.
+//!
+//! An upload lives until its message is sent, and at most 24 h ([`TTL_MS`]) otherwise
+//! (a message held for undo keeps its files until it has gone out or was cancelled).
+
+use std::io::{self, Read};
+use std::path::PathBuf;
+
+use bytes::Bytes;
+use futures_util::{Stream, StreamExt};
+
+use super::{now_ms, parse_id, user_key};
+use crate::crypto::{Aad, DataKey};
+use crate::error::{AppError, AppResult};
+use crate::services::Context;
+use crate::store::email::outgoing::{self as store, UploadRow};
+
+pub const T: &str = "email_uploads";
+/// Plaintext bytes per sealed chunk.
+pub const CHUNK: usize = 64 * 1024;
+/// Unused uploads are dropped this long after they were made.
+pub const TTL_MS: i64 = 24 * 60 * 60 * 1000;
+/// Uploads one user may have spooled at once.
+pub const MAX_UPLOADS_PER_USER: i64 = 100;
+/// Longest file name kept (characters).
+pub const MAX_NAME_CHARS: usize = 255;
+
+#[derive(Debug, Clone)]
+pub struct Upload {
+    pub id: String,
+    pub name: String,
+    pub mimetype: String,
+    pub size: u64,
+}
+
+/// A file read back for sending.
+pub struct File {
+    pub name: String,
+    pub mimetype: String,
+    pub bytes: Vec<u8>,
+}
+
+pub fn spool_dir(state: &Context) -> PathBuf {
+    state.config.storage.data_dir.join("email-uploads")
+}
+
+fn chunk_aad(id: &str, n: u64) -> String {
+    format!("{id}/{n}")
+}
+
+/// A file name for the MIME part: its last path segment, control characters dropped.
+fn clean_name(name: Option<&str>) -> String {
+    let base = name
+        .unwrap_or_default()
+        .rsplit(['/', '\\'])
+        .next()
+        .unwrap_or_default();
+    let cleaned: String = base
+        .chars()
+        .filter(|c| !c.is_control())
+        .take(MAX_NAME_CHARS)
+        .collect();
+    match cleaned.trim() {
+        "" => "attachment".to_owned(),
+        t => t.to_owned(),
+    }
+}
+
+/// `type/subtype` as lettre reads it; no type means `application/octet-stream`.
+fn clean_type(ctype: Option<&str>) -> AppResult<String> {
+    let t = ctype.map(str::trim).unwrap_or_default();
+    if t.is_empty() {
+        return Ok("application/octet-stream".to_owned());
+    }
+    let essence = t
+        .split(';')
+        .next()
+        .unwrap_or_default()
+        .trim()
+        .to_lowercase();
+    match lettre::message::header::ContentType::parse(&essence) {
+        Ok(_) if essence.contains('/') && essence.len() <= 127 => Ok(essence),
+        _ => Err(AppError::invalid(
+            "file",
+            "its Content-Type must be a media type such as application/pdf",
+        )),
+    }
+}
+
+fn too_large(state: &Context) -> AppError {
+    AppError::TooLarge {
+        message: format!(
+            "attachments may add up to at most {} MiB per message ([email] max_attachments_mb)",
+            state.config.email.max_attachments_mb
+        ),
+    }
+}
+
+/// Streams one file into the spool; 413 past `[email] max_attachments_mb` (the partial
+/// file is removed), 400 for an empty file.
+pub async fn store(
+    state: &Context,
+    user_id: &str,
+    filename: Option<&str>,
+    content_type: Option<&str>,
+    mut stream: impl Stream<Item = io::Result<Bytes>> + Unpin,
+) -> AppResult<Upload> {
+    let dek = user_key(state, user_id).await?;
+    let name = clean_name(filename);
+    let mimetype = clean_type(content_type)?;
+    let max = state.config.email.max_attachments_bytes();
+    let uid = user_id.to_owned();
+    let (used, count) = state.db(move |c| Ok(store::upload_usage(c, &uid)?)).await?;
+    if count >= MAX_UPLOADS_PER_USER || used as u64 >= max * 4 {
+        return Err(AppError::TooLarge {
+            message: format!(
+                "at most {MAX_UPLOADS_PER_USER} uploads and {} MiB may wait to be sent; \
+                 send or wait for older ones to expire (24 h)",
+                max * 4 / (1024 * 1024)
+            ),
+        });
+    }
+    let id = uuid::Uuid::new_v4().to_string();
+    let dir = spool_dir(state);
+    let part = dir.join(format!("{id}.part"));
+    let result = async {
+        tokio::fs::create_dir_all(&dir)
+            .await
+            .map_err(AppError::internal)?;
+        let mut file = tokio::fs::File::create(&part)
+            .await
+            .map_err(AppError::internal)?;
+        let mut buf: Vec<u8> = Vec::with_capacity(CHUNK);
+        let (mut size, mut n) = (0u64, 0u64);
+        while let Some(chunk) = stream.next().await {
+            let chunk = chunk.map_err(|e| AppError::invalid("file", e.to_string()))?;
+            size += chunk.len() as u64;
+            if size > max {
+                return Err(too_large(state));
+            }
+            let mut rest = &chunk[..];
+            while !rest.is_empty() {
+                let take = (CHUNK - buf.len()).min(rest.len());
+                buf.extend_from_slice(&rest[..take]);
+                rest = &rest[take..];
+                if buf.len() == CHUNK {
+                    write_chunk(&mut file, &dek, &id, n, &buf).await?;
+                    n += 1;
+                    buf.clear();
+                }
+            }
+        }
+        if size == 0 {
+            return Err(AppError::invalid("file", "is empty"));
+        }
+        if !buf.is_empty() {
+            write_chunk(&mut file, &dek, &id, n, &buf).await?;
+        }
+        tokio::io::AsyncWriteExt::flush(&mut file)
+            .await
+            .map_err(AppError::internal)?;
+        file.sync_all().await.map_err(AppError::internal)?;
+        tokio::fs::rename(&part, dir.join(&id))
+            .await
+            .map_err(AppError::internal)?;
+        Ok(size)
+    }
+    .await;
+    let size = match result {
+        Ok(s) => s,
+        Err(e) => {
+            let _ = tokio::fs::remove_file(&part).await;
+            return Err(e);
+        }
+    };
+    let row = UploadRow {
+        name_enc: dek.seal_str(&name, &Aad::new(T, "name", &id)),
+        mimetype_enc: dek.seal_str(&mimetype, &Aad::new(T, "mimetype", &id)),
+        id: id.clone(),
+        user_id: user_id.to_owned(),
+        size: size as i64,
+        created_at: now_ms(),
+    };
+    state
+        .db(move |c| Ok(store::insert_upload(c, &row)?))
+        .await?;
+    Ok(Upload {
+        id,
+        name,
+        mimetype,
+        size,
+    })
+}
+
+async fn write_chunk(
+    file: &mut tokio::fs::File,
+    dek: &DataKey,
+    id: &str,
+    n: u64,
+    plain: &[u8],
+) -> AppResult<()> {
+    use tokio::io::AsyncWriteExt;
+    let sealed = dek.seal(plain, &Aad::new(T, "chunk", &chunk_aad(id, n)));
+    file.write_all(&(sealed.len() as u32).to_be_bytes())
+        .await
+        .map_err(AppError::internal)?;
+    file.write_all(&sealed).await.map_err(AppError::internal)
+}
+
+/// The rows of these uploads of the user (404 naming the first unknown one; another
+/// user's upload is unknown here).
+pub async fn rows(state: &Context, user_id: &str, ids: &[String]) -> AppResult<Vec<UploadRow>> {
+    let mut parsed = Vec::with_capacity(ids.len());
+    for id in ids {
+        parsed.push(parse_id("upload", id)?);
+    }
+    let uid = user_id.to_owned();
+    state
+        .db(move |c| {
+            parsed
+                .iter()
+                .map(|id| {
+                    store::find_upload(c, &uid, id)?
+                        .ok_or_else(|| AppError::not_found(&format!("upload {id}")))
+                })
+                .collect()
+        })
+        .await
+}
+
+/// Total size of these uploads; 413 past the per-message cap together with `extra`.
+pub fn check_total(state: &Context, rows: &[UploadRow], extra: u64) -> AppResult<()> {
+    let total: u64 = rows.iter().map(|r| r.size as u64).sum::<u64>() + extra;
+    if total > state.config.email.max_attachments_bytes() {
+        return Err(too_large(state));
+    }
+    Ok(())
+}
+
+/// Reads an upload back (on a blocking thread): every chunk opened and the size checked.
+pub async fn read(state: &Context, dek: &DataKey, row: &UploadRow) -> AppResult<File> {
+    let path = spool_dir(state).join(&row.id);
+    let (dek2, id, size) = (dek.clone(), row.id.clone(), row.size as u64);
+    let bytes = tokio::task::spawn_blocking(move || -> AppResult<Vec<u8>> {
+        let mut f = std::io::BufReader::new(std::fs::File::open(&path).map_err(|e| {
+            AppError::internal(format!("upload {id} is missing from the spool: {e}"))
+        })?);
+        let mut out = Vec::with_capacity(size as usize);
+        let mut n = 0u64;
+        loop {
+            let mut len = [0u8; 4];
+            match f.read_exact(&mut len) {
+                Ok(()) => {}
+                Err(e) if e.kind() == io::ErrorKind::UnexpectedEof => break,
+                Err(e) => return Err(AppError::internal(e)),
+            }
+            let len = u32::from_be_bytes(len) as usize;
+            if len > CHUNK + 64 {
+                return Err(AppError::internal("a spooled chunk is too long"));
+            }
+            let mut sealed = vec![0u8; len];
+            f.read_exact(&mut sealed).map_err(AppError::internal)?;
+            let plain = dek2.open(&sealed, &Aad::new(T, "chunk", &chunk_aad(&id, n)))?;
+            out.extend_from_slice(&plain);
+            n += 1;
+        }
+        if out.len() as u64 != size {
+            return Err(AppError::internal(format!(
+                "upload {id} holds {} bytes, not {size}",
+                out.len()
+            )));
+        }
+        Ok(out)
+    })
+    .await
+    .map_err(AppError::internal)??;
+    Ok(File {
+        name: dek
+            .open_string(&row.name_enc, &Aad::new(T, "name", &row.id))
+            .unwrap_or_else(|_| "attachment".to_owned()),
+        mimetype: dek
+            .open_string(&row.mimetype_enc, &Aad::new(T, "mimetype", &row.id))
+            .unwrap_or_else(|_| "application/octet-stream".to_owned()),
+        bytes,
+    })
+}
+
+/// Spools bytes already in memory (a draft's or a forwarded mail's files) as an upload.
+pub async fn store_bytes(
+    state: &Context,
+    user_id: &str,
+    name: &str,
+    mimetype: &str,
+    bytes: Vec<u8>,
+) -> AppResult<Upload> {
+    let body = futures_util::stream::iter(
+        bytes
+            .chunks(CHUNK)
+            .map(|c| Ok(Bytes::copy_from_slice(c)))
+            .collect::<Vec<_>>(),
+    );
+    store(state, user_id, Some(name), Some(mimetype), body).await
+}
+
+/// Drops uploads (rows and files).
+pub async fn discard(state: &Context, ids: Vec<String>) -> AppResult<()> {
+    let dir = spool_dir(state);
+    for id in &ids {
+        let _ = tokio::fs::remove_file(dir.join(id)).await;
+    }
+    state
+        .db(move |c| Ok(store::delete_uploads(c, &ids)?))
+        .await?;
+    Ok(())
+}
+
+/// Drops uploads older than [`TTL_MS`] that no held message needs, and spool files without
+/// a row (left by a stop mid-upload) older than an hour. Returns how many uploads went.
+pub async fn purge(state: &Context) -> AppResult<usize> {
+    let now = now_ms();
+    let (old, held, known) = state
+        .db(move |c| {
+            Ok((
+                store::uploads_before(c, now - TTL_MS)?,
+                store::held_upload_ids(c)?,
+                store::all_upload_ids(c)?,
+            ))
+        })
+        .await?;
+    let expired: Vec<String> = old
+        .into_iter()
+        .map(|(id, _)| id)
+        .filter(|id| !held.contains(id))
+        .collect();
+    let n = expired.len();
+    discard(state, expired).await?;
+    let dir = spool_dir(state);
+    if let Ok(mut entries) = tokio::fs::read_dir(&dir).await {
+        while let Ok(Some(e)) = entries.next_entry().await {
+            let name = e.file_name().to_string_lossy().into_owned();
+            let stem = name.trim_end_matches(".part");
+            let stale = e
+                .metadata()
+                .await
+                .ok()
+                .and_then(|m| m.modified().ok())
+                .and_then(|t| t.elapsed().ok())
+                .is_some_and(|age| age.as_secs() > 3600);
+            if stale && (name.ends_with(".part") || !known.iter().any(|k| k == stem)) {
+                let _ = tokio::fs::remove_file(e.path()).await;
+            }
+        }
+    }
+    Ok(n)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn names_and_types_are_cleaned() {
+        assert_eq!(clean_name(Some("C:\\docs\\a\r\nb.pdf")), "ab.pdf");
+        assert_eq!(clean_name(Some("../../etc/passwd")), "passwd");
+        assert_eq!(clean_name(None), "attachment");
+        assert_eq!(clean_type(None).unwrap(), "application/octet-stream");
+        assert_eq!(clean_type(Some("Image/PNG; x=1")).unwrap(), "image/png");
+        assert!(clean_type(Some("not a type")).is_err());
+    }
+}
