@@ -16,7 +16,7 @@ use poem_openapi::{
 
 use super::views::AttachmentView;
 use super::{outcome, Composed};
-use crate::api::security::TokenAuth;
+use crate::api::security::{NativeAuth, TokenAuth};
 use crate::api::ApiTags;
 use crate::error::AppError;
 use crate::services::email::compose::ComposeInput;
@@ -369,7 +369,7 @@ impl EmailOutgoingApi {
     async fn list_drafts(
         &self,
         state: Data<&AppState>,
-        auth: crate::api::security::NativeAuth,
+        auth: NativeAuth,
     ) -> Result<Json<DraftList>, AppError> {
         let list = drafts::list(&state, auth.user_id()).await?;
         Ok(Json(DraftList {
@@ -388,7 +388,7 @@ impl EmailOutgoingApi {
     async fn create_draft(
         &self,
         state: Data<&AppState>,
-        auth: crate::api::security::NativeAuth,
+        auth: NativeAuth,
         body: Json<DraftRequest>,
     ) -> Result<DraftCreated, AppError> {
         let (input, _) = body.0.into_input();
@@ -404,7 +404,7 @@ impl EmailOutgoingApi {
     async fn get_draft(
         &self,
         state: Data<&AppState>,
-        auth: crate::api::security::NativeAuth,
+        auth: NativeAuth,
         /// Draft id.
         id: Path<String>,
     ) -> Result<Json<DraftView>, AppError> {
@@ -426,7 +426,7 @@ impl EmailOutgoingApi {
     async fn update_draft(
         &self,
         state: Data<&AppState>,
-        auth: crate::api::security::NativeAuth,
+        auth: NativeAuth,
         /// Draft id.
         id: Path<String>,
         body: Json<DraftRequest>,
@@ -448,7 +448,7 @@ impl EmailOutgoingApi {
     async fn delete_draft(
         &self,
         state: Data<&AppState>,
-        auth: crate::api::security::NativeAuth,
+        auth: NativeAuth,
         /// Draft id.
         id: Path<String>,
     ) -> Result<NoContent, AppError> {
@@ -471,7 +471,7 @@ impl EmailOutgoingApi {
     async fn send_draft(
         &self,
         state: Data<&AppState>,
-        auth: crate::api::security::NativeAuth,
+        auth: NativeAuth,
         /// Draft id.
         id: Path<String>,
         body: Json<Option<DraftSendRequest>>,
