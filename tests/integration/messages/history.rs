@@ -263,7 +263,9 @@ async fn readable_history_walks_each_conversation_with_an_opaque_cursor() {
             "reactions",
             "replyTo",
             "roomId",
+            "senderAvatarUrl",
             "senderId",
+            "senderName",
             "text",
             "timestamp"
         ]
