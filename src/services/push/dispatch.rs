@@ -252,15 +252,16 @@ fn load(
     };
     let partner = open_field(RoomField::RecipientName, &room.recipient_name_enc);
     let title = open_field(RoomField::Name, &room.name_enc).or_else(|| partner.clone());
-    let localpart = msg
-        .sender_id
-        .trim_start_matches('@')
-        .split(':')
-        .next()
-        .unwrap_or_default();
+    // The sender as the conversation shows them: the direct partner's name, else the
+    // member's display name when the message was sent (stored, no homeserver call), else
+    // the localpart.
     let sender = match (&partner, room.recipient_id.as_deref()) {
         (Some(name), Some(r)) if r == msg.sender_id => name.clone(),
-        _ => localpart.to_owned(),
+        _ => {
+            crate::services::senders::Senders::new(c, &dek, user_id)
+                .of(&msg)?
+                .name
+        }
     };
     let text = match msg.msgtype.as_str() {
         "m.image" => "Photo".to_owned(),
