@@ -60,6 +60,8 @@ missing=()
 "$PY" -c 'import mcp.client.streamable_http' 2>/dev/null || missing+=('mcp==2.3.*')
 # Playwright for Python drives Debian's chromium in tests/web/webapp.py (never `playwright install`).
 "$PY" -c 'import playwright.sync_api' 2>/dev/null || missing+=('playwright==1.65.*')
+# The Web Push service stand-in (tests/support/push_service.py) decrypts and verifies with it.
+"$PY" -c 'import cryptography.hazmat.primitives.ciphers.aead' 2>/dev/null || missing+=(cryptography)
 if ((${#missing[@]})); then
   log "installing ${missing[*]} into $VENV_DIR ..."
   "$PY" -m pip install -q --disable-pip-version-check "${missing[@]}" >&2 \
