@@ -31,7 +31,11 @@
 /// attachment (`POST /api/email/attachments`), reading and cancelling a held message
 /// (`GET`/`DELETE /api/email/outbox/{id}`) and address completion (`GET
 /// /api/email/addresses`). Mail drafts stay native-only, like room drafts.
-pub const ALLOWLIST_VERSION: u32 = 5;
+///
+/// Version 6 adds groups and media in the app (creating a group, renaming it, its topic and
+/// avatar, inviting, removing and leaving) and link previews; the entries name themselves
+/// with `since: 6`.
+pub const ALLOWLIST_VERSION: u32 = 6;
 
 /// One operation personal tokens may call.
 #[derive(Debug, Clone, Copy)]
@@ -264,7 +268,7 @@ mod tests {
 
     #[test]
     fn conversation_routes_need_an_opt_in_from_tokens_older_than_version_5() {
-        assert_eq!(ALLOWLIST_VERSION, 5);
+        const { assert!(ALLOWLIST_VERSION >= 5) };
         for (method, path) in [
             ("PUT", "/api/rooms/{roomId}/typing"),
             ("GET", "/api/rooms/{roomId}/receipts"),
@@ -293,7 +297,7 @@ mod tests {
 
     #[test]
     fn email_attachments_undo_and_addresses_need_version_5_or_an_opt_in() {
-        assert_eq!(ALLOWLIST_VERSION, 5);
+        const { assert!(ALLOWLIST_VERSION >= 5) };
         for (method, path) in [
             ("POST", "/api/email/attachments"),
             ("GET", "/api/email/outbox/{id}"),
