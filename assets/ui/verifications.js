@@ -59,15 +59,60 @@ export function verificationsSection() {
     );
   };
 
+  /** The flows on screen by id: the JSON each was drawn from and its node. @type {Map<string, {sig: string, node: HTMLElement}>} */
+  let shown = new Map();
+  /** The list the flows are drawn into while there are any. @type {HTMLElement | null} */
+  let ul = null;
+  /** Bumped by every load, so an older answer arriving late does not overwrite a newer one. */
+  let generation = 0;
+
+  /**
+   * Draws the flows keyed by id, touching only the ones that changed and inserting new ones
+   * around the others: a `verification.updated` must not replace or move the button a person
+   * is pressing, or the press is lost between mouse down and mouse up.
+   * @param {Schemas['Verification'][]} newest
+   */
+  const draw = (newest) => {
+    if (!newest.length) {
+      shown = new Map();
+      ul = null;
+      replace(list, h('p', { class: 'muted' }, 'No verification in progress. Start one from another Matrix app, e.g. Element: Settings → Sessions → the “Switchboard” session → Verify.'));
+      return;
+    }
+    if (!ul) {
+      ul = h('ul', { class: 'verifications' });
+      replace(list, ul);
+    }
+    const wanted = new Set(newest.map((v) => v.id));
+    for (const [id, old] of shown) if (!wanted.has(id)) old.node.remove();
+    const next = new Map();
+    newest.forEach((v, i) => {
+      const sig = JSON.stringify(v);
+      const old = shown.get(v.id);
+      let node = old?.node;
+      if (!old || old.sig !== sig) {
+        node = item(v);
+        if (old) old.node.replaceWith(node);
+      }
+      const el = /** @type {HTMLElement} */ (node);
+      const here = /** @type {HTMLElement} */ (ul).children[i];
+      if (here !== el) /** @type {HTMLElement} */ (ul).insertBefore(el, here || null);
+      next.set(v.id, { sig, node: el });
+    });
+    shown = next;
+  };
+
   const load = async () => {
+    const mine = ++generation;
     try {
       /** @type {Schemas['VerificationList']} */
       const res = await api.get('/api/e2ee/verifications');
-      const newest = res.verifications.slice().reverse();
-      replace(list, newest.length
-        ? h('ul', { class: 'verifications' }, newest.map(item))
-        : h('p', { class: 'muted' }, 'No verification in progress. Start one from another Matrix app, e.g. Element: Settings → Sessions → the “Switchboard” session → Verify.'));
+      if (mine !== generation) return;
+      draw(res.verifications.slice().reverse());
     } catch (e) {
+      if (mine !== generation) return;
+      shown = new Map();
+      ul = null;
       replace(list, errorBox(e));
     }
   };

@@ -30,7 +30,12 @@ def verify(page):
     item = section.locator(f'li.verification[data-id="{vid}"]')
     expect(item).to_have_attribute("data-state", "started")
     step("listed_live")
-    item.get_by_role("button", name="Accept").click()
+    # The accept POST is the positive marker that the press reached the app: a press lost to
+    # a redrawn list fails here, by name, instead of as nio's wait for keys.
+    with page.expect_response(lambda r: r.url.endswith("/accept") and r.request.method == "POST") as accepted:
+        item.get_by_role("button", name="Accept").click()
+    if accepted.value.status != 200:
+        raise RuntimeError(f"accept answered {accepted.value.status}: {accepted.value.text()}")
     theirs = json.loads(ask(f"KEYS {vid}"))
     expect(item).to_have_attribute("data-state", "keys_exchanged")
     shown = item.locator(".sas-emoji .symbol").all_inner_texts()
