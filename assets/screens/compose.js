@@ -4,7 +4,7 @@
 // completed, the text saved as a draft in the mailbox while typing, and an Undo window after
 // Send (Settings → E-mail).
 import * as api from '../api.js';
-import { navigate } from '../app.js';
+import { navigate } from '../router.js';
 import { h, field } from '../ui/dom.js';
 import { busy, toast } from '../ui/notice.js';
 import { attachments, completeAddresses, size, undoSeconds, undoToast } from '../ui/outgoing.js';

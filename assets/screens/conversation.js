@@ -4,7 +4,7 @@
 // who is typing, "Seen" and the draft (ui/live.js).
 import * as api from '../api.js';
 import { openJson } from '../crypto.js';
-import { navigate } from '../app.js';
+import { navigate } from '../router.js';
 import { getRoom, roomAction } from '../rooms.js';
 import { state, on, platformName } from '../state.js';
 import { h, replace } from '../ui/dom.js';

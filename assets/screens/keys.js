@@ -3,7 +3,7 @@
 // browser: the passphrase opens the stored recovery blob). "Start over" rotates the key.
 import * as api from '../api.js';
 import * as crypto from '../crypto.js';
-import { enter, signOut } from '../app.js';
+import { enter, signOut } from '../router.js';
 import { state } from '../state.js';
 import { h, field } from '../ui/dom.js';
 import { busy, errorBox } from '../ui/notice.js';

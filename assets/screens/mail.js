@@ -2,7 +2,7 @@
 // One e-mail thread: its messages (HTML in a sandboxed frame, remote images held back), reply,
 // forward, labels and thread actions.
 import * as api from '../api.js';
-import { navigate } from '../app.js';
+import { navigate } from '../router.js';
 import { h, replace, fullTime } from '../ui/dom.js';
 import { errorBox, toast } from '../ui/notice.js';
 import { mailFrame } from '../ui/mailbody.js';

@@ -2,7 +2,7 @@
 // A new conversation: find a contact on a platform (or type a phone number, username or Matrix
 // ID) and open or start the direct chat (GET /api/contacts, POST /api/chats).
 import * as api from '../api.js';
-import { navigate } from '../app.js';
+import { navigate } from '../router.js';
 import { platformName } from '../state.js';
 import { h, replace, field } from '../ui/dom.js';
 import { busy } from '../ui/notice.js';

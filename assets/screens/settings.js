@@ -2,7 +2,7 @@
 // Settings: profile, notifications, personal tokens, mailboxes, push devices, accounts, keys, Matrix encryption,
 // device verification, sign-out.
 import * as api from '../api.js';
-import { enter, signOut } from '../app.js';
+import { enter, signOut } from '../router.js';
 import { forgetKey } from '../crypto.js';
 import { state } from '../state.js';
 import { h, replace, field, fullTime } from '../ui/dom.js';

@@ -2,7 +2,7 @@
 // Sign-in by e-mail code (POST /api/auth/code, then /api/auth/verify as the web client, so the
 // refresh token arrives as an HttpOnly cookie and never in page scripts).
 import * as api from '../api.js';
-import { enter } from '../app.js';
+import { enter } from '../router.js';
 import { h, field } from '../ui/dom.js';
 import { busy } from '../ui/notice.js';
 
