@@ -4,7 +4,7 @@
 use rusqlite::Transaction;
 use serde_json::json;
 
-use super::ingest::*;
+use super::context::*;
 use super::room::RoomView;
 use crate::clients::matrix::types::{Event, JoinedRoom};
 use crate::services::conversations::{seal_message, MessageContent};

@@ -16,7 +16,7 @@
 
 use rusqlite::Transaction;
 
-use super::ingest::IngestContext;
+use super::context::{IngestContext, Live};
 use crate::clients::matrix::conversation::{room_push_levels, RoomPushLevel};
 use crate::clients::matrix::types::{Events, JoinedRoom};
 use crate::services::conversation::mirror::{FAVOURITE_TAG, LOW_PRIORITY_TAG};
@@ -26,15 +26,6 @@ use crate::store::rooms::{self, RoomFlag};
 /// Room account data of the marked-unread mark (Matrix 1.12), and its unstable name.
 pub const MARKED_UNREAD: &str = "m.marked_unread";
 pub const MARKED_UNREAD_UNSTABLE: &str = "com.famedly.marked_unread";
-
-/// The ephemeral news of one response, published after it is stored.
-#[derive(Debug, Default)]
-pub struct Live {
-    /// (room, who else is typing now) for every room whose typing changed.
-    pub typing: Vec<(String, Vec<String>)>,
-    /// (room, receipt) for every receipt of another member that moved.
-    pub receipts: Vec<(String, ReceiptRow)>,
-}
 
 /// Typing and others' receipts of a joined room; returns whether the room's stored
 /// receipts changed.

@@ -13,7 +13,7 @@ use std::collections::HashMap;
 use rusqlite::{Transaction, TransactionBehavior};
 use serde_json::{json, Value};
 
-use super::ingest::{self, IngestContext, Pass, UNDECRYPTABLE};
+use super::context::{self, IngestContext, Pass, UNDECRYPTABLE};
 use super::room::{RoomHint, RoomView};
 use crate::clients::matrix::e2ee::{SyncCrypto, UserCrypto};
 use crate::clients::matrix::types::{Event, SyncResponse};
@@ -110,22 +110,22 @@ fn apply_decrypted(
         pass.apply_reaction(&view, &ev)?;
         return Ok(None);
     }
-    if kind != "m.room.message" && kind != ingest::STICKER {
+    if kind != "m.room.message" && kind != context::STICKER {
         messages::delete_one(tx, ctx.user_id, &row.id)?;
         return Ok(None);
     }
-    if let Some(target) = ingest::replaced_event(content) {
+    if let Some(target) = context::replaced_event(content) {
         pass.apply_edit(&view, &ev, target)?;
         messages::delete_one(tx, ctx.user_id, &row.id)?;
         return Ok(messages::find_by_event(tx, ctx.user_id, target)?.map(|m| m.id));
     }
     let msgtype = match content["msgtype"].as_str() {
-        _ if kind == ingest::STICKER => ingest::STICKER,
+        _ if kind == context::STICKER => context::STICKER,
         Some(t) => t,
         None => "m.text",
     }
     .to_owned();
-    let s = ingest::score(ctx, view.row.is_direct, content, &msgtype, row.is_mine);
+    let s = context::score(ctx, view.row.is_direct, content, &msgtype, row.is_mine);
     let plain = MessageContent {
         body: content["body"].as_str().unwrap_or_default().to_owned(),
         content: content.clone(),

@@ -16,7 +16,7 @@
 //! - the global `m.direct` account data: direct flags and recipients.
 //!
 //! Messages are unique per (user, event id), so a response ingested twice adds nothing.
-//! Each joined timeline also records what is missing before it ([`history`]): the room's
+//! Each joined timeline also records what is missing before it ([`gaps`]): the room's
 //! older history on its first appearance, the gap of a `limited` timeline later on.
 //! [`ingest_history`] stores what paging back fetches, through the same event path.
 //! Encrypted events arrive here decrypted (see [`super::e2ee`]); one still encrypted (its
@@ -27,16 +27,18 @@ use std::collections::{BTreeSet, HashMap};
 
 use rusqlite::Transaction;
 use serde::Deserialize as _;
-use serde_json::Value;
 
 use super::amend::{redacted_content, update_read_marker};
-use super::history;
-use super::room::{DirectRooms, RoomHint, RoomView};
+use super::context::{replaced_event, score, Pass};
+pub use super::context::{
+    IngestContext, IngestOutcome, NewMessage, STICKER, UNDECRYPTABLE, UNDECRYPTABLE_BODY,
+};
+use super::gaps;
+use super::room::{DirectRooms, RoomView};
 use crate::clients::matrix::types::{Event, Events, JoinedRoom, SyncResponse};
-use crate::clients::provisioning::identity::BridgeIdentities;
 use crate::crypto::DataKey;
 use crate::services::conversations::{seal_message, MessageContent};
-use crate::services::importance::{self, MessageFacts, Reader, Score};
+use crate::services::importance;
 use crate::services::senders;
 use crate::store::messages::{self, MessageRow};
 use crate::store::rooms::RoomFlag;
@@ -44,54 +46,6 @@ use crate::store::{rooms, sync_state};
 
 /// msgtype stored when an event has none (e.g. it arrived already redacted).
 const DEFAULT_MSGTYPE: &str = "m.text";
-/// Stickers are their own event type; stored with this as their msgtype.
-pub const STICKER: &str = "m.sticker";
-/// msgtype of a message that could not be decrypted yet; its content is the encrypted
-/// event content, kept to decrypt it when its room key arrives.
-pub const UNDECRYPTABLE: &str = "m.room.encrypted";
-/// Readable text of such a message.
-pub const UNDECRYPTABLE_BODY: &str =
-    "Unable to decrypt this message yet: its room key has not arrived.";
-
-/// Who is syncing, and what the worker knows beyond the response.
-pub struct IngestContext<'a> {
-    /// Switchboard user id.
-    pub user_id: &'a str,
-    /// The user's Matrix identity, for `is_mine`, mentions and receipts.
-    pub reader: &'a Reader,
-    /// The configured bridges' bots and ghosts (who is trusted).
-    pub bridges: &'a BridgeIdentities,
-    /// Homeserver lookups for rooms whose members changed (see [`RoomHint`]).
-    pub hints: &'a HashMap<String, RoomHint>,
-    /// Unix seconds.
-    pub now: i64,
-}
-
-pub use crate::services::importance::NewMessage;
-
-/// One pass of ingest over a transaction: who is syncing, the data key, and what changed
-/// so far. The per-event steps (here and in `amend`) are its methods, so they share these
-/// instead of passing them along; `e2ee` applies late-decrypted rows through them too.
-pub(super) struct Pass<'a, 't> {
-    pub tx: &'a Transaction<'t>,
-    pub ctx: &'a IngestContext<'a>,
-    pub dek: &'a DataKey,
-    pub out: IngestOutcome,
-}
-
-#[derive(Debug, Default)]
-pub struct IngestOutcome {
-    pub new_messages: Vec<NewMessage>,
-    /// Edits and redactions applied.
-    pub updated_messages: usize,
-    /// Rooms whose row, members or messages changed.
-    pub changed_rooms: BTreeSet<String>,
-    /// Rooms the user is invited to by a trusted inviter (to be joined).
-    pub invites: Vec<String>,
-    /// Typing and others' receipts, to publish ([`super::conversation`]).
-    pub live: super::conversation::Live,
-}
-
 /// Stores `resp` and records `resp.next_batch` as the new position. `direct` is the
 /// user's `m.direct` map, replaced when the response carries a new one.
 pub fn ingest(
@@ -112,7 +66,7 @@ pub fn ingest(
         if super::conversation::room_flags(tx, ctx, room_id, &room.account_data)? {
             pass.out.changed_rooms.insert(room_id.clone());
         }
-        history::note_timeline(
+        gaps::note_timeline(
             tx,
             ctx,
             room_id,
@@ -214,16 +168,7 @@ fn apply_account_data(direct: &mut DirectRooms, data: &Events) -> bool {
     changed
 }
 
-impl<'a, 't> Pass<'a, 't> {
-    pub fn new(tx: &'a Transaction<'t>, ctx: &'a IngestContext<'a>, dek: &'a DataKey) -> Self {
-        Self {
-            tx,
-            ctx,
-            dek,
-            out: IngestOutcome::default(),
-        }
-    }
-
+impl Pass<'_, '_> {
     /// Stores one joined room of a response; returns the room's last message time before it.
     fn joined(
         &mut self,
@@ -318,34 +263,6 @@ pub fn ingest_joined_state(
     room.summary.heroes = Some(joined.heroes.clone());
     pass.joined(direct, joined.room_id, &room)?;
     Ok(())
-}
-
-/// The event an edit replaces (`m.relates_to.rel_type == "m.replace"`).
-pub(super) fn replaced_event(content: &Value) -> Option<&str> {
-    let rel = &content["m.relates_to"];
-    (rel["rel_type"] == "m.replace")
-        .then(|| rel["event_id"].as_str())
-        .flatten()
-}
-
-pub(super) fn score(
-    ctx: &IngestContext<'_>,
-    is_direct: bool,
-    content: &Value,
-    msgtype: &str,
-    is_mine: bool,
-) -> Score {
-    let mentioned = importance::mentioned_ids(content);
-    importance::score(
-        ctx.reader,
-        &MessageFacts {
-            body: content["body"].as_str().unwrap_or_default(),
-            msgtype,
-            is_mine,
-            is_direct,
-            mentioned_ids: &mentioned,
-        },
-    )
 }
 
 impl Pass<'_, '_> {

@@ -17,10 +17,12 @@ use crate::services::Context;
 use crate::store::sync_state;
 
 mod amend;
+mod context;
 mod conversation;
 mod crypto_rooms;
 pub mod e2ee;
 mod filter;
+mod gaps;
 pub mod history;
 pub mod homeserver;
 pub mod ingest;

@@ -2,7 +2,7 @@
 //! event is redacted. They arrive through the same timeline path as messages (sync,
 //! gap pages, back-fill; decrypted first in encrypted rooms), so every path keeps them.
 
-use super::ingest::Pass;
+use super::context::Pass;
 use super::room::RoomView;
 use crate::clients::matrix::types::Event;
 use crate::services::conversations::seal_reaction_key;

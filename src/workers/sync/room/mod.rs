@@ -16,7 +16,8 @@ use std::collections::{BTreeSet, HashMap};
 use rusqlite::Connection;
 use serde_json::Value;
 
-use super::ingest::IngestContext;
+use super::context::IngestContext;
+pub use super::context::RoomHint;
 use crate::clients::matrix::types::{Event, RoomSummary};
 use crate::crypto::DataKey;
 use crate::services::conversations::{open_room_field, seal_room_field, RoomField};
@@ -26,15 +27,6 @@ use crate::store::rooms::{self, RoomRow};
 mod naming;
 
 pub use naming::{join_names, localpart};
-
-/// What the worker looked up on the homeserver for a room whose members changed.
-#[derive(Debug, Clone, Default)]
-pub struct RoomHint {
-    /// The room has no `m.room.name` (so its computed name may be refreshed).
-    pub unnamed: bool,
-    /// Display names of the joined members.
-    pub display_names: HashMap<String, String>,
-}
 
 /// Direct chats from the `m.direct` account data, by room.
 #[derive(Debug, Clone, Default, PartialEq)]
