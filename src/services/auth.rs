@@ -251,7 +251,7 @@ pub async fn sign_in(
 ) -> AppResult<Session> {
     let email = validate_email(email)?;
     if let Some(key) = &public_key {
-        super::keys::validate_public_key(key)?;
+        super::public_key::validate_public_key(key)?;
     }
     let (code_id, _) = check_code(state, &email, code, CodePurpose::SignIn).await?;
     let result = async {

@@ -24,6 +24,8 @@ use crate::services::Context;
 use crate::store::user_keys::{self, UserKeyRow};
 use crate::store::users::UserRow;
 
+pub use super::public_key::validate_public_key;
+
 /// The exact value `X-Confirm-Key-Deletion` must carry.
 pub const DELETION_CONFIRMATION: &str = "PERMANENTLY_DELETE_ALL_MY_MESSAGES";
 /// At most one key deletion per user in this many seconds.
@@ -32,16 +34,6 @@ pub const DELETION_WINDOW_SECS: i64 = 3_600;
 pub const MAX_RECOVERY_BYTES: usize = 64 * 1024;
 /// Bytes of the salt generated with stored recovery material.
 pub const SALT_BYTES: usize = 16;
-
-/// A registered public key must be standard base64 of exactly 32 bytes.
-pub fn validate_public_key(key: &str) -> AppResult<[u8; 32]> {
-    let bytes = STANDARD
-        .decode(key.trim())
-        .map_err(|_| AppError::invalid("publicKey", "must be standard base64"))?;
-    bytes
-        .try_into()
-        .map_err(|_| AppError::invalid("publicKey", "must be a 32-byte X25519 public key"))
-}
 
 /// Recovery material must be non-empty standard base64 of at most 64 KiB; returns it trimmed.
 pub fn validate_encrypted_master_key(value: &str) -> AppResult<String> {

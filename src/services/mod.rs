@@ -30,6 +30,7 @@ pub mod messages;
 pub mod metrics;
 pub mod pages;
 pub mod params;
+pub mod public_key;
 pub mod push;
 pub mod reminders;
 pub mod rooms;

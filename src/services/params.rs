@@ -1,4 +1,4 @@
-//! Query parameters several routes share, parsed one way: page sizes and points in time.
+//! Parameters several routes share, parsed one way: page sizes, points in time, room ids.
 //! A bad value is a 400 naming the field.
 
 use crate::error::{AppError, AppResult};
@@ -33,6 +33,18 @@ pub fn parse_time(field: &str, raw: Option<&str>) -> AppResult<Option<i64>> {
     chrono::DateTime::parse_from_rfc3339(raw)
         .map(|t| Some(t.timestamp_millis()))
         .map_err(|_| bad())
+}
+
+/// Room ids arrive URL-decoded from the path; refuse the obviously unusable.
+pub fn validate_room_id(room_id: &str) -> AppResult<String> {
+    let id = room_id.trim();
+    if id.is_empty() || id.len() > 255 || id.chars().any(char::is_control) {
+        return Err(AppError::invalid(
+            "roomId",
+            "must be a Matrix room ID (URL-encoded in paths)",
+        ));
+    }
+    Ok(id.to_owned())
 }
 
 #[cfg(test)]

@@ -9,7 +9,6 @@ use crate::clients::mail::smtp::SmtpError;
 use crate::clients::matrix::MatrixError;
 use crate::clients::provisioning::{BridgeError, Failure};
 use crate::error::{AppError, ErrorCode};
-use crate::services::email::sync::SyncError;
 
 impl From<AiError> for AppError {
     fn from(e: AiError) -> Self {
@@ -225,15 +224,6 @@ pub fn smtp_error(e: SmtpError) -> AppError {
             code: ErrorCode::MailHostNotAllowed,
             message: format!("smtp.host: {m}"),
         },
-    }
-}
-
-impl From<SyncError> for AppError {
-    fn from(e: SyncError) -> Self {
-        match e {
-            SyncError::Imap(e) => imap_error(e),
-            SyncError::App(e) => e,
-        }
     }
 }
 

@@ -21,7 +21,7 @@ use crate::clients::ai::{AiClient, AiError};
 use crate::crypto::{self, DataKey};
 use crate::error::{AppError, AppResult, ErrorCode};
 use crate::services::conversations;
-use crate::services::keys::validate_public_key;
+use crate::services::public_key::validate_public_key;
 use crate::services::session::Principal;
 use crate::services::users;
 use crate::services::Context;

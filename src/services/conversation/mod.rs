@@ -10,7 +10,7 @@
 use rusqlite::Connection;
 
 use super::messages::send::matrix_token;
-use super::rooms::validate_room_id;
+use super::params::validate_room_id;
 use super::session::Principal;
 use super::users;
 use super::Context;

@@ -15,6 +15,7 @@ use super::{Settings, T_ACCOUNTS};
 use crate::clients::mail::imap::{self, Caps, Extent, ImapError, Session};
 use crate::crypto::DataKey;
 use crate::error::{AppError, AppResult};
+use crate::services::upstream::imap_error;
 use crate::services::Context;
 use crate::store::email::{self as store, messages as mstore};
 
@@ -26,6 +27,15 @@ pub enum SyncError {
     Imap(#[from] ImapError),
     #[error(transparent)]
     App(#[from] AppError),
+}
+
+impl From<SyncError> for AppError {
+    fn from(e: SyncError) -> Self {
+        match e {
+            SyncError::Imap(e) => imap_error(e),
+            SyncError::App(e) => e,
+        }
+    }
 }
 
 /// What a sync needs to know about one account.

@@ -28,9 +28,9 @@ use serde::{Deserialize, Serialize};
 
 use super::conversations::{self, MessageContent};
 use super::history::{self, Fill, Rendered};
-use super::keys::validate_public_key;
 use super::pages::{PageKey, PageView};
 use super::params;
+use super::public_key::validate_public_key;
 use super::session::Principal;
 use super::users;
 use crate::crypto::DataKey;

@@ -7,7 +7,8 @@
 
 use std::time::{Duration, Instant};
 
-use super::dispatch::{enqueue, topic, Payload, TTL_SECS};
+use super::payload::{topic, Payload, TTL_SECS};
+use super::queue::enqueue;
 use super::{now_ms, open};
 use crate::clients::webpush::{Delivery, Urgency};
 use crate::services::email::{Header, T_MESSAGES};

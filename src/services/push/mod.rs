@@ -11,6 +11,8 @@
 pub mod dispatch;
 pub mod email;
 pub mod levels;
+pub mod payload;
+pub mod queue;
 
 use std::sync::Arc;
 
@@ -36,7 +38,7 @@ const VAPID_SECRET: &str = "vapid";
 pub struct WebPush {
     pub client: WebPushClient,
     key: tokio::sync::OnceCell<Arc<VapidKey>>,
-    pub(crate) queue: dispatch::Queue,
+    pub(crate) queue: queue::Queue,
     /// Mail threads already pushed (user/thread), so a thread's later changes do not push.
     pub(crate) pushed_threads: moka::sync::Cache<String, ()>,
 }
@@ -62,7 +64,7 @@ pub fn build_client(config: &Config) -> Result<WebPush, String> {
     Ok(WebPush {
         client: WebPushClient::new(push.allow_private_endpoints, contact, push.timeout.0)?,
         key: tokio::sync::OnceCell::new(),
-        queue: dispatch::Queue::new(),
+        queue: queue::Queue::new(),
         pushed_threads: email::seen_threads(),
     })
 }

@@ -16,7 +16,7 @@ use serde::Serialize;
 use crate::crypto::{self, DataKey};
 use crate::error::AppResult;
 use crate::services::conversations::{open_room_field, RoomField};
-use crate::services::keys::validate_public_key;
+use crate::services::public_key::validate_public_key;
 use crate::services::{users, Context};
 use crate::store::rooms::RoomRow;
 use crate::store::user_keys;

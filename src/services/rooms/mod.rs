@@ -27,6 +27,7 @@ use serde::{Deserialize, Serialize};
 
 use super::conversation;
 use super::conversations::{open_room_field, require_readable, wants_readable, RoomField};
+pub use super::params::validate_room_id;
 use super::users;
 use crate::clock::unix_now;
 use crate::error::{AppError, AppResult};
@@ -211,18 +212,6 @@ fn find_visible(conn: &Connection, user_id: &str, room_id: &str) -> AppResult<Ro
     rooms::find(conn, user_id, room_id)?
         .filter(|r| r.membership != "leave")
         .ok_or_else(|| AppError::not_found("room"))
-}
-
-/// Room ids arrive URL-decoded from the path; refuse the obviously unusable.
-pub fn validate_room_id(room_id: &str) -> AppResult<String> {
-    let id = room_id.trim();
-    if id.is_empty() || id.len() > 255 || id.chars().any(char::is_control) {
-        return Err(AppError::invalid(
-            "roomId",
-            "must be a Matrix room ID (URL-encoded in paths)",
-        ));
-    }
-    Ok(id.to_owned())
 }
 
 /// `GET /api/rooms`: one page of the caller's rooms.
