@@ -16,13 +16,8 @@ use rusqlite::Connection;
 use serde::{Deserialize, Serialize};
 
 use crate::crypto::{Aad, DataKey};
-use crate::services::conversations::open_message;
-use crate::services::messages::rich::media_of;
+use crate::store::member_profiles;
 use crate::store::messages::MessageRow;
-use crate::store::{last_message, member_profiles};
-
-/// Longest `lastMessage.text`, in characters.
-pub const LAST_MESSAGE_CHARS: usize = 140;
 
 /// A member's profile in one room, as sealed at rest.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
@@ -175,53 +170,6 @@ impl<'a> Senders<'a> {
                 .map(|_| avatar_path(&row.room_id, &row.sender_id)),
         })
     }
-}
-
-/// `lastMessage` of a room object.
-#[derive(Debug, Clone, PartialEq, Serialize)]
-#[serde(rename_all = "camelCase")]
-pub struct LastMessage {
-    pub event_id: String,
-    pub sender_name: String,
-    pub is_mine: bool,
-    pub msgtype: String,
-    /// The text, at most [`LAST_MESSAGE_CHARS`] characters; the file name for media.
-    pub text: String,
-    pub ts: i64,
-}
-
-/// The room's newest message that is not deleted, or `None` for an empty room.
-/// `own_id` is the caller's Matrix ID (for `isMine` of messages sent elsewhere).
-pub fn last_message(
-    conn: &Connection,
-    dek: &DataKey,
-    user_id: &str,
-    own_id: Option<&str>,
-    room_id: &str,
-) -> rusqlite::Result<Option<LastMessage>> {
-    let Some(row) = last_message::newest_shown(conn, user_id, room_id)? else {
-        return Ok(None);
-    };
-    let sender = Senders::new(conn, dek, user_id).of(&row)?;
-    // Unreadable content (a shredded key) leaves an empty text rather than no message.
-    let (text, msgtype) = match open_message(dek, &row.id, &row.content_enc) {
-        Ok(c) => {
-            let text = match media_of(&row.msgtype, &c.content) {
-                Some(media) => media.name,
-                None => c.body,
-            };
-            (text, row.msgtype.clone())
-        }
-        Err(_) => (String::new(), row.msgtype.clone()),
-    };
-    Ok(Some(LastMessage {
-        event_id: row.event_id,
-        sender_name: sender.name,
-        is_mine: row.is_mine || own_id == Some(row.sender_id.as_str()),
-        msgtype,
-        text: text.chars().take(LAST_MESSAGE_CHARS).collect(),
-        ts: row.ts,
-    }))
 }
 
 #[cfg(test)]

@@ -296,3 +296,14 @@ pub async fn complete_onboarding(
         .await?;
     profile_of(&state.master, row)
 }
+
+/// The user's Matrix access token, or 409 `matrix_account_missing` when the account has
+/// none yet (what every route acting on the homeserver needs first).
+pub fn matrix_token(state: &Context, user: &UserRow) -> AppResult<String> {
+    matrix_token_of(&state.master, user)?.ok_or_else(|| {
+        AppError::conflict(
+            ErrorCode::MatrixAccountMissing,
+            "this account has no Matrix session yet; sign in again in the native app",
+        )
+    })
+}

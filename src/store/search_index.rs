@@ -1,6 +1,6 @@
 //! `search_docs` / `search_terms`: the keyed blind index of full-text search, and
 //! `search_vectors`: sealed embeddings of AI search. Terms arrive here already blinded
-//! (HMAC under the user's search key, `services::search::terms`); nothing in these tables
+//! (HMAC under the user's search key, `services::indexing::terms`); nothing in these tables
 //! is a word in plaintext.
 
 use rusqlite::{params, Connection, OptionalExtension};

@@ -118,8 +118,8 @@ pub struct LastMessageObject {
     pub ts: i64,
 }
 
-impl From<crate::services::senders::LastMessage> for LastMessageObject {
-    fn from(m: crate::services::senders::LastMessage) -> Self {
+impl From<crate::services::rooms::LastMessage> for LastMessageObject {
+    fn from(m: crate::services::rooms::LastMessage) -> Self {
         Self {
             event_id: m.event_id,
             sender_name: m.sender_name,

@@ -9,10 +9,10 @@
 
 use rusqlite::Connection;
 
-use super::messages::send::matrix_token;
 use super::params::validate_room_id;
 use super::session::Principal;
 use super::users;
+use super::users::matrix_token;
 use super::Context;
 use crate::clients::matrix::MatrixClient;
 use crate::clock::unix_now;

@@ -113,15 +113,15 @@ async fn prove(
         };
     }
     if let Some(code) = proof.code.as_deref() {
-        crate::services::auth::validate_code(code)
+        crate::services::codes::validate_code(code)
             .map_err(|_| AppError::invalid("code", "must be exactly 6 digits"))?;
         let user = crate::services::users::load(state, user_id).await?;
         let email = crate::services::users::email_of(&state.master, &user)?;
-        return match crate::services::auth::check_code(
+        return match crate::services::codes::check_code(
             state,
             &email,
             code,
-            crate::services::auth::CodePurpose::SignIn,
+            crate::services::codes::CodePurpose::SignIn,
         )
         .await
         {

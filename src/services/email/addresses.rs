@@ -6,7 +6,7 @@
 use lettre::message::Mailbox;
 use rusqlite::Connection;
 
-use super::sync::AccountCtx;
+use super::AccountCtx;
 use super::{now_ms, ref_hash, user_key, Person};
 use crate::crypto::{Aad, DataKey};
 use crate::error::{AppError, AppResult};

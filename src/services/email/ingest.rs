@@ -3,7 +3,7 @@
 //! references, sealing and indexing.
 
 use super::parse::{parse, thread_subject, Parsed};
-use super::sync::AccountCtx;
+use super::AccountCtx;
 use super::{now_ms, open_json, ref_hash, seal_json, Body, Header, T_MESSAGES};
 use crate::clients::mail::imap::Fetched;
 use crate::crypto::{Aad, DataKey};
@@ -106,7 +106,7 @@ pub(super) fn ingest(
         tracing::debug!(account = %ctx.account_id, size = f.size, "mail over max_message_mb cached partially");
     }
     mstore::insert(tx, &row)?;
-    crate::services::search::index_email(
+    crate::services::indexing::index_email(
         tx,
         dek,
         &ctx.user_id,

@@ -205,6 +205,15 @@ pub struct Settings {
 }
 
 pub const T_ACCOUNTS: &str = "email_accounts";
+/// What the mailbox sync, sending and actions need to know about one account.
+#[derive(Clone)]
+pub struct AccountCtx {
+    pub account_id: String,
+    pub user_id: String,
+    pub dek: DataKey,
+    pub settings: Settings,
+}
+
 pub const T_MESSAGES: &str = "email_messages";
 
 pub fn seal_json<T: Serialize>(dek: &DataKey, v: &T, table: &str, col: &str, id: &str) -> Vec<u8> {

@@ -11,9 +11,8 @@ use std::collections::{BTreeSet, HashMap, HashSet};
 use super::budget::{self, Budget, Limit};
 use super::ingest::ingest;
 use super::mailboxes::{self, Mailbox};
-use super::{Settings, T_ACCOUNTS};
+use super::T_ACCOUNTS;
 use crate::clients::mail::imap::{self, Caps, Extent, ImapError, Session};
-use crate::crypto::DataKey;
 use crate::error::{AppError, AppResult};
 use crate::services::upstream::imap_error;
 use crate::services::Context;
@@ -38,14 +37,7 @@ impl From<SyncError> for AppError {
     }
 }
 
-/// What a sync needs to know about one account.
-#[derive(Clone)]
-pub struct AccountCtx {
-    pub account_id: String,
-    pub user_id: String,
-    pub dek: DataKey,
-    pub settings: Settings,
-}
+pub use super::AccountCtx;
 
 /// Loads the account and its owner's data key; `None` when the account is gone (or its
 /// owner's keys were deleted, which removes it).

@@ -169,7 +169,7 @@ fn matches(t: &Thread, q: &str) -> bool {
 }
 
 /// Threads one `q` request opens and matches at most (as `GET /api/search` scans).
-pub const MAX_Q_SCAN: usize = crate::services::search::run::MAX_SCAN;
+pub const MAX_Q_SCAN: usize = crate::services::indexing::MAX_SCAN;
 
 pub async fn list(
     state: &Context,

@@ -56,7 +56,8 @@ pub mod send;
 pub use readable::ReadableMessage;
 
 pub use crate::services::upstream::homeserver_error;
-pub use send::{send_multi, send_to_room, MultiSendItem, Sent};
+pub use multi::{send_multi, MultiSendItem};
+pub use send::{send_to_room, Sent};
 
 /// Page size when `limit` is absent; `limit` must be 1 to [`MAX_LIMIT`].
 pub const DEFAULT_LIMIT: i64 = 50;

@@ -10,9 +10,7 @@ use crate::clock::unix_now;
 use crate::error::{AppError, AppResult, ErrorCode};
 use crate::services::e2ee::{self, Outgoing, SendFailure};
 
-pub use super::multi::{send_multi, MultiSendItem};
 use crate::services::upstream::homeserver_error;
-use crate::services::users;
 use crate::services::Context;
 use crate::store::rooms;
 use crate::store::sent_transactions::{self, SentTransaction};
@@ -77,14 +75,7 @@ pub(super) fn no_homeserver() -> AppError {
     }
 }
 
-pub(crate) fn matrix_token(state: &Context, user: &UserRow) -> AppResult<String> {
-    users::matrix_token_of(&state.master, user)?.ok_or_else(|| {
-        AppError::conflict(
-            ErrorCode::MatrixAccountMissing,
-            "this account has no Matrix session yet; sign in again in the native app",
-        )
-    })
-}
+pub(crate) use crate::services::users::matrix_token;
 
 pub(super) fn text_content(msgtype: &str, body: &str) -> Value {
     json!({ "msgtype": msgtype, "body": body })

@@ -8,8 +8,15 @@ use std::collections::HashMap;
 
 use super::{Caller, RoomView};
 use crate::error::AppResult;
-use crate::services::senders::{self, LastMessage};
+use rusqlite::Connection;
+use serde::Serialize;
+
+use crate::crypto::DataKey;
+use crate::services::conversations::open_message;
+use crate::services::messages::rich::media_of;
+use crate::services::senders::Senders;
 use crate::services::Context;
+use crate::store::last_message;
 use crate::store::rooms::RoomRow;
 
 /// The last message of each room of `rows` that has one, by room id. Native callers without
@@ -35,7 +42,7 @@ pub(super) async fn of_rooms(
         .query(move |c| {
             let mut out = HashMap::with_capacity(rooms.len());
             for room in rooms {
-                if let Some(last) = senders::last_message(c, &dek, &uid, own.as_deref(), &room)? {
+                if let Some(last) = last_message(c, &dek, &uid, own.as_deref(), &room)? {
                     out.insert(room, last);
                 }
             }
@@ -57,4 +64,54 @@ pub(super) fn attach(caller: &Caller, view: &mut RoomView, last: Option<LastMess
             })
         }
     }
+}
+
+/// Longest `lastMessage.text`, in characters.
+pub const LAST_MESSAGE_CHARS: usize = 140;
+
+/// `lastMessage` of a room object.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct LastMessage {
+    pub event_id: String,
+    pub sender_name: String,
+    pub is_mine: bool,
+    pub msgtype: String,
+    /// The text, at most [`LAST_MESSAGE_CHARS`] characters; the file name for media.
+    pub text: String,
+    pub ts: i64,
+}
+
+/// The room's newest message that is not deleted, or `None` for an empty room.
+/// `own_id` is the caller's Matrix ID (for `isMine` of messages sent elsewhere).
+pub fn last_message(
+    conn: &Connection,
+    dek: &DataKey,
+    user_id: &str,
+    own_id: Option<&str>,
+    room_id: &str,
+) -> rusqlite::Result<Option<LastMessage>> {
+    let Some(row) = last_message::newest_shown(conn, user_id, room_id)? else {
+        return Ok(None);
+    };
+    let sender = Senders::new(conn, dek, user_id).of(&row)?;
+    // Unreadable content (a shredded key) leaves an empty text rather than no message.
+    let (text, msgtype) = match open_message(dek, &row.id, &row.content_enc) {
+        Ok(c) => {
+            let text = match media_of(&row.msgtype, &c.content) {
+                Some(media) => media.name,
+                None => c.body,
+            };
+            (text, row.msgtype.clone())
+        }
+        Err(_) => (String::new(), row.msgtype.clone()),
+    };
+    Ok(Some(LastMessage {
+        event_id: row.event_id,
+        sender_name: sender.name,
+        is_mine: row.is_mine || own_id == Some(row.sender_id.as_str()),
+        msgtype,
+        text: text.chars().take(LAST_MESSAGE_CHARS).collect(),
+        ts: row.ts,
+    }))
 }

@@ -32,13 +32,13 @@ use super::users;
 use crate::clock::unix_now;
 use crate::error::{AppError, AppResult};
 use crate::events::ChangeEvent;
-use crate::services::senders::LastMessage;
 use crate::services::session::Principal;
 use crate::services::Context;
 use crate::store::conversation::{self as conversation_store, Marks};
 use crate::store::linked_groups;
 use crate::store::rooms::{self, RoomFlag, RoomListKey, RoomRow, RoomSort};
 use crate::store::users::UserRow;
+pub use last::LastMessage;
 use rusqlite::Connection;
 
 /// Page size bounds of room lists (contract: 1 to 100, default 50).

@@ -25,93 +25,16 @@ use crate::error::{AppError, AppResult};
 use crate::services::conversations;
 use crate::services::email::{open_json, Body, Header, T_MESSAGES};
 use crate::services::messages::cache::KeyTag;
-use crate::store::messages::MessageRow;
-use crate::store::search_index::{self, Candidate, DocMeta, EmailDoc};
+use crate::store::search_index::{self, Candidate, EmailDoc};
 
 pub mod query;
 pub mod run;
-pub mod terms;
 
+pub use crate::services::indexing::{
+    index_email, index_item, index_message, remove_item, terms, SearchKey, KIND_EMAIL, KIND_MESSAGE,
+};
 pub use query::{Highlight, Query};
 pub use run::{search, SearchHit, SearchPage, SearchParams, SnippetText};
-pub use terms::SearchKey;
-
-pub const KIND_MESSAGE: &str = "message";
-pub const KIND_EMAIL: &str = "email";
-/// msgtype of a message kept undecryptable: its stored text is a placeholder, not content.
-const UNDECRYPTABLE: &str = "m.room.encrypted";
-
-/// Indexes one item's text under its metadata, replacing what it had (an empty text
-/// removes it). The extension point for every kind: e-mail ingest calls it with
-/// `kind: "email"`, `scope`: the thread id, `sender: None`.
-pub fn index_item(
-    conn: &Connection,
-    key: &SearchKey,
-    doc: &DocMeta<'_>,
-    text: &str,
-) -> rusqlite::Result<()> {
-    let terms = key.document_terms(&terms::words(text));
-    search_index::replace(conn, doc, &terms)
-}
-
-/// Removes one item from the index (e-mail deletion; messages go by trigger).
-pub fn remove_item(conn: &Connection, kind: &str, item_id: &str) -> rusqlite::Result<()> {
-    search_index::remove(conn, kind, item_id).map(|_| ())
-}
-
-/// Indexes a stored chat message with its readable text: called by the ingest for every
-/// message it stores or rewrites. Redacted and undecryptable messages are not indexed.
-pub fn index_message(
-    conn: &Connection,
-    dek: &DataKey,
-    row: &MessageRow,
-    body: &str,
-) -> rusqlite::Result<()> {
-    let text = if row.redacted || row.msgtype == UNDECRYPTABLE {
-        ""
-    } else {
-        body
-    };
-    let doc = DocMeta {
-        user_id: &row.user_id,
-        kind: KIND_MESSAGE,
-        item_id: &row.id,
-        scope: &row.room_id,
-        sender: Some(&row.sender_id),
-        ts: row.ts,
-    };
-    index_item(conn, &SearchKey::of(dek), &doc, text)
-}
-
-/// Indexes a cached e-mail (subject and text) under its thread: called by the mailbox
-/// sync for every mail it stores. The sender is sealed with the mail, so it is not filed
-/// (the `sender` filter applies to chat messages).
-#[allow(clippy::too_many_arguments)]
-pub fn index_email(
-    conn: &Connection,
-    dek: &DataKey,
-    user_id: &str,
-    message_id: &str,
-    thread_id: &str,
-    date_ms: i64,
-    subject: &str,
-    text: &str,
-) -> rusqlite::Result<()> {
-    let doc = DocMeta {
-        user_id,
-        kind: KIND_EMAIL,
-        item_id: message_id,
-        scope: thread_id,
-        sender: None,
-        ts: date_ms,
-    };
-    index_item(
-        conn,
-        &SearchKey::of(dek),
-        &doc,
-        &format!("{subject}\n{text}"),
-    )
-}
 
 /// A cached mail's header and the text it is indexed by (and summarized from): the body's
 /// text part, or the snippet of a mail without one. `None` when it does not open.

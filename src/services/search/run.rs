@@ -18,9 +18,7 @@ use crate::store::{user_keys, users::UserRow};
 
 pub const DEFAULT_LIMIT: i64 = 20;
 pub const MAX_LIMIT: i64 = 100;
-/// Most candidates decrypted for one page: bounds the cost of a query whose words are
-/// common but whose exact form is rare. The page may then be short with a `nextCursor`.
-pub const MAX_SCAN: usize = 2_000;
+pub use crate::services::indexing::MAX_SCAN;
 const PLATFORMS: [&str; 4] = ["whatsapp", "telegram", "discord", "matrix"];
 
 /// The query of `GET /api/search`, as received.

@@ -2,7 +2,7 @@
 
 use super::{RoomHint, RoomView};
 use crate::clients::matrix::types::RoomSummary;
-use crate::workers::sync::ingest::IngestContext;
+use crate::workers::sync::context::IngestContext;
 
 impl RoomView {
     /// The direct partner's display name: as seen in this response or the homeserver
