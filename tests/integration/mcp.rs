@@ -361,7 +361,7 @@ async fn refused_tool_calls_carry_the_routes_code_and_message() {
 /// segment rule's, not a route's (a route never sees the value).
 #[tokio::test]
 async fn dot_segments_in_tool_arguments_are_refused_before_the_request() {
-    let app = TestApp::start().await;
+    let app = TestApp::start_with_mail().await;
     let me = app.sign_up("mcp.dots").await;
     let (token_id, token) = token_with_id(&app, &me).await;
     crate::mcp_actions::enable(&app, &me, &token_id, true).await;
