@@ -370,7 +370,7 @@ async fn dot_segments_in_tool_arguments_are_refused_before_the_request() {
         &app,
         &token,
         json!([
-            {"tool": "read_room_history", "args": {"roomId": ".."}},
+            {"tool": "get_receipts", "args": {"roomId": ".."}},
             {"tool": "get_attachment", "args": {"roomId": room, "eventId": ".."}},
             {"tool": "send_file", "args": {"roomId": "..", "data": "aGk=", "txnId": "dots-1"}},
             {"tool": "read_email_message", "args": {"id": "."}},

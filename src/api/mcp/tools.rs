@@ -170,7 +170,7 @@ mod tests {
     fn dot_segments_never_become_a_path() {
         let args = |v: Value| v.as_object().unwrap().clone();
         for (tool, call, field) in [
-            ("read_room_history", json!({"roomId": ".."}), "roomId"),
+            ("get_receipts", json!({"roomId": ".."}), "roomId"),
             (
                 "get_attachment",
                 json!({"roomId": "!a:b", "eventId": "."}),
