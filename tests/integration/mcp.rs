@@ -372,7 +372,7 @@ async fn dot_segments_in_tool_arguments_are_refused_before_the_request() {
         json!([
             {"tool": "get_receipts", "args": {"roomId": ".."}},
             {"tool": "get_attachment", "args": {"roomId": room, "eventId": ".."}},
-            {"tool": "send_file", "args": {"roomId": "..", "data": "aGk=", "txnId": "dots-1"}},
+            {"tool": "send_file", "args": {"roomId": "..", "name": "a.txt", "data": "aGk=", "txnId": "dots-1"}},
             {"tool": "read_email_message", "args": {"id": "."}},
             {"tool": "update_reminder", "args": {"id": "..", "title": "x"}},
             {"tool": "list_reminders", "args": {}},

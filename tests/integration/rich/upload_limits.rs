@@ -44,17 +44,22 @@ async fn held_upload(
     s
 }
 
-/// Panics when the server has already answered the held upload `s` (or closed it): a held
-/// upload must stay in its handler, holding its slot, until the client lets go.
-fn still_held(s: &TcpStream, which: usize) {
+/// What the server already answered on the held upload `s` (None: nothing yet, it is
+/// still in its handler holding its slot).
+fn answered(s: &TcpStream, which: usize) -> Option<String> {
     let mut buf = [0u8; 2048];
     match s.try_read(&mut buf) {
-        Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => {}
-        Ok(n) => panic!(
-            "held upload {which} was answered: {:?}",
-            String::from_utf8_lossy(&buf[..n])
-        ),
+        Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => None,
+        Ok(n) => Some(String::from_utf8_lossy(&buf[..n]).into_owned()),
         Err(e) => panic!("held upload {which} failed: {e}"),
+    }
+}
+
+/// Panics when the held upload `s` was answered: it must stay in its handler until the
+/// client lets go.
+fn still_held(s: &TcpStream, which: usize) {
+    if let Some(a) = answered(s, which) {
+        panic!("held upload {which} was answered: {a:?}");
     }
 }
 
@@ -190,18 +195,28 @@ async fn a_trickled_body_runs_into_the_deadline() {
 async fn one_user_has_a_bounded_number_of_uploads_at_once() {
     let p = ready("[media]\nmax_concurrent_uploads = 2\n").await;
     let (app, token, room) = (&p.app, p.token.as_str(), p.room.as_str());
-    let held = [
+    let mut held = [
         held_upload(app, token, room, 500_000, &form_start("held-1")).await,
         held_upload(app, token, room, 500_000, &form_start("held-2")).await,
     ];
     let file = png(8, 8, 100);
-    // Once both held uploads are in the handler, a third is refused.
+    // Once both held uploads are in the handler, a third is refused. Nothing outside says
+    // when a held upload has reached its handler, so a third upload may get there first and
+    // take the slot: the held upload is then refused (429) and opened again.
     let deadline = Instant::now() + Duration::from_secs(20);
     let mut n = 0;
     loop {
         n += 1;
-        for (i, s) in held.iter().enumerate() {
-            still_held(s, i + 1);
+        for (i, s) in held.iter_mut().enumerate() {
+            if let Some(a) = answered(s, i + 1) {
+                assert!(
+                    a.starts_with("HTTP/1.1 429") && a.contains("too_many_uploads"),
+                    "held upload {} answered: {a:?}",
+                    i + 1
+                );
+                let txn = format!("held-{}-{n}", i + 1);
+                *s = held_upload(app, token, room, 500_000, &form_start(&txn)).await;
+            }
         }
         let txn = format!("third-{n}");
         let resp = upload(
