@@ -215,9 +215,27 @@ pub fn set_presence_settings(
     Ok(())
 }
 
-/// (room id, muted) of the user's rooms, for the flags the push rules mirror.
-pub fn muted_flags(conn: &Connection, user_id: &str) -> rusqlite::Result<Vec<(String, bool)>> {
-    conn.prepare_cached("SELECT room_id, muted FROM rooms WHERE user_id = ?1")?
-        .query_map([user_id], |r| Ok((r.get(0)?, r.get(1)?)))?
+/// (room id, muted, notify level) of the user's rooms, for the levels the push rules
+/// mirror.
+pub fn push_levels(
+    conn: &Connection,
+    user_id: &str,
+) -> rusqlite::Result<Vec<(String, bool, String)>> {
+    conn.prepare_cached("SELECT room_id, muted, notify_level FROM rooms WHERE user_id = ?1")?
+        .query_map([user_id], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)))?
         .collect()
+}
+
+/// Sets the level a room goes back to when unmuted (`all` or `mentions`).
+pub fn set_notify_level(
+    conn: &Connection,
+    user_id: &str,
+    room_id: &str,
+    level: &str,
+    now: i64,
+) -> rusqlite::Result<usize> {
+    conn.prepare_cached(
+        "UPDATE rooms SET notify_level = ?3, updated_at = ?4 WHERE user_id = ?1 AND room_id = ?2",
+    )?
+    .execute(rusqlite::params![user_id, room_id, level, now])
 }

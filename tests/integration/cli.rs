@@ -118,6 +118,45 @@ fn a_corrupt_master_key_is_refused() {
     assert!(!err.contains("panicked"), "{err}");
 }
 
+/// `switchboard serve …` that must refuse to start: its exit status and stderr. A server
+/// that starts after all is killed after `within` and the test fails saying so (rather
+/// than waiting for ever).
+fn serve_refused(
+    args: &[&str],
+    cwd: &std::path::Path,
+    within: std::time::Duration,
+) -> (std::process::ExitStatus, String) {
+    let err_path = cwd.join("serve.stderr");
+    let mut child = std::process::Command::new(binary())
+        .args(args)
+        .current_dir(cwd)
+        .env_remove("RUST_LOG")
+        .stdin(std::process::Stdio::null())
+        .stdout(std::process::Stdio::null())
+        .stderr(std::fs::File::create(&err_path).unwrap())
+        .spawn()
+        .expect("run switchboard");
+    let deadline = std::time::Instant::now() + within;
+    let status = loop {
+        if let Some(status) = child.try_wait().unwrap() {
+            break status;
+        }
+        if std::time::Instant::now() >= deadline {
+            let _ = child.kill();
+            let _ = child.wait();
+            panic!(
+                "still running after {within:?}: the server started; stderr: {}",
+                std::fs::read_to_string(&err_path).unwrap_or_default()
+            );
+        }
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    };
+    (
+        status,
+        std::fs::read_to_string(&err_path).unwrap_or_default(),
+    )
+}
+
 #[test]
 fn metrics_on_a_public_address_are_refused_at_start_unless_allowed() {
     let dir = tempfile::tempdir().unwrap();
@@ -125,7 +164,7 @@ fn metrics_on_a_public_address_are_refused_at_start_unless_allowed() {
     let data = dir.path().join("d");
     for listen in ["0.0.0.0:0", "[::]:0", "8.8.8.8:9100"] {
         std::fs::write(&cfg, format!("[metrics]\nlisten = \"{listen}\"\n")).unwrap();
-        let (status, _, err) = run_cli(
+        let (status, err) = serve_refused(
             &[
                 "serve",
                 "--config",
@@ -136,6 +175,7 @@ fn metrics_on_a_public_address_are_refused_at_start_unless_allowed() {
                 "127.0.0.1:0",
             ],
             dir.path(),
+            std::time::Duration::from_secs(20),
         );
         assert!(!status.success(), "{listen}: {err}");
         assert!(

@@ -354,3 +354,48 @@ async fn refused_tool_calls_carry_the_routes_code_and_message() {
     assert_same_refusal(&r[2], &find);
     assert_eq!(error_code(&r[2]), "forbidden_for_api_token");
 }
+
+/// Review finding (dot segments): a tool argument that fills a path segment is checked as
+/// every outgoing call's segments are. `.` or `..` as an id is refused by the MCP layer
+/// itself, naming the argument, before the wrapped request exists: the message is the
+/// segment rule's, not a route's (a route never sees the value).
+#[tokio::test]
+async fn dot_segments_in_tool_arguments_are_refused_before_the_request() {
+    let app = TestApp::start_with_mail().await;
+    let me = app.sign_up("mcp.dots").await;
+    let (token_id, token) = token_with_id(&app, &me).await;
+    crate::mcp_actions::enable(&app, &me, &token_id, true).await;
+    let room = me_on_matrix(&me).create_room(None, &[], false).await;
+    let report = mcp_client(
+        &app,
+        &token,
+        json!([
+            {"tool": "get_receipts", "args": {"roomId": ".."}},
+            {"tool": "get_attachment", "args": {"roomId": room, "eventId": ".."}},
+            {"tool": "send_file", "args": {"roomId": "..", "name": "a.txt", "data": "aGk=", "txnId": "dots-1"}},
+            {"tool": "read_email_message", "args": {"id": "."}},
+            {"tool": "update_reminder", "args": {"id": "..", "title": "x"}},
+            {"tool": "list_reminders", "args": {}},
+        ]),
+    )
+    .await;
+    let results = report["results"]
+        .as_array()
+        .unwrap_or_else(|| panic!("{report}"));
+    for (i, field) in ["roomId", "eventId", "roomId", "id", "id"]
+        .iter()
+        .enumerate()
+    {
+        let r = &results[i];
+        assert_eq!(error_code(r), "invalid_request", "{r}");
+        assert_eq!(r["error"]["data"]["status"], 400, "{r}");
+        let message = r["error"]["message"].as_str().unwrap();
+        assert_eq!(
+            message,
+            format!("{field}: must not be \".\" or \"..\" (a dot path segment)"),
+            "{r}"
+        );
+    }
+    // The session is fine and a well-formed call goes through.
+    assert!(results[5]["ok"]["reminders"].is_array(), "{report}");
+}

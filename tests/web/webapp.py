@@ -363,8 +363,7 @@ def outgoing(page):
     link.click()
     expect(page.get_by_label("Subject")).to_have_value(subject)
     expect(page.get_by_label("Message", exact=True)).to_have_value(re.compile("never sent"))
-    # Known gap (issue #33, open): a draft whose send was undone reopens without the file it
-    # carried; the reopened draft's attachment list is not asserted until that is fixed.
+    expect(page.get_by_label("Attachments saved in the draft").get_by_text("note.txt")).to_be_visible()
     step("draft_reopened")
 
 

@@ -183,7 +183,9 @@ async fn send_file(
     );
     body.extend_from_slice(&bytes);
     body.extend_from_slice(format!("\r\n--{BOUNDARY}--\r\n").as_bytes());
-    let path = format!("/api/rooms/{}/media", crate::clients::matrix::encode(room));
+    let room =
+        crate::clients::segment::segment("roomId", room).map_err(|e| invalid(e.to_string()))?;
+    let path = format!("/api/rooms/{room}/media");
     let req = Request::builder()
         .method(Method::POST)
         .uri(

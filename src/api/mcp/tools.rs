@@ -90,7 +90,12 @@ impl ToolSpec {
             let slot = format!("{{{name}}}");
             if path.contains(&slot) {
                 let text = scalar(value).ok_or_else(|| format!("{name}: must be a string"))?;
-                path = path.replace(&slot, &crate::clients::matrix::encode(&text));
+                // Encoding leaves `.` and `..` as they are, and a URL parser resolves
+                // them: refused here, before the request is made (one rule for every
+                // client, `clients::segment`).
+                let seg =
+                    crate::clients::segment::segment(name, &text).map_err(|e| e.to_string())?;
+                path = path.replace(&slot, &seg);
             } else if !value.is_null() {
                 rest.insert(name.clone(), value.clone());
             }
@@ -159,6 +164,32 @@ mod tests {
         assert!(spec("search")
             .request(&args(json!({"q": "x", "bogus": 1})))
             .is_err());
+    }
+
+    #[test]
+    fn dot_segments_never_become_a_path() {
+        let args = |v: Value| v.as_object().unwrap().clone();
+        for (tool, call, field) in [
+            ("get_receipts", json!({"roomId": ".."}), "roomId"),
+            (
+                "get_attachment",
+                json!({"roomId": "!a:b", "eventId": "."}),
+                "eventId",
+            ),
+            ("read_email_message", json!({"id": ".."}), "id"),
+            ("update_reminder", json!({"id": "..", "title": "x"}), "id"),
+        ] {
+            let err = spec(tool).request(&args(call)).unwrap_err();
+            assert!(
+                err.starts_with(&format!("{field}: must not be")),
+                "{tool}: {err}"
+            );
+        }
+        // Dots inside a value are fine (and a query value is never a path segment).
+        let (path, _) = spec("read_email_message")
+            .request(&args(json!({"id": "a..b"})))
+            .unwrap();
+        assert_eq!(path, "/api/email/messages/a..b");
     }
 
     #[test]

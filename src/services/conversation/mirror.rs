@@ -1,8 +1,10 @@
 //! The room flags Switchboard shares with the user's other Matrix clients, written to the
 //! homeserver the way Element writes them: favorite is the `m.favourite` tag, archived the
-//! `m.lowpriority` tag, muted the per-room `override` push rule with no actions (a
-//! notification level of "off"), the marked-unread mark the `m.marked_unread` room account
-//! data. Pinned stays Switchboard's own.
+//! `m.lowpriority` tag, the notification level Element's per-room push rules (muted, level
+//! "off": an `override` rule matching the room with no actions; level "mentions": a `room`
+//! rule with the room's id and no actions, so only the rules for mentions and keywords, which
+//! come before it, still notify; "all": neither), the marked-unread mark the
+//! `m.marked_unread` room account data. Pinned stays Switchboard's own.
 //!
 //! Best effort: the flag is stored here first; when the homeserver cannot be told, the
 //! failure is logged and the flag stays (the caller's answer still says what was stored).
@@ -47,10 +49,11 @@ pub async fn flag(
                 .await
         }
         None => {
+            // Unmuted, the room goes back to the level it had before ("all" or "mentions").
             let level = if value {
                 RoomPushLevel::Off
             } else {
-                RoomPushLevel::All
+                stored_level(state, user_id, room_id).await
             };
             a.matrix.set_room_push_level(&a.token, room_id, level).await
         }
@@ -59,6 +62,40 @@ pub async fn flag(
         Ok(()) => true,
         Err(e) => {
             tracing::warn!(%room_id, ?flag, error = %e, "room flag not mirrored to the homeserver");
+            false
+        }
+    }
+}
+
+/// The push level the room's stored flags say (`muted` wins, then `notify_level`).
+async fn stored_level(state: &Context, user_id: &str, room_id: &str) -> RoomPushLevel {
+    let (uid, rid) = (user_id.to_owned(), room_id.to_owned());
+    let row = state
+        .db(move |c| Ok(crate::store::rooms::find(c, &uid, &rid)?))
+        .await
+        .ok()
+        .flatten();
+    match row {
+        Some(r) if r.muted => RoomPushLevel::Off,
+        Some(r) if r.notify_level == "mentions" => RoomPushLevel::Mentions,
+        _ => RoomPushLevel::All,
+    }
+}
+
+/// Writes the room's notification level (`PUT /api/rooms/{roomId}/notifications`) as
+/// Element's push rules; returns whether the homeserver took it.
+pub async fn level(state: &Context, user_id: &str, room_id: &str, level: RoomPushLevel) -> bool {
+    let a = match acting(state, user_id).await {
+        Ok(a) => a,
+        Err(e) => {
+            tracing::debug!(%room_id, error = %e, "notification level not mirrored: no homeserver session");
+            return false;
+        }
+    };
+    match a.matrix.set_room_push_level(&a.token, room_id, level).await {
+        Ok(()) => true,
+        Err(e) => {
+            tracing::warn!(%room_id, error = %e, "notification level not mirrored to the homeserver");
             false
         }
     }

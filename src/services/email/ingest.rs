@@ -10,7 +10,7 @@ use crate::crypto::{Aad, DataKey};
 use crate::error::AppResult;
 use crate::store::email::messages as mstore;
 
-/// Whether cached message `id` says what `parsed` says (header and bodies): the same mail
+/// Whether cached message `id` says what `parsed` says (header, bodies, files): the same mail
 /// seen in another mailbox, not a second mail reusing its Message-ID.
 fn same_content(
     tx: &rusqlite::Connection,
@@ -25,7 +25,11 @@ fn same_content(
     let body: Body = open_json(dek, &body_enc, T_MESSAGES, "body", id)?;
     let same_header =
         serde_json::to_value(&header).ok() == serde_json::to_value(&parsed.header).ok();
-    Ok(same_header && body.text == parsed.body.text && body.html == parsed.body.html)
+    // The files count too: a draft saved again with a file added keeps its Message-ID, text
+    // and header, and must not be taken for the version without the file.
+    let same_files = serde_json::to_value(&body.attachments).ok()
+        == serde_json::to_value(&parsed.body.attachments).ok();
+    Ok(same_header && same_files && body.text == parsed.body.text && body.html == parsed.body.html)
 }
 
 /// Caches one fetched message at `(mailbox, uid)`; returns its thread id.

@@ -163,7 +163,9 @@ async fn spool<S>(
 where
     S: Stream<Item = io::Result<Bytes>> + Send + Unpin + 'static,
 {
-    let mut stream = stream;
+    // Fused: a file shorter than the head ends inside the loop below, and the chain after
+    // it polls the stream once more (a bare `unfold` panics when polled past its end).
+    let mut stream = stream.fuse();
     let mut head = Vec::new();
     let mut first: Vec<Bytes> = Vec::new();
     while head.len() < SNIFF_BYTES {

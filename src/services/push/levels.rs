@@ -13,6 +13,7 @@
 use serde_json::Value;
 
 use super::now_ms;
+use crate::clients::matrix::conversation::RoomPushLevel;
 use crate::error::{AppError, AppResult};
 use crate::events::ChangeEvent;
 use crate::services::session::Principal;
@@ -94,6 +95,15 @@ pub async fn set(
             Ok(())
         })
         .await?;
+    // Shared with the user's other Matrix clients as Element's push rules (best effort,
+    // like the other flags: the level stays stored when the homeserver cannot be told).
+    let pushed = match level {
+        Level::All => RoomPushLevel::All,
+        Level::Mentions => RoomPushLevel::Mentions,
+        Level::Off => RoomPushLevel::Off,
+    };
+    crate::services::conversation::mirror::level(state, principal.user_id(), &room.room_id, pushed)
+        .await;
     state.events.publish(
         principal.user_id(),
         ChangeEvent::RoomUpdated {

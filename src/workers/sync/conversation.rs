@@ -9,7 +9,8 @@
 //!   archived flag; `m.marked_unread` (and its unstable predecessor
 //!   `com.famedly.marked_unread`) the marked-unread mark.
 //! - global account data `m.push_rules`: the per-room rules Element writes
-//!   ([`room_push_levels`]) give each room's level; `Off` is the muted flag.
+//!   ([`room_push_levels`]) give each room's level; `Off` is the muted flag, `Mentions`
+//!   and `All` the level (`notify_level`) of a room that is not muted.
 //!
 //! Each flag is applied only when its event is in the response (another client changed it,
 //! or this is the first sync), so flags set before the homeserver knew them stay.
@@ -126,8 +127,8 @@ pub(super) fn room_flags(
 }
 
 /// The rooms' levels from a new `m.push_rules` in the global account data; returns the
-/// rooms whose flags changed. Today the level drives `muted` (`Off` ↔ muted); a room
-/// absent from the rules is at `All`.
+/// rooms whose flags changed. `Off` is muted; otherwise the room is unmuted at `Mentions`
+/// or `All` (a room absent from the rules is at `All`).
 pub(super) fn push_rules(
     tx: &Transaction<'_>,
     ctx: &IngestContext<'_>,
@@ -138,28 +139,46 @@ pub(super) fn push_rules(
     };
     let levels = room_push_levels(&ev.content);
     let mut changed = Vec::new();
-    for (room_id, muted) in conversation::muted_flags(tx, ctx.user_id)? {
+    for (room_id, muted, notify) in conversation::push_levels(tx, ctx.user_id)? {
         let level = levels.get(&room_id).copied().unwrap_or(RoomPushLevel::All);
-        if apply_level(tx, ctx, &room_id, muted, level)? {
+        if apply_level(tx, ctx, &room_id, (muted, &notify), level)? {
             changed.push(room_id);
         }
     }
     Ok(changed)
 }
 
-/// Where a room's push level lands in its stored flags: `Off` is muted, anything else
-/// not. (A finer `level` on the room takes the level itself here.)
+/// Where a room's push level lands in its stored flags (`(muted, notify_level)` now):
+/// `Off` is muted (the level to come back to is kept); `Mentions` and `All` unmute and set
+/// the level. Returns whether anything changed.
 fn apply_level(
     tx: &Transaction<'_>,
     ctx: &IngestContext<'_>,
     room_id: &str,
-    muted: bool,
+    (muted, notify): (bool, &str),
     level: RoomPushLevel,
 ) -> rusqlite::Result<bool> {
-    let want = level == RoomPushLevel::Off;
-    if want == muted {
-        return Ok(false);
+    let want_muted = level == RoomPushLevel::Off;
+    let mut changed = false;
+    if want_muted != muted {
+        rooms::set_flag(
+            tx,
+            ctx.user_id,
+            room_id,
+            RoomFlag::Muted,
+            want_muted,
+            ctx.now,
+        )?;
+        changed = true;
     }
-    rooms::set_flag(tx, ctx.user_id, room_id, RoomFlag::Muted, want, ctx.now)?;
-    Ok(true)
+    let want_level = match level {
+        RoomPushLevel::Off => notify,
+        RoomPushLevel::Mentions => "mentions",
+        RoomPushLevel::All => "all",
+    };
+    if want_level != notify {
+        conversation::set_notify_level(tx, ctx.user_id, room_id, want_level, ctx.now)?;
+        changed = true;
+    }
+    Ok(changed)
 }

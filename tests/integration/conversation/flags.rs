@@ -229,3 +229,88 @@ async fn marked_unread_is_set_cleared_by_reading_and_set_by_another_client() {
         .await;
     expect_error(resp, 404, "not_found").await;
 }
+
+/// The room's `room` push rule (Element's "mentions and keywords"), or None.
+async fn room_rule(chat: &Chat) -> Option<Value> {
+    let resp = reqwest::Client::new()
+        .get(format!(
+            "{}/_matrix/client/v3/pushrules/global/room/{}",
+            synapse().base_url,
+            encode(&chat.room)
+        ))
+        .bearer_auth(matrix_token(&chat.user))
+        .send()
+        .await
+        .unwrap();
+    match resp.status().as_u16() {
+        200 => Some(resp.json().await.unwrap()),
+        404 => None,
+        s => panic!("push rule: {s}"),
+    }
+}
+
+async fn set_level(app: &TestApp, chat: &Chat, level: &str) {
+    expect_json(
+        app.send(
+            Method::PUT,
+            &chat.path("notifications"),
+            Some(&chat.user.access_token),
+            Some(json!({"level": level})),
+        )
+        .await,
+        200,
+    )
+    .await;
+}
+
+#[tokio::test]
+async fn notification_levels_are_elements_push_rules_both_ways() {
+    let app = TestApp::start_with_mail().await;
+    let chat = Chat::new(&app, "levels").await;
+    let mx = matrix_token(&chat.user);
+
+    // Switchboard → homeserver: "mentions" is a `room` rule with no actions (Element's
+    // "Mentions and keywords"), "off" the `override` rule, "all" neither.
+    set_level(&app, &chat, "mentions").await;
+    let rule = room_rule(&chat).await.expect("room rule for mentions");
+    assert_eq!(rule["actions"], json!([]), "{rule}");
+    assert_eq!(rule["rule_id"], chat.room.as_str(), "{rule}");
+    assert!(mute_rule(&chat).await.is_none());
+    set_level(&app, &chat, "off").await;
+    assert!(mute_rule(&chat).await.is_some(), "override rule when off");
+    assert!(room_rule(&chat).await.is_none());
+    // Unmuting goes back to the level before: mentions.
+    act(&app, &chat, "unmute").await;
+    assert!(mute_rule(&chat).await.is_none());
+    assert!(room_rule(&chat).await.is_some(), "back to mentions");
+    set_level(&app, &chat, "all").await;
+    assert!(room_rule(&chat).await.is_none() && mute_rule(&chat).await.is_none());
+    chat.room_until(&app, "level all", |r| r["notifications"]["level"] == "all")
+        .await;
+
+    // Element → Switchboard, within a sync.
+    cs_api(
+        Method::PUT,
+        &format!("/pushrules/global/room/{}", encode(&chat.room)),
+        &mx,
+        Some(json!({"actions": []})),
+    )
+    .await;
+    let r = chat
+        .room_until(&app, "mentions from Element", |r| {
+            r["notifications"]["level"] == "mentions"
+        })
+        .await;
+    assert_eq!(r["muted"], false, "{r}");
+    cs_api(
+        Method::DELETE,
+        &format!("/pushrules/global/room/{}", encode(&chat.room)),
+        &mx,
+        None,
+    )
+    .await;
+    chat.room_until(&app, "all from Element", |r| {
+        r["notifications"]["level"] == "all"
+    })
+    .await;
+}

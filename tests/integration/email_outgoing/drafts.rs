@@ -230,3 +230,104 @@ async fn drafts_live_in_the_drafts_mailbox_and_are_sent_from_there() {
     assert!(drafts_on_server(&email).await.is_empty());
     assert_eq!(list(&app, &tok).await["drafts"], json!([]));
 }
+
+/// The web app's order: the draft is autosaved without files, the file is added by the
+/// save right before sending, the send is held and undone. The reopened draft still has
+/// the file (its Message-ID, header and text did not change, only the files), and sending
+/// it again carries the file.
+#[tokio::test]
+async fn a_file_added_to_a_draft_stays_through_an_undone_send() {
+    let app = app().await;
+    let (tok, _, _) = user_with_mailbox(&app, "draftfile").await;
+    let run = uuid::Uuid::new_v4().simple().to_string();
+    let subject = format!("Undo me {run}");
+    let fields = json!({"to": ["undo@example.org"], "subject": subject, "text": "never sent"});
+    let created = expect_json(
+        app.post_json("/api/email/drafts", Some(&tok), fields.clone())
+            .await,
+        201,
+    )
+    .await;
+    let id = created["id"].as_str().unwrap().to_owned();
+    let up = expect_json(
+        upload(&app, &tok, "note.txt", "text/plain", b"hello file").await,
+        201,
+    )
+    .await;
+    let mut with_file = fields.clone();
+    with_file["attachments"] = json!([up["uploadId"]]);
+    expect_json(
+        app.send(
+            Method::PUT,
+            &format!("/api/email/drafts/{id}"),
+            Some(&tok),
+            Some(with_file),
+        )
+        .await,
+        200,
+    )
+    .await;
+    let file = |d: &Value| {
+        (
+            d["attachments"][0]["filename"].clone(),
+            d["attachments"][0]["size"].clone(),
+        )
+    };
+    let want = (json!("note.txt"), json!(10));
+    let d = expect_json(
+        app.get_auth(&format!("/api/email/drafts/{id}"), &tok).await,
+        200,
+    )
+    .await;
+    assert_eq!(file(&d), want, "the saved draft lists its file: {d}");
+    let held = expect_json(
+        app.post_json(
+            &format!("/api/email/drafts/{id}/send"),
+            Some(&tok),
+            json!({"undoSeconds": 30}),
+        )
+        .await,
+        202,
+    )
+    .await;
+    let outbox = held["outboxId"].as_str().unwrap();
+    let undone = app
+        .send(
+            Method::DELETE,
+            &format!("/api/email/outbox/{outbox}"),
+            Some(&tok),
+            None,
+        )
+        .await;
+    assert_eq!(undone.status(), 204);
+    let d = expect_json(
+        app.get_auth(&format!("/api/email/drafts/{id}"), &tok).await,
+        200,
+    )
+    .await;
+    assert_eq!(file(&d), want, "reopened after the undo: {d}");
+    let listed = list(&app, &tok).await;
+    let row = listed["drafts"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|x| x["id"] == id.as_str())
+        .unwrap_or_else(|| panic!("{listed}"));
+    assert_eq!(file(row), want, "listed with its file: {row}");
+    // Sent for real now: the file goes with it.
+    expect_json(
+        app.post_json(
+            &format!("/api/email/drafts/{id}/send"),
+            Some(&tok),
+            json!({}),
+        )
+        .await,
+        201,
+    )
+    .await;
+    let at_sink = wait_sink(&subject).await;
+    assert_eq!(
+        files_of(&at_sink),
+        vec![("note.txt".to_owned(), b"hello file".to_vec())]
+    );
+}

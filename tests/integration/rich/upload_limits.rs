@@ -1,8 +1,9 @@
 //! Review finding: the upload route skipped the body cap, read text parts without limit
 //! and had no deadline, per-user cap or spool bound. Each limit, performed against the
 //! real binary: a body over the cap refused up front (413), repeated or oversized text
-//! parts (400 naming the field), a trickled body (408 `request_timeout`), too many uploads
-//! of one user at once (429 `too_many_uploads`), a full spool (503 `spool_full`).
+//! parts (400 naming the field; an endless one is cut at 64 KiB), a trickled body (408
+//! `request_timeout`), too many uploads of one user at once (429 `too_many_uploads`, while
+//! the held ones stay unanswered), a full spool (503 `spool_full`).
 
 use std::time::{Duration, Instant};
 
@@ -41,6 +42,25 @@ async fn held_upload(
     s.write_all(sent).await.unwrap();
     s.flush().await.unwrap();
     s
+}
+
+/// What the server already answered on the held upload `s` (None: nothing yet, it is
+/// still in its handler holding its slot).
+fn answered(s: &TcpStream, which: usize) -> Option<String> {
+    let mut buf = [0u8; 2048];
+    match s.try_read(&mut buf) {
+        Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => None,
+        Ok(n) => Some(String::from_utf8_lossy(&buf[..n]).into_owned()),
+        Err(e) => panic!("held upload {which} failed: {e}"),
+    }
+}
+
+/// Panics when the held upload `s` was answered: it must stay in its handler until the
+/// client lets go.
+fn still_held(s: &TcpStream, which: usize) {
+    if let Some(a) = answered(s, which) {
+        panic!("held upload {which} was answered: {a:?}");
+    }
 }
 
 /// The start of a form: `txnId`, then the head of the file part and a few PNG bytes.
@@ -141,6 +161,23 @@ async fn text_parts_come_once_and_small() {
 }
 
 #[tokio::test]
+async fn a_text_part_past_64_kib_is_refused_while_it_streams() {
+    let p = ready("").await;
+    // A caption part of 70 KiB whose end never comes: the server must stop reading at
+    // 64 KiB and answer, not wait for the part (or the body deadline).
+    let mut start = format!(
+        "--{BOUNDARY}\r\nContent-Disposition: form-data; name=\"txnId\"\r\n\r\nlong-1\r\n\
+         --{BOUNDARY}\r\nContent-Disposition: form-data; name=\"caption\"\r\n\r\n"
+    )
+    .into_bytes();
+    start.extend(std::iter::repeat_n(b'x', 70 * 1024));
+    let mut s = held_upload(&p.app, &p.token, &p.room, 500_000, &start).await;
+    let (status, body) = answer(&mut s, Duration::from_secs(10)).await;
+    assert_eq!(status, 400, "{body}");
+    assert!(body.contains("\"caption: is too long"), "{body}");
+}
+
+#[tokio::test]
 async fn a_trickled_body_runs_into_the_deadline() {
     let p = ready("[media]\nupload_timeout = \"2s\"\n").await;
     let began = Instant::now();
@@ -154,24 +191,33 @@ async fn a_trickled_body_runs_into_the_deadline() {
     );
 }
 
-// Not passing yet: the two held uploads stay unanswered (so they are open), but a third
-// upload of the same user is still accepted; the cause was not found before the session's
-// end. The cap itself is in `services::media::spool::upload_slot`.
-#[ignore = "fails: a third concurrent upload is accepted; see the comment above"]
 #[tokio::test]
 async fn one_user_has_a_bounded_number_of_uploads_at_once() {
     let p = ready("[media]\nmax_concurrent_uploads = 2\n").await;
     let (app, token, room) = (&p.app, p.token.as_str(), p.room.as_str());
-    let held = [
+    let mut held = [
         held_upload(app, token, room, 500_000, &form_start("held-1")).await,
         held_upload(app, token, room, 500_000, &form_start("held-2")).await,
     ];
     let file = png(8, 8, 100);
-    // Once both held uploads are in the handler, a third is refused.
+    // Once both held uploads are in the handler, a third is refused. Nothing outside says
+    // when a held upload has reached its handler, so a third upload may get there first and
+    // take the slot: the held upload is then refused (429) and opened again.
     let deadline = Instant::now() + Duration::from_secs(20);
     let mut n = 0;
     loop {
         n += 1;
+        for (i, s) in held.iter_mut().enumerate() {
+            if let Some(a) = answered(s, i + 1) {
+                assert!(
+                    a.starts_with("HTTP/1.1 429") && a.contains("too_many_uploads"),
+                    "held upload {} answered: {a:?}",
+                    i + 1
+                );
+                let txn = format!("held-{}-{n}", i + 1);
+                *s = held_upload(app, token, room, 500_000, &form_start(&txn)).await;
+            }
+        }
         let txn = format!("third-{n}");
         let resp = upload(
             app,
@@ -187,6 +233,10 @@ async fn one_user_has_a_bounded_number_of_uploads_at_once() {
                 .as_str()
                 .unwrap()
                 .contains("max_concurrent_uploads"));
+            // The two slots are the held uploads' (both still unanswered).
+            for (i, s) in held.iter().enumerate() {
+                still_held(s, i + 1);
+            }
             break;
         }
         let status = resp.status();

@@ -231,6 +231,15 @@ async fn a_person_uses_switchboard_from_chromium() {
         "recovery_key_reset_needs_proof",
         "recovery_key_reset_confirmed",
         "admin_hidden",
+        // E-mail: read, reply, and outgoing(): a file attached, the send undone from the
+        // toast, the draft reopened with its text and file.
+        "mailbox_connected",
+        "mail_read",
+        "remote_image_held_back",
+        "mail_replied",
+        "mail_attached",
+        "mail_undone",
+        "draft_reopened",
         "wrong_passphrase_refused",
         "unlocked_key_not_raw",
         "unlocked",
