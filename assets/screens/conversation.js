@@ -26,10 +26,12 @@ export async function render(main, { roomId }) {
   const log = h('ol', { class: 'messages', 'aria-label': 'Messages', 'aria-live': 'polite', tabindex: '0' });
   const more = h('p', { class: 'muted center', role: 'status' });
   const out = h('div', { class: 'out' });
-  const scope = new BlobScope();
+  const pane = h('div', { class: 'scroller' }, more, log);
+  // Attachments load when they come near the visible part of the message pane.
+  const scope = new BlobScope(pane);
   /** @type {import('../ui/message.js').MessageCtx} */
   const ctx = { roomId, scope, reply: (id, text) => composer.dispatchEvent(new CustomEvent('reply', { detail: { id, text } })), changed: () => refreshNewest() };
-  const composer = composeForm(roomId, out, () => refreshNewest());
+  const composer = composeForm(roomId, out, () => refreshNewest(true));
   // A file dropped anywhere on the conversation is staged in the composer.
   main.addEventListener('dragover', (ev) => {
     if (ev.dataTransfer?.types.includes('Files')) ev.preventDefault();
@@ -41,7 +43,7 @@ export async function render(main, { roomId }) {
     composer.dispatchEvent(new CustomEvent('attach', { detail: dropped }));
   });
   const typing = typingLine((id) => nameOf(id));
-  main.append(head, info, h('div', { class: 'scroller' }, more, log), typing.el, out, composer);
+  main.append(head, info, pane, typing.el, out, composer);
   main.classList.add('conversation');
 
   /** @type {import('../rooms.js').RoomView} */
@@ -171,7 +173,8 @@ export async function render(main, { roomId }) {
     }
   }
 
-  async function refreshNewest() {
+  /** @param {boolean} [toEnd] scroll to the newest (after the user's own send) */
+  async function refreshNewest(toEnd = false) {
     try {
       const page = await api.get('/api/messages', { query: { roomId, limit: 20 } });
       const scroller = /** @type {HTMLElement} */ (log.parentElement);
@@ -179,7 +182,7 @@ export async function render(main, { roomId }) {
       // Known messages are redrawn in place (edits, reactions, deletions), new ones appended;
       // only new ones move the read marker (a read answers room.updated, which refreshes).
       const fresh = await place(page.messages, 'bottom');
-      if (atEnd) scroller.scrollTop = scroller.scrollHeight;
+      if (atEnd || toEnd) scroller.scrollTop = scroller.scrollHeight;
       loadReceipts();
       if (fresh) markRead();
     } catch (e) {

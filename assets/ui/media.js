@@ -39,7 +39,8 @@ const AUTO_BYTES = 25 * 1024 * 1024;
 
 /** The blob: URLs of one conversation, and what loads them when they scroll into view. */
 export class BlobScope {
-  constructor() {
+  /** @param {Element | null} [root] the scrolling pane the attachments are shown in */
+  constructor(root = null) {
     /** @type {Set<string>} */
     this.urls = new Set();
     this.closed = false;
@@ -54,7 +55,7 @@ export class BlobScope {
           this.observer?.unobserve(e.target);
           load?.();
         }
-      }, { rootMargin: '300px 0px' })
+      }, { root, rootMargin: '300px 0px' })
       : null;
   }
 
@@ -97,7 +98,7 @@ export class BlobScope {
 
 /** "1:05" for milliseconds. @param {number | null | undefined} ms */
 export function clock(ms) {
-  const s = Math.max(0, Math.round((ms || 0) / 1000));
+  const s = Math.max(0, Math.floor((ms || 0) / 1000));
   return `${Math.floor(s / 60)}:${String(s % 60).padStart(2, '0')}`;
 }
 
