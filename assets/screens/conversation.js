@@ -32,16 +32,19 @@ export async function render(main, { roomId }) {
   /** @type {import('../ui/message.js').MessageCtx} */
   const ctx = { roomId, scope, reply: (id, text) => composer.dispatchEvent(new CustomEvent('reply', { detail: { id, text } })), changed: () => refreshNewest() };
   const composer = composeForm(roomId, out, () => refreshNewest(true));
-  // A file dropped anywhere on the conversation is staged in the composer.
-  main.addEventListener('dragover', (ev) => {
-    if (ev.dataTransfer?.types.includes('Files')) ev.preventDefault();
-  });
-  main.addEventListener('drop', (ev) => {
-    const dropped = ev.dataTransfer?.files?.[0];
-    if (!dropped || composer.hidden) return;
-    ev.preventDefault();
-    composer.dispatchEvent(new CustomEvent('attach', { detail: dropped }));
-  });
+  // A file dropped on the messages or the composer is staged in the composer. (Not on `main`:
+  // it outlives the screen, and its listeners would keep the conversation alive.)
+  for (const target of [pane, composer]) {
+    target.addEventListener('dragover', (ev) => {
+      if (ev.dataTransfer?.types.includes('Files')) ev.preventDefault();
+    });
+    target.addEventListener('drop', (ev) => {
+      const dropped = ev.dataTransfer?.files?.[0];
+      if (!dropped || composer.hidden) return;
+      ev.preventDefault();
+      composer.dispatchEvent(new CustomEvent('attach', { detail: dropped }));
+    });
+  }
   const typing = typingLine((id) => nameOf(id));
   main.append(head, info, pane, typing.el, out, composer);
   main.classList.add('conversation');

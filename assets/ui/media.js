@@ -87,11 +87,21 @@ export class BlobScope {
     live.delete(url);
   }
 
-  /** Revokes every URL of the conversation and stops loading. */
+  /**
+   * Revokes every URL of the conversation and stops loading. The elements showing them let go
+   * first (an image or player still pointing at a revoked URL keeps its decoded pixels or
+   * buffered media until it is collected).
+   */
   release() {
     this.closed = true;
     this.observer?.disconnect();
     this.pending.clear();
+    for (const el of document.querySelectorAll('img[src^="blob:"], audio[src^="blob:"], video[src^="blob:"]')) {
+      const media = /** @type {HTMLImageElement | HTMLMediaElement} */ (el);
+      if (!this.urls.has(media.src)) continue;
+      media.removeAttribute('src');
+      if (media instanceof HTMLMediaElement) media.load();
+    }
     for (const url of this.urls) this.drop(url);
   }
 }
