@@ -34,17 +34,21 @@ export async function render(main, { roomId }) {
   const composer = composeForm(roomId, out, () => refreshNewest(true));
   // A file dropped on the messages or the composer is staged in the composer. (Not on `main`:
   // it outlives the screen, and its listeners would keep the conversation alive.)
-  for (const target of [pane, composer]) {
-    target.addEventListener('dragover', (ev) => {
-      if (ev.dataTransfer?.types.includes('Files')) ev.preventDefault();
-    });
-    target.addEventListener('drop', (ev) => {
-      const dropped = ev.dataTransfer?.files?.[0];
-      if (!dropped || composer.hidden) return;
-      ev.preventDefault();
-      composer.dispatchEvent(new CustomEvent('attach', { detail: dropped }));
-    });
-  }
+  /** @param {DragEvent} ev */
+  const dragOver = (ev) => {
+    if (ev.dataTransfer?.types.includes('Files')) ev.preventDefault();
+  };
+  /** @param {DragEvent} ev */
+  const drop = (ev) => {
+    const dropped = ev.dataTransfer?.files?.[0];
+    if (!dropped || composer.hidden) return;
+    ev.preventDefault();
+    composer.dispatchEvent(new CustomEvent('attach', { detail: dropped }));
+  };
+  pane.addEventListener('dragover', dragOver);
+  pane.addEventListener('drop', drop);
+  composer.addEventListener('dragover', dragOver);
+  composer.addEventListener('drop', drop);
   const typing = typingLine((id) => nameOf(id));
   main.append(head, info, pane, typing.el, out, composer);
   main.classList.add('conversation');

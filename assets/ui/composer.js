@@ -26,13 +26,14 @@ export function composeForm(roomId, out, sent) {
   const clearReply = () => { replyTo = null; replying.hidden = true; };
   const file = h('input', { type: 'file', 'aria-label': 'Attach a file', class: 'attach' });
   const pending = h('div', { class: 'pending', hidden: true, 'aria-label': 'File to send', role: 'group' });
+  const recorder = voiceRecorder((f, durationMs, waveform) => upload(f, { voice: 'true', durationMs: String(durationMs), waveform: JSON.stringify(waveform) }));
   const form = h('form', { class: 'composer' },
     replying,
     pending,
     text,
     h('button', { type: 'submit' }, 'Send'),
     file,
-    voiceRecorder((f, durationMs, waveform) => upload(f, { voice: 'true', durationMs: String(durationMs), waveform: JSON.stringify(waveform) })),
+    recorder,
     scheduleForm(roomId, () => text.value, () => { text.value = ''; }),
   );
   const typing = typingSender(roomId, text);
@@ -144,7 +145,10 @@ export function composeForm(roomId, out, sent) {
       text.focus();
     }
   });
-  /** Drops the local preview (the conversation closes). */
-  form.addEventListener('release', unstage);
+  /** Drops the local preview and stops a recording (the conversation closes: no microphone left on). */
+  form.addEventListener('release', () => {
+    unstage();
+    recorder.dispatchEvent(new Event('release'));
+  });
   return form;
 }

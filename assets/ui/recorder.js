@@ -47,6 +47,9 @@ export function voiceRecorder(send) {
   if (typeof MediaRecorder === 'undefined' || !navigator.mediaDevices?.getUserMedia) return box;
   const start = h('button', { type: 'button', class: 'secondary', 'aria-label': 'Record a voice note' }, '🎤 Voice note');
   box.append(start);
+  /** Ends a recording in progress without sending it (the conversation closes). */
+  let cancel = () => {};
+  box.addEventListener('release', () => cancel());
 
   start.addEventListener('click', async () => {
     /** @type {MediaStream} */
@@ -89,6 +92,7 @@ export function voiceRecorder(send) {
     recorder.addEventListener('dataavailable', (ev) => { if (ev.data.size) chunks.push(ev.data); });
     recorder.addEventListener('stop', async () => {
       const durationMs = Math.max(1, Math.round(performance.now() - began));
+      cancel = () => {};
       stream.getTracks().forEach((t) => t.stop());
       audio.close().catch(() => {});
       replace(box, start);
@@ -102,6 +106,7 @@ export function voiceRecorder(send) {
         toast(e instanceof Error ? e.message : String(e), true);
       }
     });
+    cancel = () => stop(false);
     recorder.start(250);
     replace(box, time,
       h('button', { type: 'button', onclick: () => stop(true) }, 'Stop and send'),
