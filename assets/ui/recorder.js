@@ -45,7 +45,7 @@ export function waveform(levels) {
 export function voiceRecorder(send) {
   const box = h('div', { class: 'recorder' });
   if (typeof MediaRecorder === 'undefined' || !navigator.mediaDevices?.getUserMedia) return box;
-  const start = h('button', { type: 'button', class: 'secondary', 'aria-label': 'Record a voice note' }, '🎤 Voice note');
+  const start = h('button', { type: 'button', class: 'secondary' }, 'Record a voice note');
   box.append(start);
   /** Ends a recording in progress without sending it (the conversation closes). */
   let cancel = () => {};
