@@ -55,7 +55,11 @@ export async function show() {
     const mod = await match[1]();
     if (gen !== generation) return;
     main.replaceChildren();
-    cleanup = await mod.render(main, params);
+    const done = await mod.render(main, params);
+    // Left meanwhile: the screen's cleanup runs now (a conversation's blob: URLs, listeners).
+    if (gen !== generation) {
+      if (typeof done === 'function') done();
+    } else cleanup = done;
   } catch (e) {
     if (gen === generation) replace(main, h('h1', null, 'Something went wrong'), errorBox(e));
   }

@@ -21,6 +21,7 @@
 # What it does: pip-installs synapse into VENV_DIR if missing; writes
 # DATA_DIR/homeserver.yaml (SQLite, 127.0.0.1:PORT only, client API only,
 # no federation, no TLS, registration closed except shared-secret admin API,
+# link previews on with only 127.0.0.1 allowed among private addresses,
 # rate limits effectively off, /sync response cache off); generates the signing
 # key once; starts synapse in the background; waits until it answers.
 # Secrets are generated once and kept in DATA_DIR/secrets.env so re-runs on the
@@ -94,6 +95,15 @@ install_synapse() {
     echo "synapse.sh: installing $SYNAPSE_SPEC into $venv_dir (about a minute the first time) ..." >&2
     [[ -x $py ]] || "$PYTHON" -m venv "$venv_dir" || die "venv creation failed (Debian system python needs: apt-get install python3-venv)"
     "$py" -m pip install -q --disable-pip-version-check "$SYNAPSE_SPEC" >&2 || die "pip install $SYNAPSE_SPEC failed"
+  fi
+  # Link previews (url_preview_enabled below) need Synapse's "url-preview" extra (lxml,
+  # beautifulsoup4): installed for the Synapse version present, as Synapse itself checks it.
+  if ! "$py" -c 'from synapse.util.check_dependencies import check_requirements as c; c("url-preview")' 2>/dev/null; then
+    local version
+    version=$("$py" -c 'import synapse; print(synapse.__version__.split()[0])')
+    echo "synapse.sh: installing matrix-synapse[url-preview]==$version into $venv_dir ..." >&2
+    "$py" -m pip install -q --disable-pip-version-check "matrix-synapse[url-preview]==$version" >&2 \
+      || die "pip install matrix-synapse[url-preview] failed"
   fi
 }
 
@@ -192,7 +202,26 @@ form_secret: "$FORM_SECRET"
 enable_registration: false
 report_stats: false
 enable_metrics: false
-url_preview_enabled: false
+# Link previews (GET /api/preview): on, and the test pages are served on loopback, so
+# 127.0.0.1 is allowed; every other private or local range stays refused.
+url_preview_enabled: true
+url_preview_ip_range_blacklist:
+  - '127.0.0.0/8'
+  - '10.0.0.0/8'
+  - '172.16.0.0/12'
+  - '192.168.0.0/16'
+  - '100.64.0.0/10'
+  - '192.0.0.0/24'
+  - '169.254.0.0/16'
+  - '198.18.0.0/15'
+  - '192.0.2.0/24'
+  - '198.51.100.0/24'
+  - '203.0.113.0/24'
+  - '224.0.0.0/4'
+  - '::1/128'
+  - 'fe80::/10'
+  - 'fc00::/7'
+url_preview_ip_range_whitelist: ['127.0.0.1']
 trusted_key_servers: []
 suppress_key_server_warning: true
 federation_domain_whitelist: []   # empty list = federate with nobody

@@ -164,6 +164,9 @@ pub struct RateLimitConfig {
     pub static_requests: u32,
     /// `POST /api/chats` calls per user per hour (all tokens and sessions together).
     pub new_chats_per_hour: u32,
+    /// `GET /api/preview` calls per user per minute (all tokens and sessions together):
+    /// each may make the homeserver fetch a web page.
+    pub previews_per_minute: u32,
 }
 
 impl Default for RateLimitConfig {
@@ -173,6 +176,7 @@ impl Default for RateLimitConfig {
             window: HumanDuration::from_secs(60),
             static_requests: 2000,
             new_chats_per_hour: 20,
+            previews_per_minute: 30,
         }
     }
 }

@@ -1,7 +1,9 @@
 // @ts-check
 // One conversation: history paged back as you scroll up, envelopes opened in the browser, send
 // (Enter sends, Shift+Enter adds a line), schedule, read marker, room actions, linked group;
-// who is typing, "Seen" and the draft (ui/live.js).
+// who is typing, "Seen" and the draft (ui/live.js); attachments shown inline from blob: URLs
+// that are all revoked when the conversation closes (ui/media.js), files dropped on it sent
+// through the composer (ui/composer.js).
 import * as api from '../api.js';
 import { openJson } from '../crypto.js';
 import { navigate } from '../router.js';
@@ -9,10 +11,11 @@ import { getRoom, roomAction } from '../rooms.js';
 import { state, on, platformName } from '../state.js';
 import { h, replace } from '../ui/dom.js';
 import { errorBox, toast } from '../ui/notice.js';
-import { scheduleForm } from '../ui/schedule.js';
 import { messageItem } from '../ui/message.js';
 import { levelControls } from '../ui/levels.js';
-import { draftKeeper, showSeen, typingLine, typingSender } from '../ui/live.js';
+import { showSeen, typingLine } from '../ui/live.js';
+import { BlobScope } from '../ui/media.js';
+import { composeForm } from '../ui/composer.js';
 
 const PAGE = 50;
 
@@ -23,11 +26,31 @@ export async function render(main, { roomId }) {
   const log = h('ol', { class: 'messages', 'aria-label': 'Messages', 'aria-live': 'polite', tabindex: '0' });
   const more = h('p', { class: 'muted center', role: 'status' });
   const out = h('div', { class: 'out' });
+  const pane = h('div', { class: 'scroller' }, more, log);
+  // Attachments load when they come near the visible part of the message pane.
+  const scope = new BlobScope(pane);
   /** @type {import('../ui/message.js').MessageCtx} */
-  const ctx = { roomId, reply: (id, text) => composer.dispatchEvent(new CustomEvent('reply', { detail: { id, text } })), changed: () => refreshNewest() };
-  const composer = composeForm(roomId, out, () => refreshNewest());
+  const ctx = { roomId, scope, reply: (id, text) => composer.dispatchEvent(new CustomEvent('reply', { detail: { id, text } })), changed: () => refreshNewest() };
+  const composer = composeForm(roomId, out, () => refreshNewest(true));
+  // A file dropped on the messages or the composer is staged in the composer. (Not on `main`:
+  // it outlives the screen, and its listeners would keep the conversation alive.)
+  /** @param {DragEvent} ev */
+  const dragOver = (ev) => {
+    if (ev.dataTransfer?.types.includes('Files')) ev.preventDefault();
+  };
+  /** @param {DragEvent} ev */
+  const drop = (ev) => {
+    const dropped = ev.dataTransfer?.files?.[0];
+    if (!dropped || composer.hidden) return;
+    ev.preventDefault();
+    composer.dispatchEvent(new CustomEvent('attach', { detail: dropped }));
+  };
+  pane.addEventListener('dragover', dragOver);
+  pane.addEventListener('drop', drop);
+  composer.addEventListener('dragover', dragOver);
+  composer.addEventListener('drop', drop);
   const typing = typingLine((id) => nameOf(id));
-  main.append(head, info, h('div', { class: 'scroller' }, more, log), typing.el, out, composer);
+  main.append(head, info, pane, typing.el, out, composer);
   main.classList.add('conversation');
 
   /** @type {import('../rooms.js').RoomView} */
@@ -38,7 +61,7 @@ export async function render(main, { roomId }) {
     replace(head, h('h1', null, 'Conversation'));
     main.append(errorBox(e));
     composer.hidden = true;
-    return;
+    return () => scope.release();
   }
   renderHead();
   composer.dispatchEvent(new CustomEvent('draft', { detail: room.hasDraft }));
@@ -157,7 +180,8 @@ export async function render(main, { roomId }) {
     }
   }
 
-  async function refreshNewest() {
+  /** @param {boolean} [toEnd] scroll to the newest (after the user's own send) */
+  async function refreshNewest(toEnd = false) {
     try {
       const page = await api.get('/api/messages', { query: { roomId, limit: 20 } });
       const scroller = /** @type {HTMLElement} */ (log.parentElement);
@@ -165,7 +189,7 @@ export async function render(main, { roomId }) {
       // Known messages are redrawn in place (edits, reactions, deletions), new ones appended;
       // only new ones move the read marker (a read answers room.updated, which refreshes).
       const fresh = await place(page.messages, 'bottom');
-      if (atEnd) scroller.scrollTop = scroller.scrollHeight;
+      if (atEnd || toEnd) scroller.scrollTop = scroller.scrollHeight;
       loadReceipts();
       if (fresh) markRead();
     } catch (e) {
@@ -207,7 +231,12 @@ export async function render(main, { roomId }) {
     }),
     on('resync', () => refreshNewest()),
   ];
-  return () => offs.forEach((f) => f());
+  return () => {
+    offs.forEach((f) => f());
+    // Every attachment's blob: URL (and a staged file's preview) goes with the conversation.
+    scope.release();
+    composer.dispatchEvent(new Event('release'));
+  };
 }
 
 /** The linked group of the room, with links to its other rooms. @param {string} roomId @param {HTMLElement} into */
@@ -225,81 +254,3 @@ async function linkedGroup(roomId, into) {
     /* no group */
   }
 }
-
-/** @param {string} roomId @param {HTMLElement} out @param {() => void} sent */
-function composeForm(roomId, out, sent) {
-  const text = h('textarea', { name: 'message', rows: 2, 'aria-label': 'Message', placeholder: 'Write a message (Enter sends, Shift+Enter adds a line)', required: true });
-  /** The event the next message replies to. @type {string | null} */
-  let replyTo = null;
-  const replying = h('p', { class: 'replying muted', hidden: true });
-  const clearReply = () => { replyTo = null; replying.hidden = true; };
-  const file = h('input', { type: 'file', 'aria-label': 'Attach a file', class: 'attach' });
-  const form = h('form', { class: 'composer' },
-    replying,
-    text,
-    h('button', { type: 'submit' }, 'Send'),
-    file,
-    scheduleForm(roomId, () => text.value, () => { text.value = ''; }),
-  );
-  const typing = typingSender(roomId, text);
-  const draft = draftKeeper(roomId, text);
-  form.addEventListener('draft', (ev) => { draft.restore(Boolean(/** @type {CustomEvent} */ (ev).detail)); });
-  form.addEventListener('reply', (ev) => {
-    const { id, text: quoted } = /** @type {CustomEvent} */ (ev).detail;
-    replyTo = id;
-    replace(replying, `Replying to “${String(quoted).slice(0, 80)}” `, h('button', { type: 'button', class: 'link', onclick: clearReply }, 'Cancel reply'));
-    replying.hidden = false;
-    text.focus();
-  });
-  file.addEventListener('change', async () => {
-    const chosen = file.files?.[0];
-    if (!chosen) return;
-    const body = new FormData();
-    body.append('txnId', `web-${Date.now()}-${Math.random().toString(36).slice(2)}`);
-    if (text.value.trim()) body.append('caption', text.value.trim());
-    if (replyTo) body.append('replyTo', replyTo);
-    body.append('file', chosen);
-    out.replaceChildren();
-    try {
-      await api.request('POST', `/api/rooms/${api.seg(roomId)}/media`, { body });
-      text.value = '';
-      clearReply();
-      sent();
-    } catch (e) {
-      out.replaceChildren(errorBox(e));
-    } finally {
-      file.value = '';
-    }
-  });
-  text.addEventListener('keydown', (ev) => {
-    if (ev.key === 'Enter' && !ev.shiftKey && !ev.isComposing) {
-      ev.preventDefault();
-      form.requestSubmit();
-    }
-  });
-  form.addEventListener('submit', async (ev) => {
-    ev.preventDefault();
-    const content = text.value.trim();
-    if (!content) return;
-    const txnId = `web-${Date.now()}-${Math.random().toString(36).slice(2)}`;
-    // No draft save may land after the send (which deletes the draft on the server).
-    draft.sent();
-    text.disabled = true;
-    out.replaceChildren();
-    try {
-      await api.post(`/api/rooms/${api.seg(roomId)}/messages`, { content, txnId, replyTo });
-      typing.stop();
-      draft.sent();
-      text.value = '';
-      clearReply();
-      sent();
-    } catch (e) {
-      out.replaceChildren(errorBox(e));
-    } finally {
-      text.disabled = false;
-      text.focus();
-    }
-  });
-  return form;
-}
-

@@ -12,6 +12,7 @@ import { mailboxesSection } from '../ui/mailboxes.js';
 import { verificationsSection } from '../ui/verifications.js';
 import { trustSection } from '../ui/trust.js';
 import { notificationsSection } from '../ui/notifications.js';
+import { setPreviewsEnabled } from '../ui/linkpreview.js';
 import { setupForm } from './keys.js';
 
 /** @param {HTMLElement} main */
@@ -81,12 +82,31 @@ function privacySection() {
   };
   receipts.addEventListener('change', () => save({ readReceipts: receipts.checked ? 'public' : 'private' }));
   typing.addEventListener('change', () => save({ typing: typing.checked }));
+  const previews = h('input', { type: 'checkbox', name: 'previews', disabled: true });
+  /** @param {Schemas['PreviewSettingsObject']} s */
+  const showPreviews = (s) => {
+    previews.checked = s.enabled;
+    previews.disabled = false;
+    setPreviewsEnabled(s.enabled);
+  };
+  api.get('/api/settings/previews').then(showPreviews).catch((e) => out.replaceChildren(errorBox(e)));
+  previews.addEventListener('change', async () => {
+    out.replaceChildren();
+    try {
+      showPreviews(await api.put('/api/settings/previews', { enabled: previews.checked }));
+      toast('Link previews turned ' + (previews.checked ? 'on' : 'off'));
+    } catch (e) {
+      out.replaceChildren(errorBox(e));
+    }
+  });
   return h('section', { class: 'card', id: 'privacy', 'aria-labelledby': 'h-privacy' },
     h('h2', { id: 'h-privacy' }, 'Privacy'),
     h('label', { class: 'switch' }, receipts, ' Send read receipts'),
     h('p', { class: 'muted' }, 'Off: the people you chat with (also on WhatsApp and the other networks) do not see when you have read their messages; your own Matrix apps still do.'),
     h('label', { class: 'switch' }, typing, ' Send typing notices'),
     h('p', { class: 'muted' }, 'Off: nobody sees when you are typing.'),
+    h('label', { class: 'switch' }, previews, ' Show link previews'),
+    h('p', { class: 'muted' }, 'Your Matrix server fetches the linked page for the card (this browser never contacts the site). Off: no cards, and links you receive make no server fetch anything.'),
     out);
 }
 

@@ -5,10 +5,12 @@
 import * as api from '../api.js';
 import { h, when, fullTime } from './dom.js';
 import { toast } from './notice.js';
+import { mediaBox } from './media.js';
+import { previewSlot } from './linkpreview.js';
 
 /**
- * What a message's buttons do in its conversation.
- * @typedef {{ roomId: string, reply: (eventId: string, text: string) => void, changed: () => void }} MessageCtx
+ * What a message's buttons do in its conversation; `scope` holds the conversation's blob: URLs.
+ * @typedef {{ roomId: string, reply: (eventId: string, text: string) => void, changed: () => void, scope: import('./media.js').BlobScope }} MessageCtx
  */
 
 /** Quick reactions offered on every message. */
@@ -44,7 +46,6 @@ export function initials(name) {
  * @param {MessageCtx} ctx @param {Schemas['EncryptedMessage']} m @param {any} c opened content or null
  */
 export function messageItem(ctx, m, c) {
-  const roomId = ctx.roomId;
   // The name as it was when the message was sent (sealed with the content); the Matrix ID
   // only when the envelope cannot be opened.
   const name = typeof c?.senderName === 'string' && c.senderName ? c.senderName : m.senderId;
@@ -58,7 +59,7 @@ export function messageItem(ctx, m, c) {
   let body;
   if (m.redacted) body = h('p', { class: 'gone' }, 'This message was deleted.');
   else if (!c) body = h('p', { class: 'gone' }, 'This message cannot be opened with the key of this browser.');
-  else body = content(roomId, m, c);
+  else body = content(ctx, m, c);
   return h('li', { class: `msg${m.isMine ? ' mine' : ''}`, dataset: { eventId: m.eventId, id: m.id } },
     meta, body, c ? reactions(ctx, m, c) : null, c && !m.redacted ? actions(ctx, m, c) : null);
 }
@@ -110,48 +111,20 @@ function actions(ctx, m, c) {
     } }, 'Delete') : null);
 }
 
-/** @param {string} roomId @param {Schemas['EncryptedMessage']} m @param {any} c */
-function content(roomId, m, c) {
+/** @param {MessageCtx} ctx @param {Schemas['EncryptedMessage']} m @param {any} c */
+function content(ctx, m, c) {
   const text = typeof c.body === 'string' ? c.body : '';
   const parts = [];
   if (c.replyTo) parts.push(h('blockquote', { class: 'reply' }, `In reply to ${typeof c.replyTo === 'string' ? c.replyTo : c.replyTo.eventId || 'a message'}`));
   const media = c.media;
-  if (media && typeof media === 'object') parts.push(mediaBox(roomId, m, media));
+  if (media && typeof media === 'object') parts.push(mediaBox(ctx.scope, ctx.roomId, m, media, c));
   const msgtype = c.msgtype || c.content?.msgtype || m.msgtype;
   if (text && !(media && text === media.name)) {
     parts.push(h('p', { class: msgtype === 'm.emote' ? 'text emote' : msgtype === 'm.notice' ? 'text notice' : 'text' }, text));
+    if (!media) parts.push(previewSlot(ctx.scope, text));
   }
   if (!parts.length) parts.push(h('p', { class: 'gone' }, `Unsupported message (${msgtype || 'unknown'}).`));
   return h('div', { class: 'body' }, parts);
-}
-
-/**
- * Media: an image thumbnail loads on request (bytes through the API with the bearer token, shown
- * from a blob: URL); other files download.
- * @param {string} roomId @param {Schemas['EncryptedMessage']} m @param {any} media
- */
-function mediaBox(roomId, m, media) {
-  const label = `${media.name || 'file'} (${media.mimetype || 'file'}, ${Math.ceil((media.size || 0) / 1024)} KB)`;
-  const box = h('div', { class: 'media' });
-  const path = `/api/rooms/${api.seg(roomId)}/media/${api.seg(m.eventId)}`;
-  const isImage = String(media.mimetype || '').startsWith('image/');
-  const button = h('button', { type: 'button', class: 'secondary' }, isImage ? `Show image ${label}` : `Download ${label}`);
-  button.addEventListener('click', async () => {
-    try {
-      const resp = await api.send('GET', path, { query: isImage && media.hasThumbnail ? { thumbnail: 'true' } : {} });
-      const url = URL.createObjectURL(await resp.blob());
-      if (isImage) box.replaceChildren(h('img', { src: url, alt: media.name || 'image', width: media.width, height: media.height }));
-      else {
-        const a = h('a', { href: url, download: media.name || 'file' }, `Save ${label}`);
-        box.replaceChildren(a);
-        a.click();
-      }
-    } catch (e) {
-      toast(api.describe(e), true);
-    }
-  });
-  box.append(button);
-  return box;
 }
 
 /** Reaction chips; one's own toggles off. @param {MessageCtx} ctx @param {Schemas['EncryptedMessage']} m @param {any} c */

@@ -32,12 +32,15 @@ struct Files;
 pub const INDEX: &str = "index.html";
 
 /// Headers of every answer of the app (docs/security.md: no inline script or style, nothing
-/// from another origin, no framing).
+/// from another origin, no framing). `media-src 'self' blob:`: audio and video play from
+/// `blob:` URLs the page made of bytes it fetched with its token (without it `default-src
+/// 'self'` governs media, and a `blob:` URL is not `'self'`: Chromium refuses to play it).
 pub const SECURITY_HEADERS: [(&str, &str); 3] = [
     (
         "content-security-policy",
         "default-src 'self'; script-src 'self'; style-src 'self'; img-src 'self' data: blob:; \
-         connect-src 'self'; frame-ancestors 'none'; base-uri 'none'; form-action 'self'",
+         media-src 'self' blob:; connect-src 'self'; frame-ancestors 'none'; base-uri 'none'; \
+         form-action 'self'",
     ),
     ("x-content-type-options", "nosniff"),
     ("referrer-policy", "no-referrer"),

@@ -43,6 +43,17 @@ pub struct MediaUploadForm {
     /// back as `media.durationMs`. Ignored for other types; 400 naming `durationMs` when
     /// not such a number.
     pub duration_ms: Option<String>,
+    /// `true`: the audio file is a voice note recorded by the user (sent as `m.audio` with
+    /// `org.matrix.msc3245.voice` and `org.matrix.msc1767.audio {duration, waveform}`, so
+    /// the bridges deliver it as the network's own voice note). Needs `durationMs` and an
+    /// audio file (400 naming `durationMs` or `voice` otherwise); `false` or absent: an
+    /// ordinary attachment. 400 naming `voice` for another value.
+    pub voice: Option<String>,
+    /// The voice note's waveform, with `voice=true` only: a JSON array of at most 1024
+    /// whole numbers from 0 to 1024 (loudness over the note, evenly spaced), e.g.
+    /// `[0,120,512,1024]`. 400 naming `waveform` when malformed, too long, out of range or
+    /// sent without `voice=true`.
+    pub waveform: Option<String>,
     /// The file (binary), last. Its part's `filename` names it and its `Content-Type` is
     /// the claimed type: images and audio must be what they claim (checked against the
     /// bytes; 400 naming `file` otherwise); without a type the bytes decide.
@@ -217,8 +228,10 @@ impl MediaApi {
 
     /// Send an attachment
     ///
-    /// multipart/form-data with `txnId`, optional `caption`, `replyTo` and `durationMs`,
-    /// then `file` (the text fields first). The file is uploaded to the homeserver as the caller
+    /// multipart/form-data with `txnId`, optional `caption`, `replyTo`, `durationMs`,
+    /// `voice` and `waveform`, then `file` (the text fields first). `voice=true` with
+    /// `durationMs` (and optionally `waveform`) sends an audio file as a voice note. The
+    /// file is uploaded to the homeserver as the caller
     /// (encrypted first with the Matrix attachment cipher in an encrypted room; spooled
     /// meanwhile only as ciphertext under a key kept in memory) and sent as `m.image`,
     /// `m.video`, `m.audio` or `m.file` by its type, with `info` (`mimetype`, `size`,
@@ -268,6 +281,8 @@ impl MediaApi {
                     "caption" => &mut fields.caption,
                     "replyTo" => &mut fields.reply_to,
                     "durationMs" => &mut fields.duration_ms,
+                    "voice" => &mut fields.voice,
+                    "waveform" => &mut fields.waveform,
                     "file" => {
                         let part = UploadPart {
                             filename: field.file_name().map(str::to_owned),
@@ -285,7 +300,8 @@ impl MediaApi {
                     }
                     other => return Err(AppError::invalid(
                         other,
-                        "is not a field of this form (txnId, caption, replyTo, durationMs, file)",
+                        "is not a field of this form (txnId, caption, replyTo, durationMs, voice, \
+                         waveform, file)",
                     )),
                 };
             // Each text field once: a client repeating one could keep the upload open

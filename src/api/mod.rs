@@ -36,6 +36,7 @@ pub mod messages;
 pub mod metrics;
 pub mod observe;
 pub mod openapi;
+pub mod preview;
 pub mod push;
 pub mod reminders;
 pub mod rooms;
@@ -125,6 +126,7 @@ fn apis() -> impl OpenApi {
             messages::MessagesApi,
             messages::MessageActionsApi,
             media::MediaApi,
+            preview::PreviewApi,
         ),
         (
             (rooms::RoomsApi, rooms::MemberAvatarApi),

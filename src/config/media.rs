@@ -20,6 +20,9 @@ pub struct MediaConfig {
     /// Spool space in MiB for uploads and encrypted downloads together (503 `spool_full`
     /// past it).
     pub max_spool_mb: u32,
+    /// Memory, in MiB, for the link previews kept (a bounded in-memory cache shared by all
+    /// users; each preview is kept at most an hour).
+    pub preview_cache_mb: u32,
 }
 
 impl Default for MediaConfig {
@@ -30,6 +33,7 @@ impl Default for MediaConfig {
             max_concurrent_uploads: 4,
             upload_timeout: HumanDuration::from_secs(600),
             max_spool_mb: 2048,
+            preview_cache_mb: 8,
         }
     }
 }
@@ -41,6 +45,10 @@ impl MediaConfig {
 
     pub fn max_upload_bytes(&self) -> u64 {
         u64::from(self.max_upload_mb) * 1024 * 1024
+    }
+
+    pub fn preview_cache_bytes(&self) -> u64 {
+        u64::from(self.preview_cache_mb) * 1024 * 1024
     }
 
     pub fn max_spool_bytes(&self) -> u64 {

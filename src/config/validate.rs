@@ -36,6 +36,7 @@ impl Config {
                 self.media.max_concurrent_uploads,
             ),
             ("media.max_spool_mb", self.media.max_spool_mb),
+            ("media.preview_cache_mb", self.media.preview_cache_mb),
         ] {
             if mb == 0 {
                 return Err(ConfigError::key(key, "must be at least 1"));
@@ -57,6 +58,10 @@ impl Config {
             (
                 "rate_limit.new_chats_per_hour",
                 self.rate_limit.new_chats_per_hour,
+            ),
+            (
+                "rate_limit.previews_per_minute",
+                self.rate_limit.previews_per_minute,
             ),
             ("email.max_message_mb", e.max_message_mb),
             ("email.max_sessions", e.max_sessions),

@@ -195,6 +195,12 @@ pub enum ErrorCode {
     McpActionsNotEnabled,
     /// 503: the mailbox's IMAP server cannot be reached; cached mail stays readable.
     MailUnreachable,
+    /// 400: a link preview was asked for a URL whose scheme is not `http` or `https`.
+    UnsupportedUrlScheme,
+    /// 403: link previews are off in the user's settings (`PUT /api/settings/previews`).
+    PreviewsDisabled,
+    /// 404: the homeserver could not preview the URL (unreachable, refused or not a page).
+    NoPreview,
 }
 
 impl ErrorCode {
@@ -291,6 +297,9 @@ impl ErrorCode {
         Self::AiNotConfigured,
         Self::PersonalTokenRequired,
         Self::McpActionsNotEnabled,
+        Self::UnsupportedUrlScheme,
+        Self::PreviewsDisabled,
+        Self::NoPreview,
     ];
 
     /// The snake_case string of the contract (`NO_SIGNING_KEY` as the contract spells it).
@@ -387,6 +396,9 @@ impl ErrorCode {
             Self::AiNotConfigured => "ai_not_configured",
             Self::PersonalTokenRequired => "personal_token_required",
             Self::McpActionsNotEnabled => "mcp_actions_not_enabled",
+            Self::UnsupportedUrlScheme => "unsupported_url_scheme",
+            Self::PreviewsDisabled => "previews_disabled",
+            Self::NoPreview => "no_preview",
         }
     }
 }

@@ -96,15 +96,18 @@ pub enum CacheName {
     Auth,
     /// Opened message contents (`services::messages::cache`).
     Contents,
+    /// Link previews (`services::media::preview`).
+    Previews,
 }
 
 impl CacheName {
-    const ALL: [Self; 3] = [Self::Pages, Self::Auth, Self::Contents];
+    const ALL: [Self; 4] = [Self::Pages, Self::Auth, Self::Contents, Self::Previews];
     fn label(self) -> &'static str {
         match self {
             Self::Pages => "pages",
             Self::Auth => "auth",
             Self::Contents => "contents",
+            Self::Previews => "previews",
         }
     }
 }
@@ -167,7 +170,7 @@ impl WorkerHandle {
 pub struct Registry {
     started: Instant,
     http: OnceLock<HttpMetrics>,
-    caches: [CacheCounters; 3],
+    caches: [CacheCounters; 4],
     workers: [WorkerMetrics; 2],
     /// From asking for a database job to holding a pooled connection.
     pub db_wait: Histogram,

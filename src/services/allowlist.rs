@@ -149,6 +149,10 @@ pub const PERSONAL_TOKEN_ALLOWLIST: &[AllowedRoute] = &[
     allow_since("GET", "/api/email/outbox/{id}", 5),
     allow_since("DELETE", "/api/email/outbox/{id}", 5),
     allow_since("GET", "/api/email/addresses", 5),
+    // Link previews (version 6): tokens created earlier opt in. The setting that turns
+    // them off stays native-only.
+    allow_since("GET", "/api/preview", 6),
+    allow_since("GET", "/api/preview/image", 6),
 ];
 
 /// Whether a personal token with allowlist version `token_version`, explicitly opted in at
@@ -292,6 +296,25 @@ mod tests {
                 !personal_token_allows(method, path, 5, 5),
                 "{method} {path}"
             );
+        }
+    }
+
+    #[test]
+    fn link_previews_need_version_6_or_an_opt_in_and_their_setting_is_native_only() {
+        const { assert!(ALLOWLIST_VERSION >= 6) };
+        for (method, path) in [("GET", "/api/preview"), ("GET", "/api/preview/image")] {
+            assert!(
+                !personal_token_allows(method, path, 5, 0),
+                "{method} {path}"
+            );
+            assert!(
+                !personal_token_allows(method, path, 5, 5),
+                "{method} {path}"
+            );
+            assert!(personal_token_allows(method, path, 6, 0), "{method} {path}");
+        }
+        for method in ["GET", "PUT"] {
+            assert!(allowlist_entry(method, "/api/settings/previews").is_none());
         }
     }
 

@@ -27,6 +27,7 @@ pub mod login_codes;
 pub mod matrix_logouts;
 pub mod member_profiles;
 pub mod messages;
+pub mod preview_settings;
 pub mod push_subscriptions;
 pub mod reactions;
 pub mod refresh_tokens;
@@ -156,6 +157,10 @@ const MIGRATIONS: &[(&str, &str)] = &[
     (
         "0025_email_addresses",
         include_str!("../../migrations/0025_email_addresses.sql"),
+    ),
+    (
+        "0026_link_previews",
+        include_str!("../../migrations/0026_link_previews.sql"),
     ),
 ];
 

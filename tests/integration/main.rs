@@ -35,6 +35,7 @@ mod keys;
 mod linked;
 mod mcp;
 mod mcp_actions;
+mod media_app;
 mod messages;
 mod names;
 mod operations;

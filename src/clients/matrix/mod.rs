@@ -16,6 +16,7 @@ pub mod directory;
 pub mod e2ee;
 pub mod history;
 pub mod media;
+pub mod preview;
 mod rooms;
 pub mod types;
 pub use types::SyncResponse;

@@ -25,8 +25,10 @@ use crate::services::upstream::homeserver_error;
 mod avatar;
 mod decrypt;
 pub mod pipe;
+pub mod preview;
 pub mod spool;
 mod upload;
+mod voice;
 pub use avatar::member_avatar;
 pub use upload::{body_timeout, upload, UploadForm, UploadPart};
 

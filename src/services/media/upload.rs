@@ -34,23 +34,6 @@ const SNIFF_BYTES: usize = 64 * 1024;
 const MAX_CAPTION_CHARS: usize = send::MAX_TEXT_CHARS;
 /// Longest file name kept, in characters.
 const MAX_NAME_CHARS: usize = 255;
-/// Longest `durationMs` accepted: a day.
-const MAX_DURATION_MS: u64 = 24 * 60 * 60 * 1000;
-
-/// `durationMs`: whole milliseconds, 0 to a day.
-fn parse_duration(raw: &str) -> AppResult<u64> {
-    raw.trim()
-        .parse::<u64>()
-        .ok()
-        .filter(|ms| *ms <= MAX_DURATION_MS)
-        .ok_or_else(|| {
-            AppError::invalid(
-                "durationMs",
-                format!("must be whole milliseconds from 0 to {MAX_DURATION_MS}"),
-            )
-        })
-}
-
 /// The text fields of the form (they come before `file`).
 #[derive(Debug, Clone, Default)]
 pub struct UploadForm {
@@ -59,6 +42,10 @@ pub struct UploadForm {
     pub reply_to: Option<String>,
     /// `durationMs` as the client sent it (checked by [`upload`]).
     pub duration_ms: Option<String>,
+    /// `voice` (`true`/`false`) and `waveform` (a JSON array): a voice note
+    /// ([`super::voice`]).
+    pub voice: Option<String>,
+    pub waveform: Option<String>,
 }
 
 /// The `file` part: what the client says about it, and its bytes.
@@ -324,11 +311,11 @@ where
             format!("must be at most {MAX_CAPTION_CHARS} characters"),
         ));
     }
-    let duration_ms = form
-        .duration_ms
-        .as_deref()
-        .map(parse_duration)
-        .transpose()?;
+    let audio = super::voice::AudioFields::parse(
+        form.duration_ms.as_deref(),
+        form.voice.as_deref(),
+        form.waveform.as_deref(),
+    )?;
     let reply_to = form
         .reply_to
         .map(|r| parse_event_id("replyTo", &r))
@@ -363,6 +350,7 @@ where
     let (head, spool) = spool(state, part.stream, max, reservation.clone()).await?;
     let mimetype = resolve_type(part.content_type.as_deref(), &head)?;
     let msgtype = msgtype_of(&mimetype);
+    audio.check_type(msgtype, &mimetype)?;
     let mut info = json!({"mimetype": mimetype, "size": spool.length});
     if msgtype == "m.image" {
         if let Ok(dim) = imagesize::blob_size(&head) {
@@ -370,7 +358,10 @@ where
             info["h"] = json!(dim.height);
         }
     }
-    if let Some(ms) = duration_ms.filter(|_| matches!(msgtype, "m.audio" | "m.video")) {
+    if let Some(ms) = audio
+        .duration_ms
+        .filter(|_| matches!(msgtype, "m.audio" | "m.video"))
+    {
         info["duration"] = json!(ms);
     }
     let key = copy_info(&spool.info)?;
@@ -391,6 +382,7 @@ where
         }
         None => content["body"] = json!(name),
     }
+    audio.mark(&mut content);
     if let Some(reply) = reply_to {
         content["m.relates_to"] = json!({"m.in_reply_to": {"event_id": reply}});
     }
@@ -430,24 +422,6 @@ mod tests {
         assert!(same_type("image/jpg", "image/jpeg"));
         let dim = imagesize::blob_size(PNG).unwrap();
         assert_eq!((dim.width, dim.height), (3, 2));
-    }
-
-    #[test]
-    fn durations_are_whole_milliseconds_up_to_a_day() {
-        assert_eq!(parse_duration("4200").unwrap(), 4200);
-        assert_eq!(parse_duration(" 0 ").unwrap(), 0);
-        assert_eq!(parse_duration("86400000").unwrap(), MAX_DURATION_MS);
-        for bad in [
-            "",
-            "-1",
-            "1.5",
-            "abc",
-            "86400001",
-            "99999999999999999999999",
-        ] {
-            let err = parse_duration(bad).unwrap_err();
-            assert!(err.to_string().starts_with("durationMs: "), "{bad}: {err}");
-        }
     }
 
     #[test]

@@ -10,7 +10,8 @@ use tokio::net::TcpStream;
 use crate::common::{assert_rate_headers, expect_error, MatrixMode, TestApp, TestConfig};
 
 const CSP: &str = "default-src 'self'; script-src 'self'; style-src 'self'; img-src 'self' \
-    data: blob:; connect-src 'self'; frame-ancestors 'none'; base-uri 'none'; form-action 'self'";
+    data: blob:; media-src 'self' blob:; connect-src 'self'; frame-ancestors 'none'; \
+    base-uri 'none'; form-action 'self'";
 
 async fn app_with(extra: &str) -> TestApp {
     TestApp::start_with(TestConfig {
