@@ -364,7 +364,7 @@ impl EmailApi {
             include_attachments: b.include_attachments.unwrap_or(false),
             draft_id: None,
         };
-        outcome(compose::send(&state, auth.user_id(), input, undo).await?)
+        outcome(crate::services::email::send::send(&state, auth.user_id(), input, undo).await?)
     }
 
     /// List labels

@@ -477,7 +477,7 @@ impl EmailOutgoingApi {
         body: Json<Option<DraftSendRequest>>,
     ) -> Result<Composed, AppError> {
         let undo = body.0.and_then(|b| b.undo_seconds).unwrap_or(0);
-        outcome(drafts::send(&state, auth.user_id(), &id, undo).await?)
+        outcome(crate::services::email::draft_send::send(&state, auth.user_id(), &id, undo).await?)
     }
 
     /// Complete addresses

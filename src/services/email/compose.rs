@@ -1,7 +1,7 @@
-//! Composing: new messages, replies and forwards, sent through the account's SMTP server
-//! (lettre) and appended to its Sent mailbox, whose sync files them in the thread. With
-//! `undoSeconds` the message is held in the outbox ([`super::outbox`]) and sent by the
-//! scheduler when the window ends.
+//! Composing: what a new message, reply or forward is made of ([`ComposeInput`]), its
+//! limits and the checks every way of sending runs first. Sending itself is
+//! [`super::send`] (now or held for undo) and [`super::deliver`] (the SMTP transaction and
+//! the Sent copy); drafts ([`super::drafts`]) reuse the checks.
 //!
 //! Nothing is half-sent: every check (addresses, sizes, uploads, the original of a
 //! forward) and the reading of every file happen before the SMTP transaction; the server
@@ -10,16 +10,12 @@
 use lettre::message::Mailbox;
 use serde::{Deserialize, Serialize};
 
-use super::mime::{self, angle, Parts};
+use super::parse_id;
 use super::sync::{self, AccountCtx};
 use super::threads::{self, Message as Cached};
-use super::uploads::{self, File};
-use super::{announce, parse_id, ref_hash, user_key};
-use crate::clients::mail::{imap, smtp};
-use crate::error::{AppError, AppResult, ErrorCode};
-use crate::services::upstream::{imap_error, smtp_error};
+use super::uploads;
+use crate::error::{AppError, AppResult};
 use crate::services::Context;
-use crate::store::email::messages as mstore;
 use crate::store::email::outgoing::UploadRow;
 
 pub const MAX_RECIPIENTS: usize = 100;
@@ -83,7 +79,7 @@ pub(super) fn mailboxes(field: &str, list: &[String]) -> AppResult<Vec<Mailbox>>
         .collect()
 }
 
-fn quote_header(m: &Cached) -> String {
+pub(super) fn quote_header(m: &Cached) -> String {
     let who = |p: &super::Person| match &p.name {
         Some(n) => format!("{n} <{}>", p.email),
         None => p.email.clone(),
@@ -125,7 +121,11 @@ pub(super) fn check_text(subject: &str, text: &str, html: Option<&String>) -> Ap
     Ok(subject)
 }
 
-async fn check(state: &Context, user_id: &str, input: &ComposeInput) -> AppResult<Checked> {
+pub(super) async fn check(
+    state: &Context,
+    user_id: &str,
+    input: &ComposeInput,
+) -> AppResult<Checked> {
     let to = mailboxes("to", &input.to)?;
     let cc = mailboxes("cc", &input.cc)?;
     let bcc = mailboxes("bcc", &input.bcc)?;
@@ -190,28 +190,6 @@ async fn check(state: &Context, user_id: &str, input: &ComposeInput) -> AppResul
     })
 }
 
-/// Sends now (`undo_seconds` 0) or holds the message in the outbox for that long.
-pub async fn send(
-    state: &Context,
-    user_id: &str,
-    input: ComposeInput,
-    undo_seconds: u32,
-) -> AppResult<Outcome> {
-    if undo_seconds > MAX_UNDO_SECONDS {
-        return Err(AppError::invalid(
-            "undoSeconds",
-            format!("must be 0 to {MAX_UNDO_SECONDS}"),
-        ));
-    }
-    let _ = user_key(state, user_id).await?;
-    check(state, user_id, &input).await?;
-    if undo_seconds == 0 {
-        return Ok(Outcome::Sent(deliver(state, user_id, input).await?));
-    }
-    let (outbox_id, send_at) = super::outbox::hold(state, user_id, &input, undo_seconds).await?;
-    Ok(Outcome::Held { outbox_id, send_at })
-}
-
 /// The sender of an account: `Name <address>`.
 pub(super) async fn from_of(
     state: &Context,
@@ -234,134 +212,4 @@ pub(super) async fn from_of(
 /// A new Message-ID in the domain of the sender.
 pub(super) fn new_message_id(from: &Mailbox) -> String {
     format!("{}@{}", uuid::Uuid::new_v4(), from.email.domain())
-}
-
-/// Checks again, reads every file, builds the message, sends it, files it in Sent; then
-/// drops its uploads, counts its recipients for completion and removes its draft.
-pub async fn deliver(state: &Context, user_id: &str, input: ComposeInput) -> AppResult<Sent> {
-    let c = check(state, user_id, &input).await?;
-    let dek = c.ctx.dek.clone();
-    let mut text = input.text.clone();
-    if let Some(sig) = &input.signature_id {
-        let s = super::signatures::get(state, user_id, &parse_id("signature", sig)?).await?;
-        text = format!("{text}\n\n-- \n{}", s.text);
-    }
-    if let (Some(o), Some(_)) = (&c.original, &input.forward) {
-        text = format!("{text}\n\n{}", quote_header(o));
-    }
-    let mut files: Vec<File> = Vec::new();
-    for row in &c.uploads {
-        files.push(uploads::read(state, &dek, row).await?);
-    }
-    if let (Some(o), true) = (&c.original, input.include_attachments) {
-        if !o.body.attachments.is_empty() {
-            let raw = super::actions::fetch_raw(state, o).await?;
-            for (i, (ctype, name, bytes)) in super::parse::attachments(&raw).into_iter().enumerate()
-            {
-                files.push(File {
-                    name: name.unwrap_or_else(|| format!("attachment-{i}")),
-                    mimetype: ctype,
-                    bytes,
-                });
-            }
-        }
-    }
-    let from = from_of(state, user_id, &c.ctx).await?;
-    let message_id = new_message_id(&from);
-    let (mut in_reply_to, mut references) = (None, None);
-    if let (Some(o), Some(_)) = (&c.original, &input.reply_to) {
-        if let Some(mid) = &o.header.message_id {
-            in_reply_to = Some(mid.clone());
-            let mut refs: Vec<String> = o.header.references.iter().map(|r| angle(r)).collect();
-            refs.push(angle(mid));
-            references = Some(refs.join(" "));
-        }
-    }
-    let recipients: Vec<Mailbox> = c.to.iter().chain(&c.cc).chain(&c.bcc).cloned().collect();
-    let message = mime::build(Parts {
-        from,
-        to: c.to,
-        cc: c.cc,
-        bcc: c.bcc,
-        subject: c.subject,
-        text,
-        html: input.html.clone(),
-        files,
-        message_id: message_id.clone(),
-        in_reply_to,
-        references,
-        draft: false,
-    })
-    .map_err(|e| AppError::invalid("to", e.to_string()))?;
-    let envelope = message.envelope().clone();
-    // The message as bytes once; the builder's copy goes before the transaction.
-    let raw = message.formatted();
-    drop(message);
-    let ctx = c.ctx;
-    smtp::send(&ctx.settings.smtp, &state.config.email, envelope, &raw)
-        .await
-        .map_err(smtp_error)?;
-    let upload_ids: Vec<String> = c.uploads.into_iter().map(|u| u.id).collect();
-    if let Err(e) = uploads::discard(state, upload_ids).await {
-        tracing::warn!(error = %e, "could not drop the uploads of a sent mail");
-    }
-    if let Err(e) = super::addresses::remember_sent(state, &ctx, &recipients).await {
-        tracing::warn!(error = %e, "could not count the recipients of a sent mail");
-    }
-    if let Some(d) = &input.draft_id {
-        if let Err(e) = super::drafts::remove_after_send(state, user_id, d).await {
-            tracing::warn!(error = %e, "could not remove the draft of a sent mail");
-        }
-    }
-    // Sent: into the Sent mailbox, then synced so it joins its thread in the cache.
-    let _guard = sync::account_lock(state, &ctx.account_id).await;
-    let appended = append_sent(state, &ctx, &raw).await;
-    drop(raw);
-    let key = ref_hash(&dek, "mid", &message_id);
-    let aid = ctx.account_id.clone();
-    let found = state
-        .store
-        .run(move |c| Ok::<_, AppError>(mstore::find_by_key(c, &aid, &key)?))
-        .await?;
-    match (appended, found) {
-        (_, Some((id, thread_id))) => {
-            announce(state, user_id, &ctx.account_id, &thread_id);
-            Ok(Sent { id, thread_id })
-        }
-        (Err(e), None) => Err(AppError::BadGateway {
-            code: ErrorCode::MailAppendFailed,
-            message: format!("the message was sent but could not be saved to Sent: {e}"),
-        }),
-        (Ok(()), None) => Err(AppError::BadGateway {
-            code: ErrorCode::MailAppendFailed,
-            message: "the message was sent but is not in the Sent mailbox".into(),
-        }),
-    }
-}
-
-async fn append_sent(state: &Context, ctx: &AccountCtx, raw: &[u8]) -> AppResult<()> {
-    let mut s = imap::connect(&ctx.settings.imap, &state.config.email, &ctx.user_id)
-        .await
-        .map_err(imap_error)?;
-    let result = async {
-        let caps = imap::capabilities(&mut s).await.map_err(imap_error)?;
-        let (aid, key) = (ctx.account_id.clone(), ctx.dek.clone());
-        let boxes = state
-            .db(move |c| super::mailboxes::of_account(c, &key, &aid))
-            .await?;
-        let sent = super::actions::ensure(&mut s, &boxes, "sent", "Sent").await?;
-        imap::append(&mut s, &sent, "(\\Seen)", raw)
-            .await
-            .map_err(imap_error)?;
-        let changed = sync::sync_named(state, ctx, &mut s, caps, &[sent])
-            .await
-            .map_err(AppError::from)?;
-        for t in &changed {
-            announce(state, &ctx.user_id, &ctx.account_id, t);
-        }
-        Ok(())
-    }
-    .await;
-    imap::logout(s).await;
-    result
 }

@@ -9,7 +9,7 @@
 //! `removeAttachments`) and adds the new uploads.
 
 use super::actions::{self, ensure, open_session};
-use super::compose::{self, check_text, mailboxes, ComposeInput, Outcome};
+use super::compose::{self, check_text, mailboxes, ComposeInput};
 use super::mime::{self, angle, Parts};
 use super::sync::{self, AccountCtx};
 use super::threads::{self, Message};
@@ -38,7 +38,7 @@ pub struct Draft {
     pub updated_at: i64,
 }
 
-fn show(p: &Person) -> String {
+pub(super) fn show(p: &Person) -> String {
     match &p.name {
         Some(n) => format!("{n} <{}>", p.email),
         None => p.email.clone(),
@@ -53,7 +53,10 @@ fn hash_of(ctx: &AccountCtx, message_id: Option<&str>, cache_id: &str) -> String
 }
 
 /// The account's Drafts mailbox in the cache: `(id, name)`.
-async fn drafts_box(state: &Context, ctx: &AccountCtx) -> AppResult<Option<(String, String)>> {
+pub(super) async fn drafts_box(
+    state: &Context,
+    ctx: &AccountCtx,
+) -> AppResult<Option<(String, String)>> {
     let (aid, key) = (ctx.account_id.clone(), ctx.dek.clone());
     let boxes = state
         .db(move |c| super::mailboxes::of_account(c, &key, &aid))
@@ -143,7 +146,7 @@ pub async fn list(state: &Context, user_id: &str) -> AppResult<Vec<Draft>> {
 }
 
 /// The draft `id`: its account and its current versions `(uid, message)` in Drafts.
-async fn locate(
+pub(super) async fn locate(
     state: &Context,
     user_id: &str,
     id: &str,
@@ -376,68 +379,6 @@ pub async fn delete(state: &Context, user_id: &str, id: &str) -> AppResult<()> {
     let old: Vec<u32> = versions.iter().map(|(uid, _)| *uid as u32).collect();
     write(state, &ctx, &[], &old).await?;
     state.db(move |c| Ok(store::delete_draft(c, &id)?)).await
-}
-
-/// Sends a draft like compose (its files spooled as uploads first); the draft is removed
-/// once the message has gone out (a held one that is undone leaves the draft in place).
-pub async fn send(
-    state: &Context,
-    user_id: &str,
-    id: &str,
-    undo_seconds: u32,
-) -> AppResult<Outcome> {
-    let (id, ctx, versions) = locate(state, user_id, id).await?;
-    let (uid, m) = versions
-        .into_iter()
-        .next()
-        .ok_or_else(|| AppError::not_found("draft"))?;
-    let (_, name) = drafts_box(state, &ctx)
-        .await?
-        .ok_or_else(|| AppError::not_found("draft"))?;
-    let raw = actions::fetch_uid(state, &ctx, &name, uid).await?;
-    let f = super::parse::draft_fields(&raw).unwrap_or_default();
-    let mut attachments = Vec::new();
-    if !m.body.attachments.is_empty() {
-        for (i, (ctype, fname, bytes)) in super::parse::attachments(&raw).into_iter().enumerate() {
-            let name = fname.unwrap_or_else(|| format!("attachment-{i}"));
-            attachments.push(
-                uploads::store_bytes(state, user_id, &name, &ctype, bytes)
-                    .await?
-                    .id,
-            );
-        }
-    }
-    drop(raw);
-    // A reply draft goes out as a reply (In-Reply-To, References, its thread) when the
-    // message it answers is cached.
-    let reply_to = match &f.in_reply_to {
-        Some(mid) => {
-            let (aid, key) = (ctx.account_id.clone(), ref_hash(&ctx.dek, "mid", mid));
-            state
-                .db(move |c| Ok(crate::store::email::messages::find_by_key(c, &aid, &key)?))
-                .await?
-                .map(|(id, _)| id)
-        }
-        None => None,
-    };
-    let input = ComposeInput {
-        reply_to,
-        account_id: Some(ctx.account_id.clone()),
-        to: f.to.iter().map(show).collect(),
-        cc: f.cc.iter().map(show).collect(),
-        bcc: f.bcc.iter().map(show).collect(),
-        subject: f.subject,
-        text: f.text,
-        html: f.html,
-        attachments: attachments.clone(),
-        draft_id: Some(id),
-        ..Default::default()
-    };
-    let r = compose::send(state, user_id, input, undo_seconds).await;
-    if r.is_err() {
-        let _ = uploads::discard(state, attachments).await;
-    }
-    r
 }
 
 /// After its message went out: the draft leaves the Drafts mailbox.

@@ -10,7 +10,7 @@
 //! it cannot be known, and a mail sent twice cannot be taken back. `DELETE` cancels while
 //! the row is `pending`; once it is `sending` or `sent` the answer is 409 `already_sent`.
 
-use super::compose::{self, ComposeInput};
+use super::compose::ComposeInput;
 use super::{now_ms, open_json, parse_id, seal_json, user_key};
 use crate::crypto::Aad;
 use crate::error::{AppError, AppResult, ErrorCode};
@@ -156,7 +156,7 @@ pub async fn send_due(state: &Context) -> AppResult<usize> {
         let state = state.clone();
         tokio::spawn(async move {
             let outcome = match open_request(&state, &row).await {
-                Ok(input) => compose::deliver(&state, &row.user_id, input)
+                Ok(input) => super::deliver::deliver(&state, &row.user_id, input)
                     .await
                     .map(|_| ())
                     .or_else(|e| match e {
