@@ -66,6 +66,9 @@ answers() {
 }
 
 # Alive, really synapse, and answering: exit 0 and print the env file; else exit 1.
+# The version of this script (its config), recorded beside a Synapse it starts.
+script_hash() { sha256sum "${BASH_SOURCE[0]}" | cut -d' ' -f1; }
+
 status_synapse() {
   local data_dir=$1 pidf envf pid base
   pidf="$data_dir/synapse.pid"
@@ -74,6 +77,13 @@ status_synapse() {
   pid=$(cat "$pidf")
   if ! kill -0 "$pid" 2>/dev/null || ! grep -q "synapse.app.homeserver" "/proc/$pid/cmdline" 2>/dev/null; then
     echo "synapse.sh: pid $pid of $data_dir is not running" >&2
+    return 1
+  fi
+  # A Synapse started by an older version of this script runs an older config (e.g.
+  # without link previews): it is stopped so that the caller starts it afresh.
+  if [[ "$(cat "$data_dir/synapse.script" 2>/dev/null)" != "$(script_hash)" ]]; then
+    echo "synapse.sh: $data_dir runs the config of an older scripts/synapse.sh; stopping it" >&2
+    stop_synapse "$data_dir" >&2
     return 1
   fi
   base=$(sed -n 's/^MATRIX_BASE_URL=//p' "$envf" | tail -n 1)
@@ -315,6 +325,7 @@ until ready; do
   sleep 0.2
 done
 
+script_hash > "$DATA_DIR/synapse.script"
 {
   echo "MATRIX_BASE_URL=$BASE_URL"
   echo "MATRIX_SERVER_NAME=$SERVER_NAME"
