@@ -7,6 +7,8 @@
 # thread list (personal token, BENCH_CONNS=64 connections) against /api/attestation.
 set -euo pipefail
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+# The build directory cargo uses (CARGO_TARGET_DIR when set).
+TARGET=${CARGO_TARGET_DIR:-$ROOT/target}
 cd "$ROOT"
 if ! command -v dovecot >/dev/null; then
   [[ $(id -u) == 0 ]] || { echo "bench-mail.sh: dovecot missing (apt-get install dovecot-imapd)" >&2; exit 1; }
@@ -14,4 +16,4 @@ if ! command -v dovecot >/dev/null; then
     || { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq dovecot-imapd >&2; }
 fi
 cargo build --release --example bench_mail >&2
-exec "$ROOT/target/release/examples/bench_mail"
+exec "$TARGET/release/examples/bench_mail"

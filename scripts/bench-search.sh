@@ -9,7 +9,9 @@
 # server's CPU per request, with the load average before and after. No homeserver needed.
 set -euo pipefail
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+# The build directory cargo uses (CARGO_TARGET_DIR when set).
+TARGET=${CARGO_TARGET_DIR:-$ROOT/target}
 cd "$ROOT"
 cargo build --release --example bench_search --bin switchboard >&2
-export BENCH_SWITCHBOARD_BIN=$ROOT/target/release/switchboard
-exec "$ROOT/target/release/examples/bench_search"
+export BENCH_SWITCHBOARD_BIN=$TARGET/release/switchboard
+exec "$TARGET/release/examples/bench_search"

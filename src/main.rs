@@ -7,6 +7,13 @@ use clap::{Parser, Subcommand};
 use switchboard::commands::{self, UserCommand};
 use switchboard::config::{LogFormat, Overrides};
 
+/// mimalloc instead of glibc's malloc: under load glibc spent a third of the cheapest
+/// route's CPU in `malloc`/`free` (every request's 8 KiB read buffer made it consolidate its
+/// small-chunk bins), and after a busy run it kept ~100 MiB of freed memory in per-thread
+/// arenas that RSS never gave back. See docs/benchmarks.md for the profiles.
+#[global_allocator]
+static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
 /// Switchboard: one inbox over WhatsApp, Telegram and Discord, served from your own
 /// Matrix homeserver.
 #[derive(Debug, Parser)]

@@ -112,16 +112,37 @@ impl Server {
 
     /// Resident set size now (`VmRSS`) and at its peak (`VmHWM`), in MiB.
     pub fn rss_mib(&self) -> (f64, f64) {
-        let status =
-            std::fs::read_to_string(format!("/proc/{}/status", self.pid)).unwrap_or_default();
-        let field = |name: &str| {
-            status
+        let kib = |name| self.status_field(name).unwrap_or(0.0);
+        (kib("VmRSS:") / 1024.0, kib("VmHWM:") / 1024.0)
+    }
+
+    /// Threads of the process now (`Threads` of /proc/<pid>/status).
+    pub fn threads(&self) -> u64 {
+        self.status_field("Threads:").unwrap_or(0.0) as u64
+    }
+
+    /// What `smaps_rollup` says of the process's memory, in MiB: (anonymous, file-backed
+    /// resident) — the heap and stacks against the binary's own pages.
+    pub fn memory_split_mib(&self) -> (f64, f64) {
+        let rollup =
+            std::fs::read_to_string(format!("/proc/{}/smaps_rollup", self.pid)).unwrap_or_default();
+        let kib = |name: &str| {
+            rollup
                 .lines()
                 .find(|l| l.starts_with(name))
                 .and_then(|l| l.split_whitespace().nth(1)?.parse::<f64>().ok())
-                .map_or(0.0, |kib| kib / 1024.0)
+                .unwrap_or(0.0)
         };
-        (field("VmRSS:"), field("VmHWM:"))
+        let anon = kib("Anonymous:");
+        (anon / 1024.0, (kib("Rss:") - anon).max(0.0) / 1024.0)
+    }
+
+    fn status_field(&self, name: &str) -> Option<f64> {
+        let status = std::fs::read_to_string(format!("/proc/{}/status", self.pid)).ok()?;
+        status
+            .lines()
+            .find(|l| l.starts_with(name))
+            .and_then(|l| l.split_whitespace().nth(1)?.parse::<f64>().ok())
     }
 }
 

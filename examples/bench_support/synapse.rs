@@ -104,7 +104,19 @@ impl Homeserver {
     }
 
     pub async fn create_room(&self, who: &Account, name: &str) -> String {
-        let body = json!({"preset": "private_chat", "name": name});
+        self.create_room_with(who, name, false).await
+    }
+
+    /// A private room; `encrypted` starts it with `m.room.encryption` (Megolm), as a
+    /// bridge's portal room or an Element chat with encryption on is.
+    pub async fn create_room_with(&self, who: &Account, name: &str, encrypted: bool) -> String {
+        let mut body = json!({"preset": "private_chat", "name": name});
+        if encrypted {
+            body["initial_state"] = json!([{
+                "type": "m.room.encryption", "state_key": "",
+                "content": {"algorithm": "m.megolm.v1.aes-sha2"},
+            }]);
+        }
         let v = self
             .call(
                 reqwest::Method::POST,
@@ -114,6 +126,36 @@ impl Homeserver {
             )
             .await;
         v["room_id"].as_str().expect("room_id").to_owned()
+    }
+
+    /// `who` invites `user_id` into `room`, and `guest` (that user) joins it.
+    pub async fn invite_and_join(&self, who: &Account, room: &str, guest: &Account) {
+        let room_path = switchboard::clients::matrix::encode(room);
+        let invite = format!("/_matrix/client/v3/rooms/{room_path}/invite");
+        let body = json!({"user_id": guest.user_id});
+        self.call(reqwest::Method::POST, &invite, Some(&who.token), Some(body))
+            .await;
+        let join = format!("/_matrix/client/v3/join/{room_path}");
+        self.call(
+            reqwest::Method::POST,
+            &join,
+            Some(&guest.token),
+            Some(json!({})),
+        )
+        .await;
+    }
+
+    /// `who` starts (`typing`) or stops typing in `room`: one `m.typing` change for every
+    /// member's sync.
+    pub async fn typing(&self, who: &Account, room: &str, typing: bool) {
+        let path = format!(
+            "/_matrix/client/v3/rooms/{}/typing/{}",
+            switchboard::clients::matrix::encode(room),
+            switchboard::clients::matrix::encode(&who.user_id)
+        );
+        let body = json!({"typing": typing, "timeout": 30_000});
+        self.call(reqwest::Method::PUT, &path, Some(&who.token), Some(body))
+            .await;
     }
 
     /// Sends `count` text messages into `room`, `parallel` at a time.

@@ -49,8 +49,7 @@ pub async fn gate<E: Endpoint>(ep: Arc<E>, mut req: Request) -> poem::Result<Res
             } else if personal
                 && state
                     .limiter
-                    .peek(&ip_key(), limits.requests, limits.window.0)
-                    .await
+                    .look(&ip_key(), limits.requests, limits.window.0)
                     .remaining
                     == 0
                 && !session::is_known_personal_token(&state, &token)
@@ -67,7 +66,7 @@ pub async fn gate<E: Endpoint>(ep: Arc<E>, mut req: Request) -> poem::Result<Res
         Some(Ok(principal)) => (principal.rate_key(), limits.requests),
         _ => (ip_key(), limits.requests),
     };
-    let (quota, within) = match state.limiter.hit(&rate_key, budget, limits.window.0).await {
+    let (quota, within) = match state.limiter.count(&rate_key, budget, limits.window.0) {
         Ok(q) => (q, true),
         Err(q) => (q, false),
     };
@@ -207,9 +206,17 @@ fn client_ip(state: &AppState, req: &Request) -> IpAddr {
     proxies.client_addr(peer, &forwarded)
 }
 
+// The names as constants: inserting by `&str` parses the name again on every response.
+const RATELIMIT_LIMIT: header::HeaderName = header::HeaderName::from_static("x-ratelimit-limit");
+const RATELIMIT_REMAINING: header::HeaderName =
+    header::HeaderName::from_static("x-ratelimit-remaining");
+const RATELIMIT_RESET: header::HeaderName = header::HeaderName::from_static("x-ratelimit-reset");
+
 fn set_rate_headers(resp: &mut Response, quota: Quota) {
     let headers = resp.headers_mut();
-    headers.insert("x-ratelimit-limit", HeaderValue::from(quota.limit));
-    headers.insert("x-ratelimit-remaining", HeaderValue::from(quota.remaining));
-    headers.insert("x-ratelimit-reset", HeaderValue::from(quota.reset));
+    // Room for the three (and `Cache-Control`) at once rather than growing on the way.
+    headers.reserve(4);
+    headers.insert(RATELIMIT_LIMIT, HeaderValue::from(quota.limit));
+    headers.insert(RATELIMIT_REMAINING, HeaderValue::from(quota.remaining));
+    headers.insert(RATELIMIT_RESET, HeaderValue::from(quota.reset));
 }

@@ -145,21 +145,27 @@ impl std::future::Future for Deadline<'_> {
         let Some(due) = self.activity.next_check(head, idle) else {
             return Poll::Pending;
         };
-        if self.sleep.deadline() != due {
+        // Moving a timer means a trip to the runtime's timer wheel. Every request moves
+        // the deadline *later* (its end restarts the idle timer, the next head starts its
+        // own), so the sleep is only moved earlier here; one that ends before the real
+        // deadline is re-armed below (at most once per timeout, not once per request).
+        if due < self.sleep.deadline() {
             self.sleep.as_mut().reset(due);
         }
-        if self.sleep.as_mut().poll(cx).is_pending() {
-            return Poll::Pending;
-        }
-        match self.activity.expired(head, idle) {
-            Some(expired) => Poll::Ready(expired),
-            // Cannot happen: the sleep ended at `due`. Look again shortly rather than spin.
-            None => {
-                let later = Instant::now() + Duration::from_millis(10);
-                self.sleep.as_mut().reset(later);
-                let _ = self.sleep.as_mut().poll(cx);
-                Poll::Pending
+        loop {
+            if self.sleep.as_mut().poll(cx).is_pending() {
+                return Poll::Pending;
             }
+            if let Some(expired) = self.activity.expired(head, idle) {
+                return Poll::Ready(expired);
+            }
+            // An earlier deadline than the current one: wait for the current one. (The
+            // timer's granularity may end it a hair early: never re-arm in the past.)
+            let Some(due) = self.activity.next_check(head, idle) else {
+                return Poll::Pending;
+            };
+            let floor = Instant::now() + Duration::from_millis(1);
+            self.sleep.as_mut().reset(due.max(floor));
         }
     }
 }
@@ -323,6 +329,24 @@ mod tests {
         activity.bytes_read();
         wait(300).await;
         assert_eq!(activity.expired(HEAD, IDLE), None);
+    }
+
+    #[tokio::test]
+    async fn a_request_that_ends_later_pushes_the_idle_deadline_back() {
+        let activity = Activity::new();
+        let started = Instant::now();
+        let deadline = Deadline::new(&activity, HEAD, IDLE);
+        tokio::pin!(deadline);
+        assert!(futures_util::poll!(deadline.as_mut()).is_pending());
+        wait(200).await;
+        // A request at 200 ms: idle now runs from its end, not from the connection's start
+        // (the armed sleep ends first and is re-armed, never early).
+        drop(activity.request_started(false));
+        assert!(futures_util::poll!(deadline.as_mut()).is_pending());
+        assert_eq!(deadline.await, Expired::Idle);
+        let waited = started.elapsed();
+        assert!(waited >= Duration::from_millis(590), "{waited:?}");
+        assert!(waited < Duration::from_secs(5), "{waited:?}");
     }
 
     #[tokio::test]
