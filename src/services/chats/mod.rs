@@ -22,8 +22,9 @@ use crate::services::Context;
 use crate::store::users::UserRow;
 
 mod bridge;
+mod group;
 pub mod identifier;
-mod joined;
+pub(crate) mod joined;
 mod matrix_dm;
 
 pub use identifier::Target;
@@ -38,6 +39,11 @@ pub struct NewChat {
     /// False when the conversation existed already (the same room is returned).
     pub created: bool,
 }
+
+/// Most participants of a new group besides the user.
+pub const MAX_GROUP_PARTICIPANTS: usize = 100;
+/// Longest group name, in characters.
+pub const MAX_GROUP_NAME_CHARS: usize = 255;
 
 /// Who acts: the user, its Matrix ID and Matrix access token.
 pub(crate) struct Acting {
@@ -77,6 +83,100 @@ pub async fn start(
     Ok(chat)
 }
 
+/// `POST /api/chats {platform, participants, name}`: a new group with `participants` (1 to
+/// [`MAX_GROUP_PARTICIPANTS`] besides the user), each checked like the identifier of a
+/// direct chat. Always a new room (`created: true`); one call counts once against the
+/// new-chat budget.
+pub async fn start_group(
+    state: &Context,
+    user_id: &str,
+    platform: &str,
+    participants: &[String],
+    name: Option<&str>,
+) -> AppResult<NewChat> {
+    let target = Target::parse(platform)?;
+    let participants = group_participants(target, participants)?;
+    let name = group_name(name)?;
+    if let Target::Bridge(p) = target {
+        state.bridges.clients.get(p)?;
+    }
+    let matrix = state.matrix.clone().ok_or_else(|| {
+        AppError::unavailable(
+            ErrorCode::HomeserverUnavailable,
+            "no Matrix homeserver is configured on this server",
+        )
+    })?;
+    let acting = acting(state, user_id).await?;
+    if let Some(i) = participants.iter().position(|p| *p == acting.mxid) {
+        return Err(AppError::invalid(
+            &format!("participants[{i}]"),
+            "is the user's own Matrix ID (the user is in the group already)",
+        ));
+    }
+    charge(state, user_id).await?;
+    let lock = lock_of(user_id);
+    let _one_at_a_time = lock.lock().await;
+    let name = name.as_deref();
+    let chat = match target {
+        Target::Bridge(p) => {
+            group::start_bridge(state, &matrix, &acting, p, &participants, name).await?
+        }
+        Target::Matrix => group::start_matrix(state, &matrix, &acting, &participants, name).await?,
+    };
+    tracing::info!(%user_id, platform = target.id(), room_id = %chat.room_id,
+        participants = participants.len(), "group created");
+    Ok(chat)
+}
+
+/// The participants checked and normalised, each error naming `participants[i]`;
+/// the same person twice is refused.
+fn group_participants(target: Target, raw: &[String]) -> AppResult<Vec<String>> {
+    if raw.is_empty() || raw.len() > MAX_GROUP_PARTICIPANTS {
+        return Err(AppError::invalid(
+            "participants",
+            format!("must name 1 to {MAX_GROUP_PARTICIPANTS} people besides the user"),
+        ));
+    }
+    let mut out: Vec<String> = Vec::with_capacity(raw.len());
+    for (i, value) in raw.iter().enumerate() {
+        let field = format!("participants[{i}]");
+        let normal = identifier::normalise(target, value).map_err(|e| {
+            let why = e.to_string();
+            let why = why.strip_prefix("identifier: ").unwrap_or(&why).to_owned();
+            AppError::invalid(&field, why)
+        })?;
+        if let Some(j) = out.iter().position(|o| *o == normal) {
+            return Err(AppError::invalid(
+                &field,
+                format!("repeats participants[{j}]"),
+            ));
+        }
+        out.push(normal);
+    }
+    Ok(out)
+}
+
+/// The group's name: trimmed, blank is none, at most [`MAX_GROUP_NAME_CHARS`] characters
+/// without control characters.
+pub fn group_name(raw: Option<&str>) -> AppResult<Option<String>> {
+    let Some(name) = raw.map(str::trim).filter(|n| !n.is_empty()) else {
+        return Ok(None);
+    };
+    if name.chars().count() > MAX_GROUP_NAME_CHARS {
+        return Err(AppError::invalid(
+            "name",
+            format!("must be at most {MAX_GROUP_NAME_CHARS} characters"),
+        ));
+    }
+    if name.chars().any(char::is_control) {
+        return Err(AppError::invalid(
+            "name",
+            "must not contain control characters",
+        ));
+    }
+    Ok(Some(name.to_owned()))
+}
+
 /// Counts one call against the user's new-chat budget (429 beyond it).
 async fn charge(state: &Context, user_id: &str) -> AppResult<()> {
     let limit = state.config.rate_limit.new_chats_per_hour;
@@ -93,7 +193,7 @@ async fn charge(state: &Context, user_id: &str) -> AppResult<()> {
     }
 }
 
-async fn acting(state: &Context, user_id: &str) -> AppResult<Acting> {
+pub(crate) async fn acting(state: &Context, user_id: &str) -> AppResult<Acting> {
     let mut user = users::load(state, user_id).await?;
     if user.matrix_user_id.is_none() {
         user = crate::services::auth::ensure_matrix_account(state, user).await?;
