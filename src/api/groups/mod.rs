@@ -62,7 +62,8 @@ pub struct GroupMemberObject {
     pub avatar_url: Option<String>,
     /// `join`, `invite` or `ban`.
     pub membership: String,
-    /// Power level in the room (room version 12 creators: the largest integer).
+    /// Power level in the room. The creators of a room version 12 room outrank every level
+    /// and are given 9007199254740991 (2^53 - 1).
     pub power_level: i64,
 }
 

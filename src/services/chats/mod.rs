@@ -222,3 +222,49 @@ fn lock_of(user_id: &str) -> Arc<tokio::sync::Mutex<()>> {
         })
         .get_with(user_id.to_owned(), Default::default)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::clients::provisioning::Platform;
+
+    fn strings(v: &[&str]) -> Vec<String> {
+        v.iter().map(|s| (*s).to_owned()).collect()
+    }
+
+    #[test]
+    fn group_participants_are_normalised_bounded_and_named_by_index() {
+        let wa = Target::Bridge(Platform::Whatsapp);
+        assert_eq!(
+            group_participants(wa, &strings(&["+49 155 50001", "4915550002"])).unwrap(),
+            ["+4915550001", "+4915550002"]
+        );
+        let message = |r: AppResult<Vec<String>>| r.unwrap_err().to_string();
+        assert!(message(group_participants(wa, &[])).starts_with("participants: "));
+        let many: Vec<String> = (0..=MAX_GROUP_PARTICIPANTS)
+            .map(|i| format!("+49155{i:05}"))
+            .collect();
+        assert!(message(group_participants(wa, &many)).starts_with("participants: "));
+        assert!(group_participants(wa, &many[..MAX_GROUP_PARTICIPANTS]).is_ok());
+        let bad = group_participants(wa, &strings(&["4915550001", "../x"]));
+        assert!(message(bad).starts_with("participants[1]: "));
+        let twice = group_participants(wa, &strings(&["4915550001", "+49 155 50001"]));
+        assert_eq!(message(twice), "participants[1]: repeats participants[0]");
+        let mx = group_participants(Target::Matrix, &strings(&["@a:x.org", "b"]));
+        assert!(message(mx).starts_with("participants[1]: "));
+    }
+
+    #[test]
+    fn group_names_are_trimmed_and_bounded() {
+        assert_eq!(
+            group_name(Some("  Family ")).unwrap().as_deref(),
+            Some("Family")
+        );
+        assert_eq!(group_name(Some("   ")).unwrap(), None);
+        assert_eq!(group_name(None).unwrap(), None);
+        assert!(group_name(Some(&"é".repeat(255))).is_ok());
+        let long = group_name(Some(&"é".repeat(256))).unwrap_err();
+        assert!(long.to_string().starts_with("name: "), "{long}");
+        assert!(group_name(Some("a\nb")).is_err());
+    }
+}

@@ -10,6 +10,10 @@ use serde_json::Value;
 use super::{joined_room, refused};
 use crate::clients::matrix::types::Event;
 
+/// The power level given to the creators of a room version 12 room, who outrank every
+/// number: JavaScript's largest safe integer, so clients read it exactly.
+pub const CREATOR_LEVEL: i64 = (1 << 53) - 1;
+
 /// Most members listed (joined first, then by power and name); `total` counts them all.
 pub const MAX_MEMBERS: usize = 500;
 
@@ -68,7 +72,7 @@ impl Levels<'_> {
 
     fn user(&self, user_id: &str) -> i64 {
         if self.creators.contains(&user_id) {
-            return i64::MAX;
+            return CREATOR_LEVEL;
         }
         self.content["users"][user_id]
             .as_i64()

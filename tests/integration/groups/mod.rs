@@ -10,6 +10,7 @@ use crate::common::matrix::{self, MatrixUser};
 use crate::common::*;
 pub(crate) use crate::contacts::{enc, mxid, requests_to, setup};
 
+mod browser;
 mod create;
 mod manage;
 mod refusals;
