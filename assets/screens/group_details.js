@@ -3,7 +3,7 @@
 // change), rename, topic, picture, invite, remove (with a reason) and leave. Controls the room's
 // power levels do not allow are not offered; the homeserver's refusal is shown in words.
 import * as api from '../api.js';
-import { navigate } from '../app.js';
+import { navigate } from '../router.js';
 import { getRoom } from '../rooms.js';
 import { platformName, state } from '../state.js';
 import { h, replace, field } from '../ui/dom.js';

@@ -4,7 +4,7 @@
 // (POST /api/chats with participants). A group lives on one platform: the first person picked
 // fixes it until the selection is empty again.
 import * as api from '../api.js';
-import { navigate } from '../app.js';
+import { navigate } from '../router.js';
 import { platformName } from '../state.js';
 import { h, replace, field } from '../ui/dom.js';
 import { busy } from '../ui/notice.js';
