@@ -92,6 +92,7 @@ export async function render(main, { roomId }) {
       h('h1', null, room.title),
       h('span', { class: `platform ${room.platform || 'matrix'}` }, platformName(room.platform)),
       h('div', { class: 'actions', role: 'group', 'aria-label': 'Conversation actions' },
+        room.isDirect ? null : h('a', { href: `/rooms/${api.seg(roomId)}/details`, class: 'button secondary' }, 'Group details'),
         toggle('pinned', 'pin', 'unpin', 'Pin', 'Unpin'),
         levelControls(roomId, room.notifications, async () => {
           room = await getRoom(roomId);

@@ -19,7 +19,7 @@ export function render(main) {
     field('Name, number or username', { type: 'search', name: 'q', maxlength: 200 }),
     h('div', { class: 'bar' }, h('button', { type: 'submit' }, 'Find'), h('button', { type: 'button', class: 'secondary', onclick: () => startTyped() }, 'Write to exactly this')),
     out);
-  main.append(h('h1', null, 'New chat'), form, status, list);
+  main.append(h('div', { class: 'bar' }, h('h1', null, 'New chat'), h('a', { class: 'button secondary', href: '/groups/new' }, 'New group')), form, status, list);
   const value = (/** @type {string} */ n) => /** @type {HTMLInputElement} */ (form.elements.namedItem(n)).value.trim();
 
   /** @param {string} platform @param {string} identifier */

@@ -9,9 +9,11 @@ use poem_openapi::{ApiResponse, Object, OpenApi};
 
 use super::security::TokenAuth;
 use super::ApiTags;
-use crate::error::AppError;
+use crate::error::{AppError, ErrorCode};
+use crate::services::allowlist;
 use crate::services::chats::{self, NewChat};
 use crate::services::contacts::{self, Contact, Contacts};
+use crate::services::session::Principal;
 use crate::state::AppState;
 
 /// Someone the user can start a conversation with.
@@ -77,14 +79,21 @@ impl From<Contacts> for ContactList {
     }
 }
 
+/// A direct chat (`identifier`) or a new group (`participants`, optional `name`): exactly
+/// one of `identifier` and `participants`.
 #[derive(Debug, Object)]
 pub struct StartChatRequest {
     /// `whatsapp`, `telegram`, `discord` or `matrix`.
     pub platform: String,
-    /// Who to write to: a phone number (normalised to E.164, e.g. `+4915123456789`), a
-    /// username, a bridge contact id (`id` of `GET /api/contacts`), or for `matrix` a
-    /// Matrix user ID (`@alice:example.org`). At most 256 characters.
-    pub identifier: String,
+    /// A direct chat: who to write to, a phone number (normalised to E.164, e.g.
+    /// `+4915123456789`), a username, a bridge contact id (`id` of `GET /api/contacts`), or
+    /// for `matrix` a Matrix user ID (`@alice:example.org`). At most 256 characters.
+    pub identifier: Option<String>,
+    /// A new group: 1 to 100 people besides the user, each written as `identifier` is.
+    pub participants: Option<Vec<String>>,
+    /// The new group's name (with `participants`): at most 255 characters; some networks
+    /// require one (WhatsApp), others name the group after its members when it is blank.
+    pub name: Option<String>,
 }
 
 #[derive(Debug, Object)]
@@ -161,9 +170,10 @@ impl ContactsApi {
         Ok(Json(found.into()))
     }
 
-    /// Start a conversation
+    /// Start a conversation or a group
     ///
-    /// Opens a direct conversation with someone, answering 201 `{roomId, created: true}`,
+    /// **Direct chat** (`identifier`):
+    /// opens a direct conversation with someone, answering 201 `{roomId, created: true}`,
     /// or 200 `{roomId, created: false}` with the same room when it exists already. The
     /// room is in `GET /api/rooms` and readable at once (stored before the answer, not
     /// after the next sync).
@@ -185,6 +195,25 @@ impl ContactsApi {
     /// `[rate_limit] new_chats_per_hour` (20; all tokens and sessions together): 429
     /// `rate_limited` with `Retry-After` beyond it. Native sessions and personal tokens
     /// (tokens created before allowlist version 4 opt in first).
+    ///
+    /// **Group** (`participants`, optional `name`): always a new room, 201 `{roomId,
+    /// created: true}`, listed at once. 1 to 100 participants besides the user, each
+    /// checked as `identifier` is (400 naming `participants[i]`; the same person twice, or
+    /// the user's own Matrix ID, is 400 too); `name` at most 255 characters. On a bridge the
+    /// network's group types are read first (`GET /v3/capabilities`,
+    /// `provisioning.group_creation`; the plain `group` type when offered): none is 409
+    /// `not_supported`, and its bounds (how many participants, whether a name is required)
+    /// are 400 naming the field; every participant is resolved to the network's user id
+    /// (`GET /v3/resolve_identifier`; 404 `identifier_not_found` naming the first unknown
+    /// one), then the bridge creates the group (`POST /v3/create_group/{type}` with those
+    /// ids and the name) and Switchboard joins its portal room after checking that the
+    /// bridge's bot or a ghost created it. On `matrix` every participant must be known to
+    /// the homeserver (404 `identifier_not_found` naming it), and Switchboard creates an
+    /// end-to-end encrypted private room with them invited. Other errors and the budget as
+    /// for a direct chat (one group counts once). Personal tokens created before allowlist
+    /// version 6 that have not opted in get 403 `forbidden_for_api_token` for this form.
+    /// Giving both `identifier` and `participants` is 400; `name` without `participants`
+    /// is 400.
     #[oai(path = "/api/chats", method = "post", operation_id = "chats_start")]
     async fn start(
         &self,
@@ -192,7 +221,57 @@ impl ContactsApi {
         auth: TokenAuth,
         body: Json<StartChatRequest>,
     ) -> Result<StartChatResponse, AppError> {
-        let chat = chats::start(&state, auth.0.user_id(), &body.platform, &body.identifier).await?;
+        let body = body.0;
+        let chat =
+            match (body.identifier, body.participants) {
+                (Some(_), Some(_)) => return Err(AppError::invalid(
+                    "participants",
+                    "give either identifier (a direct chat) or participants (a group), not both",
+                )),
+                (Some(identifier), None) => {
+                    if body.name.is_some() {
+                        return Err(AppError::invalid(
+                            "name",
+                            "names a group: give participants, not identifier",
+                        ));
+                    }
+                    chats::start(&state, auth.0.user_id(), &body.platform, &identifier).await?
+                }
+                (None, Some(participants)) => {
+                    if let Principal::ApiToken {
+                        allowlist_version, ..
+                    } = &auth.0
+                    {
+                        if !allowlist::token_may_create_groups(*allowlist_version) {
+                            return Err(AppError::forbidden(
+                                ErrorCode::ForbiddenForApiToken,
+                                format!(
+                                    "creating a group (POST /api/chats with participants) is open \
+                                 to personal tokens from allowlist version {}; this token is \
+                                 older: opt it in first (PATCH /api/developer/tokens/{{id}} \
+                                 with {{\"optIn\": true}})",
+                                    allowlist::GROUPS_SINCE
+                                ),
+                            ));
+                        }
+                    }
+                    let name = body.name.as_deref();
+                    chats::start_group(
+                        &state,
+                        auth.0.user_id(),
+                        &body.platform,
+                        &participants,
+                        name,
+                    )
+                    .await?
+                }
+                (None, None) => {
+                    return Err(AppError::invalid(
+                        "identifier",
+                        "is required (or participants, for a group)",
+                    ))
+                }
+            };
         Ok(if chat.created {
             StartChatResponse::Created(Json(chat.into()))
         } else {

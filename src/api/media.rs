@@ -125,7 +125,7 @@ async fn field_text(
 }
 
 /// The file part as a stream of chunks; past `deadline` it ends with a `TimedOut` error.
-fn field_stream(
+pub(crate) fn field_stream(
     field: poem::web::Field,
     deadline: Instant,
 ) -> impl futures_util::Stream<Item = io::Result<Bytes>> + Send + Unpin + 'static {

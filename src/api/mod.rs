@@ -26,6 +26,7 @@ pub mod email;
 pub mod error;
 pub mod fast_json;
 pub mod gate;
+pub mod groups;
 pub mod health;
 pub mod invites;
 pub mod keys;
@@ -101,6 +102,8 @@ pub enum ApiTags {
     Ai,
     /// Contacts on the bridges and Matrix, and starting new conversations with them.
     Contacts,
+    /// Managing a group the user is in: name, topic, picture, members, leaving.
+    Groups,
     /// The sync device as a trusted end-to-end encryption device: cross-signing, key
     /// backup, recovery key and verification with the user's other Matrix devices (native
     /// sessions only).
@@ -147,6 +150,7 @@ fn apis() -> impl OpenApi {
             search::SearchApi,
             ai::AiApi,
             contacts::ContactsApi,
+            (groups::GroupsApi, groups::GroupAvatarApi),
         ),
         e2ee::apis(),
     )
@@ -235,13 +239,10 @@ async fn limit_body<E: Endpoint>(
 ) -> poem::Result<Response> {
     use poem::IntoResponse;
     use tokio::io::AsyncReadExt;
-    if is_media_upload(&req) {
-        // Streamed to the homeserver under its own cap ([media] max_upload_mb); the body
-        // as a whole may carry that plus the form's text fields and part headers.
-        let limit = req
-            .data::<crate::state::AppState>()
-            .map_or(MAX_BODY_BYTES as u64, |s| s.config.media.max_upload_bytes())
-            + MEDIA_FORM_BYTES;
+    if let Some(cap) = media_upload_cap(&req) {
+        // Streamed to the homeserver under its own cap; the body as a whole may carry that
+        // plus the form's text fields and part headers.
+        let limit = cap + MEDIA_FORM_BYTES;
         let declared = req
             .headers()
             .get(poem::http::header::CONTENT_LENGTH)
@@ -325,13 +326,20 @@ fn strict_route(req: &poem::Request) -> Option<String> {
         .then(|| template.to_owned())
 }
 
-/// `POST /api/rooms/{roomId}/media` and `POST /api/email/attachments`: their body is a
-/// file, capped by the upload itself.
-fn is_media_upload(req: &poem::Request) -> bool {
+/// The file cap of an upload route (`POST /api/rooms/{roomId}/media` and `POST
+/// /api/email/attachments`: `[media] max_upload_mb`; a group's picture: 5 MiB), whose body
+/// is a file capped by the upload itself; `None` for every other request.
+fn media_upload_cap(req: &poem::Request) -> Option<u64> {
     let table = routes::route_table();
-    req.method() == poem::http::Method::POST
-        && matches!(
-            table.resolve_at(table.matched(req), "POST"),
-            Some("/api/rooms/{roomId}/media" | "/api/email/attachments")
-        )
+    if req.method() != poem::http::Method::POST {
+        return None;
+    }
+    match table.resolve_at(table.matched(req), "POST")? {
+        "/api/rooms/{roomId}/media" | "/api/email/attachments" => Some(
+            req.data::<crate::state::AppState>()
+                .map_or(MAX_BODY_BYTES as u64, |s| s.config.media.max_upload_bytes()),
+        ),
+        "/api/rooms/{roomId}/avatar" => Some(crate::services::groups::MAX_AVATAR_BYTES),
+        _ => None,
+    }
 }

@@ -57,6 +57,9 @@ pub enum ErrorCode {
     TokenRevoked,
     /// 403: a request poem refused as forbidden.
     Forbidden,
+    /// 403: the homeserver refused a change to a room (power levels, not a member); the
+    /// message carries its reason.
+    NotPermitted,
     /// 403: a route a personal API token may not use (default deny).
     ForbiddenForApiToken,
     /// 403: a personal token whose owner has no active subscription.
@@ -94,6 +97,8 @@ pub enum ErrorCode {
     MatrixAccountMissing,
     /// 409: the room is not an invitation.
     NotInvited,
+    /// 409: the platform's bridge cannot do this (e.g. it creates no groups).
+    NotSupported,
     /// 409: the user has not joined the room.
     NotJoined,
     /// 409: the scheduled message is no longer pending.
@@ -232,6 +237,7 @@ impl ErrorCode {
         Self::TokenRevoked,
         Self::Forbidden,
         Self::ForbiddenForApiToken,
+        Self::NotPermitted,
         Self::SubscriptionExpired,
         Self::AdminRequired,
         Self::NotOwnMessage,
@@ -249,6 +255,7 @@ impl ErrorCode {
         Self::NoSigningKey,
         Self::MatrixAccountMissing,
         Self::NotInvited,
+        Self::NotSupported,
         Self::NotJoined,
         Self::NotPending,
         Self::RoomsAlreadyLinked,
@@ -348,6 +355,8 @@ impl ErrorCode {
             Self::NoSigningKey => "NO_SIGNING_KEY",
             Self::MatrixAccountMissing => "matrix_account_missing",
             Self::NotInvited => "not_invited",
+            Self::NotSupported => "not_supported",
+            Self::NotPermitted => "not_permitted",
             Self::NotJoined => "not_joined",
             Self::NotPending => "not_pending",
             Self::RoomsAlreadyLinked => "rooms_already_linked",

@@ -34,7 +34,9 @@
 ///
 /// Version 6 adds groups and media in the app (creating a group, renaming it, its topic and
 /// avatar, inviting, removing and leaving) and link previews; the entries name themselves
-/// with `since: 6`.
+/// with `since: 6`. Creating a group is the group form (`participants`) of `POST
+/// /api/chats`, a version-4 route: its handler refuses that form to tokens below
+/// [`GROUPS_SINCE`] with 403 `forbidden_for_api_token`.
 pub const ALLOWLIST_VERSION: u32 = 6;
 
 /// One operation personal tokens may call.
@@ -153,7 +155,27 @@ pub const PERSONAL_TOKEN_ALLOWLIST: &[AllowedRoute] = &[
     // them off stays native-only.
     allow_since("GET", "/api/preview", 6),
     allow_since("GET", "/api/preview/image", 6),
+    // Groups (version 6): their members, name, topic, picture, inviting, removing and
+    // leaving. Creating one is the group form of `POST /api/chats` (a version-4 route), so
+    // its handler refuses that form to tokens before version 6 (`GROUPS_SINCE`).
+    allow_since("GET", "/api/rooms/{roomId}/members", 6),
+    allow_since("PUT", "/api/rooms/{roomId}/name", 6),
+    allow_since("PUT", "/api/rooms/{roomId}/topic", 6),
+    allow_since("POST", "/api/rooms/{roomId}/avatar", 6),
+    allow_since("POST", "/api/rooms/{roomId}/members", 6),
+    allow_since("DELETE", "/api/rooms/{roomId}/members/{userId}", 6),
+    allow_since("POST", "/api/rooms/{roomId}/leave", 6),
 ];
+
+/// The allowlist version that opened groups to personal tokens: creating one (the group
+/// form of `POST /api/chats`, whose route is older) and managing one.
+pub const GROUPS_SINCE: u32 = 6;
+
+/// Whether a personal token of `allowlist_version` may create groups. The opt-in
+/// (`{"optIn": true}`) raises a token's version to the current one, so it is covered.
+pub fn token_may_create_groups(allowlist_version: u32) -> bool {
+    allowlist_version >= GROUPS_SINCE
+}
 
 /// Whether a personal token with allowlist version `token_version`, explicitly opted in at
 /// `opted_in_version` (0: never), may call `template`.
@@ -185,6 +207,46 @@ impl AllowedRoute {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn group_routes_need_version_6_or_an_opt_in() {
+        const { assert!(ALLOWLIST_VERSION >= 6) };
+        let routes = [
+            ("GET", "/api/rooms/{roomId}/members"),
+            ("PUT", "/api/rooms/{roomId}/name"),
+            ("PUT", "/api/rooms/{roomId}/topic"),
+            ("POST", "/api/rooms/{roomId}/avatar"),
+            ("POST", "/api/rooms/{roomId}/members"),
+            ("DELETE", "/api/rooms/{roomId}/members/{userId}"),
+            ("POST", "/api/rooms/{roomId}/leave"),
+        ];
+        for (method, path) in routes {
+            // Created at version 5, never opted in: refused, also with an explicit opt-in
+            // made at 5 (search's); created at 6, or opted in since: allowed.
+            assert!(
+                !personal_token_allows(method, path, 5, 0),
+                "{method} {path}"
+            );
+            assert!(
+                !personal_token_allows(method, path, 5, 5),
+                "{method} {path}"
+            );
+            assert!(personal_token_allows(method, path, 6, 0), "{method} {path}");
+            assert!(personal_token_allows(
+                method,
+                path,
+                ALLOWLIST_VERSION,
+                ALLOWLIST_VERSION
+            ));
+        }
+        // The group form of the version-4 route: decided by its handler.
+        assert!(personal_token_allows("POST", "/api/chats", 5, 0));
+        assert!(!token_may_create_groups(5));
+        assert!(token_may_create_groups(6));
+        assert!(token_may_create_groups(ALLOWLIST_VERSION));
+        // The native app's own override name stays native only.
+        assert!(allowlist_entry("PUT", "/api/rooms/{roomId}").is_none());
+    }
 
     #[test]
     fn the_notification_level_needs_version_5_and_subscriptions_are_never_listed() {

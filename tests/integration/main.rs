@@ -27,6 +27,7 @@ mod email_names;
 mod email_outgoing;
 mod email_safety;
 mod foundation;
+mod groups;
 mod hardening;
 mod http_layer;
 mod invites;

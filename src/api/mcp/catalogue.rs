@@ -119,6 +119,65 @@ pub(super) fn build() -> Vec<ToolSpec> {
             required: &["platform", "identifier"],
         },
         ToolSpec {
+            name: "create_group",
+            description: "Create a group with several people (POST /api/chats with \
+                participants): a WhatsApp, Telegram or Discord group through its bridge, or \
+                an end-to-end encrypted Matrix room; returns roomId. Counts against the \
+                budget of new chats per hour.",
+            method: Method::POST,
+            path: "/api/chats",
+            args: &[
+                ("platform", STR, "whatsapp, telegram, discord or matrix"),
+                (
+                    "participants",
+                    STRS,
+                    "1 to 100 people besides the user: phone numbers, usernames, contact ids \
+                     or Matrix user IDs",
+                ),
+                ("name", STR, "the group's name, at most 255 characters"),
+            ],
+            required: &["platform", "participants"],
+        },
+        ToolSpec {
+            name: "rename_chat",
+            description: "Rename a group (PUT /api/rooms/{roomId}/name): its Matrix name, \
+                which the bridge carries to the network; blank removes the name.",
+            method: Method::PUT,
+            path: "/api/rooms/{roomId}/name",
+            args: &[
+                ("roomId", STR, "Matrix room id"),
+                ("name", STR, "the new name, at most 255 characters"),
+            ],
+            required: &["roomId", "name"],
+        },
+        ToolSpec {
+            name: "invite",
+            description: "Invite someone to a group (POST /api/rooms/{roomId}/members) by \
+                Matrix user ID (for a bridged group: the person's matrixId from \
+                list_contacts).",
+            method: Method::POST,
+            path: "/api/rooms/{roomId}/members",
+            args: &[
+                ("roomId", STR, "Matrix room id"),
+                ("userId", STR, "Matrix user ID of the person"),
+            ],
+            required: &["roomId", "userId"],
+        },
+        ToolSpec {
+            name: "remove_member",
+            description: "Remove a member from a group (DELETE \
+                /api/rooms/{roomId}/members/{userId}), with an optional reason shown to the \
+                room.",
+            method: Method::DELETE,
+            path: "/api/rooms/{roomId}/members/{userId}",
+            args: &[
+                ("roomId", STR, "Matrix room id"),
+                ("userId", STR, "Matrix user ID of the member"),
+                ("reason", STR, "why, at most 512 characters"),
+            ],
+            required: &["roomId", "userId"],
+        },
+        ToolSpec {
             name: "get_attachment",
             description: "Get the attachment of a message (GET \
                 /api/rooms/{roomId}/media/{eventId}): image content for images, an \

@@ -14,6 +14,7 @@ pub mod conversation;
 mod devices;
 pub mod directory;
 pub mod e2ee;
+mod groups;
 pub mod history;
 pub mod media;
 pub mod preview;

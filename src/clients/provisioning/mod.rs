@@ -16,6 +16,7 @@ use crate::clients::segment;
 use crate::config::{BridgeConfig, BridgesConfig};
 
 pub mod error;
+mod groups;
 pub mod identity;
 mod snc;
 pub mod types;

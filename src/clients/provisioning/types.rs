@@ -175,3 +175,51 @@ pub struct SearchResults {
     #[serde(default)]
     pub results: Option<Vec<ResolvedIdentifier>>,
 }
+
+/// `GET /v3/capabilities` (`bridgev2.ProvisioningCapabilities`): what the network lets the
+/// provisioning API do. Only the group creation part is read here.
+#[derive(Debug, Clone, Default, Deserialize)]
+pub struct Capabilities {
+    /// Group types the network can create, by type id (`group`, `channel`, …); absent or
+    /// empty when it creates none.
+    #[serde(default)]
+    pub group_creation: Option<std::collections::BTreeMap<String, GroupTypeCapabilities>>,
+}
+
+/// One group type (`bridgev2.GroupTypeCapabilities`).
+#[derive(Debug, Clone, Default, Deserialize)]
+pub struct GroupTypeCapabilities {
+    #[serde(default)]
+    pub type_description: String,
+    #[serde(default)]
+    pub name: GroupFieldCapability,
+    #[serde(default)]
+    pub participants: GroupFieldCapability,
+}
+
+/// `bridgev2.GroupFieldCapability`: whether a field may or must be set, and its length
+/// bounds (for participants: how many besides the creator). 0 means no bound.
+#[derive(Debug, Clone, Default, Deserialize)]
+pub struct GroupFieldCapability {
+    #[serde(default)]
+    pub allowed: bool,
+    #[serde(default)]
+    pub required: bool,
+    #[serde(default)]
+    pub min_length: usize,
+    #[serde(default)]
+    pub max_length: usize,
+}
+
+/// `provisionutil.RespCreateGroup`: the network's id of the new group and its portal room.
+#[derive(Debug, Clone, Default, Deserialize)]
+pub struct CreatedGroup {
+    #[serde(default)]
+    pub id: String,
+    #[serde(default)]
+    pub mxid: Option<String>,
+    /// Participants the network could not add, by network user id (the bridge's detail is
+    /// kept as it came).
+    #[serde(default)]
+    pub failed_participants: Option<std::collections::BTreeMap<String, Value>>,
+}

@@ -61,7 +61,7 @@ pub async fn start(
 /// must be the platform's configured bot or one of its ghosts (the namespace the bridge's
 /// appservice holds), the same users whose invitations the sync accepts. Returns the
 /// room's state.
-async fn join_portal(
+pub(super) async fn join_portal(
     state: &Context,
     matrix: &MatrixClient,
     acting: &Acting,

@@ -24,12 +24,14 @@ use crate::services::upstream::homeserver_error;
 
 mod avatar;
 mod decrypt;
+mod image_upload;
 pub mod pipe;
 pub mod preview;
 pub mod spool;
 mod upload;
 mod voice;
 pub use avatar::member_avatar;
+pub use image_upload::{upload_image, UploadedImage};
 pub use upload::{body_timeout, upload, UploadForm, UploadPart};
 
 /// An attachment on its way to the client.

@@ -77,7 +77,7 @@ fn same_type(claimed: &str, sniffed: &str) -> bool {
 /// The type to announce: the claimed one when the bytes agree (images and audio must be
 /// recognisable as what they claim), the sniffed one when nothing (or only
 /// `application/octet-stream`) was claimed. 400 naming `file` otherwise.
-fn resolve_type(claimed: Option<&str>, head: &[u8]) -> AppResult<String> {
+pub(super) fn resolve_type(claimed: Option<&str>, head: &[u8]) -> AppResult<String> {
     let sniffed = infer::get(head).map(|t| t.mime_type());
     let claimed = claimed
         .map(|c| {
@@ -132,16 +132,16 @@ fn clean_name(name: Option<&str>) -> String {
 }
 
 /// The spool: the file encrypted under a fresh key, its length and that key.
-struct Spool {
+pub(super) struct Spool {
     file: std::fs::File,
-    length: u64,
-    info: MediaEncryptionInfo,
+    pub(super) length: u64,
+    pub(super) info: MediaEncryptionInfo,
 }
 
 /// Reads the head (for the type), then spools everything; over `max` bytes is 413, past
 /// the spool space (`[media] max_spool_mb`, reserved chunk by chunk in `reservation`) 503
 /// `spool_full`.
-async fn spool<S>(
+pub(super) async fn spool<S>(
     state: &Context,
     stream: S,
     max: u64,
@@ -229,7 +229,7 @@ pub fn body_timeout() -> AppError {
 }
 
 /// Uploads the spool (as it is, or decrypted) and returns its `mxc://` URI.
-async fn send_spool(
+pub(super) async fn send_spool(
     matrix: &MatrixClient,
     token: &str,
     spool: Spool,
@@ -278,7 +278,7 @@ async fn upload_cap(state: &Context, matrix: &MatrixClient, token: &str) -> u64 
     }
 }
 
-fn copy_info(info: &MediaEncryptionInfo) -> AppResult<MediaEncryptionInfo> {
+pub(super) fn copy_info(info: &MediaEncryptionInfo) -> AppResult<MediaEncryptionInfo> {
     serde_json::to_value(info)
         .and_then(serde_json::from_value)
         .map_err(AppError::internal)

@@ -24,6 +24,9 @@ use tokio::sync::{oneshot, Notify};
 #[path = "bridge_snc.rs"]
 pub mod snc;
 
+#[path = "bridge_groups.rs"]
+pub mod groups;
+
 pub const SHARED_SECRET: &str = "emulator-shared-secret-0123456789";
 
 /// Which bridge to emulate: its flows and steps follow the real connector's ids.
@@ -74,6 +77,8 @@ pub enum Op {
     Search,
     Resolve,
     CreateDm,
+    Capabilities,
+    CreateGroup,
 }
 
 /// One request as the emulator received it.
@@ -136,6 +141,8 @@ struct State {
     ghosts: HashMap<String, super::matrix::MatrixUser>,
     /// Portal rooms by (Matrix user, remote person id).
     portals: HashMap<(String, String), String>,
+    /// Group portals by the network's group id: (creating Matrix user, room, participants).
+    groups: HashMap<String, (String, String, Vec<String>)>,
 }
 
 struct Emu {
@@ -308,6 +315,17 @@ impl BridgeEmulator {
         self.with(|s| s.ghosts.get(remote_id).cloned())
     }
 
+    /// The group `create_group` made: (creating user, portal room, participant ids), by
+    /// the room.
+    pub fn group_by_room(&self, room_id: &str) -> Option<(String, String, Vec<String>)> {
+        self.with(|s| {
+            s.groups
+                .iter()
+                .find(|(_, g)| g.1 == room_id)
+                .map(|(id, g)| (id.clone(), g.0.clone(), g.2.clone()))
+        })
+    }
+
     pub fn requests(&self) -> Vec<Recorded> {
         self.with(|s| s.requests.clone())
     }
@@ -420,6 +438,8 @@ impl Emu {
             ("POST", ["search_users"]) => Op::Search,
             ("GET", ["resolve_identifier", _]) => Op::Resolve,
             ("POST", ["create_dm", _]) => Op::CreateDm,
+            ("GET", ["capabilities"]) => Op::Capabilities,
+            ("POST", ["create_group", _]) => Op::CreateGroup,
             ("GET", ["logins"]) => {
                 let ids: Vec<String> = self.logins_of(&user).into_iter().map(|l| l.id).collect();
                 return json_response(200, json!({"login_ids": ids}));
@@ -453,6 +473,8 @@ impl Emu {
             Op::Search => self.search(&user, &body),
             Op::Resolve => self.resolve(&user, seg[1]),
             Op::CreateDm => self.create_dm(&user, seg[1]).await,
+            Op::Capabilities => json_response(200, self.capabilities()),
+            Op::CreateGroup => self.create_group(&user, seg[1], &body).await,
         }
     }
 

@@ -70,7 +70,7 @@ pub fn directory(network: super::Network) -> &'static [Remote] {
 
 /// The person an identifier names: a contact id, a phone number (with or without `+`),
 /// a username (with or without `@`), or a WhatsApp JID.
-fn find(network: super::Network, identifier: &str) -> Option<&'static Remote> {
+pub(super) fn find(network: super::Network, identifier: &str) -> Option<&'static Remote> {
     let bare = identifier
         .trim_start_matches(['+', '@'])
         .trim_end_matches("@s.whatsapp.net");
@@ -99,7 +99,7 @@ impl Emu {
     }
 
     /// mautrix-go's answer to a user without a login, if `user` has none.
-    fn without_login(&self, user: &str) -> Option<poem::Response> {
+    pub(super) fn without_login(&self, user: &str) -> Option<poem::Response> {
         self.logins_of(user)
             .is_empty()
             .then(|| error(400, "FI.MAU.NOT_LOGGED_IN", "Not logged in"))
@@ -211,7 +211,7 @@ impl Emu {
     }
 
     /// The person's ghost, registered on first use (named under the default ghost prefix).
-    async fn ghost(&self, r: &Remote) -> MatrixUser {
+    pub(super) async fn ghost(&self, r: &Remote) -> MatrixUser {
         if let Some(g) = self.state.lock().unwrap().ghosts.get(r.id).cloned() {
             return g;
         }

@@ -421,6 +421,24 @@ impl MatrixUser {
         (status, resp.bytes().await.unwrap_or_default().to_vec())
     }
 
+    /// The content of a state event of `room_id` (panics when there is none).
+    pub async fn state(&self, room_id: &str, event_type: &str, state_key: &str) -> Value {
+        let path = format!(
+            "rooms/{}/state/{}/{}",
+            enc(room_id),
+            enc(event_type),
+            enc(state_key)
+        );
+        self.call(reqwest::Method::GET, &path, None).await
+    }
+
+    /// Every current state event of `room_id`.
+    pub async fn room_state(&self, room_id: &str) -> Vec<Value> {
+        let path = format!("rooms/{}/state", enc(room_id));
+        let all = self.call(reqwest::Method::GET, &path, None).await;
+        all.as_array().cloned().unwrap_or_default()
+    }
+
     pub async fn joined_members(&self, room_id: &str) -> Vec<String> {
         let path = format!("rooms/{}/joined_members", enc(room_id));
         let joined = self.call(reqwest::Method::GET, &path, None).await;
