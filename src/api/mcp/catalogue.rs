@@ -3,13 +3,7 @@
 
 use poem::http::Method;
 
-use super::tools::ToolSpec;
-
-/// JSON Schema types of the arguments.
-const STR: &str = "string";
-const INT: &str = "integer";
-const BOOL: &str = "boolean";
-pub(super) const STRS: &str = "string[]";
+use super::spec::{ToolSpec, BOOL, INT, STR, STRS};
 
 /// Every tool, in the order they are listed.
 pub(super) fn build() -> Vec<ToolSpec> {

@@ -40,6 +40,7 @@ use crate::state::AppState;
 
 mod catalogue;
 mod media;
+mod spec;
 pub mod tools;
 
 /// The application every tool call is sent through.

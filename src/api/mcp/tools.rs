@@ -7,19 +7,8 @@ use poem::http::Method;
 use rmcp::model::{JsonObject, Tool};
 use serde_json::{json, Map, Value};
 
-use super::catalogue::STRS;
-
-/// One tool and the route it wraps.
-pub struct ToolSpec {
-    pub name: &'static str,
-    pub description: &'static str,
-    pub method: Method,
-    /// Route template; `{name}` segments are filled from the arguments of that name.
-    pub path: &'static str,
-    /// Argument name → JSON Schema of the value.
-    pub args: &'static [(&'static str, &'static str, &'static str)],
-    pub required: &'static [&'static str],
-}
+pub use super::spec::ToolSpec;
+use super::spec::STRS;
 
 /// The tools that only read. Every other tool *acts* (sends, composes, creates, changes,
 /// deletes) and needs the token's `mcpActions` opt-in: a tool added without being listed

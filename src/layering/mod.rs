@@ -6,6 +6,12 @@
 //! composition root) → `workers` → `services` + `error` → `store`, `clients` → `crypto`,
 //! `ratelimit` → the leaves `config`, `clock`, `events`. Modules on one layer may use each
 //! other as long as no cycle forms. docs/design.md ("Code layout") describes them.
+//!
+//! One level down and further ([`inner`]): inside every folder, the files and subfolders
+//! form no cycle either (`services/email/compose.rs` and `drafts.rs` may not use each
+//! other), with no allowed exceptions.
+
+mod inner;
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::Path;
