@@ -7,13 +7,11 @@ use tokio::time::Instant;
 
 use bytes::Bytes;
 use futures_util::StreamExt;
-use poem::web::{Data, Multipart};
+use poem::web::Data;
 use poem::Body;
 use poem_openapi::param::{Path, Query};
 use poem_openapi::payload::{Binary, Json, Response};
-use poem_openapi::registry::{MetaMediaType, MetaRequest, MetaSchemaRef, Registry};
-use poem_openapi::types::Type;
-use poem_openapi::{ApiExtractor, ApiExtractorType, ExtractParamOptions, Object, OpenApi};
+use poem_openapi::{Object, OpenApi};
 
 use super::messages::SendResult;
 use super::security::TokenAuth;
@@ -61,40 +59,8 @@ pub struct MediaUploadForm {
     pub file: String,
 }
 
-/// The multipart body of an upload, read field by field as it arrives.
-pub struct MediaUpload(Multipart);
-
-impl<'a> ApiExtractor<'a> for MediaUpload {
-    const TYPES: &'static [ApiExtractorType] = &[ApiExtractorType::RequestObject];
-    type ParamType = ();
-    type ParamRawType = ();
-
-    fn register(registry: &mut Registry) {
-        MediaUploadForm::register(registry);
-    }
-
-    fn request_meta() -> Option<MetaRequest> {
-        Some(MetaRequest {
-            description: None,
-            content: vec![MetaMediaType {
-                content_type: "multipart/form-data",
-                schema: MetaSchemaRef::Reference("MediaUploadForm".to_owned()),
-            }],
-            required: true,
-        })
-    }
-
-    async fn from_request(
-        request: &'a poem::Request,
-        body: &mut poem::RequestBody,
-        _param_opts: ExtractParamOptions<Self::ParamType>,
-    ) -> poem::Result<Self> {
-        <Multipart as poem::FromRequest>::from_request(request, body)
-            .await
-            .map(Self)
-            .map_err(|e| AppError::invalid("body", format!("not multipart/form-data: {e}")).into())
-    }
-}
+/// The multipart body, read field by field as it arrives.
+pub type MediaUpload = crate::api::streamed_form::StreamedForm<MediaUploadForm>;
 
 /// A field's text, bounded ([`MAX_FIELD_BYTES`]), read before `deadline`.
 async fn field_text(

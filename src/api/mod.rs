@@ -46,6 +46,7 @@ pub mod routes;
 pub mod scheduled;
 pub mod search;
 pub mod security;
+pub mod streamed_form;
 pub mod strict_json;
 pub mod sync;
 pub mod tokens;

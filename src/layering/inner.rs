@@ -141,7 +141,8 @@ fn sibling_uses(src: &Path) -> BTreeMap<Segments, BTreeMap<String, BTreeSet<Stri
     graphs
 }
 
-fn find_cycle(graph: &BTreeMap<String, BTreeSet<String>>) -> Option<Vec<String>> {
+/// A cycle of `graph` (depth-first: a node met again while still on the path closes one).
+pub(super) fn find_cycle(graph: &BTreeMap<String, BTreeSet<String>>) -> Option<Vec<String>> {
     fn visit(
         node: &str,
         graph: &BTreeMap<String, BTreeSet<String>>,

@@ -181,35 +181,8 @@ fn top_level_modules_form_no_cycle() {
             graph.entry(from).or_default().insert(to);
         }
     }
-    // Depth-first search; a node met again while still on the path closes a cycle.
-    fn visit(
-        node: &str,
-        graph: &BTreeMap<String, BTreeSet<String>>,
-        path: &mut Vec<String>,
-        done: &mut BTreeSet<String>,
-    ) -> Option<Vec<String>> {
-        if let Some(at) = path.iter().position(|n| n == node) {
-            let mut cycle = path[at..].to_vec();
-            cycle.push(node.to_owned());
-            return Some(cycle);
-        }
-        if !done.insert(node.to_owned()) {
-            return None;
-        }
-        path.push(node.to_owned());
-        for next in graph.get(node).into_iter().flatten() {
-            if let Some(c) = visit(next, graph, path, done) {
-                return Some(c);
-            }
-        }
-        path.pop();
-        None
-    }
-    let mut done = BTreeSet::new();
-    for node in graph.keys() {
-        if let Some(cycle) = visit(node, &graph, &mut Vec::new(), &mut done) {
-            panic!("import cycle: {}", cycle.join(" → "));
-        }
+    if let Some(cycle) = inner::find_cycle(&graph) {
+        panic!("import cycle: {}", cycle.join(" → "));
     }
 }
 

@@ -5,14 +5,10 @@ use std::io;
 
 use bytes::Bytes;
 use chrono::{DateTime, Utc};
-use poem::web::{Data, Multipart};
+use poem::web::Data;
 use poem_openapi::param::{Path, Query};
 use poem_openapi::payload::Json;
-use poem_openapi::registry::{MetaMediaType, MetaRequest, MetaSchemaRef, Registry};
-use poem_openapi::types::Type;
-use poem_openapi::{
-    ApiExtractor, ApiExtractorType, ApiResponse, ExtractParamOptions, Object, OpenApi,
-};
+use poem_openapi::{ApiResponse, Object, OpenApi};
 
 use super::views::AttachmentView;
 use super::{outcome, Composed};
@@ -34,40 +30,8 @@ pub struct UploadForm {
     pub file: String,
 }
 
-/// The multipart body, read as it arrives.
-pub struct AttachmentUpload(Multipart);
-
-impl<'a> ApiExtractor<'a> for AttachmentUpload {
-    const TYPES: &'static [ApiExtractorType] = &[ApiExtractorType::RequestObject];
-    type ParamType = ();
-    type ParamRawType = ();
-
-    fn register(registry: &mut Registry) {
-        UploadForm::register(registry);
-    }
-
-    fn request_meta() -> Option<MetaRequest> {
-        Some(MetaRequest {
-            description: None,
-            content: vec![MetaMediaType {
-                content_type: "multipart/form-data",
-                schema: MetaSchemaRef::Reference("EmailAttachmentUploadForm".to_owned()),
-            }],
-            required: true,
-        })
-    }
-
-    async fn from_request(
-        request: &'a poem::Request,
-        body: &mut poem::RequestBody,
-        _param_opts: ExtractParamOptions<Self::ParamType>,
-    ) -> poem::Result<Self> {
-        <Multipart as poem::FromRequest>::from_request(request, body)
-            .await
-            .map(Self)
-            .map_err(|e| AppError::invalid("body", format!("not multipart/form-data: {e}")).into())
-    }
-}
+/// The multipart body, read field by field as it arrives.
+pub type AttachmentUpload = crate::api::streamed_form::StreamedForm<UploadForm>;
 
 fn field_stream(
     field: poem::web::Field,

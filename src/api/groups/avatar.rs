@@ -1,12 +1,10 @@
 //! `POST /api/rooms/{roomId}/avatar`: a group's picture, multipart/form-data with one
 //! `file` part, read by poem's multipart parser and streamed on as for attachments.
 
-use poem::web::{Data, Multipart};
+use poem::web::Data;
 use poem_openapi::param::Path;
 use poem_openapi::payload::Json;
-use poem_openapi::registry::{MetaMediaType, MetaRequest, MetaSchemaRef, Registry};
-use poem_openapi::types::Type;
-use poem_openapi::{ApiExtractor, ApiExtractorType, ExtractParamOptions, Object, OpenApi};
+use poem_openapi::{Object, OpenApi};
 use tokio::time::Instant;
 
 use super::super::media::field_stream;
@@ -26,40 +24,8 @@ pub struct RoomAvatarForm {
     pub file: String,
 }
 
-/// The multipart body of an avatar upload.
-pub struct AvatarUpload(Multipart);
-
-impl<'a> ApiExtractor<'a> for AvatarUpload {
-    const TYPES: &'static [ApiExtractorType] = &[ApiExtractorType::RequestObject];
-    type ParamType = ();
-    type ParamRawType = ();
-
-    fn register(registry: &mut Registry) {
-        RoomAvatarForm::register(registry);
-    }
-
-    fn request_meta() -> Option<MetaRequest> {
-        Some(MetaRequest {
-            description: None,
-            content: vec![MetaMediaType {
-                content_type: "multipart/form-data",
-                schema: MetaSchemaRef::Reference("RoomAvatarForm".to_owned()),
-            }],
-            required: true,
-        })
-    }
-
-    async fn from_request(
-        request: &'a poem::Request,
-        body: &mut poem::RequestBody,
-        _param_opts: ExtractParamOptions<Self::ParamType>,
-    ) -> poem::Result<Self> {
-        <Multipart as poem::FromRequest>::from_request(request, body)
-            .await
-            .map(Self)
-            .map_err(|e| AppError::invalid("body", format!("not multipart/form-data: {e}")).into())
-    }
-}
+/// The multipart body, read field by field as it arrives.
+pub type AvatarUpload = crate::api::streamed_form::StreamedForm<RoomAvatarForm>;
 
 #[derive(Debug, Object)]
 #[oai(rename_all = "camelCase")]
