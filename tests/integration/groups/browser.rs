@@ -21,6 +21,32 @@ async fn a_group_made_in_the_web_app_is_listed_and_renamed_on_synapse() {
         201,
     )
     .await;
+    // The screen lists the partners of the user's direct chats that the sync has stored
+    // as direct (`m.direct` comes with a sync): wait until Bob is listed, by name, before
+    // the browser looks for him.
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
+    loop {
+        let listed = expect_json(
+            app.get_auth("/api/contacts?platform=matrix", &user.access_token)
+                .await,
+            200,
+        )
+        .await;
+        let names: Vec<&str> = listed["contacts"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .filter_map(|c| c["name"].as_str())
+            .collect();
+        if names.contains(&"Bob Climber") {
+            break;
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "Bob never listed as a contact: {listed}"
+        );
+        tokio::time::sleep(std::time::Duration::from_millis(200)).await;
+    }
 
     let config = json!({
         "base": app.base,
