@@ -103,6 +103,7 @@ impl AppState {
             web_push,
             history: Arc::new(crate::workers::sync::HistoryIngest::new(&config.bridges)),
             email: Default::default(),
+            local_writes: Default::default(),
             config,
         })))
     }

@@ -287,7 +287,7 @@ async fn from_matrix(
 }
 
 /// The partners of the user's joined plain-Matrix direct chats (newest chat per partner),
-/// named as their rooms are.
+/// by their display name (else named as their rooms are).
 async fn direct_chats(state: &Context, user: &UserRow) -> AppResult<HashMap<String, Contact>> {
     let master = state.master.clone();
     let user = user.clone();
@@ -306,7 +306,9 @@ async fn direct_chats(state: &Context, user: &UserRow) -> AppResult<HashMap<Stri
                 out.entry(partner.clone()).or_insert_with(|| Contact {
                     platform: "matrix",
                     id: partner.clone(),
-                    name: open(RoomField::Name, &r.name_enc),
+                    // The partner's own display name, else the chat's name.
+                    name: open(RoomField::RecipientName, &r.recipient_name_enc)
+                        .or_else(|| open(RoomField::Name, &r.name_enc)),
                     avatar_url: open(RoomField::Avatar, &r.avatar_enc),
                     identifiers: vec![partner.clone()],
                     matrix_id: Some(partner),

@@ -70,6 +70,9 @@ pub struct Resources {
     pub history: Arc<dyn TimelineSink>,
     /// The users' own mailboxes: sync wake-ups, locks, progress.
     pub email: crate::services::email::Runtime,
+    /// Shared flags being changed here, which a sync response begun earlier must not undo
+    /// (see [`crate::services::conversation::local_writes`]).
+    pub local_writes: crate::services::conversation::local_writes::LocalWrites,
 }
 
 /// A cheap handle on the shared [`Resources`]; clone it into spawned tasks.

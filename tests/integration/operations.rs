@@ -12,7 +12,10 @@ use crate::common::*;
 /// into 429s too. Not one request may meet a silent close.
 #[tokio::test]
 async fn one_keep_alive_session_walks_every_operation_without_a_silent_close() {
-    let app = TestApp::start_with_mail_and("\n[rate_limit]\nrequests = 2500\n".into()).await;
+    // Low enough that the walk meets 429s however slow the machine (a slow walk spreads
+    // its 5,000 requests over several windows), high enough that every kind of caller
+    // reaches handlers first.
+    let app = TestApp::start_with_mail_and("\n[rate_limit]\nrequests = 500\n".into()).await;
     let session = app.sign_up("walk").await;
     let token = personal_token(&app, &session).await;
     let base = app.base.clone();

@@ -9,6 +9,7 @@
 
 use rusqlite::Connection;
 
+use self::local_writes::SharedFlag;
 use super::params::validate_room_id;
 use super::session::Principal;
 use super::users;
@@ -23,6 +24,7 @@ use crate::store::conversation::{self, PresenceSettings, ReceiptRow};
 use crate::store::rooms::{self, RoomRow};
 
 pub mod drafts;
+pub mod local_writes;
 pub mod mirror;
 
 /// Typing notice timeout when the client gives none, and the longest accepted (ms).
@@ -140,6 +142,9 @@ pub async fn mark_unread(state: &Context, principal: &Principal, room_id: &str) 
     let user_id = principal.user_id();
     let room = visible_room(state, user_id, room_id).await?;
     let (uid, rid) = (user_id.to_owned(), room.room_id.clone());
+    let _writing = state
+        .local_writes
+        .begin(user_id, &room.room_id, SharedFlag::MarkedUnread);
     state
         .db(move |c| Ok(conversation::set_marked_unread(c, &uid, &rid, true)?))
         .await?;
@@ -156,6 +161,11 @@ pub async fn mark_unread(state: &Context, principal: &Principal, room_id: &str) 
 /// when it was set); no-op otherwise.
 pub async fn clear_marked_unread(state: &Context, user_id: &str, room_id: &str) -> AppResult<()> {
     let (uid, rid) = (user_id.to_owned(), room_id.to_owned());
+    // A sync response begun before this clear may still carry the mark (e.g. the echo of
+    // setting it); it must not bring the mark back.
+    let _writing = state
+        .local_writes
+        .begin(user_id, room_id, SharedFlag::MarkedUnread);
     let was = state
         .db(move |c| Ok(conversation::set_marked_unread(c, &uid, &rid, false)?))
         .await?;

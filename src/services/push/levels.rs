@@ -16,6 +16,7 @@ use super::now_ms;
 use crate::clients::matrix::conversation::RoomPushLevel;
 use crate::error::{AppError, AppResult};
 use crate::events::ChangeEvent;
+use crate::services::conversation::local_writes::SharedFlag;
 use crate::services::session::Principal;
 use crate::services::Context;
 use crate::store::push_subscriptions as store;
@@ -86,6 +87,8 @@ pub async fn set(
     let room = crate::services::rooms::require_room(state, principal.user_id(), room_id).await?;
     let uid = principal.user_id().to_owned();
     let rid = room.room_id.clone();
+    // Until the homeserver has the new rules, a sync response begun earlier keeps off them.
+    let _writing = state.local_writes.begin(&uid, &rid, SharedFlag::PushLevel);
     state
         .db(move |c| {
             let n = store::set_room_levels(c, &uid, &rid, level.as_str(), snooze_until, now)?;

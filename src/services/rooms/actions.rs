@@ -2,6 +2,7 @@
 //! read, set its flags (archive, mute, favorite, pin).
 
 use super::*;
+use crate::services::conversation::local_writes::SharedFlag;
 
 /// A change of one client field: `None` leaves it, `Some(None)` clears it.
 pub type Patch = Option<Option<String>>;
@@ -240,7 +241,14 @@ pub async fn set_flag(
     flag: RoomFlag,
     value: bool,
 ) -> AppResult<String> {
+    // Until the homeserver has the flag, a sync response begun earlier keeps off it.
+    let shared = match flag {
+        RoomFlag::Favorite | RoomFlag::Archived => Some(SharedFlag::Tags),
+        RoomFlag::Muted => Some(SharedFlag::PushLevel),
+        RoomFlag::Pinned => None,
+    };
     let room_id = validate_room_id(room_id)?;
+    let _writing = shared.map(|f| state.local_writes.begin(principal.user_id(), &room_id, f));
     let uid = principal.user_id().to_owned();
     let rid = room_id.clone();
     state

@@ -28,8 +28,10 @@ pub const UNDECRYPTABLE_BODY: &str =
 pub struct RoomHint {
     /// The room has no `m.room.name` (so its computed name may be refreshed).
     pub unnamed: bool,
-    /// Display names of the joined members.
+    /// Display names of the joined and invited members.
     pub display_names: HashMap<String, String>,
+    /// The invited members (a room whose only other person is invited is named after them).
+    pub invited: Vec<String>,
 }
 
 /// Who is syncing, and what the worker knows beyond the response.

@@ -13,13 +13,19 @@
 //!   and `All` the level (`notify_level`) of a room that is not muted.
 //!
 //! Each flag is applied only when its event is in the response (another client changed it,
-//! or this is the first sync), so flags set before the homeserver knew them stay.
+//! or this is the first sync), so flags set before the homeserver knew them stay; and not
+//! when the user changed that flag here after the sync request began
+//! ([`strip_overtaken`]): the response was computed before the change reached the
+//! homeserver, and the change's own echo comes in a later sync.
+
+use std::time::Instant;
 
 use rusqlite::Transaction;
 
 use super::context::{IngestContext, Live};
 use crate::clients::matrix::conversation::{room_push_levels, RoomPushLevel};
-use crate::clients::matrix::types::{Events, JoinedRoom};
+use crate::clients::matrix::types::{Events, JoinedRoom, SyncResponse};
+use crate::services::conversation::local_writes::{LocalWrites, SharedFlag};
 use crate::services::conversation::mirror::{FAVOURITE_TAG, LOW_PRIORITY_TAG};
 use crate::store::conversation::{self, ReceiptRow};
 use crate::store::rooms::{self, RoomFlag};
@@ -27,6 +33,37 @@ use crate::store::rooms::{self, RoomFlag};
 /// Room account data of the marked-unread mark (Matrix 1.12), and its unstable name.
 pub const MARKED_UNREAD: &str = "m.marked_unread";
 pub const MARKED_UNREAD_UNSTABLE: &str = "com.famedly.marked_unread";
+
+/// Takes out of `resp` the shared flags the user changed here after the request began
+/// (`began`) or is changing now: a room's `m.tag` and `m.marked_unread`, and the account's
+/// `m.push_rules` when any room's level was changed. Call it inside ingest's transaction,
+/// so a local change either committed before (and is seen here) or commits after ingest.
+pub fn strip_overtaken(
+    writes: &LocalWrites,
+    user_id: &str,
+    began: Instant,
+    resp: &mut SyncResponse,
+) {
+    for (room_id, room) in resp.rooms.join.iter_mut() {
+        room.account_data.events.retain(|ev| {
+            let flag = match ev.kind.as_str() {
+                "m.tag" => SharedFlag::Tags,
+                MARKED_UNREAD | MARKED_UNREAD_UNSTABLE => SharedFlag::MarkedUnread,
+                _ => return true,
+            };
+            let overtaken = writes.is_newer(user_id, room_id, flag, began);
+            if overtaken {
+                tracing::debug!(%room_id, kind = %ev.kind, "room account data older than a local change: left out");
+            }
+            !overtaken
+        });
+    }
+    if writes.any_newer(user_id, SharedFlag::PushLevel, began) {
+        resp.account_data
+            .events
+            .retain(|ev| ev.kind != "m.push_rules");
+    }
+}
 
 /// Typing and others' receipts of a joined room; returns whether the room's stored
 /// receipts changed.
@@ -181,4 +218,81 @@ fn apply_level(
         changed = true;
     }
     Ok(changed)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const ME: &str = "u1";
+    const ROOM: &str = "!a:hs";
+
+    /// A response that, among other things, marks ROOM unread, tags it favourite and
+    /// brings new push rules.
+    fn response() -> SyncResponse {
+        serde_json::from_value(serde_json::json!({
+            "next_batch": "s2",
+            "account_data": {"events": [
+                {"type": "m.push_rules", "content": {"global": {}}},
+                {"type": "m.direct", "content": {}},
+            ]},
+            "rooms": {"join": {ROOM: {"account_data": {"events": [
+                {"type": "m.marked_unread", "content": {"unread": true}},
+                {"type": "m.tag", "content": {"tags": {"m.favourite": {}}}},
+                {"type": "m.fully_read", "content": {"event_id": "$e"}},
+            ]}}}},
+        }))
+        .unwrap()
+    }
+
+    fn room_kinds(resp: &SyncResponse) -> Vec<&str> {
+        resp.rooms.join[ROOM]
+            .account_data
+            .events
+            .iter()
+            .map(|e| e.kind.as_str())
+            .collect()
+    }
+
+    #[test]
+    fn a_clear_after_the_request_began_keeps_the_older_mark_out() {
+        let writes = LocalWrites::default();
+        let began = Instant::now();
+        // The user reads the room while the request is on its way.
+        drop(writes.begin(ME, ROOM, SharedFlag::MarkedUnread));
+        let mut resp = response();
+        strip_overtaken(&writes, ME, began, &mut resp);
+        assert_eq!(room_kinds(&resp), ["m.tag", "m.fully_read"]);
+        assert_eq!(resp.account_data.events.len(), 2, "push rules untouched");
+    }
+
+    #[test]
+    fn a_level_changed_meanwhile_keeps_the_older_push_rules_out() {
+        let writes = LocalWrites::default();
+        let began = Instant::now();
+        let _writing = writes.begin(ME, "!other:hs", SharedFlag::PushLevel);
+        let mut resp = response();
+        strip_overtaken(&writes, ME, began, &mut resp);
+        let kinds: Vec<&str> = resp
+            .account_data
+            .events
+            .iter()
+            .map(|e| e.kind.as_str())
+            .collect();
+        assert_eq!(kinds, ["m.direct"]);
+        assert_eq!(room_kinds(&resp).len(), 3, "room data untouched");
+    }
+
+    #[test]
+    fn a_response_begun_after_the_write_or_for_another_user_is_whole() {
+        let writes = LocalWrites::default();
+        drop(writes.begin(ME, ROOM, SharedFlag::Tags));
+        drop(writes.begin("u2", ROOM, SharedFlag::MarkedUnread));
+        std::thread::sleep(std::time::Duration::from_millis(2));
+        let began = Instant::now();
+        let mut resp = response();
+        strip_overtaken(&writes, ME, began, &mut resp);
+        assert_eq!(room_kinds(&resp).len(), 3);
+        assert_eq!(resp.account_data.events.len(), 2);
+    }
 }

@@ -72,30 +72,36 @@ impl Homeserver<'_> {
         if !unnamed {
             return Ok(RoomHint::default());
         }
+        // The joined and the invited members with their names: a room whose only other
+        // person is invited is named after them. One request (leave and ban left out).
         #[derive(Deserialize)]
-        struct Member {
+        struct Members {
             #[serde(default)]
-            display_name: Option<String>,
+            chunk: Vec<crate::clients::matrix::types::Event>,
         }
-        #[derive(Deserialize)]
-        struct Joined {
-            joined: HashMap<String, Member>,
-        }
-        let joined: Joined = self
-            .get(&format!("rooms/{room}/joined_members"), &[])
+        let members: Members = self
+            .get(
+                &format!("rooms/{room}/members"),
+                &[("not_membership", "leave")],
+            )
             .await?;
-        let display_names = joined
-            .joined
-            .into_iter()
-            .filter_map(|(id, m)| {
-                m.display_name
-                    .filter(|n| !n.trim().is_empty())
-                    .map(|n| (id, n))
-            })
-            .collect();
-        Ok(RoomHint {
+        let mut hint = RoomHint {
             unnamed,
-            display_names,
-        })
+            ..RoomHint::default()
+        };
+        for ev in members.chunk {
+            let Some(id) = ev.state_key else { continue };
+            match ev.content["membership"].as_str() {
+                Some("join") => {}
+                Some("invite") => hint.invited.push(id.clone()),
+                _ => continue,
+            }
+            if let Some(name) = ev.content["displayname"].as_str().map(str::trim) {
+                if !name.is_empty() {
+                    hint.display_names.insert(id, name.to_owned());
+                }
+            }
+        }
+        Ok(hint)
     }
 }

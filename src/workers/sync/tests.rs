@@ -315,6 +315,7 @@ fn an_unnamed_room_is_named_after_the_other_members() {
         RoomHint {
             unnamed: true,
             display_names: names,
+            invited: Vec::new(),
         },
     );
     f.ingest(joined(

@@ -245,6 +245,9 @@ impl Session {
         let initial = self.since.is_none();
         let timeout = if initial { 0 } else { POLL_MS };
         let filter = sync_filter(initial);
+        // Flags the user changes here from now on win over this response's (see
+        // `conversation::strip_overtaken`).
+        let began = Instant::now();
         let sync = matrix.sync(&self.token, self.since.as_deref(), timeout, Some(filter));
         let mut resp = tokio::select! {
             r = sync => r.map_err(upstream)?,
@@ -284,7 +287,7 @@ impl Session {
         let next_batch = resp.next_batch.clone();
         let started = Instant::now();
         let room_changes = crypto_rooms::RoomChanges::of(&resp);
-        let outcome = self.ingest(state, resp, hints).await?;
+        let outcome = self.ingest(state, resp, hints, began).await?;
         if !room_changes.is_empty() {
             crypto_rooms::apply(
                 state,
@@ -350,13 +353,16 @@ impl Session {
     async fn ingest(
         &mut self,
         state: &Context,
-        resp: SyncResponse,
+        mut resp: SyncResponse,
         hints: HashMap<String, RoomHint>,
+        began: Instant,
     ) -> AppResult<IngestOutcome> {
         let mut direct = self.direct.clone();
+        let writes = state.local_writes.clone();
         let (outcome, direct) = self
             .who()
             .in_tx(state, hints, move |tx, ctx, dek| {
+                super::conversation::strip_overtaken(&writes, ctx.user_id, began, &mut resp);
                 let outcome = ingest::ingest(tx, ctx, dek, &mut direct, &resp)?;
                 Ok((outcome, direct))
             })

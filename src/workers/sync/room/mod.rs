@@ -87,6 +87,11 @@ pub struct RoomView {
     platform_hint: Option<&'static str>,
     inviter: Option<String>,
     invited_direct: bool,
+    /// Others invited in this response and not joined or gone since: a room whose only
+    /// other person is invited (a chat just started) is named after them.
+    invited: BTreeSet<String>,
+    /// Someone else was invited, or left or was banned, in this response.
+    invites_changed: bool,
     /// Member profiles announced in this response (`join` events, in timeline order), to
     /// store; the newest one is the sender's profile of the messages after it.
     profiles: HashMap<String, Profile>,
@@ -144,6 +149,8 @@ impl RoomView {
             platform_hint: None,
             inviter: None,
             invited_direct: false,
+            invited: BTreeSet::new(),
+            invites_changed: false,
             profiles: HashMap::new(),
             loaded_profiles: HashMap::new(),
         })
@@ -244,6 +251,7 @@ impl RoomView {
         }
         match content["membership"].as_str().unwrap_or_default() {
             "join" => {
+                self.invited.remove(member);
                 self.members.insert(member.to_owned());
                 self.profiles
                     .insert(member.to_owned(), Profile::from_member_content(content));
@@ -255,7 +263,13 @@ impl RoomView {
                 self.inviter = ev.sender.clone();
                 self.invited_direct |= content["is_direct"] == true;
             }
+            "invite" => {
+                self.invites_changed = true;
+                self.invited.insert(member.to_owned());
+            }
             "leave" | "ban" => {
+                self.invites_changed |=
+                    self.invited.remove(member) || member != ctx.reader.matrix_user_id;
                 self.members.remove(member);
             }
             _ => {}
@@ -343,7 +357,9 @@ impl RoomView {
         }
         let hint = ctx.hints.get(&self.row.room_id);
         // Joins, leaves and display-name changes can change a computed name.
-        let people_changed = self.members != self.stored_members || !self.display_names.is_empty();
+        let people_changed = self.members != self.stored_members
+            || !self.display_names.is_empty()
+            || self.invites_changed;
         self.current.name = match &self.explicit_name {
             Some(Some(name)) => Some(name.clone()),
             Some(None) => Some(self.computed_name(ctx, summary, hint)),

@@ -50,6 +50,21 @@ impl RoomView {
             heroes
         };
         if ids.is_empty() {
+            // Nobody else has joined yet (a chat just started): name it after the invited,
+            // as the homeserver's heroes would.
+            let invited = hint.map(|h| h.invited.iter()).into_iter().flatten();
+            let mut all: Vec<&str> = self
+                .invited
+                .iter()
+                .chain(invited)
+                .map(String::as_str)
+                .filter(|m| *m != me && !self.bots.contains(*m) && !self.members.contains(*m))
+                .collect();
+            all.sort_unstable();
+            all.dedup();
+            ids = all;
+        }
+        if ids.is_empty() {
             // Only bots (e.g. a bridge management room): name it after them.
             ids = self
                 .members

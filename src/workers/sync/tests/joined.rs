@@ -60,3 +60,71 @@ fn a_new_direct_room_is_stored_from_its_state_without_touching_the_sync_position
     assert_eq!(f.room(ROOM).member_count, 2);
     assert_eq!(f.message("$1").1.body, "hi");
 }
+
+/// The room as `POST /api/chats` stores it (named after the invitee from its heroes).
+fn store_new_dm(f: &mut Fixture) {
+    let user = user_row("u1");
+    let direct = json!({BOB: [ROOM]});
+    f.in_tx(|tx, ctx, dek| {
+        let joined = JoinedState {
+            user: &user,
+            dek,
+            room_id: ROOM,
+            state: new_dm_state(),
+            direct: &direct,
+            heroes: vec![BOB.to_owned()],
+            now: ctx.now,
+        };
+        ingest_joined_state(tx, ctx, dek, &DirectRooms::from_content(&direct), &joined)
+    });
+}
+
+#[test]
+fn a_new_chat_keeps_the_invitees_name_when_its_first_state_comes_by_sync_later() {
+    let mut f = Fixture::new();
+    store_new_dm(&mut f);
+    assert_eq!(f.name(ROOM).as_deref(), Some("Bob"));
+    // The sync brings the room's first events afterwards: the user's own join changes the
+    // people, the homeserver says the room has no name and Bob is invited (not joined).
+    f.hints.insert(
+        ROOM.to_owned(),
+        RoomHint {
+            unnamed: true,
+            display_names: HashMap::from([(BOB.to_owned(), "Bob".to_owned())]),
+            invited: vec![BOB.to_owned()],
+        },
+    );
+    f.ingest(joined(
+        "s1",
+        ROOM,
+        vec![member(ME, "join", Some("Meg"))],
+        vec![],
+    ));
+    assert_eq!(f.name(ROOM).as_deref(), Some("Bob"), "not \"Empty room\"");
+}
+
+#[test]
+fn a_room_first_seen_with_only_an_invitee_is_named_after_them() {
+    let mut f = Fixture::new();
+    let invite = json!({"type": "m.room.member", "state_key": BOB, "sender": ME,
+        "content": {"membership": "invite", "displayname": "Bob Climber"}});
+    f.ingest(joined(
+        "s1",
+        ROOM,
+        vec![member(ME, "join", Some("Meg")), invite],
+        vec![],
+    ));
+    assert_eq!(f.name(ROOM).as_deref(), Some("Bob Climber"));
+    // Bob leaves without joining: nobody else is left.
+    let gone = json!({"type": "m.room.member", "state_key": BOB, "sender": BOB,
+        "content": {"membership": "leave"}});
+    f.hints.insert(
+        ROOM.to_owned(),
+        RoomHint {
+            unnamed: true,
+            ..RoomHint::default()
+        },
+    );
+    f.ingest(joined("s2", ROOM, vec![], vec![gone]));
+    assert_eq!(f.name(ROOM).as_deref(), Some("Empty room"));
+}
