@@ -8,7 +8,7 @@ Uses the client generated from the served document (docs/api.md, "Generating a c
   SWITCHBOARD_URL=http://127.0.0.1:8080 SWITCHBOARD_TOKEN=csk_... \
       python3 read_and_send.py '!room:example.org' 'On my way.'
 
-tests/integration/clients.rs runs this file against the real server.
+tests/integration/server/clients.rs runs this file against the real server.
 """
 import os
 import sys

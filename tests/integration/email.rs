@@ -11,7 +11,7 @@ use serde_json::{json, Value};
 
 use crate::common::dovecot::{self, add_user};
 use crate::common::*;
-use crate::reminders::{event_stream, wait_event};
+use crate::scheduled::reminders::{event_stream, wait_event};
 
 const IMAP_PASSWORD: &str = "imap-secret-7Qx";
 

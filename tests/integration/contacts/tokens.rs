@@ -46,7 +46,7 @@ async fn older_tokens_opt_in_mcp_wraps_the_routes_and_the_budget_answers_429() {
     assert_eq!(ids(&list).len(), 3);
 
     // MCP: the tools are the routes, with the token's rights (start_chat acts: opt in).
-    crate::mcp_actions::enable(&app, &user, &id, true).await;
+    crate::mcp::actions::enable(&app, &user, &id, true).await;
     let report = crate::mcp::mcp_client(
         &app,
         &token,

@@ -2,8 +2,8 @@
 
 use serde_json::json;
 
-use crate::admin::{admin_app, put_subscription};
 use crate::rooms::{db, user_id};
+use crate::server::admin::{admin_app, put_subscription};
 
 #[tokio::test]
 async fn a_profile_update_racing_a_subscription_change_keeps_both_changes() {

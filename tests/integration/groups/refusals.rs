@@ -283,7 +283,7 @@ async fn tokens_before_version_6_opt_in_and_mcp_has_the_same_rule() {
         .await;
     }
     // MCP tools wrap the routes: the same refusal.
-    crate::mcp_actions::enable(&app, &user, &id, true).await;
+    crate::mcp::actions::enable(&app, &user, &id, true).await;
     let calls = json!([
         {"tool": "create_group", "args": {"platform": "matrix", "participants": [bob.user_id], "name": "G"}},
         {"tool": "rename_chat", "args": {"roomId": dm_room, "name": "x"}},

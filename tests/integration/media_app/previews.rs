@@ -29,7 +29,7 @@ fn series(text: &str, name: &str) -> f64 {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_page_on_loopback_is_previewed_by_the_homeserver_with_its_image_through_switchboard() {
     let site = Site::start().await;
-    let (app, admin) = crate::admin::admin_app("").await;
+    let (app, admin) = crate::server::admin::admin_app("").await;
     let user = app.sign_up("preview").await;
     let token = personal_token(&app, &user).await;
     let url = format!("{}/page", site.base);

@@ -5,6 +5,7 @@
 mod api;
 mod bench;
 mod delivery;
+pub mod devices;
 
 use serde_json::Value;
 

@@ -180,7 +180,7 @@ pub(crate) async fn plain(extra: &str) -> Plain {
     let session = app.sign_up("rich").await;
     let (token_id, token) = crate::search::token_with_id(&app, &session).await;
     // The MCP test calls acting tools (send_file, react, …): they need the token's opt-in.
-    crate::mcp_actions::enable(&app, &session, &token_id, true).await;
+    crate::mcp::actions::enable(&app, &session, &token_id, true).await;
     let me = me_on_matrix(&session);
     let bob = mx::register("richbob").await;
     let room = me.create_room(Some("rich"), &[&bob.user_id], false).await;

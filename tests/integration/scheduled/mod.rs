@@ -16,11 +16,12 @@ use sha2::Sha256;
 
 use crate::common::client::Refusal;
 use crate::common::*;
-use crate::devices::standin::ApnsStandIn;
-use crate::devices::{device_token, register};
-use crate::reminders::{event_stream, wait_event};
+use crate::push::devices::standin::ApnsStandIn;
+use crate::push::devices::{device_token, register};
+use crate::scheduled::reminders::{event_stream, wait_event};
 
 mod delivery;
+pub mod reminders;
 mod routes;
 
 fn random32() -> [u8; 32] {

@@ -10,10 +10,10 @@ use switchboard::services::allowlist::{
     personal_token_allows, ALLOWLIST_VERSION, PERSONAL_TOKEN_ALLOWLIST,
 };
 
-use crate::admin::{admin_app, put_subscription, user_cli, user_id};
 use crate::common::client::tokens::NewToken;
 use crate::common::client::Refusal;
 use crate::common::*;
+use crate::server::admin::{admin_app, put_subscription, user_cli, user_id};
 
 mod access;
 mod lifecycle;

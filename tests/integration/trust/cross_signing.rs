@@ -199,7 +199,7 @@ async fn cross_signing_replaced_elsewhere_is_left_alone() {
     let mt = matrix_token(&s);
     let ours = assert_cross_signed(&mt, &me, st["deviceId"].as_str().unwrap()).await;
     // Another client of the account (it knows the password) replaces cross-signing.
-    crate::e2ee_sync::admin_set_password(&me).await;
+    crate::e2ee::sync::admin_set_password(&me).await;
     let localpart = me[1..].split(':').next().unwrap();
     let theirs = replace_cross_signing(&mt, &me, &format!("pw-{localpart}")).await;
     assert_ne!(theirs, ours);

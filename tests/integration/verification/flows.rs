@@ -6,7 +6,7 @@ use serde_json::json;
 use super::{emoji_of, own};
 use crate::common::*;
 use crate::e2ee::{wait_readable, Nio};
-use crate::reminders::{event_stream, wait_event};
+use crate::scheduled::reminders::{event_stream, wait_event};
 
 #[tokio::test]
 async fn a_sas_verification_with_nio_completes_with_matching_emoji_and_trust_both_ways() {

@@ -6,7 +6,7 @@ use serde_json::json;
 
 use super::{emoji_of, own};
 use crate::common::*;
-use crate::reminders::{event_stream, wait_event};
+use crate::scheduled::reminders::{event_stream, wait_event};
 
 #[tokio::test]
 async fn an_accepted_request_goes_through_ready_and_its_comparison_is_accepted_on_its_own() {

@@ -8,7 +8,7 @@ use std::time::{Duration, Instant};
 
 use serde_json::json;
 
-use crate::ai_routes::{last_with_prompt, open_text, post, register_key};
+use super::routes::{last_with_prompt, open_text, post, register_key};
 use crate::common::ai::{self as standin, AiStandIn, Answer};
 use crate::common::dovecot::{self, add_user};
 use crate::common::*;

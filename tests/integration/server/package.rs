@@ -10,8 +10,8 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
-use crate::clients::{run_ok, tool};
 use crate::common::*;
+use crate::server::clients::{run_ok, tool};
 
 /// Kills the packaged server when the test ends, passed or not.
 struct Running(Child);

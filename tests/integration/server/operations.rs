@@ -159,7 +159,8 @@ fn assert_exposition(text: &str, forbidden: &[&str]) {
 async fn metrics_are_for_administrators_and_carry_no_ids_or_words() {
     let port = free_port();
     let (app, admin) =
-        crate::admin::admin_app(&format!("[metrics]\nlisten = \"127.0.0.1:{port}\"\n")).await;
+        crate::server::admin::admin_app(&format!("[metrics]\nlisten = \"127.0.0.1:{port}\"\n"))
+            .await;
     let user = app.sign_up("plain").await;
     let word = format!("quokkaword{}", std::process::id());
     let room = format!("!metricroom{}:localhost", std::process::id());

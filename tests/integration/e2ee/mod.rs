@@ -1,6 +1,8 @@
 //! Encrypted rooms against the real Synapse, with an independent E2EE client
 //! (matrix-nio + vodozemac, `tests/e2ee/nio_client.py`) on the other side.
 
+pub mod sync;
+
 use std::io::{BufRead, BufReader, Write};
 use std::process::{Child, ChildStdin, ChildStdout, Command, Stdio};
 use std::time::{Duration, Instant};

@@ -6,7 +6,7 @@ use std::time::{Duration, Instant};
 
 use serde_json::json;
 
-use crate::ai_routes::{post, room_with};
+use super::routes::{post, room_with};
 use crate::common::ai::{AiStandIn, Answer};
 use crate::common::*;
 use crate::search::wait_for_results;

@@ -4,6 +4,8 @@
 //! that is not the caller's, lapsed subscription, revoked token, rate limit), with the
 //! routes' own codes and messages.
 
+pub mod actions;
+
 use std::io::Write;
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
@@ -81,7 +83,7 @@ async fn the_python_sdk_lists_tools_and_calls_them_as_the_routes_they_wrap() {
     bob.join(&room).await;
     bob.send_text(&room, "the zebra crossing is closed").await;
     wait_for_history(&app, &token, &room, 1).await;
-    crate::mcp_actions::enable(&app, &me, &token_id, true).await;
+    crate::mcp::actions::enable(&app, &me, &token_id, true).await;
 
     let report = mcp_client(
         &app,
@@ -317,7 +319,7 @@ async fn refused_tool_calls_carry_the_routes_code_and_message() {
     let me = app.sign_up("mcp.refused").await;
     let (token_id, token) = token_with_id(&app, &me).await;
     // Acting tools on: the refusals below are the routes' own.
-    crate::mcp_actions::enable(&app, &me, &token_id, true).await;
+    crate::mcp::actions::enable(&app, &me, &token_id, true).await;
     // A room of another user: the caller's token has no business in it.
     let other = app.sign_up("mcp.stranger").await;
     let room = me_on_matrix(&other).create_room(None, &[], false).await;
@@ -364,7 +366,7 @@ async fn dot_segments_in_tool_arguments_are_refused_before_the_request() {
     let app = TestApp::start_with_mail().await;
     let me = app.sign_up("mcp.dots").await;
     let (token_id, token) = token_with_id(&app, &me).await;
-    crate::mcp_actions::enable(&app, &me, &token_id, true).await;
+    crate::mcp::actions::enable(&app, &me, &token_id, true).await;
     let room = me_on_matrix(&me).create_room(None, &[], false).await;
     let report = mcp_client(
         &app,

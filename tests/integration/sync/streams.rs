@@ -7,9 +7,9 @@ use futures_util::StreamExt;
 use serde_json::json;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
-use crate::admin::{admin_app, put_subscription, user_id};
 use crate::common::matrix;
 use crate::common::*;
+use crate::server::admin::{admin_app, put_subscription, user_id};
 use crate::sync::{is_message_created, open_sse, Sse, WAIT};
 use crate::tokens::create_token;
 
@@ -94,7 +94,7 @@ async fn a_stream_ends_within_five_seconds_of_the_subscription_lapsing() {
         .unwrap();
     let mut sse = open_sse(&app, &token.token, None).await;
     assert_stays_open(&mut sse).await;
-    crate::admin::user_cli(&app, &["subscription", &uid, "--lapse"]);
+    crate::server::admin::user_cli(&app, &["subscription", &uid, "--lapse"]);
     assert!(
         sse.ends_within(ENDS_WITHIN).await,
         "the stream is still open {ENDS_WITHIN:?} after the CLI lapsed the subscription"

@@ -8,8 +8,8 @@ use serde_json::{json, Value};
 
 use crate::common::client::Refusal;
 use crate::common::*;
-use crate::devices::standin::{self, ApnsStandIn};
-use crate::devices::{device_token, register};
+use crate::push::devices::standin::{self, ApnsStandIn};
+use crate::push::devices::{device_token, register};
 
 fn in_secs(secs: i64) -> String {
     (chrono::Utc::now() + chrono::Duration::seconds(secs)).to_rfc3339()
