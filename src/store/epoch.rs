@@ -45,6 +45,8 @@ enum Scope {
     User(usize),
     /// Several users: anyone's.
     Mixed,
+    /// Nothing a cache is built from (declared with [`no_cached_data_changed`]).
+    Bookkeeping,
 }
 
 thread_local! {
@@ -70,10 +72,19 @@ pub fn scope_to_user(user_id: &str) {
         let next = match s.get() {
             Scope::Unset => Scope::User(slot),
             Scope::User(x) if x == slot => Scope::User(slot),
+            Scope::Bookkeeping => Scope::User(slot),
             _ => Scope::Mixed,
         };
         s.set(next);
     });
+}
+
+/// Declares, from inside a job, that what it committed is bookkeeping no cache entry is
+/// built from (e.g. a sync response that brought only typing notices: the stored sync
+/// position moved, nothing a page shows). Overrides [`scope_to_user`]; the commit then ends
+/// no cached entry. Only for jobs that know exactly what they wrote.
+pub fn no_cached_data_changed() {
+    SCOPE.with(|s| s.set(Scope::Bookkeeping));
 }
 
 /// Installs the commit hook on a pooled connection.
@@ -158,6 +169,8 @@ impl WriteEpoch {
         match scope {
             Scope::User(slot) => self.0.users[slot].fetch_add(1, Ordering::SeqCst),
             Scope::Unset | Scope::Mixed => self.0.global.fetch_add(1, Ordering::SeqCst),
+            // `any` alone: a fill under way when it committed is still not filed.
+            Scope::Bookkeeping => 0,
         };
     }
 

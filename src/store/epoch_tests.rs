@@ -148,3 +148,38 @@ async fn scoped_write(store: &Store, user: &'static str) {
         .await
         .unwrap();
 }
+
+#[tokio::test]
+async fn a_bookkeeping_write_ends_no_entry_but_is_not_filed_across() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = store(dir.path());
+    exec(&store, "CREATE TABLE t (x INTEGER)").await;
+    let cache: EpochCache<&'static str, u32> =
+        EpochCache::new(store.epoch(), 10, Duration::from_secs(60), None);
+    let bookkeeping = |store: &Store| {
+        let store = store.clone();
+        async move {
+            store
+                .run(move |c| {
+                    scope_to_user("user-a");
+                    c.execute_batch("INSERT INTO t VALUES (1)")
+                        .map_err(crate::store::StoreError::from)?;
+                    super::no_cached_data_changed();
+                    Ok::<_, crate::store::StoreError>(())
+                })
+                .await
+                .unwrap()
+        }
+    };
+    cache.insert_for("a", cache.epoch(), "user-a", 1);
+    bookkeeping(&store).await;
+    assert_eq!(cache.get(&"a"), Some(1), "the user's entry stays");
+    // A fill under way when it committed is still not filed.
+    let before = cache.epoch();
+    bookkeeping(&store).await;
+    cache.insert_for("b", before, "user-a", 2);
+    assert_eq!(cache.get(&"b"), None);
+    // A later job without the declaration ends the user's entries again.
+    scoped_write(&store, "user-a").await;
+    assert_eq!(cache.get(&"a"), None);
+}

@@ -73,6 +73,19 @@ pub struct IngestOutcome {
     pub live: Live,
 }
 
+impl IngestOutcome {
+    /// Nothing stored that a page or a room object shows: no message, edit, room change,
+    /// invitation or receipt (typing notices are not stored). Such a response only moved
+    /// the sync position.
+    pub fn is_quiet(&self) -> bool {
+        self.new_messages.is_empty()
+            && self.updated_messages == 0
+            && self.changed_rooms.is_empty()
+            && self.invites.is_empty()
+            && self.live.receipts.is_empty()
+    }
+}
+
 impl<'a, 't> Pass<'a, 't> {
     pub fn new(tx: &'a Transaction<'t>, ctx: &'a IngestContext<'a>, dek: &'a DataKey) -> Self {
         Self {

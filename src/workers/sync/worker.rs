@@ -364,6 +364,11 @@ impl Session {
             .in_tx(state, hints, move |tx, ctx, dek| {
                 super::conversation::strip_overtaken(&writes, ctx.user_id, began, &mut resp);
                 let outcome = ingest::ingest(tx, ctx, dek, &mut direct, &resp)?;
+                if outcome.is_quiet() {
+                    // E.g. typing notices only: the cached pages of this user stay valid
+                    // (20 notices a second would otherwise end them 20 times a second).
+                    crate::store::epoch::no_cached_data_changed();
+                }
                 Ok((outcome, direct))
             })
             .await?;

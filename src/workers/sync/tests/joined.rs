@@ -128,3 +128,23 @@ fn a_room_first_seen_with_only_an_invitee_is_named_after_them() {
     f.ingest(joined("s2", ROOM, vec![], vec![gone]));
     assert_eq!(f.name(ROOM).as_deref(), Some("Empty room"));
 }
+
+#[test]
+fn a_response_with_only_typing_is_quiet_and_one_with_a_message_is_not() {
+    let mut f = Fixture::new();
+    let first = f.ingest(joined(
+        "s1",
+        ROOM,
+        vec![member(ME, "join", Some("Meg"))],
+        vec![],
+    ));
+    assert!(!first.is_quiet(), "a new room is news");
+    let mut typing = joined("s2", ROOM, vec![], vec![]);
+    typing["rooms"]["join"][ROOM]["ephemeral"] =
+        json!({"events": [{"type": "m.typing", "content": {"user_ids": [BOB]}}]});
+    let out = f.ingest(typing);
+    assert_eq!(out.live.typing.len(), 1, "the typing notice was read");
+    assert!(out.is_quiet(), "{out:?}");
+    let out = f.ingest(joined("s3", ROOM, vec![], vec![text("$1", BOB, 5, "hi")]));
+    assert!(!out.is_quiet());
+}
