@@ -3,7 +3,7 @@
 // QR codes (drawn here, replaced as the bridge rotates them, with the time left), pairing codes,
 // user input (phone, code, password…), pasted cookies; log out.
 import * as api from '../api.js';
-import { on, platformName } from '../state.js';
+import { on, platformName, state } from '../state.js';
 import { h, replace, field } from '../ui/dom.js';
 import { busy, errorBox, toast } from '../ui/notice.js';
 import { qrImage } from '../ui/qr.js';
@@ -113,9 +113,27 @@ function bridgeCard(b, reload, inFlow) {
     { class: 'card', dataset: { platform: b.platform }, 'aria-labelledby': `bridge-${b.platform}` },
     h('h2', { id: `bridge-${b.platform}` }, name),
     h('p', { class: 'bridge-status' }, status),
+    b.configured ? null : setupHint(b),
     logins.length ? h('ul', null, logins) : null,
     connect,
     flowArea,
+  );
+}
+
+/**
+ * Where an unconfigured bridge is explained: the docs section for administrators (who can set it
+ * up), a pointer to them for everyone else.
+ * @param {Schemas['Bridge']} b
+ */
+function setupHint(b) {
+  if (!state.user?.isAdmin || !b.setupDocs)
+    return h('p', { class: 'muted bridge-setup' }, 'The administrator of this server can set it up.');
+  return h(
+    'p',
+    { class: 'muted bridge-setup' },
+    'To set it up, run its mautrix bridge and add it to the configuration: ',
+    h('code', null, b.setupDocs),
+    ' explains how (in the source, and under /usr/share/doc/switchboard/ when installed from the package).',
   );
 }
 

@@ -225,6 +225,7 @@ async fn a_person_uses_switchboard_from_chromium() {
         "searched",
         "qr_rotated",
         "whatsapp_connected",
+        "bridge_unconfigured_shown",
         "token_used",
         "token_revoked",
         "recovery_key_shown",
@@ -244,6 +245,7 @@ async fn a_person_uses_switchboard_from_chromium() {
         "unlocked_key_not_raw",
         "unlocked",
         "admin_shown",
+        "bridge_setup_docs",
         "narrow_ok",
     ] {
         assert_eq!(report["steps"][step], true, "step {step} in {report}");
