@@ -32,8 +32,6 @@ use crate::services::Context;
 const SNIFF_BYTES: usize = 64 * 1024;
 /// Longest caption, in characters (as a text message).
 const MAX_CAPTION_CHARS: usize = send::MAX_TEXT_CHARS;
-/// Longest file name kept, in characters.
-const MAX_NAME_CHARS: usize = 255;
 /// The text fields of the form (they come before `file`).
 #[derive(Debug, Clone, Default)]
 pub struct UploadForm {
@@ -115,20 +113,7 @@ fn msgtype_of(mimetype: &str) -> &'static str {
 
 /// A file name without path parts or control characters, at most 255 characters.
 fn clean_name(name: Option<&str>) -> String {
-    let base = name
-        .unwrap_or_default()
-        .rsplit(['/', '\\'])
-        .next()
-        .unwrap_or_default();
-    let cleaned: String = base
-        .chars()
-        .filter(|c| !c.is_control())
-        .take(MAX_NAME_CHARS)
-        .collect();
-    match cleaned.trim() {
-        "" | "." | ".." => "file".to_owned(),
-        t => t.to_owned(),
-    }
+    crate::services::file_names::clean(name, "file")
 }
 
 /// The spool: the file encrypted under a fresh key, its length and that key.
