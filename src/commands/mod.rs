@@ -95,6 +95,14 @@ pub fn openapi() -> CmdResult {
 pub fn check_config(overrides: &Overrides) -> CmdResult {
     let config = load(overrides)?;
     println!("configuration: ok");
+    print_settings(&config);
+    print_master_key(&config)?;
+    print_database(&config)
+}
+
+/// What the configuration turns on: addresses, mail, the homeserver, bridges, AI, push, limits.
+fn print_settings(config: &Config) {
+    let on_off = |on: bool| if on { "configured" } else { "disabled" };
     println!("  listen:          {}", config.server.listen);
     println!("  base url:        {}", config.public_base_url());
     println!("  data dir:        {}", config.storage.data_dir.display());
@@ -112,35 +120,23 @@ pub fn check_config(overrides: &Overrides) -> CmdResult {
         .filter(|(_, b)| b.provisioning_url.is_some())
         .map(|(name, _)| name)
         .collect();
-    println!(
-        "  bridges:         {}",
-        if bridges.is_empty() {
-            "none".to_owned()
-        } else {
-            bridges.join(", ")
-        }
-    );
-    println!(
-        "  ai service:      {}",
-        if config.ai.is_some() {
-            "configured"
-        } else {
-            "disabled"
-        }
-    );
-    println!(
-        "  push (APNs):     {}",
-        if config.push.is_some() {
-            "configured"
-        } else {
-            "disabled"
-        }
-    );
+    let bridges = if bridges.is_empty() {
+        "none".to_owned()
+    } else {
+        bridges.join(", ")
+    };
+    println!("  bridges:         {bridges}");
+    println!("  ai service:      {}", on_off(config.ai.is_some()));
+    println!("  push (APNs):     {}", on_off(config.push.is_some()));
     println!(
         "  rate limit:      {} requests per {}",
         config.rate_limit.requests,
         humantime::format_duration(config.rate_limit.window.0)
     );
+}
+
+/// The master key file: loaded (so a bad one fails here), or to be created on first start.
+fn print_master_key(config: &Config) -> CmdResult {
     let key_path = config.storage.master_key_path();
     if key_path.exists() {
         crate::crypto::MasterKey::load(&key_path).map_err(|e| e.to_string())?;
@@ -151,27 +147,32 @@ pub fn check_config(overrides: &Overrides) -> CmdResult {
             key_path.display()
         );
     }
+    Ok(())
+}
+
+/// The database file's schema version (read-only), or that it will be created.
+fn print_database(config: &Config) -> CmdResult {
     let db = config.storage.database_path();
-    if db.exists() {
-        let conn =
-            copy::open_read_only(&db).map_err(|e| format!("cannot open {}: {e}", db.display()))?;
-        let version = copy::schema_version(&conn)
-            .map_err(|e| format!("cannot read {}: {e}", db.display()))?;
-        let note = if version < SCHEMA_VERSION {
-            " (migrations pending; applied at start)"
-        } else {
-            ""
-        };
-        println!(
-            "  database:        {} schema version {version} of {SCHEMA_VERSION}{note}",
-            db.display()
-        );
-    } else {
+    if !db.exists() {
         println!(
             "  database:        {} (will be created; schema version {SCHEMA_VERSION})",
             db.display()
         );
+        return Ok(());
     }
+    let conn =
+        copy::open_read_only(&db).map_err(|e| format!("cannot open {}: {e}", db.display()))?;
+    let version =
+        copy::schema_version(&conn).map_err(|e| format!("cannot read {}: {e}", db.display()))?;
+    let note = if version < SCHEMA_VERSION {
+        " (migrations pending; applied at start)"
+    } else {
+        ""
+    };
+    println!(
+        "  database:        {} schema version {version} of {SCHEMA_VERSION}{note}",
+        db.display()
+    );
     Ok(())
 }
 
