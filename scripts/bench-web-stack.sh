@@ -21,12 +21,12 @@ SYN_PORT=$(free_port)
 APP_PORT=$(free_port)
 cleanup() {
   [[ -n ${APP_PID:-} ]] && kill "$APP_PID" 2>/dev/null || true
-  bash scripts/synapse.sh --stop "$WORK/synapse" >/dev/null 2>&1 || true
+  bash "$ROOT/scripts/synapse.sh" --stop "$WORK/synapse" >/dev/null 2>&1 || true
   rm -rf "$WORK"
 }
 trap cleanup EXIT
 log "starting Synapse on $SYN_PORT ..."
-bash scripts/synapse.sh "$VENV" "$WORK/synapse" "$SYN_PORT" >/dev/null
+bash "$ROOT/scripts/synapse.sh" "$VENV" "$WORK/synapse" "$SYN_PORT" >/dev/null
 env_get() { sed -n "s/^$1=//p" "$WORK/synapse/synapse.env" | tail -n 1; }
 MATRIX_URL=$(env_get MATRIX_BASE_URL)
 cat >"$WORK/switchboard.toml" <<TOML

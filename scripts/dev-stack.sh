@@ -59,11 +59,11 @@ else
 fi
 
 # ---- 2. synapse -----------------------------------------------------------------
-if bash scripts/synapse.sh --status "$SYNAPSE_DATA" >/dev/null 2>&1; then
+if bash "$ROOT/scripts/synapse.sh" --status "$SYNAPSE_DATA" >/dev/null 2>&1; then
   log "reusing the Synapse already running for $SYNAPSE_DATA"
 else
   log "starting Synapse on 127.0.0.1:$SYNAPSE_PORT (data in $SYNAPSE_DATA) ..."
-  bash scripts/synapse.sh "$SYNAPSE_VENV" "$SYNAPSE_DATA" "$SYNAPSE_PORT" >/dev/null \
+  bash "$ROOT/scripts/synapse.sh" "$SYNAPSE_VENV" "$SYNAPSE_DATA" "$SYNAPSE_PORT" >/dev/null \
     || die "Synapse did not start (see $SYNAPSE_DATA/homeserver.log)"
 fi
 ENV_FILE=$SYNAPSE_DATA/synapse.env

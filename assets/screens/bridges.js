@@ -42,7 +42,8 @@ export function render(main) {
         if (old) old.replaceWith(card);
         else list.append(card);
       }
-      list.querySelector('p.muted')?.remove();
+      // The loading note only (a card's own muted lines stay).
+      list.querySelector(':scope > p.muted')?.remove();
     } catch (e) {
       replace(list, errorBox(e));
     }

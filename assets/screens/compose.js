@@ -185,6 +185,11 @@ export async function render(main) {
       await saving;
       sending = true;
       const undo = undoSeconds();
+      // Whether a forward carries the original's files (its checkbox, ticked by default).
+      const includeAttachments = () => {
+        const box = /** @type {HTMLInputElement | null} */ (form.elements.namedItem('includeAttachments'));
+        return box?.checked ?? false;
+      };
       try {
         /** @type {any} */
         let answer;
@@ -201,9 +206,7 @@ export async function render(main) {
             forward: forward || null,
             signatureId: v('signatureId') || null,
             attachments: files.ids(),
-            includeAttachments: forward
-              ? /** @type {HTMLInputElement | null} */ (form.elements.namedItem('includeAttachments')?.checked ?? false)
-              : null,
+            includeAttachments: forward ? includeAttachments() : null,
             undoSeconds: undo,
           });
         }
