@@ -31,7 +31,10 @@ export function onSessionLost(fn) {
 const HINT = 'switchboard.session';
 let renewTimer = 0;
 
-/** Stores the tokens of a sign-in / switch answer. @param {{accessToken: string, refreshToken?: string, expiresIn?: number}} body */
+/**
+ * Stores the tokens of a sign-in / switch answer.
+ * @param {{accessToken: string, refreshToken?: string, expiresIn?: number}} body
+ */
 export function setSession(body) {
   session.accessToken = body.accessToken;
   // A server that sets the cookie answers "" here; an older one hands it over and we keep it
@@ -111,7 +114,14 @@ async function toError(resp) {
 }
 
 /**
- * @typedef {{ body?: any, headers?: Record<string, string>, query?: Record<string, string | number | boolean | null | undefined>, signal?: AbortSignal, raw?: boolean, auth?: boolean }} RequestOptions
+ * @typedef {{
+ *   body?: any,
+ *   headers?: Record<string, string>,
+ *   query?: Record<string, string | number | boolean | null | undefined>,
+ *   signal?: AbortSignal,
+ *   raw?: boolean,
+ *   auth?: boolean,
+ * }} RequestOptions
  */
 
 /**

@@ -33,7 +33,8 @@ function wire() {
     const a = /** @type {HTMLElement} */ (ev.target).closest?.('a[href]');
     if (!a || ev.defaultPrevented || ev.button !== 0 || ev.metaKey || ev.ctrlKey || ev.shiftKey) return;
     const href = a.getAttribute('href') || '';
-    if (!href.startsWith('/') || href.startsWith('//') || a.hasAttribute('download') || a.getAttribute('target')) return;
+    if (!href.startsWith('/') || href.startsWith('//') || a.hasAttribute('download') || a.getAttribute('target'))
+      return;
     ev.preventDefault();
     navigate(href);
   });

@@ -80,9 +80,7 @@ async function keyPairFromRaw(raw) {
  * @param {string} passphrase @returns {Promise<{ pair: KeyPair, encryptedMasterKey: string }>}
  */
 export async function generateKeyPair(passphrase) {
-  const made = /** @type {CryptoKeyPair} */ (
-    await subtle.generateKey({ name: 'X25519' }, true, ['deriveBits'])
-  );
+  const made = /** @type {CryptoKeyPair} */ (await subtle.generateKey({ name: 'X25519' }, true, ['deriveBits']));
   const pkcs8 = new Uint8Array(await subtle.exportKey('pkcs8', made.privateKey));
   const raw = pkcs8.slice(pkcs8.length - 32);
   pkcs8.fill(0);
@@ -105,9 +103,7 @@ function fromBase64Url(text) {
  * @param {string} passphrase @param {Bytes} salt @param {number} iterations
  */
 async function passphraseKey(passphrase, salt, iterations) {
-  const base = await subtle.importKey('raw', enc.encode(passphrase.normalize('NFC')), 'PBKDF2', false, [
-    'deriveKey',
-  ]);
+  const base = await subtle.importKey('raw', enc.encode(passphrase.normalize('NFC')), 'PBKDF2', false, ['deriveKey']);
   return subtle.deriveKey(
     { name: 'PBKDF2', hash: 'SHA-256', salt, iterations },
     base,
@@ -195,7 +191,10 @@ function importPublic(raw) {
 export async function openEnvelope(pair, env) {
   // The server may seal a whole response with one ephemeral key: derive each shared key once.
   let cache = sharedKeys.get(pair.privateKey);
-  if (!cache) sharedKeys.set(pair.privateKey, (cache = new Map()));
+  if (!cache) {
+    cache = new Map();
+    sharedKeys.set(pair.privateKey, cache);
+  }
   let key = cache.get(env.ephemeralPubkey);
   if (!key) {
     key = await sealKey(pair.privateKey, await importPublic(fromBase64(env.ephemeralPubkey)));
@@ -207,7 +206,8 @@ export async function openEnvelope(pair, env) {
 
 /**
  * Opens an envelope holding UTF-8 JSON; `null` when it cannot be opened (another key, damage).
- * @param {KeyPair | null} pair @param {{ephemeralPubkey: string, nonce: string, ciphertext: string} | null | undefined} env
+ * @param {KeyPair | null} pair
+ * @param {{ephemeralPubkey: string, nonce: string, ciphertext: string} | null | undefined} env
  * @returns {Promise<any>}
  */
 export async function openJson(pair, env) {
@@ -235,12 +235,12 @@ export async function seal(recipient, plaintext) {
 /**
  * Checks the attestation's Ed25519 signature over
  * `"switchboard-attestation-v1\n" + serverPublicKey + "\n" + keyVersion + "\n" + version`.
- * @param {{serverPublicKey: string, keyVersion: number, signingPublicKey: string, signature: string, version: string}} att
+ * @param {{
+ *   serverPublicKey: string, keyVersion: number, signingPublicKey: string, signature: string, version: string,
+ * }} att
  */
 export async function verifyAttestation(att) {
-  const key = await subtle.importKey('raw', fromBase64(att.signingPublicKey), { name: 'Ed25519' }, false, [
-    'verify',
-  ]);
+  const key = await subtle.importKey('raw', fromBase64(att.signingPublicKey), { name: 'Ed25519' }, false, ['verify']);
   const text = `switchboard-attestation-v1\n${att.serverPublicKey}\n${att.keyVersion}\n${att.version}`;
   return subtle.verify({ name: 'Ed25519' }, key, fromBase64(att.signature), enc.encode(text));
 }
@@ -310,7 +310,8 @@ export async function forgetKey(userId) {
 
 /**
  * Opens an envelope holding UTF-8 text; `null` when it cannot be opened.
- * @param {KeyPair | null} pair @param {{ephemeralPubkey: string, nonce: string, ciphertext: string} | null | undefined} env
+ * @param {KeyPair | null} pair
+ * @param {{ephemeralPubkey: string, nonce: string, ciphertext: string} | null | undefined} env
  */
 export async function openText(pair, env) {
   if (!pair || !env) return null;

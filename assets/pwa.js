@@ -66,7 +66,10 @@ export async function enablePush() {
   const { publicKey } = await api.get('/api/push/vapid');
   let sub = await reg.pushManager.getSubscription();
   if (!sub) {
-    sub = await reg.pushManager.subscribe({ userVisibleOnly: true, applicationServerKey: /** @type {BufferSource} */ (fromB64url(publicKey)) });
+    sub = await reg.pushManager.subscribe({
+      userVisibleOnly: true,
+      applicationServerKey: /** @type {BufferSource} */ (fromB64url(publicKey)),
+    });
   }
   const json = sub.toJSON();
   await api.post('/api/push/subscriptions', { endpoint: json.endpoint, keys: json.keys });

@@ -10,7 +10,9 @@ const MAX_ROOMS = 1000;
 
 /**
  * @typedef {Schemas['RoomLastMessage']} LastMessage
- * @typedef {Schemas['Room'] & { sealedMeta?: any, title: string, meta: import('./state.js').RoomMeta | null, last: LastMessage | null }} RoomView
+ * @typedef {Schemas['Room'] & {
+ *   sealedMeta?: any, title: string, meta: import('./state.js').RoomMeta | null, last: LastMessage | null,
+ * }} RoomView
  */
 
 /** @param {Schemas['Room']} room @returns {Promise<RoomView>} */
@@ -19,7 +21,11 @@ export async function view(room) {
   return Object.assign(room, { meta, last, title: roomTitle(room, meta) });
 }
 
-/** The room's last message, opened from sealedLastMessage. @param {Schemas['Room']} room @returns {Promise<LastMessage | null>} */
+/**
+ * The room's last message, opened from sealedLastMessage.
+ * @param {Schemas['Room']} room
+ * @returns {Promise<LastMessage | null>}
+ */
 async function lastMessage(room) {
   if (room.lastMessage) return room.lastMessage;
   if (!room.sealedLastMessage || !state.keys) return null;
@@ -36,14 +42,15 @@ async function lastMessage(room) {
  */
 export function lastLine(last, direct) {
   if (!last) return '';
-  const what = {
-    'm.image': '📷 Photo',
-    'm.audio': '🎤 Voice note',
-    'm.video': '🎥 Video',
-    'm.sticker': 'Sticker',
-    'm.file': `📎 ${last.text || 'File'}`,
-    'm.room.encrypted': '🔒 Encrypted message',
-  }[last.msgtype] || last.text;
+  const what =
+    {
+      'm.image': '📷 Photo',
+      'm.audio': '🎤 Voice note',
+      'm.video': '🎥 Video',
+      'm.sticker': 'Sticker',
+      'm.file': `📎 ${last.text || 'File'}`,
+      'm.room.encrypted': '🔒 Encrypted message',
+    }[last.msgtype] || last.text;
   const who = last.isMine ? 'You' : direct ? '' : last.senderName.split(' ')[0];
   return who ? `${who}: ${what}` : what;
 }

@@ -45,7 +45,11 @@ export async function show() {
   const match = routes.find(([re]) => re.test(path));
   markNav(path);
   if (!match) {
-    replace(main, h('h1', null, 'Not found'), h('p', null, 'There is no page here. ', h('a', { href: '/inbox' }, 'Go to the inbox')));
+    replace(
+      main,
+      h('h1', null, 'Not found'),
+      h('p', null, 'There is no page here. ', h('a', { href: '/inbox' }, 'Go to the inbox')),
+    );
     return;
   }
   const params = Object.fromEntries(
@@ -71,7 +75,11 @@ function markNav(path) {
   top.hidden = !state.user || !state.keys;
   for (const a of top.querySelectorAll('nav a')) {
     const href = a.getAttribute('href') || '';
-    if (path.startsWith(href) || (href === '/inbox' && (path === '/' || path.startsWith('/rooms') || path.startsWith('/mail')))) a.setAttribute('aria-current', 'page');
+    if (
+      path.startsWith(href) ||
+      (href === '/inbox' && (path === '/' || path.startsWith('/rooms') || path.startsWith('/mail')))
+    )
+      a.setAttribute('aria-current', 'page');
     else a.removeAttribute('aria-current');
   }
   const admin = /** @type {HTMLElement} */ (document.getElementById('nav-admin'));
@@ -106,4 +114,3 @@ export function signedOut() {
   state.meta.clear();
   navigate('/signin', true);
 }
-

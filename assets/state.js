@@ -6,7 +6,9 @@ import { openJson } from './crypto.js';
 
 /**
  * @typedef {Schemas['UserProfile']} User
- * @typedef {{ name: string | null, topic: string | null, avatarUrl: string | null, recipientName: string | null }} RoomMeta
+ * @typedef {{
+ *   name: string | null, topic: string | null, avatarUrl: string | null, recipientName: string | null,
+ * }} RoomMeta
  */
 
 export const state = {

@@ -19,7 +19,8 @@
  *   location: Location,
  *   navigator: any,
  *   registration: ServiceWorkerRegistration,
- *   clients: { claim(): Promise<void>, matchAll(o: any): Promise<WindowClient[]>, openWindow(url: string): Promise<any> },
+ *   clients: { claim(): Promise<void>, matchAll(o: any): Promise<WindowClient[]>, openWindow(url: string): Promise<any>
+ * },
  *   skipWaiting(): Promise<void>,
  *   addEventListener(type: string, fn: (event: any) => void): void,
  * }} WorkerScope
@@ -48,7 +49,11 @@ sw.addEventListener('activate', (/** @type {ExtendableEvent} */ event) => {
   event.waitUntil(
     caches
       .keys()
-      .then((names) => Promise.all(names.filter((n) => n.startsWith('switchboard-shell-') && n !== CACHE).map((n) => caches.delete(n))))
+      .then((names) =>
+        Promise.all(
+          names.filter((n) => n.startsWith('switchboard-shell-') && n !== CACHE).map((n) => caches.delete(n)),
+        ),
+      )
       .then(() => sw.clients.claim()),
   );
 });

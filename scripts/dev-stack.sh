@@ -1,13 +1,17 @@
 #!/usr/bin/env bash
 # Run switchboard for real on this machine, in one step:
 #
-#   scripts/dev-stack.sh
+#   scripts/dev-stack.sh [--no-demo]
 #
 # 1. builds the release binary (cargo build --release), or uses $SWITCHBOARD_BIN if set;
 # 2. starts a local Synapse homeserver with scripts/synapse.sh (venv ./.synapse/venv,
 #    data ./.synapse/data, http://127.0.0.1:18008) unless one is already running there;
 # 3. writes ./dev/switchboard.toml (data in ./dev/data, sign-in codes printed to the log);
-# 4. runs `switchboard serve --config ./dev/switchboard.toml` in the foreground.
+# 4. runs `switchboard serve --config ./dev/switchboard.toml` in the foreground, its log also
+#    in ./dev/server.log;
+# 5. seeds a demo conversation (scripts/dev-demo.py; --no-demo skips it): a second local Synapse
+#    user, Anna Berg, opens a direct chat with the account of DEV_EMAIL and says hello, so the
+#    inbox is not empty on first sign-in. A second run finds the chat and adds nothing.
 #
 # Ctrl-C stops switchboard; Synapse keeps running so the next start is instant.
 # Stop it with: scripts/synapse.sh --stop .synapse/data
@@ -16,16 +20,27 @@
 #   LISTEN=127.0.0.1:8080       address switchboard listens on
 #   SWITCHBOARD_BIN=PATH        use this binary instead of building
 #   SYNAPSE_PORT=18008          port of the local Synapse
+#   DEV_EMAIL=dev@example.org   the developer's sign-in address (the demo chat is with it)
 set -euo pipefail
 
 log() { echo "dev-stack: $*" >&2; }
 die() { log "$*"; exit 1; }
+
+DEMO=1
+for arg in "$@"; do
+  case $arg in
+    --no-demo) DEMO=0 ;;
+    -h|--help) sed -n '2,/^set -euo/p' "${BASH_SOURCE[0]}" | sed '$d; s/^# \{0,1\}//'; exit 0 ;;
+    *) die "unknown argument $arg (usage: scripts/dev-stack.sh [--no-demo])" ;;
+  esac
+done
 
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 cd "$ROOT"
 
 LISTEN=${LISTEN:-127.0.0.1:8080}
 SYNAPSE_PORT=${SYNAPSE_PORT:-18008}
+DEV_EMAIL=${DEV_EMAIL:-dev@example.org}
 SYNAPSE_VENV=.synapse/venv
 SYNAPSE_DATA=.synapse/data
 DEV_DIR=$ROOT/dev
@@ -44,11 +59,11 @@ else
 fi
 
 # ---- 2. synapse -----------------------------------------------------------------
-if bash scripts/synapse.sh --status "$SYNAPSE_DATA" >/dev/null 2>&1; then
+if bash "$ROOT/scripts/synapse.sh" --status "$SYNAPSE_DATA" >/dev/null 2>&1; then
   log "reusing the Synapse already running for $SYNAPSE_DATA"
 else
   log "starting Synapse on 127.0.0.1:$SYNAPSE_PORT (data in $SYNAPSE_DATA) ..."
-  bash scripts/synapse.sh "$SYNAPSE_VENV" "$SYNAPSE_DATA" "$SYNAPSE_PORT" >/dev/null \
+  bash "$ROOT/scripts/synapse.sh" "$SYNAPSE_VENV" "$SYNAPSE_DATA" "$SYNAPSE_PORT" >/dev/null \
     || die "Synapse did not start (see $SYNAPSE_DATA/homeserver.log)"
 fi
 ENV_FILE=$SYNAPSE_DATA/synapse.env
@@ -110,15 +125,23 @@ cat >&2 <<EOF
   API spec:      $CLIENT_URL/openapi.yaml
   homeserver:    $MATRIX_BASE_URL  (Synapse, server name $MATRIX_SERVER_NAME)
   data:          ./dev/data           config: ./dev/switchboard.toml
-  sign-in codes appear in this log (mail transport "log").
+  sign-in codes appear in this log (mail transport "log") and in ./dev/server.log.
+$( ((DEMO)) && echo "  demo chat:     sign in as $DEV_EMAIL: Anna Berg has said hello (--no-demo: none)" || true)
   Ctrl-C stops switchboard.
 
 EOF
 
 # Not `exec`: the shell stays to print the hint above on exit. Ctrl-C and SIGTERM
 # are forwarded to switchboard as SIGTERM (its graceful shutdown).
-"$BIN" serve --config "$CONFIG" &
+# The log goes to the terminal and to ./dev/server.log (where the demo reads its sign-in code).
+: > "$DEV_DIR/server.log"
+"$BIN" serve --config "$CONFIG" 2> >(tee -a "$DEV_DIR/server.log" >&2) &
 child=$!
+if ((DEMO)); then
+  MATRIX_SHARED_SECRET=$MATRIX_SHARED_SECRET python3 scripts/dev-demo.py "$CLIENT_URL" \
+    "$DEV_DIR/server.log" "$MATRIX_BASE_URL" "$DEV_EMAIL" \
+    || log "the demo conversation could not be seeded (see above); switchboard runs on" &
+fi
 trap 'kill -TERM "$child" 2>/dev/null || true' INT TERM
 # `wait` returns early when a trapped signal arrives: keep waiting while it runs,
 # then collect its exit status.

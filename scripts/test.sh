@@ -8,9 +8,12 @@
 #    Installs the tools of the client and package tests into target/test-tools (each
 #    only when missing or when its pinned version changed): a venv with
 #    openapi-python-client (tests/clients/requirements.txt), openapi-typescript via
-#    `npm ci` (tests/clients/package-lock.json), cargo-deb (cargo install, ~2 min the
-#    first time), and lintian, dovecot-imapd and chromium (apt-get, when run as root). A tool that cannot be
-#    installed is reported here, and the test that needs it fails saying so.
+#    `npm ci` (tests/clients/package-lock.json), Biome via `npm ci` (tests/lint/package-lock.json),
+#    cargo-deb (cargo install, ~2 min the first time), and lintian, dovecot-imapd and chromium
+#    (apt-get, when run as root). A tool that cannot be installed is reported here, and the test
+#    that needs it fails saying so (Biome: the run stops).
+#    Then checks assets/ with Biome (format and lint, biome.json) and for lines over 120
+#    characters; a finding stops the run here.
 # 2. Exports for the Rust tests:
 #      SWITCHBOARD_TEST_VENV    absolute path of that venv
 #      SWITCHBOARD_TEST_PYTHON  absolute path of its python
@@ -149,6 +152,32 @@ if [[ ! -x /usr/bin/chromium ]]; then
     warn_tool "chromium is not installed (as root: apt-get install chromium)"
   fi
 fi
+
+# Biome, the web app's formatter and linter (tests/lint/package-lock.json pins it).
+if ! cmp -s "$ROOT/tests/lint/package-lock.json" "$TOOLS_DIR/biome/package-lock.json" \
+  || [[ ! -x $TOOLS_DIR/biome/node_modules/.bin/biome ]]; then
+  log "installing Biome into $TOOLS_DIR/biome (npm ci) ..."
+  rm -rf "$TOOLS_DIR/biome"
+  mkdir -p "$TOOLS_DIR/biome"
+  cp "$ROOT/tests/lint/package.json" "$ROOT/tests/lint/package-lock.json" "$TOOLS_DIR/biome/"
+  (cd "$TOOLS_DIR/biome" && npm ci --no-audit --no-fund --loglevel=error >&2) \
+    || { rm -rf "$TOOLS_DIR/biome/node_modules"; die "npm ci of tests/lint/package-lock.json failed (Biome)"; }
+fi
+
+# ---- 1c. the web app's JavaScript: formatted, lint-clean, lines <= 120 ---------
+# `biome ci` fails on a file the formatter would change or a lint finding (biome.json). It
+# cannot wrap a long string or comment, so the line limit is checked on its own.
+log "checking assets/ with Biome (format + lint) ..."
+"$TOOLS_DIR/biome/node_modules/.bin/biome" ci --colors=off "$ROOT" >&2 \
+  || die "Biome found formatting or lint problems in assets/ (fix: $TOOLS_DIR/biome/node_modules/.bin/biome check --write)"
+"${PYTHON:-python3}" - "$ROOT/assets" <<'PY' || die "assets/ has lines over 120 characters"
+import pathlib, sys
+long = [f"{p}:{n}: {len(line)} characters"
+        for p in sorted(pathlib.Path(sys.argv[1]).rglob("*.js")) if "vendor" not in p.parts
+        for n, line in enumerate(p.read_text(encoding="utf-8").splitlines(), 1) if len(line) > 120]
+print("\n".join(long), file=sys.stderr)
+sys.exit(1 if long else 0)
+PY
 
 export SWITCHBOARD_TEST_TOOLS="$TOOLS_DIR"
 export SWITCHBOARD_TEST_VENV="$VENV_DIR"

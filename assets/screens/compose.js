@@ -30,40 +30,122 @@ export async function render(main) {
     [orig, draft, signatures, accounts] = await Promise.all([
       replyTo || forward ? api.get(`/api/email/messages/${api.seg(/** @type {string} */ (replyTo || forward))}`) : null,
       draftId ? api.get(`/api/email/drafts/${api.seg(draftId)}`) : null,
-      api.get('/api/email/signatures').then((r) => r.signatures).catch(() => []),
-      api.get('/api/email/accounts').then((r) => r.accounts).catch(() => []),
+      api
+        .get('/api/email/signatures')
+        .then((r) => r.signatures)
+        .catch(() => []),
+      api
+        .get('/api/email/accounts')
+        .then((r) => r.accounts)
+        .catch(() => []),
     ]);
   } catch (e) {
     toast(api.describe(e), true);
   }
-  const subject = draft ? draft.subject : orig ? `${replyTo ? 'Re' : 'Fwd'}: ${orig.subject.replace(/^(re|fwd?):\s*/i, '')}` : '';
-  const quoted = orig ? `\n\n${replyTo ? `On ${new Date(orig.date).toLocaleString()}, ${orig.from?.name || orig.from?.email} wrote:` : '---------- Forwarded message ----------'}\n${(orig.text || '').split('\n').map((l) => (replyTo ? `> ${l}` : l)).join('\n')}` : '';
+  const subject = draft
+    ? draft.subject
+    : orig
+      ? `${replyTo ? 'Re' : 'Fwd'}: ${orig.subject.replace(/^(re|fwd?):\s*/i, '')}`
+      : '';
+  const heading = !orig
+    ? ''
+    : replyTo
+      ? `On ${new Date(orig.date).toLocaleString()}, ${orig.from?.name || orig.from?.email} wrote:`
+      : '---------- Forwarded message ----------';
+  const body = (orig?.text || '')
+    .split('\n')
+    .map((l) => (replyTo ? `> ${l}` : l))
+    .join('\n');
+  const quoted = orig ? `\n\n${heading}\n${body}` : '';
   const def = signatures.find((s) => s.isDefault);
   const out = h('div', { class: 'out' });
   const status = h('p', { class: 'muted', role: 'status', id: 'draft-status' });
   const files = attachments(main);
   const kept = draft?.attachments.length
-    ? h('ul', { class: 'attachments', 'aria-label': 'Attachments saved in the draft' }, ...draft.attachments.map((a) => h('li', null, a.filename || 'attachment', ' ', h('span', { class: 'muted' }, size(a.size)))))
+    ? h(
+        'ul',
+        { class: 'attachments', 'aria-label': 'Attachments saved in the draft' },
+        ...draft.attachments.map((a) =>
+          h('li', null, a.filename || 'attachment', ' ', h('span', { class: 'muted' }, size(a.size))),
+        ),
+      )
     : null;
-  const carry = forward && orig?.attachments.length ? field(`Include the ${orig.attachments.length} attached file(s)`, { type: 'checkbox', name: 'includeAttachments', checked: true }) : null;
-  const form = h('form', { class: 'card stack', 'aria-labelledby': 'compose-title' },
+  const carry =
+    forward && orig?.attachments.length
+      ? field(`Include the ${orig.attachments.length} attached file(s)`, {
+          type: 'checkbox',
+          name: 'includeAttachments',
+          checked: true,
+        })
+      : null;
+  const form = h(
+    'form',
+    { class: 'card stack', 'aria-labelledby': 'compose-title' },
     h('h1', { id: 'compose-title' }, draft ? 'Draft' : replyTo ? 'Reply' : forward ? 'Forward' : 'New e-mail'),
-    accounts.length > 1 && !draft ? field('From', { tag: 'select', name: 'accountId', options: accounts.map((a) => [a.id, a.email]), value: orig?.accountId }) : null,
-    field('To', { name: 'to', required: true, value: draft ? draft.to.join(', ') : replyTo && orig?.from ? orig.from.email : '', placeholder: 'one or more addresses, comma separated' }),
+    accounts.length > 1 && !draft
+      ? field('From', {
+          tag: 'select',
+          name: 'accountId',
+          options: accounts.map((a) => [a.id, a.email]),
+          value: orig?.accountId,
+        })
+      : null,
+    field('To', {
+      name: 'to',
+      required: true,
+      value: draft ? draft.to.join(', ') : replyTo && orig?.from ? orig.from.email : '',
+      placeholder: 'one or more addresses, comma separated',
+    }),
     field('Cc', { name: 'cc', value: draft ? draft.cc.join(', ') : '' }),
     field('Bcc', { name: 'bcc', value: draft ? draft.bcc.join(', ') : '' }),
     field('Subject', { name: 'subject', value: subject, required: true }),
     field('Message', { tag: 'textarea', name: 'text', rows: 12, value: draft ? draft.text : quoted }),
-    kept, carry, files.el,
-    signatures.length ? field('Signature', { tag: 'select', name: 'signatureId', value: def?.id || '', options: [['', 'No signature'], ...signatures.map((s) => [s.id, s.name])] }) : null,
-    h('div', { class: 'bar' }, h('button', { type: 'submit' }, 'Send'), h('a', { href: '/mail/drafts', class: 'button secondary' }, 'Drafts'), h('a', { href: '/inbox', class: 'button secondary' }, 'Cancel')),
-    status, out);
+    kept,
+    carry,
+    files.el,
+    signatures.length
+      ? field('Signature', {
+          tag: 'select',
+          name: 'signatureId',
+          value: def?.id || '',
+          options: [['', 'No signature'], ...signatures.map((s) => [s.id, s.name])],
+        })
+      : null,
+    h(
+      'div',
+      { class: 'bar' },
+      h('button', { type: 'submit' }, 'Send'),
+      h('a', { href: '/mail/drafts', class: 'button secondary' }, 'Drafts'),
+      h('a', { href: '/inbox', class: 'button secondary' }, 'Cancel'),
+    ),
+    status,
+    out,
+  );
   main.append(form);
-  for (const name of ['to', 'cc', 'bcc']) completeAddresses(/** @type {HTMLInputElement} */ (form.elements.namedItem(name)));
-  if (!accounts.length) out.append(h('p', { class: 'error', role: 'alert' }, 'No mailbox is connected: connect one under Settings → Mailboxes first.'));
-  const v = (/** @type {string} */ n) => /** @type {HTMLInputElement | null} */ (form.elements.namedItem(n))?.value ?? '';
-  const list = (/** @type {string} */ s) => s.split(/[,;]/).map((x) => x.trim()).filter(Boolean);
-  const fields = () => ({ to: list(v('to')), cc: list(v('cc')), bcc: list(v('bcc')), subject: v('subject'), text: v('text') });
+  for (const name of ['to', 'cc', 'bcc'])
+    completeAddresses(/** @type {HTMLInputElement} */ (form.elements.namedItem(name)));
+  if (!accounts.length)
+    out.append(
+      h(
+        'p',
+        { class: 'error', role: 'alert' },
+        'No mailbox is connected: connect one under Settings → Mailboxes first.',
+      ),
+    );
+  const v = (/** @type {string} */ n) =>
+    /** @type {HTMLInputElement | null} */ (form.elements.namedItem(n))?.value ?? '';
+  const list = (/** @type {string} */ s) =>
+    s
+      .split(/[,;]/)
+      .map((x) => x.trim())
+      .filter(Boolean);
+  const fields = () => ({
+    to: list(v('to')),
+    cc: list(v('cc')),
+    bcc: list(v('bcc')),
+    subject: v('subject'),
+    text: v('text'),
+  });
 
   // Autosave: the first save makes the draft, later ones replace it (same id).
   let timer = 0;
@@ -76,7 +158,11 @@ export async function render(main) {
         if (draftId) await api.put(`/api/email/drafts/${api.seg(draftId)}`, fields());
         else {
           /** @type {Schemas['EmailDraftSaved']} */
-          const made = await api.post('/api/email/drafts', { ...fields(), accountId: v('accountId') || orig?.accountId || null, replyTo: replyTo || null });
+          const made = await api.post('/api/email/drafts', {
+            ...fields(),
+            accountId: v('accountId') || orig?.accountId || null,
+            replyTo: replyTo || null,
+          });
           draftId = made.id;
           history.replaceState(null, '', `/mail/compose?draft=${api.seg(draftId)}`);
         }
@@ -99,6 +185,11 @@ export async function render(main) {
       await saving;
       sending = true;
       const undo = undoSeconds();
+      // Whether a forward carries the original's files (its checkbox, ticked by default).
+      const includeAttachments = () => {
+        const box = /** @type {HTMLInputElement | null} */ (form.elements.namedItem('includeAttachments'));
+        return box?.checked ?? false;
+      };
       try {
         /** @type {any} */
         let answer;
@@ -109,9 +200,13 @@ export async function render(main) {
           answer = await api.post(`/api/email/drafts/${api.seg(draftId)}/send`, { undoSeconds: undo });
         } else {
           answer = await api.post('/api/email/compose', {
-            ...fields(), accountId: v('accountId') || orig?.accountId || null,
-            replyTo: replyTo || null, forward: forward || null, signatureId: v('signatureId') || null,
-            attachments: files.ids(), includeAttachments: forward ? /** @type {HTMLInputElement | null} */ (form.elements.namedItem('includeAttachments'))?.checked ?? false : null,
+            ...fields(),
+            accountId: v('accountId') || orig?.accountId || null,
+            replyTo: replyTo || null,
+            forward: forward || null,
+            signatureId: v('signatureId') || null,
+            attachments: files.ids(),
+            includeAttachments: forward ? includeAttachments() : null,
             undoSeconds: undo,
           });
         }

@@ -30,7 +30,12 @@ export async function render(main, { roomId }) {
   // Attachments load when they come near the visible part of the message pane.
   const scope = new BlobScope(pane);
   /** @type {import('../ui/message.js').MessageCtx} */
-  const ctx = { roomId, scope, reply: (id, text) => composer.dispatchEvent(new CustomEvent('reply', { detail: { id, text } })), changed: () => refreshNewest() };
+  const ctx = {
+    roomId,
+    scope,
+    reply: (id, text) => composer.dispatchEvent(new CustomEvent('reply', { detail: { id, text } })),
+    changed: () => refreshNewest(),
+  };
   const composer = composeForm(roomId, out, () => refreshNewest(true));
   // A file dropped on the messages or the composer is staged in the composer. (Not on `main`:
   // it outlives the screen, and its listeners would keep the conversation alive.)
@@ -72,27 +77,42 @@ export async function render(main, { roomId }) {
   function renderHead() {
     /**
      * A flag's button, labelled with what it does now ("Archive" / "Unarchive").
-     * @param {'pinned' | 'muted' | 'favorite' | 'archived'} flag @param {string} on_ @param {string} off @param {string} label @param {string} undo
+     * @param {'pinned' | 'muted' | 'favorite' | 'archived'} flag
+     * @param {string} on_
+     * @param {string} off
+     * @param {string} label
+     * @param {string} undo
      */
     const toggle = (flag, on_, off, label, undo) =>
-      h('button', {
-        type: 'button', class: 'secondary', 'aria-pressed': String(!!room[flag]),
-        onclick: async () => {
-          try {
-            await roomAction(roomId, room[flag] ? off : on_);
-            room = await getRoom(roomId);
-            renderHead();
-          } catch (e) {
-            toast(api.describe(e), true);
-          }
+      h(
+        'button',
+        {
+          type: 'button',
+          class: 'secondary',
+          'aria-pressed': String(!!room[flag]),
+          onclick: async () => {
+            try {
+              await roomAction(roomId, room[flag] ? off : on_);
+              room = await getRoom(roomId);
+              renderHead();
+            } catch (e) {
+              toast(api.describe(e), true);
+            }
+          },
         },
-      }, room[flag] ? undo : label);
-    replace(head,
+        room[flag] ? undo : label,
+      );
+    replace(
+      head,
       h('a', { href: '/inbox', class: 'back', 'aria-label': 'Back to the inbox' }, '←'),
       h('h1', null, room.title),
       h('span', { class: `platform ${room.platform || 'matrix'}` }, platformName(room.platform)),
-      h('div', { class: 'actions', role: 'group', 'aria-label': 'Conversation actions' },
-        room.isDirect ? null : h('a', { href: `/rooms/${api.seg(roomId)}/details`, class: 'button secondary' }, 'Group details'),
+      h(
+        'div',
+        { class: 'actions', role: 'group', 'aria-label': 'Conversation actions' },
+        room.isDirect
+          ? null
+          : h('a', { href: `/rooms/${api.seg(roomId)}/details`, class: 'button secondary' }, 'Group details'),
         toggle('pinned', 'pin', 'unpin', 'Pin', 'Unpin'),
         levelControls(roomId, room.notifications, async () => {
           room = await getRoom(roomId);
@@ -100,20 +120,42 @@ export async function render(main, { roomId }) {
         }),
         toggle('favorite', 'favorite', 'unfavorite', 'Favourite', 'Unfavourite'),
         toggle('archived', 'archive', 'unarchive', 'Archive', 'Unarchive'),
-        h('button', { type: 'button', class: 'secondary', onclick: async () => {
-          try {
-            await roomAction(roomId, 'unread');
-            toast('Marked unread');
-            navigate('/inbox');
-          } catch (e) {
-            toast(api.describe(e), true);
-          }
-        } }, 'Mark unread')),
+        h(
+          'button',
+          {
+            type: 'button',
+            class: 'secondary',
+            onclick: async () => {
+              try {
+                await roomAction(roomId, 'unread');
+                toast('Marked unread');
+                navigate('/inbox');
+              } catch (e) {
+                toast(api.describe(e), true);
+              }
+            },
+          },
+          'Mark unread',
+        ),
+      ),
     );
     if (room.membership === 'invite') {
       composer.hidden = true;
-      replace(info, h('p', null, `You are invited${room.invitedBy ? ` by ${room.invitedBy}` : ''}. `),
-        h('button', { type: 'button', onclick: async () => { await roomAction(roomId, 'accept'); location.reload(); } }, 'Accept'));
+      replace(
+        info,
+        h('p', null, `You are invited${room.invitedBy ? ` by ${room.invitedBy}` : ''}. `),
+        h(
+          'button',
+          {
+            type: 'button',
+            onclick: async () => {
+              await roomAction(roomId, 'accept');
+              location.reload();
+            },
+          },
+          'Accept',
+        ),
+      );
     } else replace(info, room.meta?.topic ? h('p', { class: 'muted' }, room.meta.topic) : '');
   }
 
@@ -138,9 +180,15 @@ export async function render(main, { roomId }) {
   let exhausted = false;
   let loadingOlder = false;
 
-  /** Opens and places a page of messages (newest first from the server). @param {Schemas['EncryptedMessage'][]} page @param {'top' | 'bottom'} where */
+  /**
+   * Opens and places a page of messages (newest first from the server).
+   * @param {Schemas['EncryptedMessage'][]} page
+   * @param {'top' | 'bottom'} where
+   */
   async function place(page, where) {
-    const opened = await Promise.all(page.map(async (m) => ({ m, c: m.redacted ? null : await openJson(state.keys, m.encryptedContent) })));
+    const opened = await Promise.all(
+      page.map(async (m) => ({ m, c: m.redacted ? null : await openJson(state.keys, m.encryptedContent) })),
+    );
     /** @type {HTMLElement[]} */
     const fresh = [];
     for (const { m, c } of opened.reverse()) {
@@ -169,7 +217,9 @@ export async function render(main, { roomId }) {
     const before = scroller.scrollHeight;
     try {
       /** @type {{messages: Schemas['EncryptedMessage'][]}} */
-      const page = await api.get('/api/messages', { query: { roomId, limit: PAGE, before: Number.isFinite(oldest) ? oldest : undefined } });
+      const page = await api.get('/api/messages', {
+        query: { roomId, limit: PAGE, before: Number.isFinite(oldest) ? oldest : undefined },
+      });
       await place(page.messages, 'top');
       exhausted = page.messages.length < PAGE;
       more.textContent = exhausted ? (shown.size ? 'Beginning of the conversation' : 'No messages yet.') : '';
@@ -199,7 +249,8 @@ export async function render(main, { roomId }) {
   }
 
   function markRead() {
-    if (room.membership === 'join' && document.visibilityState === 'visible') roomAction(roomId, 'read').catch(() => {});
+    if (room.membership === 'join' && document.visibilityState === 'visible')
+      roomAction(roomId, 'read').catch(() => {});
   }
 
   await loadOlder();
@@ -218,22 +269,30 @@ export async function render(main, { roomId }) {
       if (ev.type === 'typing') typing.show(ev.userIds || []);
       if (ev.type === 'receipt') loadReceipts();
       if (ev.type === 'draft.updated') {
-        getRoom(roomId).then((r) => composer.dispatchEvent(new CustomEvent('draft', { detail: r.hasDraft }))).catch(() => {});
+        getRoom(roomId)
+          .then((r) => composer.dispatchEvent(new CustomEvent('draft', { detail: r.hasDraft })))
+          .catch(() => {});
       }
       if (ev.type === 'room.updated') {
-        getRoom(roomId).then((r) => {
-          const changed = ['pinned', 'muted', 'favorite', 'archived', 'membership'].some((k) => /** @type {any} */ (r)[k] !== /** @type {any} */ (room)[k])
-            || r.notifications.level !== room.notifications.level || r.notifications.snoozeUntil !== room.notifications.snoozeUntil;
-          room = r;
-          if (changed) renderHead();
-        }).catch(() => {});
+        getRoom(roomId)
+          .then((r) => {
+            const changed =
+              ['pinned', 'muted', 'favorite', 'archived', 'membership'].some(
+                (k) => /** @type {any} */ (r)[k] !== /** @type {any} */ (room)[k],
+              ) ||
+              r.notifications.level !== room.notifications.level ||
+              r.notifications.snoozeUntil !== room.notifications.snoozeUntil;
+            room = r;
+            if (changed) renderHead();
+          })
+          .catch(() => {});
         refreshNewest();
       }
     }),
     on('resync', () => refreshNewest()),
   ];
   return () => {
-    offs.forEach((f) => f());
+    for (const off of offs) off();
     // Every attachment's blob: URL (and a staged file's preview) goes with the conversation.
     scope.release();
     composer.dispatchEvent(new Event('release'));
@@ -247,10 +306,22 @@ async function linkedGroup(roomId, into) {
     const res = await api.get(`/api/rooms/${api.seg(roomId)}/linked-group`);
     const g = res.linkedGroup;
     if (!g) return;
-    into.append(h('nav', { class: 'linked', 'aria-label': 'Linked conversations' },
-      h('span', null, `Linked group${g.name ? ` “${g.name}”` : ''}: `),
-      g.rooms.filter((r) => r.roomId !== roomId).map((r) =>
-        h('a', { href: `/rooms/${api.seg(r.roomId)}`, class: 'chip' }, `${state.meta.get(r.roomId)?.name || r.roomId} (${platformName(r.platform)})`))));
+    into.append(
+      h(
+        'nav',
+        { class: 'linked', 'aria-label': 'Linked conversations' },
+        h('span', null, `Linked group${g.name ? ` “${g.name}”` : ''}: `),
+        g.rooms
+          .filter((r) => r.roomId !== roomId)
+          .map((r) =>
+            h(
+              'a',
+              { href: `/rooms/${api.seg(r.roomId)}`, class: 'chip' },
+              `${state.meta.get(r.roomId)?.name || r.roomId} (${platformName(r.platform)})`,
+            ),
+          ),
+      ),
+    );
   } catch {
     /* no group */
   }

@@ -30,18 +30,55 @@ const prefs = { filter: 'active', sort: /** @type {'importance' | 'recent' | 'un
 export function render(main) {
   const list = h('ul', { class: 'inbox', 'aria-label': 'Conversations', 'aria-busy': 'true' });
   const status = h('p', { class: 'muted', role: 'status' }, 'Loading conversations…');
-  const filterBar = h('div', { class: 'chips', role: 'group', 'aria-label': 'Filter' },
+  const filterBar = h(
+    'div',
+    { class: 'chips', role: 'group', 'aria-label': 'Filter' },
     FILTERS.map(([id, text]) =>
-      h('button', { type: 'button', class: 'chip', 'aria-pressed': String(prefs.filter === id), onclick: () => { prefs.filter = id; mark(); load(); } }, text)),
+      h(
+        'button',
+        {
+          type: 'button',
+          class: 'chip',
+          'aria-pressed': String(prefs.filter === id),
+          onclick: () => {
+            prefs.filter = id;
+            mark();
+            load();
+          },
+        },
+        text,
+      ),
+    ),
   );
-  const sortSel = h('select', { 'aria-label': 'Sort by', onchange: () => { prefs.sort = /** @type {any} */ (sortSel.value); load(); } },
-    SORTS.map(([id, text]) => h('option', { value: id, selected: prefs.sort === id }, text)));
+  const sortSel = h(
+    'select',
+    {
+      'aria-label': 'Sort by',
+      onchange: () => {
+        prefs.sort = /** @type {any} */ (sortSel.value);
+        load();
+      },
+    },
+    SORTS.map(([id, text]) => h('option', { value: id, selected: prefs.sort === id }, text)),
+  );
   main.append(
-    h('div', { class: 'bar' }, h('h1', null, 'Inbox'), sortSel, h('a', { class: 'button', href: '/new' }, 'New chat'), h('a', { class: 'button secondary', href: '/mail/compose' }, 'Write e-mail'), h('a', { class: 'button secondary', href: '/mail/drafts' }, 'Drafts')),
-    filterBar, status, list,
+    h(
+      'div',
+      { class: 'bar' },
+      h('h1', null, 'Inbox'),
+      sortSel,
+      h('a', { class: 'button', href: '/new' }, 'New chat'),
+      h('a', { class: 'button secondary', href: '/mail/compose' }, 'Write e-mail'),
+      h('a', { class: 'button secondary', href: '/mail/drafts' }, 'Drafts'),
+    ),
+    filterBar,
+    status,
+    list,
   );
   function mark() {
-    filterBar.querySelectorAll('button').forEach((b, i) => b.setAttribute('aria-pressed', String(FILTERS[i][0] === prefs.filter)));
+    filterBar.querySelectorAll('button').forEach((b, i) => {
+      b.setAttribute('aria-pressed', String(FILTERS[i][0] === prefs.filter));
+    });
   }
 
   let loading = 0;
@@ -51,8 +88,13 @@ export function render(main) {
     try {
       const items = await gather(prefs.filter, prefs.sort);
       if (n !== loading) return;
-      replace(list, items.map((it) => ('roomId' in it ? roomRow(it, load) : threadRow(it))));
-      status.textContent = items.length ? `${items.length} conversation${items.length === 1 ? '' : 's'}` : emptyText(prefs.filter);
+      replace(
+        list,
+        items.map((it) => ('roomId' in it ? roomRow(it, load) : threadRow(it))),
+      );
+      status.textContent = items.length
+        ? `${items.length} conversation${items.length === 1 ? '' : 's'}`
+        : emptyText(prefs.filter);
     } catch (e) {
       if (n === loading) replace(status, errorBox(e));
     } finally {
@@ -66,10 +108,15 @@ export function render(main) {
     clearTimeout(timer);
     timer = window.setTimeout(load, 250);
   };
-  const offs = [on('sync', (ev) => { if (ev.type !== 'reminder.due' && ev.type !== 'scheduled.updated') soon(); }), on('resync', soon)];
+  const offs = [
+    on('sync', (ev) => {
+      if (ev.type !== 'reminder.due' && ev.type !== 'scheduled.updated') soon();
+    }),
+    on('resync', soon),
+  ];
   return () => {
     clearTimeout(timer);
-    offs.forEach((f) => f());
+    for (const off of offs) off();
   };
 }
 
@@ -91,15 +138,16 @@ async function gather(filter, sort) {
     filter === 'active' || filter === 'unread' ? mailThreads() : Promise.resolve([]),
   ]);
   /** @type {(r: RoomView) => boolean} */
-  const keep = {
-    active: () => true,
-    archived: () => true,
-    // A room the user marked unread counts as unread whatever its count.
-    unread: (/** @type {RoomView} */ r) => r.unreadCount > 0 || r.markedUnread,
-    pinned: (/** @type {RoomView} */ r) => r.pinned,
-    muted: (/** @type {RoomView} */ r) => r.muted,
-    invites: (/** @type {RoomView} */ r) => r.membership === 'invite',
-  }[filter] || (() => true);
+  const keep =
+    {
+      active: () => true,
+      archived: () => true,
+      // A room the user marked unread counts as unread whatever its count.
+      unread: (/** @type {RoomView} */ r) => r.unreadCount > 0 || r.markedUnread,
+      pinned: (/** @type {RoomView} */ r) => r.pinned,
+      muted: (/** @type {RoomView} */ r) => r.muted,
+      invites: (/** @type {RoomView} */ r) => r.membership === 'invite',
+    }[filter] || (() => true);
   const shown = rooms.filter(keep);
   const mail = threads.filter((t) => filter !== 'unread' || t.unread);
   if (sort !== 'recent') return [...shown, ...mail];
@@ -124,16 +172,21 @@ async function mailThreads() {
 
 /** @param {RoomView} room @param {() => void} reload */
 function roomRow(room, reload) {
-  const badges = h('span', { class: 'badges' },
+  const badges = h(
+    'span',
+    { class: 'badges' },
     h('span', { class: `platform ${room.platform || 'matrix'}` }, platformName(room.platform)),
     room.pinned ? h('span', { class: 'flag', title: 'Pinned' }, 'Pinned') : null,
     room.muted ? h('span', { class: 'flag', title: 'Muted' }, 'Muted') : null,
     room.favorite ? h('span', { class: 'flag', title: 'Favourite' }, '★') : null,
     room.hasDraft ? h('span', { class: 'flag draft', title: 'Draft' }, 'Draft') : null,
   );
-  const unread = room.unreadCount > 0
-    ? h('span', { class: 'count', 'aria-label': `${room.unreadCount} unread` }, String(room.unreadCount))
-    : room.markedUnread ? h('span', { class: 'count marked', 'aria-label': 'marked unread' }, '•') : null;
+  const unread =
+    room.unreadCount > 0
+      ? h('span', { class: 'count', 'aria-label': `${room.unreadCount} unread` }, String(room.unreadCount))
+      : room.markedUnread
+        ? h('span', { class: 'count marked', 'aria-label': 'marked unread' }, '•')
+        : null;
   if (room.membership === 'invite') {
     const act = (/** @type {string} */ action) => async () => {
       try {
@@ -144,44 +197,93 @@ function roomRow(room, reload) {
         toast(api.describe(e), true);
       }
     };
-    return h('li', { class: 'row invite', dataset: { roomId: room.roomId } },
+    return h(
+      'li',
+      { class: 'row invite', dataset: { roomId: room.roomId } },
       h('div', { class: 'avatar', 'aria-hidden': 'true' }, initial(room.title)),
-      h('div', { class: 'main' },
+      h(
+        'div',
+        { class: 'main' },
         h('span', { class: 'title' }, room.title),
         h('span', { class: 'sub' }, `Invitation${room.invitedBy ? ` from ${room.invitedBy}` : ''}`),
-        badges),
-      h('div', { class: 'actions' },
-        h('button', { type: 'button', onclick: act('accept'), 'aria-label': `Accept invitation to ${room.title}` }, 'Accept'),
-        h('button', { type: 'button', class: 'secondary', onclick: act('decline'), 'aria-label': `Decline invitation to ${room.title}` }, 'Decline')),
+        badges,
+      ),
+      h(
+        'div',
+        { class: 'actions' },
+        h(
+          'button',
+          { type: 'button', onclick: act('accept'), 'aria-label': `Accept invitation to ${room.title}` },
+          'Accept',
+        ),
+        h(
+          'button',
+          {
+            type: 'button',
+            class: 'secondary',
+            onclick: act('decline'),
+            'aria-label': `Decline invitation to ${room.title}`,
+          },
+          'Decline',
+        ),
+      ),
     );
   }
-  return h('li', { class: `row${room.unreadCount || room.markedUnread ? ' unread' : ''}`, dataset: { roomId: room.roomId } },
-    h('a', { href: `/rooms/${api.seg(room.roomId)}`, class: 'rowlink' },
+  return h(
+    'li',
+    { class: `row${room.unreadCount || room.markedUnread ? ' unread' : ''}`, dataset: { roomId: room.roomId } },
+    h(
+      'a',
+      { href: `/rooms/${api.seg(room.roomId)}`, class: 'rowlink' },
       h('div', { class: 'avatar', 'aria-hidden': 'true' }, initial(room.title)),
-      h('div', { class: 'main' },
+      h(
+        'div',
+        { class: 'main' },
         h('span', { class: 'title' }, room.title),
-        room.last ? h('span', { class: 'sub last' }, lastLine(room.last, room.isDirect))
-          : room.meta?.topic ? h('span', { class: 'sub' }, room.meta.topic) : null,
-        badges),
-      h('div', { class: 'side' },
-        h('time', { title: fullTime(room.lastMessageAt) }, when(room.lastMessageAt)),
-        unread)),
+        room.last
+          ? h('span', { class: 'sub last' }, lastLine(room.last, room.isDirect))
+          : room.meta?.topic
+            ? h('span', { class: 'sub' }, room.meta.topic)
+            : null,
+        badges,
+      ),
+      h('div', { class: 'side' }, h('time', { title: fullTime(room.lastMessageAt) }, when(room.lastMessageAt)), unread),
+    ),
   );
 }
 
 /** @param {Schemas['EmailThread']} t */
 function threadRow(t) {
-  const who = t.participants.map((p) => p.name || p.email).slice(0, 3).join(', ');
-  return h('li', { class: `row mail${t.unread ? ' unread' : ''}`, dataset: { threadId: t.id } },
-    h('a', { href: `/mail/${api.seg(t.id)}`, class: 'rowlink' },
+  const who = t.participants
+    .map((p) => p.name || p.email)
+    .slice(0, 3)
+    .join(', ');
+  return h(
+    'li',
+    { class: `row mail${t.unread ? ' unread' : ''}`, dataset: { threadId: t.id } },
+    h(
+      'a',
+      { href: `/mail/${api.seg(t.id)}`, class: 'rowlink' },
       h('div', { class: 'avatar', 'aria-hidden': 'true' }, '@'),
-      h('div', { class: 'main' },
+      h(
+        'div',
+        { class: 'main' },
         h('span', { class: 'title' }, t.subject || '(no subject)'),
         h('span', { class: 'sub' }, `${who} — ${t.snippet}`),
-        h('span', { class: 'badges' }, h('span', { class: 'platform email' }, 'E-mail'), t.starred ? h('span', { class: 'flag' }, '★') : null)),
-      h('div', { class: 'side' },
+        h(
+          'span',
+          { class: 'badges' },
+          h('span', { class: 'platform email' }, 'E-mail'),
+          t.starred ? h('span', { class: 'flag' }, '★') : null,
+        ),
+      ),
+      h(
+        'div',
+        { class: 'side' },
         h('time', { title: fullTime(t.lastMessageAt) }, when(t.lastMessageAt)),
-        t.unread ? h('span', { class: 'count', 'aria-label': 'unread' }, String(t.messageCount)) : null)),
+        t.unread ? h('span', { class: 'count', 'aria-label': 'unread' }, String(t.messageCount)) : null,
+      ),
+    ),
   );
 }
 

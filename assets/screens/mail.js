@@ -21,7 +21,11 @@ export async function render(main, { threadId }) {
     replace(body, errorBox(e));
     return;
   }
-  replace(head, h('a', { href: '/inbox', class: 'back', 'aria-label': 'Back to the inbox' }, '←'), h('h1', null, thread.subject || '(no subject)'));
+  replace(
+    head,
+    h('a', { href: '/inbox', class: 'back', 'aria-label': 'Back to the inbox' }, '←'),
+    h('h1', null, thread.subject || '(no subject)'),
+  );
   /** @param {string} action @param {string} [label] */
   const act = async (action, label) => {
     try {
@@ -37,19 +41,44 @@ export async function render(main, { threadId }) {
     /** @type {Schemas['EmailLabel'][]} */
     let labels = [];
     try {
-      labels = (await api.get('/api/email/labels')).labels.filter((/** @type {Schemas['EmailLabel']} */ l) => l.type === 'user');
+      labels = (await api.get('/api/email/labels')).labels.filter(
+        (/** @type {Schemas['EmailLabel']} */ l) => l.type === 'user',
+      );
     } catch {
       /* no labels */
     }
-    const pick = h('select', { 'aria-label': 'Add a label' }, h('option', { value: '' }, 'Add label…'), labels.filter((l) => !thread.labels.includes(l.name)).map((l) => h('option', { value: l.name }, l.name)));
+    const pick = h(
+      'select',
+      { 'aria-label': 'Add a label' },
+      h('option', { value: '' }, 'Add label…'),
+      labels.filter((l) => !thread.labels.includes(l.name)).map((l) => h('option', { value: l.name }, l.name)),
+    );
     pick.addEventListener('change', () => pick.value && act('addLabel', pick.value));
-    replace(actions,
-      h('button', { type: 'button', class: 'chip', onclick: () => act(thread.unread ? 'read' : 'unread') }, thread.unread ? 'Mark read' : 'Mark unread'),
-      h('button', { type: 'button', class: 'chip', onclick: () => act(thread.starred ? 'unstar' : 'star') }, thread.starred ? 'Unstar' : 'Star'),
+    replace(
+      actions,
+      h(
+        'button',
+        { type: 'button', class: 'chip', onclick: () => act(thread.unread ? 'read' : 'unread') },
+        thread.unread ? 'Mark read' : 'Mark unread',
+      ),
+      h(
+        'button',
+        { type: 'button', class: 'chip', onclick: () => act(thread.starred ? 'unstar' : 'star') },
+        thread.starred ? 'Unstar' : 'Star',
+      ),
       h('button', { type: 'button', class: 'chip', onclick: () => act('archive') }, 'Archive'),
       h('button', { type: 'button', class: 'chip', onclick: () => act('trash') }, 'Move to trash'),
-      thread.labels.filter((l) => !l.startsWith('\\') && l !== 'INBOX').map((l) => h('button', { type: 'button', class: 'chip', 'aria-label': `Remove label ${l}`, onclick: () => act('removeLabel', l) }, `${l} ✕`)),
-      labels.length ? pick : null);
+      thread.labels
+        .filter((l) => !l.startsWith('\\') && l !== 'INBOX')
+        .map((l) =>
+          h(
+            'button',
+            { type: 'button', class: 'chip', 'aria-label': `Remove label ${l}`, onclick: () => act('removeLabel', l) },
+            `${l} ✕`,
+          ),
+        ),
+      labels.length ? pick : null,
+    );
   };
   drawActions();
   try {
@@ -73,21 +102,67 @@ function messageCard(m) {
     const { frame, remote } = mailFrame(m.html);
     content = frame;
     if (remote.length) {
-      const list = h('ul', { hidden: true }, remote.map((u) => h('li', null, h('a', { href: u, target: '_blank', rel: 'noopener noreferrer' }, u))));
-      remoteNote = h('div', { class: 'muted' },
-        `${remote.length} remote image${remote.length === 1 ? ' is' : 's are'} not loaded (loading tells the sender you opened the mail). `,
-        h('button', { type: 'button', class: 'link', onclick: () => { list.hidden = false; } }, 'Show their addresses'), list);
+      const list = h(
+        'ul',
+        { hidden: true },
+        remote.map((u) => h('li', null, h('a', { href: u, target: '_blank', rel: 'noopener noreferrer' }, u))),
+      );
+      remoteNote = h(
+        'div',
+        { class: 'muted' },
+        `${remote.length} remote image${remote.length === 1 ? ' is' : 's are'} not loaded ` +
+          '(loading tells the sender you opened the mail). ',
+        h(
+          'button',
+          {
+            type: 'button',
+            class: 'link',
+            onclick: () => {
+              list.hidden = false;
+            },
+          },
+          'Show their addresses',
+        ),
+        list,
+      );
     }
   } else content = h('pre', { class: 'mailtext' }, m.text || '');
-  return h('article', { class: 'card', 'aria-label': `Message from ${person(m.from)}` },
+  return h(
+    'article',
+    { class: 'card', 'aria-label': `Message from ${person(m.from)}` },
     h('p', null, h('strong', null, person(m.from)), h('span', { class: 'muted' }, ` · ${fullTime(m.date)}`)),
-    h('p', { class: 'muted' }, `To: ${m.to.map(person).join(', ')}`, m.cc.length ? ` · Cc: ${m.cc.map(person).join(', ')}` : ''),
-    remoteNote, content,
-    m.attachments.length ? h('ul', { class: 'attachments', 'aria-label': 'Attachments' }, m.attachments.map((a) => h('li', null,
-      h('button', { type: 'button', class: 'secondary', onclick: () => download(m.id, a) }, `${a.filename || 'attachment'} (${Math.ceil(a.size / 1024)} KB)`)))) : null,
-    h('div', { class: 'bar' },
+    h(
+      'p',
+      { class: 'muted' },
+      `To: ${m.to.map(person).join(', ')}`,
+      m.cc.length ? ` · Cc: ${m.cc.map(person).join(', ')}` : '',
+    ),
+    remoteNote,
+    content,
+    m.attachments.length
+      ? h(
+          'ul',
+          { class: 'attachments', 'aria-label': 'Attachments' },
+          m.attachments.map((a) =>
+            h(
+              'li',
+              null,
+              h(
+                'button',
+                { type: 'button', class: 'secondary', onclick: () => download(m.id, a) },
+                `${a.filename || 'attachment'} (${Math.ceil(a.size / 1024)} KB)`,
+              ),
+            ),
+          ),
+        )
+      : null,
+    h(
+      'div',
+      { class: 'bar' },
       h('a', { class: 'button secondary', href: `/mail/compose?reply=${api.seg(m.id)}` }, 'Reply'),
-      h('a', { class: 'button secondary', href: `/mail/compose?forward=${api.seg(m.id)}` }, 'Forward')));
+      h('a', { class: 'button secondary', href: `/mail/compose?forward=${api.seg(m.id)}` }, 'Forward'),
+    ),
+  );
 }
 
 /** @param {string} id @param {Schemas['EmailAttachment']} a */

@@ -15,7 +15,13 @@ export function render(main) {
   const results = h('ol', { class: 'results', 'aria-label': 'Results' });
   const status = h('p', { class: 'muted', role: 'status' });
   const out = h('div', { class: 'out' });
-  const q = field('Search messages and mail', { type: 'search', name: 'q', value: lastQuery, required: true, placeholder: 'words or "a phrase"' });
+  const q = field('Search messages and mail', {
+    type: 'search',
+    name: 'q',
+    value: lastQuery,
+    required: true,
+    placeholder: 'words or "a phrase"',
+  });
   const form = h('form', { class: 'bar', role: 'search' }, q, h('button', { type: 'submit' }, 'Search'));
   main.append(h('h1', null, 'Search'), form, out, status, results);
   const input = /** @type {HTMLInputElement} */ (q.querySelector('input'));
@@ -33,12 +39,16 @@ async function run(query, results, status) {
   status.textContent = 'Searching…';
   /** @type {Schemas['SearchPage']} */
   const page = await api.get('/api/search', { query: { q: query, limit: 50 } });
-  const items = await Promise.all(page.results.map(async (r) => {
-    const snippet = r.snippet ?? (await openText(state.keys, r.encryptedSnippet));
-    return resultItem(r, snippet);
-  }));
+  const items = await Promise.all(
+    page.results.map(async (r) => {
+      const snippet = r.snippet ?? (await openText(state.keys, r.encryptedSnippet));
+      return resultItem(r, snippet);
+    }),
+  );
   replace(results, items);
-  status.textContent = page.results.length ? `${page.results.length} result${page.results.length === 1 ? '' : 's'}` : `Nothing found for “${query}”.`;
+  status.textContent = page.results.length
+    ? `${page.results.length} result${page.results.length === 1 ? '' : 's'}`
+    : `Nothing found for “${query}”.`;
 }
 
 /** @param {Schemas['SearchResult']} r @param {string | null} snippet */
@@ -46,13 +56,26 @@ function resultItem(r, snippet) {
   const href = r.kind === 'email' ? `/mail/${api.seg(r.threadId || r.id)}` : `/rooms/${api.seg(r.roomId || '')}`;
   const room = r.roomId ? state.meta.get(r.roomId) : null;
   const where = r.kind === 'email' ? 'E-mail' : room?.name || room?.recipientName || r.roomId || 'Conversation';
-  return h('li', null,
+  return h(
+    'li',
+    null,
     h('a', { href }, where),
     h('span', { class: 'muted' }, ` · ${r.senderId || ''} · ${fullTime(r.timestamp)}`),
-    h('p', null, snippet === null ? h('em', null, 'This snippet cannot be opened with the key of this browser.') : marked(snippet, r.highlights)));
+    h(
+      'p',
+      null,
+      snippet === null
+        ? h('em', null, 'This snippet cannot be opened with the key of this browser.')
+        : marked(snippet, r.highlights),
+    ),
+  );
 }
 
-/** The snippet with its highlighted ranges (code points) in <mark>. @param {string} text @param {Schemas['SearchHighlight'][]} ranges */
+/**
+ * The snippet with its highlighted ranges (code points) in <mark>.
+ * @param {string} text
+ * @param {Schemas['SearchHighlight'][]} ranges
+ */
 function marked(text, ranges) {
   const chars = [...text];
   /** @type {(Node | string)[]} */
@@ -66,4 +89,3 @@ function marked(text, ranges) {
   parts.push(chars.slice(at).join(''));
   return h('span', null, parts);
 }
-

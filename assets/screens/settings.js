@@ -20,24 +20,66 @@ export function render(main) {
   const verify = verificationsSection();
   main.append(
     h('h1', null, 'Settings'),
-    h('nav', { class: 'chips', 'aria-label': 'Sections' },
-      [['profile', 'Profile'], ['notifications', 'Notifications'], ['privacy', 'Privacy'], ['tokens', 'Personal tokens'], ['mail', 'Mailboxes'], ['devices', 'Push devices'], ['accounts', 'Accounts'], ['keys', 'Keys'], ['encryption', 'Matrix encryption'], ['verify', 'Device verification']]
-        .map(([id, t]) => h('a', { class: 'chip', href: `#${id}`, onclick: (/** @type {Event} */ ev) => { ev.preventDefault(); document.getElementById(id)?.scrollIntoView(); } }, t))),
-    profileSection(), notificationsSection(), privacySection(), tokensSection(), mailboxesSection(), devicesSection(), accountsSection(), keysSection(), trustSection(),
+    h(
+      'nav',
+      { class: 'chips', 'aria-label': 'Sections' },
+      [
+        ['profile', 'Profile'],
+        ['notifications', 'Notifications'],
+        ['privacy', 'Privacy'],
+        ['tokens', 'Personal tokens'],
+        ['mail', 'Mailboxes'],
+        ['devices', 'Push devices'],
+        ['accounts', 'Accounts'],
+        ['keys', 'Keys'],
+        ['encryption', 'Matrix encryption'],
+        ['verify', 'Device verification'],
+      ].map(([id, t]) =>
+        h(
+          'a',
+          {
+            class: 'chip',
+            href: `#${id}`,
+            onclick: (/** @type {Event} */ ev) => {
+              ev.preventDefault();
+              document.getElementById(id)?.scrollIntoView();
+            },
+          },
+          t,
+        ),
+      ),
+    ),
+    profileSection(),
+    notificationsSection(),
+    privacySection(),
+    tokensSection(),
+    mailboxesSection(),
+    devicesSection(),
+    accountsSection(),
+    keysSection(),
+    trustSection(),
     verify.section,
     h('section', { class: 'card' }, h('button', { type: 'button', class: 'secondary', onclick: signOut }, 'Sign out')),
   );
   return verify.cleanup;
 }
 
-
 function profileSection() {
   const u = /** @type {Schemas['UserProfile']} */ (state.user);
   const out = h('div', { class: 'out' });
-  const form = h('form', { class: 'stack' },
+  const form = h(
+    'form',
+    { class: 'stack' },
     field('Display name', { name: 'displayName', value: u.displayName || '', maxlength: 255 }),
-    field('Username', { name: 'username', value: u.username || '', pattern: '[A-Za-z0-9_]{3,50}', title: '3 to 50 letters, digits or underscores' }),
-    h('button', { type: 'submit' }, 'Save profile'), out);
+    field('Username', {
+      name: 'username',
+      value: u.username || '',
+      pattern: '[A-Za-z0-9_]{3,50}',
+      title: '3 to 50 letters, digits or underscores',
+    }),
+    h('button', { type: 'submit' }, 'Save profile'),
+    out,
+  );
   form.addEventListener('submit', (ev) => {
     ev.preventDefault();
     const get = (/** @type {string} */ n) => /** @type {HTMLInputElement} */ (form.elements.namedItem(n)).value.trim();
@@ -51,11 +93,20 @@ function profileSection() {
       toast('Profile saved');
     });
   });
-  return h('section', { class: 'card', id: 'profile', 'aria-labelledby': 'h-profile' },
+  return h(
+    'section',
+    { class: 'card', id: 'profile', 'aria-labelledby': 'h-profile' },
     h('h2', { id: 'h-profile' }, 'Profile'),
     h('p', null, `Signed in as ${u.email}`, u.matrixUserId ? ` (Matrix ${u.matrixUserId})` : ''),
-    h('p', { class: 'muted' }, u.subscription.active ? `Subscription active${u.subscription.until ? ` until ${fullTime(u.subscription.until)}` : ''}` : 'No active subscription: personal tokens are refused until it is renewed.'),
-    form);
+    h(
+      'p',
+      { class: 'muted' },
+      u.subscription.active
+        ? `Subscription active${u.subscription.until ? ` until ${fullTime(u.subscription.until)}` : ''}`
+        : 'No active subscription: personal tokens are refused until it is renewed.',
+    ),
+    form,
+  );
 }
 
 /** What reading and typing tell the other side (like Beeper's incognito mode). */
@@ -69,7 +120,10 @@ function privacySection() {
     typing.checked = s.typing;
     receipts.disabled = typing.disabled = false;
   };
-  api.get('/api/settings/presence').then(show).catch((e) => out.replaceChildren(errorBox(e)));
+  api
+    .get('/api/settings/presence')
+    .then(show)
+    .catch((e) => out.replaceChildren(errorBox(e)));
   /** @param {Record<string, any>} body */
   const save = async (body) => {
     out.replaceChildren();
@@ -89,25 +143,41 @@ function privacySection() {
     previews.disabled = false;
     setPreviewsEnabled(s.enabled);
   };
-  api.get('/api/settings/previews').then(showPreviews).catch((e) => out.replaceChildren(errorBox(e)));
+  api
+    .get('/api/settings/previews')
+    .then(showPreviews)
+    .catch((e) => out.replaceChildren(errorBox(e)));
   previews.addEventListener('change', async () => {
     out.replaceChildren();
     try {
       showPreviews(await api.put('/api/settings/previews', { enabled: previews.checked }));
-      toast('Link previews turned ' + (previews.checked ? 'on' : 'off'));
+      toast(`Link previews turned ${previews.checked ? 'on' : 'off'}`);
     } catch (e) {
       out.replaceChildren(errorBox(e));
     }
   });
-  return h('section', { class: 'card', id: 'privacy', 'aria-labelledby': 'h-privacy' },
+  return h(
+    'section',
+    { class: 'card', id: 'privacy', 'aria-labelledby': 'h-privacy' },
     h('h2', { id: 'h-privacy' }, 'Privacy'),
     h('label', { class: 'switch' }, receipts, ' Send read receipts'),
-    h('p', { class: 'muted' }, 'Off: the people you chat with (also on WhatsApp and the other networks) do not see when you have read their messages; your own Matrix apps still do.'),
+    h(
+      'p',
+      { class: 'muted' },
+      'Off: the people you chat with (also on WhatsApp and the other networks) do not see ' +
+        'when you have read their messages; your own Matrix apps still do.',
+    ),
     h('label', { class: 'switch' }, typing, ' Send typing notices'),
     h('p', { class: 'muted' }, 'Off: nobody sees when you are typing.'),
     h('label', { class: 'switch' }, previews, ' Show link previews'),
-    h('p', { class: 'muted' }, 'Your Matrix server fetches the linked page for the card (this browser never contacts the site). Off: no cards, and links you receive make no server fetch anything.'),
-    out);
+    h(
+      'p',
+      { class: 'muted' },
+      'Your Matrix server fetches the linked page for the card (this browser never contacts the ' +
+        'site). Off: no cards, and links you receive make no server fetch anything.',
+    ),
+    out,
+  );
 }
 
 function devicesSection() {
@@ -116,20 +186,80 @@ function devicesSection() {
     try {
       /** @type {[Schemas['DeviceList'], Schemas['PushStatus']]} */
       const [list, push] = await Promise.all([api.get('/api/devices'), api.get('/api/devices/status')]);
-      const rows = list.devices.map((d) => h('tr', null,
-        h('td', null, d.deviceName || d.deviceModel || 'Device'), h('td', null, d.environment), h('td', null, fullTime(d.lastUsedAt || d.updatedAt)),
-        h('td', null, h('button', { type: 'button', class: 'secondary', 'aria-label': `Remove ${d.deviceName || 'device'}`, onclick: async () => {
-          try { await api.del(`/api/devices/${api.seg(d.tokenId)}`); toast('Device removed'); replace(body, h('p', null, 'Removed. Reload to refresh the list.')); } catch (e) { toast(api.describe(e), true); }
-        } }, 'Remove'))));
-      replace(body,
-        h('p', { class: 'muted' }, push.configured ? `Push notifications are configured (${push.environment}).` : 'Push notifications are not configured on this server.'),
-        rows.length ? h('div', { class: 'tablewrap' }, h('table', null, h('thead', null, h('tr', null, h('th', null, 'Device'), h('th', null, 'Environment'), h('th', null, 'Last used'), h('th', null, h('span', { class: 'skip' }, 'Actions')))), h('tbody', null, rows)))
-          : h('p', null, 'No phone is registered for push notifications. The mobile apps register themselves.'));
+      const rows = list.devices.map((d) =>
+        h(
+          'tr',
+          null,
+          h('td', null, d.deviceName || d.deviceModel || 'Device'),
+          h('td', null, d.environment),
+          h('td', null, fullTime(d.lastUsedAt || d.updatedAt)),
+          h(
+            'td',
+            null,
+            h(
+              'button',
+              {
+                type: 'button',
+                class: 'secondary',
+                'aria-label': `Remove ${d.deviceName || 'device'}`,
+                onclick: async () => {
+                  try {
+                    await api.del(`/api/devices/${api.seg(d.tokenId)}`);
+                    toast('Device removed');
+                    replace(body, h('p', null, 'Removed. Reload to refresh the list.'));
+                  } catch (e) {
+                    toast(api.describe(e), true);
+                  }
+                },
+              },
+              'Remove',
+            ),
+          ),
+        ),
+      );
+      replace(
+        body,
+        h(
+          'p',
+          { class: 'muted' },
+          push.configured
+            ? `Push notifications are configured (${push.environment}).`
+            : 'Push notifications are not configured on this server.',
+        ),
+        rows.length
+          ? h(
+              'div',
+              { class: 'tablewrap' },
+              h(
+                'table',
+                null,
+                h(
+                  'thead',
+                  null,
+                  h(
+                    'tr',
+                    null,
+                    h('th', null, 'Device'),
+                    h('th', null, 'Environment'),
+                    h('th', null, 'Last used'),
+                    h('th', null, h('span', { class: 'skip' }, 'Actions')),
+                  ),
+                ),
+                h('tbody', null, rows),
+              ),
+            )
+          : h('p', null, 'No phone is registered for push notifications. The mobile apps register themselves.'),
+      );
     } catch (e) {
       replace(body, errorBox(e));
     }
   })();
-  return h('section', { class: 'card', id: 'devices', 'aria-labelledby': 'h-devices' }, h('h2', { id: 'h-devices' }, 'Push devices'), body);
+  return h(
+    'section',
+    { class: 'card', id: 'devices', 'aria-labelledby': 'h-devices' },
+    h('h2', { id: 'h-devices' }, 'Push devices'),
+    body,
+  );
 }
 
 function accountsSection() {
@@ -139,22 +269,53 @@ function accountsSection() {
     try {
       /** @type {Schemas['AccountList']} */
       const res = await api.get('/api/accounts');
-      replace(list, h('ul', null, res.accounts.map((a) => h('li', null,
-        `${a.displayName || a.email} (${a.email})`, a.isPrimary ? ' — primary' : '', a.isActive ? ' — active' : ' ',
-        a.isActive ? null : h('button', { type: 'button', class: 'secondary', 'aria-label': `Switch to ${a.email}`, onclick: (/** @type {Event} */ ev) => busy(/** @type {HTMLElement} */ (ev.currentTarget), out, async () => {
-          const sw = await api.post(`/api/accounts/${api.seg(a.id)}/switch`);
-          api.setSession(sw);
-          state.keys = null;
-          state.meta.clear();
-          await enter();
-        }) }, 'Switch')))));
+      replace(
+        list,
+        h(
+          'ul',
+          null,
+          res.accounts.map((a) =>
+            h(
+              'li',
+              null,
+              `${a.displayName || a.email} (${a.email})`,
+              a.isPrimary ? ' — primary' : '',
+              a.isActive ? ' — active' : ' ',
+              a.isActive
+                ? null
+                : h(
+                    'button',
+                    {
+                      type: 'button',
+                      class: 'secondary',
+                      'aria-label': `Switch to ${a.email}`,
+                      onclick: (/** @type {Event} */ ev) =>
+                        busy(/** @type {HTMLElement} */ (ev.currentTarget), out, async () => {
+                          const sw = await api.post(`/api/accounts/${api.seg(a.id)}/switch`);
+                          api.setSession(sw);
+                          state.keys = null;
+                          state.meta.clear();
+                          await enter();
+                        }),
+                    },
+                    'Switch',
+                  ),
+            ),
+          ),
+        ),
+      );
     } catch (e) {
       replace(list, errorBox(e));
     }
   };
   load();
   const email = field('E-mail of the account to add', { type: 'email', name: 'email', required: true });
-  const code = field('Code from that mailbox', { name: 'code', inputmode: 'numeric', pattern: '[0-9]{6}', hidden: true });
+  const code = field('Code from that mailbox', {
+    name: 'code',
+    inputmode: 'numeric',
+    pattern: '[0-9]{6}',
+    hidden: true,
+  });
   code.hidden = true;
   const add = h('form', { class: 'stack' }, email, code, h('button', { type: 'submit' }, 'Add account'));
   add.addEventListener('submit', (ev) => {
@@ -178,8 +339,15 @@ function accountsSection() {
       }
     });
   });
-  return h('section', { class: 'card', id: 'accounts', 'aria-labelledby': 'h-accounts' },
-    h('h2', { id: 'h-accounts' }, 'Accounts'), list, h('h3', null, 'Add an account'), add, out);
+  return h(
+    'section',
+    { class: 'card', id: 'accounts', 'aria-labelledby': 'h-accounts' },
+    h('h2', { id: 'h-accounts' }, 'Accounts'),
+    list,
+    h('h3', null, 'Add an account'),
+    add,
+    out,
+  );
 }
 
 const DELETE_PHRASE = 'DELETE MY MESSAGES';
@@ -187,9 +355,19 @@ const DELETE_PHRASE = 'DELETE MY MESSAGES';
 function keysSection() {
   const out = h('div', { class: 'out' });
   const confirm = field(`Type ${DELETE_PHRASE} to confirm`, { name: 'confirm', autocomplete: 'off' });
-  const del = h('form', { class: 'stack' },
-    h('p', { class: 'warning' }, 'Deleting your key makes every message sealed to it unreadable, for good, on every device. The search index is destroyed too.'),
-    confirm, h('button', { type: 'submit', class: 'danger' }, 'Delete my key'), out);
+  const del = h(
+    'form',
+    { class: 'stack' },
+    h(
+      'p',
+      { class: 'warning' },
+      'Deleting your key makes every message sealed to it unreadable, for ' +
+        'good, on every device. The search index is destroyed too.',
+    ),
+    confirm,
+    h('button', { type: 'submit', class: 'danger' }, 'Delete my key'),
+    out,
+  );
   del.addEventListener('submit', (ev) => {
     ev.preventDefault();
     const typed = /** @type {HTMLInputElement} */ (confirm.querySelector('input')).value.trim();
@@ -203,9 +381,12 @@ function keysSection() {
       await enter('/keys');
     });
   });
-  return h('section', { class: 'card', id: 'keys', 'aria-labelledby': 'h-keys' },
+  return h(
+    'section',
+    { class: 'card', id: 'keys', 'aria-labelledby': 'h-keys' },
     h('h2', { id: 'h-keys' }, 'Keys'),
     h('p', null, 'Your key is unlocked in this browser. Its recovery passphrase unlocks it in another browser.'),
     h('details', null, h('summary', null, 'Start over with a new key'), setupForm('rotate')),
-    h('details', null, h('summary', null, 'Delete my key'), del));
+    h('details', null, h('summary', null, 'Delete my key'), del),
+  );
 }

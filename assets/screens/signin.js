@@ -10,7 +10,9 @@ import { busy } from '../ui/notice.js';
 export function render(main) {
   const out = h('div', { class: 'out' });
   const email = field('E-mail address', { type: 'email', name: 'email', required: true, autocomplete: 'email' });
-  const askForm = h('form', { class: 'card', 'aria-labelledby': 'signin-title' },
+  const askForm = h(
+    'form',
+    { class: 'card', 'aria-labelledby': 'signin-title' },
     h('h1', { id: 'signin-title' }, 'Sign in to Switchboard'),
     h('p', null, 'We send a 6-digit code to your e-mail address. A new address creates an account.'),
     email,
@@ -31,8 +33,17 @@ export function render(main) {
 
 /** @param {HTMLElement} main @param {HTMLElement} out @param {string} address */
 function showCodeForm(main, out, address) {
-  const code = field('6-digit code', { name: 'code', inputmode: 'numeric', pattern: '[0-9]{6}', maxlength: 6, required: true, autocomplete: 'one-time-code' });
-  const form = h('form', { class: 'card', 'aria-labelledby': 'code-title' },
+  const code = field('6-digit code', {
+    name: 'code',
+    inputmode: 'numeric',
+    pattern: '[0-9]{6}',
+    maxlength: 6,
+    required: true,
+    autocomplete: 'one-time-code',
+  });
+  const form = h(
+    'form',
+    { class: 'card', 'aria-labelledby': 'code-title' },
     h('h1', { id: 'code-title' }, 'Enter your code'),
     h('p', null, 'The code was sent to ', h('strong', null, address), '. It is valid for a few minutes.'),
     code,

@@ -19,22 +19,41 @@ const txn = () => `web-${Date.now()}-${Math.random().toString(36).slice(2)}`;
  * @param {string} roomId @param {HTMLElement} out @param {() => void} sent
  */
 export function composeForm(roomId, out, sent) {
-  const text = h('textarea', { name: 'message', rows: 2, 'aria-label': 'Message', placeholder: 'Write a message (Enter sends, Shift+Enter adds a line)', required: true });
+  const text = h('textarea', {
+    name: 'message',
+    rows: 2,
+    'aria-label': 'Message',
+    placeholder: 'Write a message (Enter sends, Shift+Enter adds a line)',
+    required: true,
+  });
   /** The event the next message replies to. @type {string | null} */
   let replyTo = null;
   const replying = h('p', { class: 'replying muted', hidden: true });
-  const clearReply = () => { replyTo = null; replying.hidden = true; };
+  const clearReply = () => {
+    replyTo = null;
+    replying.hidden = true;
+  };
   const file = h('input', { type: 'file', 'aria-label': 'Attach a file', class: 'attach' });
   const pending = h('div', { class: 'pending', hidden: true, 'aria-label': 'File to send', role: 'group' });
-  const recorder = voiceRecorder((f, durationMs, waveform) => upload(f, { voice: 'true', durationMs: String(durationMs), waveform: JSON.stringify(waveform) }));
-  const form = h('form', { class: 'composer' },
+  const recorder = voiceRecorder((f, durationMs, waveform) =>
+    upload(f, { voice: 'true', durationMs: String(durationMs), waveform: JSON.stringify(waveform) }),
+  );
+  const form = h(
+    'form',
+    { class: 'composer' },
     replying,
     pending,
     text,
     h('button', { type: 'submit' }, 'Send'),
     file,
     recorder,
-    scheduleForm(roomId, () => text.value, () => { text.value = ''; }),
+    scheduleForm(
+      roomId,
+      () => text.value,
+      () => {
+        text.value = '';
+      },
+    ),
   );
   const typing = typingSender(roomId, text);
   const draft = draftKeeper(roomId, text);
@@ -76,9 +95,12 @@ export function composeForm(roomId, out, sent) {
     unstage();
     local = URL.createObjectURL(f);
     const type = f.type || '';
-    const shown = type.startsWith('image/') ? h('img', { src: local, alt: `Preview of ${f.name}`, class: 'preview' })
-      : type.startsWith('audio/') ? h('audio', { src: local, controls: true, 'aria-label': `Preview of ${f.name}` })
-        : type.startsWith('video/') ? h('video', { src: local, controls: true, 'aria-label': `Preview of ${f.name}`, class: 'preview' })
+    const shown = type.startsWith('image/')
+      ? h('img', { src: local, alt: `Preview of ${f.name}`, class: 'preview' })
+      : type.startsWith('audio/')
+        ? h('audio', { src: local, controls: true, 'aria-label': `Preview of ${f.name}` })
+        : type.startsWith('video/')
+          ? h('video', { src: local, controls: true, 'aria-label': `Preview of ${f.name}`, class: 'preview' })
           : null;
     const send = h('button', { type: 'button' }, 'Send file');
     send.addEventListener('click', async () => {
@@ -90,8 +112,13 @@ export function composeForm(roomId, out, sent) {
         send.disabled = false;
       }
     });
-    replace(pending, shown, h('p', null, `${f.name || 'Pasted file'} (${size(f.size)})`), send,
-      h('button', { type: 'button', class: 'secondary', onclick: unstage }, 'Remove'));
+    replace(
+      pending,
+      shown,
+      h('p', null, `${f.name || 'Pasted file'} (${size(f.size)})`),
+      send,
+      h('button', { type: 'button', class: 'secondary', onclick: unstage }, 'Remove'),
+    );
     pending.hidden = false;
     send.focus();
   }
@@ -107,13 +134,23 @@ export function composeForm(roomId, out, sent) {
     ev.preventDefault();
     // A pasted screenshot is called "image.png" (or nothing): name it after what it is.
     const ext = (pasted.type.split('/')[1] || 'bin').replace(/[^a-z0-9]/g, '');
-    stage(pasted.name && pasted.name !== 'image.png' ? pasted : new File([pasted], `Pasted file.${ext}`, { type: pasted.type }));
+    stage(
+      pasted.name && pasted.name !== 'image.png'
+        ? pasted
+        : new File([pasted], `Pasted file.${ext}`, { type: pasted.type }),
+    );
   });
-  form.addEventListener('draft', (ev) => { draft.restore(Boolean(/** @type {CustomEvent} */ (ev).detail)); });
+  form.addEventListener('draft', (ev) => {
+    draft.restore(Boolean(/** @type {CustomEvent} */ (ev).detail));
+  });
   form.addEventListener('reply', (ev) => {
     const { id, text: quoted } = /** @type {CustomEvent} */ (ev).detail;
     replyTo = id;
-    replace(replying, `Replying to “${String(quoted).slice(0, 80)}” `, h('button', { type: 'button', class: 'link', onclick: clearReply }, 'Cancel reply'));
+    replace(
+      replying,
+      `Replying to “${String(quoted).slice(0, 80)}” `,
+      h('button', { type: 'button', class: 'link', onclick: clearReply }, 'Cancel reply'),
+    );
     replying.hidden = false;
     text.focus();
   });

@@ -20,7 +20,8 @@ export function h(tag, attrs, ...children) {
     if (k.startsWith('on') && typeof v === 'function') el.addEventListener(k.slice(2), v);
     else if (k === 'dataset') Object.assign(el.dataset, v);
     else if (k === 'value' && 'value' in el) /** @type {any} */ (el).value = v;
-    else if (k === 'checked' || k === 'disabled' || k === 'hidden' || k === 'selected') /** @type {any} */ (el)[k] = !!v;
+    else if (k === 'checked' || k === 'disabled' || k === 'hidden' || k === 'selected')
+      /** @type {any} */ (el)[k] = !!v;
     else el.setAttribute(k, v === true ? '' : String(v));
   }
   append(el, children);
@@ -44,7 +45,18 @@ export function replace(el, ...children) {
 
 /** A labelled input: `<label>Text <input …></label>`. @param {string} text @param {Attrs} attrs */
 export function field(text, attrs) {
-  const input = attrs.tag === 'textarea' ? h('textarea', { ...attrs, tag: null }) : attrs.tag === 'select' ? h('select', { ...attrs, tag: null }, ...(attrs.options || []).map((/** @type {[string,string]} */ [v, t]) => h('option', { value: v, selected: v === attrs.value }, t))) : h('input', attrs);
+  const input =
+    attrs.tag === 'textarea'
+      ? h('textarea', { ...attrs, tag: null })
+      : attrs.tag === 'select'
+        ? h(
+            'select',
+            { ...attrs, tag: null },
+            ...(attrs.options || []).map((/** @type {[string,string]} */ [v, t]) =>
+              h('option', { value: v, selected: v === attrs.value }, t),
+            ),
+          )
+        : h('input', attrs);
   return h('label', { class: 'field' }, h('span', null, text), input);
 }
 

@@ -5,19 +5,41 @@ import * as api from '../api.js';
 import { h } from './dom.js';
 import { toast } from './notice.js';
 
-const SNOOZES = [['', 'Not snoozed'], ['3600000', '1 hour'], ['28800000', '8 hours'], ['86400000', '1 day'], ['604800000', '1 week']];
+const SNOOZES = [
+  ['', 'Not snoozed'],
+  ['3600000', '1 hour'],
+  ['28800000', '8 hours'],
+  ['86400000', '1 day'],
+  ['604800000', '1 week'],
+];
 
 /**
  * @param {string} roomId @param {Schemas['RoomNotifications']} current
  * @param {() => void} changed called after a save (the caller reloads the room)
  */
 export function levelControls(roomId, current, changed) {
-  const level = /** @type {HTMLSelectElement} */ (h('select', { name: 'level' },
-    [['all', 'Every message'], ['mentions', 'Mentions only'], ['off', 'Off (muted)']].map(([v, t]) => h('option', { value: v, selected: v === current.level }, t))));
+  const level = /** @type {HTMLSelectElement} */ (
+    h(
+      'select',
+      { name: 'level' },
+      [
+        ['all', 'Every message'],
+        ['mentions', 'Mentions only'],
+        ['off', 'Off (muted)'],
+      ].map(([v, t]) => h('option', { value: v, selected: v === current.level }, t)),
+    )
+  );
   const snoozedUntil = current.snoozeUntil ? new Date(current.snoozeUntil) : null;
-  const snooze = /** @type {HTMLSelectElement} */ (h('select', { name: 'snooze' },
-    snoozedUntil ? h('option', { value: 'keep', selected: true }, `Snoozed until ${snoozedUntil.toLocaleString()}`) : null,
-    SNOOZES.map(([v, t]) => h('option', { value: v, selected: !snoozedUntil && v === '' }, t))));
+  const snooze = /** @type {HTMLSelectElement} */ (
+    h(
+      'select',
+      { name: 'snooze' },
+      snoozedUntil
+        ? h('option', { value: 'keep', selected: true }, `Snoozed until ${snoozedUntil.toLocaleString()}`)
+        : null,
+      SNOOZES.map(([v, t]) => h('option', { value: v, selected: !snoozedUntil && v === '' }, t)),
+    )
+  );
   const save = async () => {
     /** @type {{level: string, snoozeUntil?: number | null}} */
     const body = { level: level.value };
@@ -33,7 +55,5 @@ export function levelControls(roomId, current, changed) {
   };
   level.addEventListener('change', save);
   snooze.addEventListener('change', save);
-  return h('span', { class: 'levels' },
-    h('label', null, 'Notify ', level), ' ',
-    h('label', null, 'Snooze ', snooze));
+  return h('span', { class: 'levels' }, h('label', null, 'Notify ', level), ' ', h('label', null, 'Snooze ', snooze));
 }

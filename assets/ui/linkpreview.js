@@ -14,7 +14,10 @@ export function firstLink(text) {
   return url.length <= 2048 ? url : null;
 }
 
-/** Previews asked this session, by URL (a redraw of the message asks nothing again). @type {Map<string, Promise<Schemas['LinkPreviewObject'] | null>>} */
+/**
+ * Previews asked this session, by URL (a redraw of the message asks nothing again).
+ * @type {Map<string, Promise<Schemas['LinkPreviewObject'] | null>>}
+ */
 const asked = new Map();
 
 /** @param {string} url */
@@ -24,16 +27,25 @@ function previewOf(url) {
     p = api.get('/api/preview', { query: { url } }).catch(() => null);
     asked.set(url, p);
     // Failures are not remembered for long: the page may come back.
-    p.then((r) => { if (!r) setTimeout(() => asked.delete(url), 60_000); });
+    p.then((r) => {
+      if (!r) setTimeout(() => asked.delete(url), 60_000);
+    });
   }
   return p;
 }
 
-/** Whether previews are on, asked once per page load (the settings screen updates it). @type {Promise<boolean> | null} */
+/**
+ * Whether previews are on, asked once per page load (the settings screen updates it).
+ * @type {Promise<boolean> | null}
+ */
 let enabled = null;
 
 export function previewsEnabled() {
-  if (!enabled) enabled = api.get('/api/settings/previews').then((s) => Boolean(s.enabled)).catch(() => false);
+  if (!enabled)
+    enabled = api
+      .get('/api/settings/previews')
+      .then((s) => Boolean(s.enabled))
+      .catch(() => false);
   return enabled;
 }
 
@@ -67,20 +79,31 @@ export function previewSlot(scope, text) {
     } catch {
       /* shown whole */
     }
-    slot.append(h('aside', { class: 'linkcard', 'aria-label': `Link preview: ${p.title || host}` },
-      img,
-      h('div', null,
-        h('a', { href: p.url, target: '_blank', rel: 'noopener noreferrer', class: 'linktitle' }, p.title || host),
-        p.description ? h('p', { class: 'muted small' }, p.description) : null,
-        h('span', { class: 'muted small' }, host))));
+    slot.append(
+      h(
+        'aside',
+        { class: 'linkcard', 'aria-label': `Link preview: ${p.title || host}` },
+        img,
+        h(
+          'div',
+          null,
+          h('a', { href: p.url, target: '_blank', rel: 'noopener noreferrer', class: 'linktitle' }, p.title || host),
+          p.description ? h('p', { class: 'muted small' }, p.description) : null,
+          h('span', { class: 'muted small' }, host),
+        ),
+      ),
+    );
     slot.dataset.preview = 'shown';
     if (p.imageUrl) {
-      scope.fetch(p.imageUrl).then((src) => {
-        if (src) {
-          img.src = src;
-          img.hidden = false;
-        }
-      }).catch(() => {});
+      scope
+        .fetch(p.imageUrl)
+        .then((src) => {
+          if (src) {
+            img.src = src;
+            img.hidden = false;
+          }
+        })
+        .catch(() => {});
     }
   });
   return slot;

@@ -33,7 +33,10 @@ export function typingLine(nameOf) {
     clearTimeout(forget);
     const names = userIds.map(nameOf);
     el.hidden = names.length === 0;
-    replace(el, names.length === 0 ? '' : names.length === 1 ? `${names[0]} is typing…` : `${names.join(', ')} are typing…`);
+    replace(
+      el,
+      names.length === 0 ? '' : names.length === 1 ? `${names[0]} is typing…` : `${names.join(', ')} are typing…`,
+    );
     if (names.length) forget = setTimeout(() => show([]), TYPING_FORGET);
   };
   return { el, show };
@@ -77,7 +80,7 @@ export function typingSender(roomId, text) {
  * @param {(userId: string) => string} nameOf
  */
 export function showSeen(log, times, receipts, direct, nameOf) {
-  log.querySelectorAll('.seen').forEach((e) => e.remove());
+  for (const e of log.querySelectorAll('.seen')) e.remove();
   const items = /** @type {HTMLElement[]} */ ([...log.querySelectorAll('li.msg')]);
   /** @type {Map<HTMLElement, string[]>} */
   const readers = new Map();

@@ -28,19 +28,26 @@ export function mailFrame(html) {
     a.setAttribute('rel', 'noopener noreferrer');
   }
   const frame = h('iframe', {
-    class: 'mailbody', title: 'Message body', sandbox: 'allow-same-origin allow-popups allow-popups-to-escape-sandbox',
+    class: 'mailbody',
+    title: 'Message body',
+    sandbox: 'allow-same-origin allow-popups allow-popups-to-escape-sandbox',
     srcdoc: '<!doctype html><html><head><meta charset="utf-8"></head><body></body></html>',
   });
-  frame.addEventListener('load', () => {
-    const doc = frame.contentDocument;
-    if (!doc) return;
-    doc.body.replaceChildren(...[...parsed.body.childNodes].map((n) => doc.importNode(n, true)));
-    doc.body.style.cssText = 'font-family: system-ui, sans-serif; margin: 8px; color: #111; background: #fff; overflow-wrap: anywhere;';
-    for (const el of doc.querySelectorAll('[data-sb-style]')) {
-      /** @type {HTMLElement} */ (el).style.cssText = el.getAttribute('data-sb-style') || '';
-      el.removeAttribute('data-sb-style');
-    }
-    frame.style.height = `${Math.min(4000, doc.documentElement.scrollHeight + 24)}px`;
-  }, { once: true });
+  frame.addEventListener(
+    'load',
+    () => {
+      const doc = frame.contentDocument;
+      if (!doc) return;
+      doc.body.replaceChildren(...[...parsed.body.childNodes].map((n) => doc.importNode(n, true)));
+      doc.body.style.cssText =
+        'font-family: system-ui, sans-serif; margin: 8px; color: #111; background: #fff; overflow-wrap: anywhere;';
+      for (const el of doc.querySelectorAll('[data-sb-style]')) {
+        /** @type {HTMLElement} */ (el).style.cssText = el.getAttribute('data-sb-style') || '';
+        el.removeAttribute('data-sb-style');
+      }
+      frame.style.height = `${Math.min(4000, doc.documentElement.scrollHeight + 24)}px`;
+    },
+    { once: true },
+  );
   return { frame, remote };
 }

@@ -13,49 +13,125 @@ export function mailboxesSection() {
     try {
       /** @type {Schemas['EmailAccountList']} */
       const res = await api.get('/api/email/accounts');
-      replace(list, res.accounts.length ? h('ul', null, res.accounts.map((a) => h('li', null,
-        h('strong', null, a.email), ` — ${statusWords(a)}`, a.lastSyncAt ? `, synced ${fullTime(a.lastSyncAt)}` : '', ' ',
-        h('button', { type: 'button', class: 'secondary', 'aria-label': `Disconnect ${a.email}`, onclick: (/** @type {Event} */ ev) => busy(/** @type {HTMLElement} */ (ev.currentTarget), out, async () => { await api.del(`/api/email/accounts/${api.seg(a.id)}`); toast('Mailbox disconnected'); load(); }) }, 'Disconnect')))) : h('p', null, 'No mailbox connected.'));
+      replace(
+        list,
+        res.accounts.length
+          ? h(
+              'ul',
+              null,
+              res.accounts.map((a) =>
+                h(
+                  'li',
+                  null,
+                  h('strong', null, a.email),
+                  ` — ${statusWords(a)}`,
+                  a.lastSyncAt ? `, synced ${fullTime(a.lastSyncAt)}` : '',
+                  ' ',
+                  h(
+                    'button',
+                    {
+                      type: 'button',
+                      class: 'secondary',
+                      'aria-label': `Disconnect ${a.email}`,
+                      onclick: (/** @type {Event} */ ev) =>
+                        busy(/** @type {HTMLElement} */ (ev.currentTarget), out, async () => {
+                          await api.del(`/api/email/accounts/${api.seg(a.id)}`);
+                          toast('Mailbox disconnected');
+                          load();
+                        }),
+                    },
+                    'Disconnect',
+                  ),
+                ),
+              ),
+            )
+          : h('p', null, 'No mailbox connected.'),
+      );
     } catch (e) {
       replace(list, errorBox(e));
     }
     loadSignatures(sigs);
   };
   load();
-  const sec = [['tls', 'TLS'], ['starttls', 'STARTTLS'], ['none', 'None (local only)']];
-  const form = h('form', { class: 'stack' },
+  const sec = [
+    ['tls', 'TLS'],
+    ['starttls', 'STARTTLS'],
+    ['none', 'None (local only)'],
+  ];
+  const form = h(
+    'form',
+    { class: 'stack' },
     field('E-mail address', { type: 'email', name: 'email', required: true }),
     field('Your name (sender)', { name: 'displayName' }),
-    h('div', { class: 'grid2' },
-      h('fieldset', null, h('legend', null, 'Incoming (IMAP)'),
-        field('IMAP server', { name: 'imapHost', required: true }), field('IMAP port', { type: 'number', name: 'imapPort', value: '993', required: true }),
-        field('IMAP security', { tag: 'select', name: 'imapSec', value: 'tls', options: sec })),
-      h('fieldset', null, h('legend', null, 'Outgoing (SMTP)'),
-        field('SMTP server', { name: 'smtpHost', required: true }), field('SMTP port', { type: 'number', name: 'smtpPort', value: '465', required: true }),
-        field('SMTP security', { tag: 'select', name: 'smtpSec', value: 'tls', options: sec }))),
+    h(
+      'div',
+      { class: 'grid2' },
+      h(
+        'fieldset',
+        null,
+        h('legend', null, 'Incoming (IMAP)'),
+        field('IMAP server', { name: 'imapHost', required: true }),
+        field('IMAP port', { type: 'number', name: 'imapPort', value: '993', required: true }),
+        field('IMAP security', { tag: 'select', name: 'imapSec', value: 'tls', options: sec }),
+      ),
+      h(
+        'fieldset',
+        null,
+        h('legend', null, 'Outgoing (SMTP)'),
+        field('SMTP server', { name: 'smtpHost', required: true }),
+        field('SMTP port', { type: 'number', name: 'smtpPort', value: '465', required: true }),
+        field('SMTP security', { tag: 'select', name: 'smtpSec', value: 'tls', options: sec }),
+      ),
+    ),
     field('User name (default: the address)', { name: 'username', autocomplete: 'off' }),
     field('Password or app password', { type: 'password', name: 'password', required: true, autocomplete: 'off' }),
-    h('button', { type: 'submit' }, 'Connect mailbox'), out);
+    h('button', { type: 'submit' }, 'Connect mailbox'),
+    out,
+  );
   form.addEventListener('submit', (ev) => {
     ev.preventDefault();
     const v = (/** @type {string} */ n) => /** @type {HTMLInputElement} */ (form.elements.namedItem(n)).value.trim();
     const username = v('username') || v('email');
-    const server = (/** @type {string} */ p) => ({ host: v(`${p}Host`), port: Number(v(`${p}Port`)), security: v(`${p}Sec`), username, password: /** @type {HTMLInputElement} */ (form.elements.namedItem('password')).value });
+    const server = (/** @type {string} */ p) => ({
+      host: v(`${p}Host`),
+      port: Number(v(`${p}Port`)),
+      security: v(`${p}Sec`),
+      username,
+      password: /** @type {HTMLInputElement} */ (form.elements.namedItem('password')).value,
+    });
     busy(form, out, async () => {
-      await api.post('/api/email/accounts', { email: v('email'), displayName: v('displayName') || null, imap: server('imap'), smtp: server('smtp') });
+      await api.post('/api/email/accounts', {
+        email: v('email'),
+        displayName: v('displayName') || null,
+        imap: server('imap'),
+        smtp: server('smtp'),
+      });
       toast('Mailbox connected: its mail appears in the inbox as it syncs');
       form.reset();
       load();
     });
   });
-  return h('section', { class: 'card', id: 'mail', 'aria-labelledby': 'h-mail' },
-    h('h2', { id: 'h-mail' }, 'Mailboxes'), list,
-    h('details', null, h('summary', null, 'Connect a mailbox'), form), sigs, undoSetting());
+  return h(
+    'section',
+    { class: 'card', id: 'mail', 'aria-labelledby': 'h-mail' },
+    h('h2', { id: 'h-mail' }, 'Mailboxes'),
+    list,
+    h('details', null, h('summary', null, 'Connect a mailbox'), form),
+    sigs,
+    undoSetting(),
+  );
 }
 
 /** How long a sent mail waits for Undo (this browser's setting). */
 function undoSetting() {
-  const input = h('input', { type: 'number', name: 'undoSeconds', min: 0, max: 60, step: 1, value: String(undoSeconds()) });
+  const input = h('input', {
+    type: 'number',
+    name: 'undoSeconds',
+    min: 0,
+    max: 60,
+    step: 1,
+    value: String(undoSeconds()),
+  });
   input.addEventListener('change', () => {
     const n = Number(input.value);
     if (Number.isInteger(n) && n >= 0 && n <= 60) {
@@ -63,7 +139,12 @@ function undoSetting() {
       toast(n ? `Sent mail can be undone for ${n} s` : 'Mail is sent at once (no Undo)');
     } else toast('Undo send: 0 to 60 seconds', true);
   });
-  return h('div', null, h('h3', null, 'Undo send'), h('label', { class: 'field' }, h('span', null, 'Seconds to undo a sent mail (0 to 60)'), input));
+  return h(
+    'div',
+    null,
+    h('h3', null, 'Undo send'),
+    h('label', { class: 'field' }, h('span', null, 'Seconds to undo a sent mail (0 to 60)'), input),
+  );
 }
 
 /** @param {Schemas['EmailAccount']} a */
@@ -81,21 +162,56 @@ async function loadSignatures(into) {
   try {
     /** @type {Schemas['EmailSignatureList']} */
     const res = await api.get('/api/email/signatures');
-    list = res.signatures.length ? h('ul', null, res.signatures.map((s) => h('li', null, h('strong', null, s.name), s.isDefault ? ' (default)' : '', h('pre', null, s.text),
-      h('button', { type: 'button', class: 'secondary', 'aria-label': `Delete signature ${s.name}`, onclick: (/** @type {Event} */ ev) => busy(/** @type {HTMLElement} */ (ev.currentTarget), out, async () => { await api.del(`/api/email/signatures/${api.seg(s.id)}`); loadSignatures(into); }) }, 'Delete')))) : h('p', null, 'No signature yet.');
+    list = res.signatures.length
+      ? h(
+          'ul',
+          null,
+          res.signatures.map((s) =>
+            h(
+              'li',
+              null,
+              h('strong', null, s.name),
+              s.isDefault ? ' (default)' : '',
+              h('pre', null, s.text),
+              h(
+                'button',
+                {
+                  type: 'button',
+                  class: 'secondary',
+                  'aria-label': `Delete signature ${s.name}`,
+                  onclick: (/** @type {Event} */ ev) =>
+                    busy(/** @type {HTMLElement} */ (ev.currentTarget), out, async () => {
+                      await api.del(`/api/email/signatures/${api.seg(s.id)}`);
+                      loadSignatures(into);
+                    }),
+                },
+                'Delete',
+              ),
+            ),
+          ),
+        )
+      : h('p', null, 'No signature yet.');
   } catch (e) {
     list = errorBox(e);
   }
-  const form = h('form', { class: 'stack' },
+  const form = h(
+    'form',
+    { class: 'stack' },
     field('Signature name', { name: 'name', required: true }),
     field('Signature text', { tag: 'textarea', name: 'text', rows: 3, required: true }),
     h('label', null, h('input', { type: 'checkbox', name: 'isDefault' }), ' Use by default'),
-    h('button', { type: 'submit' }, 'Add signature'), out);
+    h('button', { type: 'submit' }, 'Add signature'),
+    out,
+  );
   form.addEventListener('submit', (ev) => {
     ev.preventDefault();
     const el = (/** @type {string} */ n) => /** @type {HTMLInputElement} */ (form.elements.namedItem(n));
     busy(form, out, async () => {
-      await api.post('/api/email/signatures', { name: el('name').value.trim(), text: el('text').value, isDefault: el('isDefault').checked });
+      await api.post('/api/email/signatures', {
+        name: el('name').value.trim(),
+        text: el('text').value,
+        isDefault: el('isDefault').checked,
+      });
       toast('Signature added');
       loadSignatures(into);
     });

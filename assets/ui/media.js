@@ -22,7 +22,12 @@ let running = 0;
 /** @type {(() => void)[]} */
 const waiting = [];
 
-/** Runs `job` when one of the PARALLEL slots is free. @template T @param {() => Promise<T>} job @returns {Promise<T>} */
+/**
+ * Runs `job` when one of the PARALLEL slots is free.
+ * @template T
+ * @param {() => Promise<T>} job
+ * @returns {Promise<T>}
+ */
 async function queued(job) {
   if (running >= PARALLEL) await new Promise((/** @type {(v?: any) => void} */ go) => waiting.push(go));
   running += 1;
@@ -46,17 +51,21 @@ export class BlobScope {
     this.closed = false;
     /** @type {Map<Element, () => void>} */
     this.pending = new Map();
-    this.observer = typeof IntersectionObserver === 'function'
-      ? new IntersectionObserver((entries) => {
-        for (const e of entries) {
-          if (!e.isIntersecting) continue;
-          const load = this.pending.get(e.target);
-          this.pending.delete(e.target);
-          this.observer?.unobserve(e.target);
-          load?.();
-        }
-      }, { root, rootMargin: '300px 0px' })
-      : null;
+    this.observer =
+      typeof IntersectionObserver === 'function'
+        ? new IntersectionObserver(
+            (entries) => {
+              for (const e of entries) {
+                if (!e.isIntersecting) continue;
+                const load = this.pending.get(e.target);
+                this.pending.delete(e.target);
+                this.observer?.unobserve(e.target);
+                load?.();
+              }
+            },
+            { root, rootMargin: '300px 0px' },
+          )
+        : null;
   }
 
   /** Calls `load` once `el` is near the screen. @param {Element} el @param {() => void} load */
@@ -140,7 +149,7 @@ export function mediaBox(scope, roomId, m, media, c) {
   const kind = kindOf(msgtype, mimetype);
   if (kind === 'image') return imageBox(scope, path, media, name, msgtype === 'm.sticker');
   if (kind === 'audio' || kind === 'video') {
-    const voice = Boolean(c.content && c.content['org.matrix.msc3245.voice']);
+    const voice = Boolean(c.content?.['org.matrix.msc3245.voice']);
     return playerBox(scope, path, media, name, kind, voice);
   }
   return fileBox(scope, path, media, name);
@@ -148,7 +157,12 @@ export function mediaBox(scope, roomId, m, media, c) {
 
 /** @param {BlobScope} scope @param {string} path @param {any} media @param {string} name @param {boolean} sticker */
 function imageBox(scope, path, media, name, sticker) {
-  const img = h('img', { alt: name, width: media.width || undefined, height: media.height || undefined, class: 'inline' });
+  const img = h('img', {
+    alt: name,
+    width: media.width || undefined,
+    height: media.height || undefined,
+    class: 'inline',
+  });
   const status = h('span', { class: 'muted small', role: 'status' }, 'Loading image…');
   const button = h('button', { type: 'button', class: 'thumb', 'aria-label': `Show ${name} full size` }, img);
   const box = h('figure', { class: `media image${sticker ? ' sticker' : ''}` }, button, status);
@@ -170,11 +184,21 @@ function imageBox(scope, path, media, name, sticker) {
   return box;
 }
 
-/** The full-size image in a modal dialog; its blob goes when the dialog closes. @param {BlobScope} scope @param {string} path @param {string} name */
+/**
+ * The full-size image in a modal dialog; its blob goes when the dialog closes.
+ * @param {BlobScope} scope
+ * @param {string} path
+ * @param {string} name
+ */
 async function showFull(scope, path, name) {
   const img = h('img', { alt: name, class: 'full' });
   const close = h('button', { type: 'button', class: 'secondary' }, 'Close');
-  const dialog = h('dialog', { class: 'viewer', 'aria-label': name }, h('p', { class: 'muted', role: 'status' }, 'Loading…'), close);
+  const dialog = h(
+    'dialog',
+    { class: 'viewer', 'aria-label': name },
+    h('p', { class: 'muted', role: 'status' }, 'Loading…'),
+    close,
+  );
   document.body.append(dialog);
   /** @type {string | null} */
   let url = null;
@@ -201,15 +225,36 @@ async function showFull(scope, path, name) {
 
 /**
  * Audio (and voice notes) load when on screen; video on a click (it may be large).
- * @param {BlobScope} scope @param {string} path @param {any} media @param {string} name @param {'audio' | 'video'} kind @param {boolean} voice
+ * @param {BlobScope} scope
+ * @param {string} path
+ * @param {any} media
+ * @param {string} name
+ * @param {'audio' | 'video'} kind
+ * @param {boolean} voice
  */
 function playerBox(scope, path, media, name, kind, voice) {
-  const label = voice ? `Voice note${media.durationMs ? ` · ${clock(media.durationMs)}` : ''}` : `${name}${media.durationMs ? ` · ${clock(media.durationMs)}` : ''} (${size(media.size)})`;
-  const player = kind === 'audio'
-    ? h('audio', { controls: true, preload: 'metadata', 'aria-label': voice ? 'Voice note' : `Audio ${name}` })
-    : h('video', { controls: true, preload: 'metadata', playsinline: true, 'aria-label': `Video ${name}`, width: media.width || undefined, height: media.height || undefined });
+  const label = voice
+    ? `Voice note${media.durationMs ? ` · ${clock(media.durationMs)}` : ''}`
+    : `${name}${media.durationMs ? ` · ${clock(media.durationMs)}` : ''} (${size(media.size)})`;
+  const player =
+    kind === 'audio'
+      ? h('audio', { controls: true, preload: 'metadata', 'aria-label': voice ? 'Voice note' : `Audio ${name}` })
+      : h('video', {
+          controls: true,
+          preload: 'metadata',
+          playsinline: true,
+          'aria-label': `Video ${name}`,
+          width: media.width || undefined,
+          height: media.height || undefined,
+        });
   const status = h('span', { class: 'muted small', role: 'status' });
-  const box = h('figure', { class: `media ${kind}${voice ? ' voice' : ''}` }, h('figcaption', null, label), player, status);
+  const box = h(
+    'figure',
+    { class: `media ${kind}${voice ? ' voice' : ''}` },
+    h('figcaption', null, label),
+    player,
+    status,
+  );
   const load = async () => {
     status.textContent = 'Loading…';
     try {
@@ -225,7 +270,11 @@ function playerBox(scope, path, media, name, kind, voice) {
   if (kind === 'audio' && (media.size || 0) <= AUTO_BYTES) scope.whenVisible(box, load);
   else {
     player.hidden = true;
-    const start = h('button', { type: 'button', class: 'secondary' }, `Play ${kind === 'video' ? 'video' : 'audio'} ${name} (${size(media.size)})`);
+    const start = h(
+      'button',
+      { type: 'button', class: 'secondary' },
+      `Play ${kind === 'video' ? 'video' : 'audio'} ${name} (${size(media.size)})`,
+    );
     start.addEventListener('click', async () => {
       start.disabled = true;
       if (await load()) {

@@ -42,46 +42,102 @@ export function notificationsSection() {
             ? 'Notifications are blocked for this site in the browser settings.'
             : 'Notifications are off for this device.';
       toggle.disabled = !pushSupported();
-      const rows = subs.subscriptions.map((s) => h('tr', null,
-        h('td', null, s.endpointOrigin, s.id === mine ? ' (this device)' : ''),
-        h('td', null, s.lastSuccessAt ? fullTime(s.lastSuccessAt) : 'never'),
-        h('td', null, String(s.failures)),
-        h('td', null, h('button', { type: 'button', class: 'secondary', 'aria-label': `Remove the device at ${s.endpointOrigin}`, onclick: (/** @type {Event} */ ev) => busy(/** @type {HTMLElement} */ (ev.currentTarget), out, async () => {
-          if (s.id === mine) await disablePush(s.id);
-          else await api.del(`/api/push/subscriptions/${api.seg(s.id)}`);
-          toast('Device removed');
-          await load();
-        }) }, 'Remove'))));
-      replace(list, rows.length
-        ? h('div', { class: 'tablewrap' }, h('table', null,
-          h('thead', null, h('tr', null, h('th', null, 'Device (push service)'), h('th', null, 'Last push'), h('th', null, 'Failures'), h('th', null, h('span', { class: 'skip' }, 'Actions')))),
-          h('tbody', null, rows)))
-        : h('p', null, 'No device gets notifications yet.'));
+      const rows = subs.subscriptions.map((s) =>
+        h(
+          'tr',
+          null,
+          h('td', null, s.endpointOrigin, s.id === mine ? ' (this device)' : ''),
+          h('td', null, s.lastSuccessAt ? fullTime(s.lastSuccessAt) : 'never'),
+          h('td', null, String(s.failures)),
+          h(
+            'td',
+            null,
+            h(
+              'button',
+              {
+                type: 'button',
+                class: 'secondary',
+                'aria-label': `Remove the device at ${s.endpointOrigin}`,
+                onclick: (/** @type {Event} */ ev) =>
+                  busy(/** @type {HTMLElement} */ (ev.currentTarget), out, async () => {
+                    if (s.id === mine) await disablePush(s.id);
+                    else await api.del(`/api/push/subscriptions/${api.seg(s.id)}`);
+                    toast('Device removed');
+                    await load();
+                  }),
+              },
+              'Remove',
+            ),
+          ),
+        ),
+      );
+      replace(
+        list,
+        rows.length
+          ? h(
+              'div',
+              { class: 'tablewrap' },
+              h(
+                'table',
+                null,
+                h(
+                  'thead',
+                  null,
+                  h(
+                    'tr',
+                    null,
+                    h('th', null, 'Device (push service)'),
+                    h('th', null, 'Last push'),
+                    h('th', null, 'Failures'),
+                    h('th', null, h('span', { class: 'skip' }, 'Actions')),
+                  ),
+                ),
+                h('tbody', null, rows),
+              ),
+            )
+          : h('p', null, 'No device gets notifications yet.'),
+      );
     } catch (e) {
       replace(list, errorBox(e));
     }
   };
 
-  toggle.addEventListener('click', () => busy(toggle, out, async () => {
-    const current = await currentSubscription().catch(() => null);
-    if (current && mine) {
-      await disablePush(mine);
-      toast('Notifications turned off on this device');
-    } else {
-      await enablePush();
-      toast('Notifications turned on on this device');
-    }
-    await load();
-  }));
-  previews.addEventListener('change', () => busy(previews, out, async () => {
-    await api.put('/api/push/settings', { previews: previews.checked });
-    toast(previews.checked ? 'Notifications show the message' : 'Notifications hide the message');
-  }));
+  toggle.addEventListener('click', () =>
+    busy(toggle, out, async () => {
+      const current = await currentSubscription().catch(() => null);
+      if (current && mine) {
+        await disablePush(mine);
+        toast('Notifications turned off on this device');
+      } else {
+        await enablePush();
+        toast('Notifications turned on on this device');
+      }
+      await load();
+    }),
+  );
+  previews.addEventListener('change', () =>
+    busy(previews, out, async () => {
+      await api.put('/api/push/settings', { previews: previews.checked });
+      toast(previews.checked ? 'Notifications show the message' : 'Notifications hide the message');
+    }),
+  );
   load();
-  return h('section', { class: 'card', id: 'notifications', 'aria-labelledby': 'h-notifications' },
+  return h(
+    'section',
+    { class: 'card', id: 'notifications', 'aria-labelledby': 'h-notifications' },
     h('h2', { id: 'h-notifications' }, 'Notifications'),
-    status, toggle,
+    status,
+    toggle,
     h('p', null, h('label', null, previews, ' Show the chat and the message in notifications')),
-    h('p', { class: 'muted' }, 'With this off, notifications only say “New message”: neither the push service nor the lock screen sees who wrote or what. Each chat can notify for every message, only mentions, or nothing, and be snoozed: open the chat.'),
-    h('h3', null, 'Devices that get notifications'), list, out);
+    h(
+      'p',
+      { class: 'muted' },
+      'With this off, notifications only say “New message”: neither the push service nor the lock screen ' +
+        'sees who wrote or what. ' +
+        'Each chat can notify for every message, only mentions, or nothing, and be snoozed: open the chat.',
+    ),
+    h('h3', null, 'Devices that get notifications'),
+    list,
+    out,
+  );
 }

@@ -31,9 +31,32 @@ export function attachments(zone) {
   const input = h('input', { type: 'file', multiple: true, class: 'visually-hidden', id: 'attach-input' });
   const pick = h('label', { class: 'button secondary', for: 'attach-input' }, 'Attach files');
   const render = () =>
-    replace(list, ...files.map((f, i) =>
-      h('li', null, h('span', { class: 'name' }, f.name), ' ', h('span', { class: 'muted' }, size(f.size)), ' ',
-        h('button', { type: 'button', class: 'link', 'aria-label': `Remove ${f.name}`, onclick: () => { files.splice(i, 1); render(); } }, 'Remove'))));
+    replace(
+      list,
+      ...files.map((f, i) =>
+        h(
+          'li',
+          null,
+          h('span', { class: 'name' }, f.name),
+          ' ',
+          h('span', { class: 'muted' }, size(f.size)),
+          ' ',
+          h(
+            'button',
+            {
+              type: 'button',
+              class: 'link',
+              'aria-label': `Remove ${f.name}`,
+              onclick: () => {
+                files.splice(i, 1);
+                render();
+              },
+            },
+            'Remove',
+          ),
+        ),
+      ),
+    );
   /** @param {FileList | File[]} chosen */
   const add = async (chosen) => {
     for (const file of Array.from(chosen)) {
@@ -65,7 +88,7 @@ export function attachments(zone) {
   });
   zone.addEventListener('paste', (ev) => {
     const pasted = ev.clipboardData?.files;
-    if (pasted && pasted.length) {
+    if (pasted?.length) {
       ev.preventDefault();
       add(pasted);
     }
@@ -73,7 +96,10 @@ export function attachments(zone) {
   return {
     el: h('div', { class: 'stack' }, h('div', { class: 'bar' }, pick, input), list),
     ids: () => files.map((f) => f.id),
-    clear: () => { files.length = 0; render(); },
+    clear: () => {
+      files.length = 0;
+      render();
+    },
   };
 }
 
@@ -95,14 +121,20 @@ export function completeAddresses(input) {
       const parts = input.value.split(',');
       const last = (parts.pop() || '').trim();
       if (last.length < 2) return list.replaceChildren();
-      const head = parts.map((p) => p.trim()).filter(Boolean).join(', ');
+      const head = parts
+        .map((p) => p.trim())
+        .filter(Boolean)
+        .join(', ');
       try {
         /** @type {Schemas['EmailAddressList']} */
         const found = await api.get('/api/email/addresses', { query: { q: last, limit: 8 } });
-        replace(list, ...found.addresses.map((a) => {
-          const one = a.name ? `${a.name} <${a.address}>` : a.address;
-          return h('option', { value: head ? `${head}, ${one}` : one });
-        }));
+        replace(
+          list,
+          ...found.addresses.map((a) => {
+            const one = a.name ? `${a.name} <${a.address}>` : a.address;
+            return h('option', { value: head ? `${head}, ${one}` : one });
+          }),
+        );
       } catch {
         list.replaceChildren();
       }
@@ -129,16 +161,23 @@ export function undoToast(outboxId, sendAt) {
       box.remove();
       resolve(undone);
     };
-    const undo = h('button', { type: 'button', onclick: async () => {
-      try {
-        await api.del(`/api/email/outbox/${api.seg(outboxId)}`);
-        toast('Sending undone');
-        finish(true);
-      } catch (e) {
-        toast(api.describe(e), true);
-        finish(false);
-      }
-    } }, 'Undo');
+    const undo = h(
+      'button',
+      {
+        type: 'button',
+        onclick: async () => {
+          try {
+            await api.del(`/api/email/outbox/${api.seg(outboxId)}`);
+            toast('Sending undone');
+            finish(true);
+          } catch (e) {
+            toast(api.describe(e), true);
+            finish(false);
+          }
+        },
+      },
+      'Undo',
+    );
     box.append(text, ' ', undo);
     document.body.append(box);
     undo.focus();

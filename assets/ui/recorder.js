@@ -89,11 +89,13 @@ export function voiceRecorder(send) {
       window.clearInterval(timer);
       if (recorder.state !== 'inactive') recorder.stop();
     };
-    recorder.addEventListener('dataavailable', (ev) => { if (ev.data.size) chunks.push(ev.data); });
+    recorder.addEventListener('dataavailable', (ev) => {
+      if (ev.data.size) chunks.push(ev.data);
+    });
     recorder.addEventListener('stop', async () => {
       const durationMs = Math.max(1, Math.round(performance.now() - began));
       cancel = () => {};
-      stream.getTracks().forEach((t) => t.stop());
+      for (const t of stream.getTracks()) t.stop();
       audio.close().catch(() => {});
       replace(box, start);
       if (!keep) return;
@@ -108,9 +110,12 @@ export function voiceRecorder(send) {
     });
     cancel = () => stop(false);
     recorder.start(250);
-    replace(box, time,
+    replace(
+      box,
+      time,
       h('button', { type: 'button', onclick: () => stop(true) }, 'Stop and send'),
-      h('button', { type: 'button', class: 'secondary', onclick: () => stop(false) }, 'Cancel'));
+      h('button', { type: 'button', class: 'secondary', onclick: () => stop(false) }, 'Cancel'),
+    );
   });
   return box;
 }

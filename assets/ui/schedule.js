@@ -14,7 +14,8 @@ async function serverKey() {
     attested = (async () => {
       /** @type {Schemas['AttestationResult']} */
       const att = await api.get('/api/attestation', { auth: false });
-      if (!(await verifyAttestation(att))) throw new Error('The server key signature does not verify: nothing was scheduled.');
+      if (!(await verifyAttestation(att)))
+        throw new Error('The server key signature does not verify: nothing was scheduled.');
       return att;
     })();
     attested.catch(() => (attested = null));
@@ -39,13 +40,18 @@ export function scheduleForm(roomId, text, done) {
     const body = text().trim();
     if (!body) return toast('Write the message first.', true);
     const when = new Date(at.value);
-    if (Number.isNaN(when.getTime()) || when.getTime() <= Date.now()) return toast('Choose a time in the future.', true);
+    if (Number.isNaN(when.getTime()) || when.getTime() <= Date.now())
+      return toast('Choose a time in the future.', true);
     button.disabled = true;
     try {
       const att = await serverKey();
       const env = await seal(fromBase64(att.serverPublicKey), new TextEncoder().encode(body));
       await api.post('/api/messages/schedule', {
-        roomId, encryptedBody: env.ciphertext, nonce: env.nonce, ephemeralPubkey: env.ephemeralPubkey, scheduledFor: when.toISOString(),
+        roomId,
+        encryptedBody: env.ciphertext,
+        nonce: env.nonce,
+        ephemeralPubkey: env.ephemeralPubkey,
+        scheduledFor: when.toISOString(),
       });
       toast(`Scheduled for ${when.toLocaleString()}`);
       done();

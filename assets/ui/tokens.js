@@ -15,22 +15,106 @@ export function tokensSection() {
       const res = await api.get('/api/developer/tokens');
       const live = res.tokens.filter((t) => !t.revokedAt);
       if (!live.length) return replace(list, h('p', null, 'No personal tokens.'));
-      replace(list, h('div', { class: 'tablewrap' }, h('table', { class: 'tokens' },
-        h('thead', null, h('tr', null, ['Name', 'Ends in', 'Created', 'Last used', 'Expires', 'Routes', ''].map((t) => h('th', null, t || h('span', { class: 'skip' }, 'Actions'))))),
-        h('tbody', null, live.map((t) => h('tr', { dataset: { tokenId: t.id } },
-          h('td', null, t.name), h('td', null, `…${t.lastFour}`), h('td', null, fullTime(t.createdAt)),
-          h('td', null, t.lastUsedAt ? fullTime(t.lastUsedAt) : 'never'), h('td', null, t.expiresAt ? fullTime(t.expiresAt) : 'never'),
-          h('td', null, t.optedInVersion >= res.currentAllowlistVersion ? 'all current' : h('button', { type: 'button', class: 'secondary', 'aria-label': `Opt ${t.name} in to the newest routes`, onclick: (/** @type {Event} */ ev) => busy(/** @type {HTMLElement} */ (ev.currentTarget), out, async () => { await api.patch(`/api/developer/tokens/${api.seg(t.id)}`, { optIn: true }); toast('Token opted in'); load(); }) }, 'Opt in')),
-          h('td', null, h('button', { type: 'button', class: 'danger', 'aria-label': `Revoke ${t.name}`, onclick: (/** @type {Event} */ ev) => busy(/** @type {HTMLElement} */ (ev.currentTarget), out, async () => { await api.del(`/api/developer/tokens/${api.seg(t.id)}`); toast(`Revoked ${t.name}`); load(); }) }, 'Revoke'))))))));
+      replace(
+        list,
+        h(
+          'div',
+          { class: 'tablewrap' },
+          h(
+            'table',
+            { class: 'tokens' },
+            h(
+              'thead',
+              null,
+              h(
+                'tr',
+                null,
+                ['Name', 'Ends in', 'Created', 'Last used', 'Expires', 'Routes', ''].map((t) =>
+                  h('th', null, t || h('span', { class: 'skip' }, 'Actions')),
+                ),
+              ),
+            ),
+            h(
+              'tbody',
+              null,
+              live.map((t) =>
+                h(
+                  'tr',
+                  { dataset: { tokenId: t.id } },
+                  h('td', null, t.name),
+                  h('td', null, `…${t.lastFour}`),
+                  h('td', null, fullTime(t.createdAt)),
+                  h('td', null, t.lastUsedAt ? fullTime(t.lastUsedAt) : 'never'),
+                  h('td', null, t.expiresAt ? fullTime(t.expiresAt) : 'never'),
+                  h(
+                    'td',
+                    null,
+                    t.optedInVersion >= res.currentAllowlistVersion
+                      ? 'all current'
+                      : h(
+                          'button',
+                          {
+                            type: 'button',
+                            class: 'secondary',
+                            'aria-label': `Opt ${t.name} in to the newest routes`,
+                            onclick: (/** @type {Event} */ ev) =>
+                              busy(/** @type {HTMLElement} */ (ev.currentTarget), out, async () => {
+                                await api.patch(`/api/developer/tokens/${api.seg(t.id)}`, { optIn: true });
+                                toast('Token opted in');
+                                load();
+                              }),
+                          },
+                          'Opt in',
+                        ),
+                  ),
+                  h(
+                    'td',
+                    null,
+                    h(
+                      'button',
+                      {
+                        type: 'button',
+                        class: 'danger',
+                        'aria-label': `Revoke ${t.name}`,
+                        onclick: (/** @type {Event} */ ev) =>
+                          busy(/** @type {HTMLElement} */ (ev.currentTarget), out, async () => {
+                            await api.del(`/api/developer/tokens/${api.seg(t.id)}`);
+                            toast(`Revoked ${t.name}`);
+                            load();
+                          }),
+                      },
+                      'Revoke',
+                    ),
+                  ),
+                ),
+              ),
+            ),
+          ),
+        ),
+      );
     } catch (e) {
       replace(list, errorBox(e));
     }
   };
   load();
-  const form = h('form', { class: 'stack' },
+  const form = h(
+    'form',
+    { class: 'stack' },
     field('Token name', { name: 'name', required: true, maxlength: 100, placeholder: 'e.g. backup script' }),
-    field('Expires after', { tag: 'select', name: 'expires', value: '30', options: [['30', '30 days'], ['90', '90 days'], ['365', '1 year'], ['', 'Never']] }),
-    h('button', { type: 'submit' }, 'Create token'), out);
+    field('Expires after', {
+      tag: 'select',
+      name: 'expires',
+      value: '30',
+      options: [
+        ['30', '30 days'],
+        ['90', '90 days'],
+        ['365', '1 year'],
+        ['', 'Never'],
+      ],
+    }),
+    h('button', { type: 'submit' }, 'Create token'),
+    out,
+  );
   form.addEventListener('submit', (ev) => {
     ev.preventDefault();
     const name = /** @type {HTMLInputElement} */ (form.elements.namedItem('name')).value.trim();
@@ -50,14 +134,33 @@ export function tokensSection() {
           toast('Press Ctrl+C to copy the selected token');
         }
       });
-      replace(shown, h('div', { class: 'card', role: 'status' },
-        h('p', null, h('strong', null, `Token “${created.name}” created. `), 'Copy it now: it is shown only once.'),
-        secret, copy, ' ', h('button', { type: 'button', class: 'link', onclick: () => shown.replaceChildren() }, 'Done, hide it')));
+      replace(
+        shown,
+        h(
+          'div',
+          { class: 'card', role: 'status' },
+          h('p', null, h('strong', null, `Token “${created.name}” created. `), 'Copy it now: it is shown only once.'),
+          secret,
+          copy,
+          ' ',
+          h('button', { type: 'button', class: 'link', onclick: () => shown.replaceChildren() }, 'Done, hide it'),
+        ),
+      );
       load();
     });
   });
-  return h('section', { class: 'card', id: 'tokens', 'aria-labelledby': 'h-tokens' },
+  return h(
+    'section',
+    { class: 'card', id: 'tokens', 'aria-labelledby': 'h-tokens' },
     h('h2', { id: 'h-tokens' }, 'Personal tokens'),
-    h('p', { class: 'muted' }, 'Scripts use a personal token as a bearer token on the allowed routes (rooms, readable messages, e-mail, reminders). A token is shown once.'),
-    form, shown, list);
+    h(
+      'p',
+      { class: 'muted' },
+      'Scripts use a personal token as a bearer token on the allowed routes (rooms, ' +
+        'readable messages, e-mail, reminders). A token is shown once.',
+    ),
+    form,
+    shown,
+    list,
+  );
 }

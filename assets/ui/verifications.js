@@ -26,10 +26,11 @@ export function verificationsSection() {
   const out = h('div', { class: 'out' });
 
   /** @param {string} id @param {'accept' | 'confirm' | 'cancel'} action @param {Event} ev */
-  const act = (id, action, ev) => busy(/** @type {HTMLElement} */ (ev.currentTarget), out, async () => {
-    await api.post(`/api/e2ee/verifications/${api.seg(id)}/${action}`);
-    await load();
-  });
+  const act = (id, action, ev) =>
+    busy(/** @type {HTMLElement} */ (ev.currentTarget), out, async () => {
+      await api.post(`/api/e2ee/verifications/${api.seg(id)}/${action}`);
+      await load();
+    });
 
   /** @param {Schemas['Verification']} v */
   const item = (v) => {
@@ -38,28 +39,54 @@ export function verificationsSection() {
     // A `started` one may be accepted already (it stays `started` until the keys arrive): a
     // second accept is a 409 shown in words.
     if (v.state === 'requested' || v.state === 'started') {
-      buttons.push(h('button', { type: 'button', onclick: (/** @type {Event} */ ev) => act(v.id, 'accept', ev) }, 'Accept'));
+      buttons.push(
+        h('button', { type: 'button', onclick: (/** @type {Event} */ ev) => act(v.id, 'accept', ev) }, 'Accept'),
+      );
     }
     if (v.state === 'keys_exchanged' && !v.weConfirmed) {
-      buttons.push(h('button', { type: 'button', onclick: (/** @type {Event} */ ev) => act(v.id, 'confirm', ev) }, 'They match'));
+      buttons.push(
+        h('button', { type: 'button', onclick: (/** @type {Event} */ ev) => act(v.id, 'confirm', ev) }, 'They match'),
+      );
     }
     if (open) {
-      buttons.push(h('button', { type: 'button', class: 'secondary', onclick: (/** @type {Event} */ ev) => act(v.id, 'cancel', ev) },
-        v.state === 'keys_exchanged' ? 'They don’t match' : 'Cancel'));
+      buttons.push(
+        h(
+          'button',
+          { type: 'button', class: 'secondary', onclick: (/** @type {Event} */ ev) => act(v.id, 'cancel', ev) },
+          v.state === 'keys_exchanged' ? 'They don’t match' : 'Cancel',
+        ),
+      );
     }
-    return h('li', { class: 'verification', dataset: { id: v.id, state: v.state } },
+    return h(
+      'li',
+      { class: 'verification', dataset: { id: v.id, state: v.state } },
       h('p', null, h('strong', null, `Device ${v.otherDeviceId}`), ' ', STATES[v.state] || v.state),
       v.emoji.length
-        ? h('ol', { class: 'sas-emoji', 'aria-label': 'Emoji to compare' },
-          v.emoji.map((e) => h('li', null, h('span', { class: 'symbol', 'aria-hidden': 'true' }, e.symbol), h('span', null, e.description))))
+        ? h(
+            'ol',
+            { class: 'sas-emoji', 'aria-label': 'Emoji to compare' },
+            v.emoji.map((e) =>
+              h(
+                'li',
+                null,
+                h('span', { class: 'symbol', 'aria-hidden': 'true' }, e.symbol),
+                h('span', null, e.description),
+              ),
+            ),
+          )
         : null,
-      v.weConfirmed && open ? h('p', { class: 'muted' }, 'You confirmed; waiting for the other device to confirm too.') : null,
+      v.weConfirmed && open
+        ? h('p', { class: 'muted' }, 'You confirmed; waiting for the other device to confirm too.')
+        : null,
       v.cancelCode ? h('p', { class: 'muted' }, `Reason: ${v.cancelCode}`) : null,
       buttons.length ? h('div', { class: 'actions' }, buttons) : null,
     );
   };
 
-  /** The flows on screen by id: the JSON each was drawn from and its node. @type {Map<string, {sig: string, node: HTMLElement}>} */
+  /**
+   * The flows on screen by id: the JSON each was drawn from and its node.
+   * @type {Map<string, {sig: string, node: HTMLElement}>}
+   */
   let shown = new Map();
   /** The list the flows are drawn into while there are any. @type {HTMLElement | null} */
   let ul = null;
@@ -76,7 +103,15 @@ export function verificationsSection() {
     if (!newest.length) {
       shown = new Map();
       ul = null;
-      replace(list, h('p', { class: 'muted' }, 'No verification in progress. Start one from another Matrix app, e.g. Element: Settings → Sessions → the “Switchboard” session → Verify.'));
+      replace(
+        list,
+        h(
+          'p',
+          { class: 'muted' },
+          'No verification in progress. Start one from another Matrix app, e.g. ' +
+            'Element: Settings → Sessions → the “Switchboard” session → Verify.',
+        ),
+      );
       return;
     }
     if (!ul) {
@@ -121,9 +156,18 @@ export function verificationsSection() {
     if (data && data.type === 'verification.updated') load();
   });
   load();
-  const section = h('section', { class: 'card', id: 'verify', 'aria-labelledby': 'h-verify' },
+  const section = h(
+    'section',
+    { class: 'card', id: 'verify', 'aria-labelledby': 'h-verify' },
     h('h2', { id: 'h-verify' }, 'Device verification'),
-    h('p', null, 'Verify Switchboard with your other Matrix apps: they then trust it, and it accepts the message keys they forward. Only confirm when the emoji are the same on both devices, in the same order.'),
-    list, out);
+    h(
+      'p',
+      null,
+      'Verify Switchboard with your other Matrix apps: they then trust it, and it accepts the message keys they ' +
+        'forward. Only confirm when the emoji are the same on both devices, in the same order.',
+    ),
+    list,
+    out,
+  );
   return { section, cleanup: off };
 }

@@ -35,30 +35,7 @@ pub async fn gate<E: Endpoint>(ep: Arc<E>, mut req: Request) -> poem::Result<Res
     let public = app || route_table().is_public_at(matched);
     let token = (!public).then(|| bearer_token(&req)).flatten();
     let authenticated = match token {
-        Some(token) => {
-            // An address that has spent its budget may still present a token known to
-            // exist; anything else is refused before any lookup is made for it.
-            // (The budget is looked at first: hashing the token for the check is only
-            // needed once it is spent.)
-            let personal = token.starts_with(session::PERSONAL_TOKEN_PREFIX);
-            let cached = personal
-                .then(|| session::authenticate_personal_cached(&state, &token))
-                .flatten();
-            if let Some(verdict) = cached {
-                Some(verdict)
-            } else if personal
-                && state
-                    .limiter
-                    .look(&ip_key(), limits.requests, limits.window.0)
-                    .remaining
-                    == 0
-                && !session::is_known_personal_token(&state, &token)
-            {
-                Some(Err(AppError::unauthorized("invalid personal API token")))
-            } else {
-                Some(session::authenticate(&state, &token).await)
-            }
-        }
+        Some(token) => Some(identify(&state, &token, &ip_key()).await),
         None => None,
     };
     let (rate_key, budget) = match &authenticated {
@@ -71,17 +48,7 @@ pub async fn gate<E: Endpoint>(ep: Arc<E>, mut req: Request) -> poem::Result<Res
         Err(q) => (q, false),
     };
     let mut resp = if !within {
-        AppError::TooManyRequests {
-            code: ErrorCode::RateLimited,
-            message: format!(
-                "rate limit of {} requests per {} exceeded; retry after {} s",
-                quota.limit,
-                humantime::format_duration(limits.window.0),
-                quota.retry_after()
-            ),
-            retry_after_secs: Some(quota.retry_after()),
-        }
-        .to_response()
+        rate_limited(&quota, limits.window.0)
     } else {
         match admit(&req, matched, public, authenticated) {
             Err(e) => e.to_response(),
@@ -106,6 +73,43 @@ pub async fn gate<E: Endpoint>(ep: Arc<E>, mut req: Request) -> poem::Result<Res
             .or_insert(HeaderValue::from_static("no-store"));
     }
     Ok(resp)
+}
+
+/// Who a bearer token says the caller is. An address that has spent its budget may still
+/// present a personal token known to exist; any other is refused before a lookup is made
+/// for it (the budget is looked at first: hashing the token for the check is only needed
+/// once it is spent).
+async fn identify(state: &AppState, token: &str, ip_key: &str) -> Result<Principal, AppError> {
+    if token.starts_with(session::PERSONAL_TOKEN_PREFIX) {
+        if let Some(verdict) = session::authenticate_personal_cached(state, token) {
+            return verdict;
+        }
+        let limits = &state.config.rate_limit;
+        let spent = state
+            .limiter
+            .look(ip_key, limits.requests, limits.window.0)
+            .remaining
+            == 0;
+        if spent && !session::is_known_personal_token(state, token) {
+            return Err(AppError::unauthorized("invalid personal API token"));
+        }
+    }
+    session::authenticate(state, token).await
+}
+
+/// 429 `rate_limited` with when to retry.
+fn rate_limited(quota: &Quota, window: std::time::Duration) -> Response {
+    AppError::TooManyRequests {
+        code: ErrorCode::RateLimited,
+        message: format!(
+            "rate limit of {} requests per {} exceeded; retry after {} s",
+            quota.limit,
+            humantime::format_duration(window),
+            quota.retry_after()
+        ),
+        retry_after_secs: Some(quota.retry_after()),
+    }
+    .to_response()
 }
 
 /// `/api` and everything under it (the web app's files and `/health` are not the API).

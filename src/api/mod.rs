@@ -157,15 +157,16 @@ fn apis() -> impl OpenApi {
     )
 }
 
+/// The description at the top of the OpenAPI document.
+const DESCRIPTION: &str = "Unified messaging backend: one inbox over WhatsApp, Telegram and \
+     Discord conversations held on a Matrix homeserver. Every route except /health, \
+     /openapi.yaml, /api/attestation and the sign-in routes /api/auth/code, /api/auth/verify \
+     and /api/auth/refresh requires `Authorization: Bearer <token>`. Every response carries \
+     X-RateLimit-Limit, X-RateLimit-Remaining and X-RateLimit-Reset (Unix seconds); errors \
+     are `{\"error\", \"message\"}`.";
+
 fn service() -> OpenApiService<impl OpenApi, ()> {
-    OpenApiService::new(apis(), "Switchboard", openapi::API_VERSION).description(
-        "Unified messaging backend: one inbox over WhatsApp, Telegram and Discord \
-             conversations held on a Matrix homeserver. Every route except /health, \
-             /openapi.yaml, /api/attestation and the sign-in routes /api/auth/code, \
-             /api/auth/verify and /api/auth/refresh requires `Authorization: Bearer <token>`. \
-             Every response carries X-RateLimit-Limit, X-RateLimit-Remaining and \
-             X-RateLimit-Reset (Unix seconds); errors are `{\"error\", \"message\"}`.",
-    )
+    OpenApiService::new(apis(), "Switchboard", openapi::API_VERSION).description(DESCRIPTION)
 }
 
 /// The OpenAPI 3.1 document as JSON.
@@ -239,36 +240,13 @@ async fn limit_body<E: Endpoint>(
     mut req: poem::Request,
 ) -> poem::Result<Response> {
     use poem::IntoResponse;
-    use tokio::io::AsyncReadExt;
     if let Some(cap) = media_upload_cap(&req) {
-        // Streamed to the homeserver under its own cap; the body as a whole may carry that
-        // plus the form's text fields and part headers.
-        let limit = cap + MEDIA_FORM_BYTES;
-        let declared = req
-            .headers()
-            .get(poem::http::header::CONTENT_LENGTH)
-            .and_then(|v| v.to_str().ok())
-            .and_then(|v| v.parse::<u64>().ok());
-        if declared.is_some_and(|n| n > limit) {
-            return Err(crate::error::AppError::PayloadTooLarge {
-                limit: usize::try_from(limit).unwrap_or(usize::MAX),
-            }
-            .into());
-        }
-        let body = req.take_body().into_async_read().take(limit + 1);
-        req.set_body(poem::Body::from_async_read(body));
+        cap_upload(&mut req, cap)?;
         return ep.call(req).await.map(IntoResponse::into_response);
     }
-    let declared = req
-        .headers()
-        .get(poem::http::header::CONTENT_LENGTH)
-        .and_then(|v| v.to_str().ok())
-        .and_then(|v| v.parse::<usize>().ok());
-    if declared.is_some_and(|n| n > MAX_BODY_BYTES) {
-        return Err(crate::error::AppError::PayloadTooLarge {
-            limit: MAX_BODY_BYTES,
-        }
-        .into());
+    let declared = declared_length(&req);
+    if declared.is_some_and(|n| n > MAX_BODY_BYTES as u64) {
+        return Err(too_large(MAX_BODY_BYTES as u64).into());
     }
     let chunked = req
         .headers()
@@ -283,36 +261,68 @@ async fn limit_body<E: Endpoint>(
     }
     let strict = if empty { None } else { strict_route(&req) };
     if let Some(template) = strict {
-        // Read here (bounded) so the string fields can be checked before the typed body
-        // parser sees them; see `strict_json`.
-        let mut bytes = Vec::new();
-        req.take_body()
-            .into_async_read()
-            .take(MAX_BODY_BYTES as u64 + 1)
-            .read_to_end(&mut bytes)
-            .await
-            .map_err(|e| crate::error::AppError::invalid("body", e.to_string()))?;
-        if bytes.len() > MAX_BODY_BYTES {
-            return Err(crate::error::AppError::PayloadTooLarge {
-                limit: MAX_BODY_BYTES,
-            }
-            .into());
-        }
-        // A body that is not JSON is left to the typed parser's own 400.
-        if let Ok(body) = serde_json::from_slice::<serde_json::Value>(&bytes) {
-            routes::route_table()
-                .string_fields
-                .check(req.method().as_str(), &template, &body)?;
-        }
-        req.set_body(bytes);
+        check_strict_body(&mut req, &template).await?;
     } else if declared.is_none() {
-        let body = req
-            .take_body()
-            .into_async_read()
-            .take(MAX_BODY_BYTES as u64 + 1);
-        req.set_body(poem::Body::from_async_read(body));
+        cap_body(&mut req, MAX_BODY_BYTES as u64);
     }
     ep.call(req).await.map(IntoResponse::into_response)
+}
+
+/// The `Content-Length` the client declared, if any (and readable).
+fn declared_length(req: &poem::Request) -> Option<u64> {
+    req.headers()
+        .get(poem::http::header::CONTENT_LENGTH)
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.parse::<u64>().ok())
+}
+
+fn too_large(limit: u64) -> crate::error::AppError {
+    crate::error::AppError::PayloadTooLarge {
+        limit: usize::try_from(limit).unwrap_or(usize::MAX),
+    }
+}
+
+/// Lets the body through up to `limit` bytes and one more (so an overlong body shows as
+/// such to the parser instead of being cut silently to a valid length).
+fn cap_body(req: &mut poem::Request, limit: u64) {
+    use tokio::io::AsyncReadExt;
+    let body = req.take_body().into_async_read().take(limit + 1);
+    req.set_body(poem::Body::from_async_read(body));
+}
+
+/// An upload route: streamed to the homeserver under its own cap; the body as a whole may
+/// carry that plus the form's text fields and part headers.
+fn cap_upload(req: &mut poem::Request, cap: u64) -> Result<(), crate::error::AppError> {
+    let limit = cap + MEDIA_FORM_BYTES;
+    if declared_length(req).is_some_and(|n| n > limit) {
+        return Err(too_large(limit));
+    }
+    cap_body(req, limit);
+    Ok(())
+}
+
+/// Reads the body here (bounded) so its string fields can be checked before the typed body
+/// parser sees them (see `strict_json`), then puts it back.
+async fn check_strict_body(req: &mut poem::Request, template: &str) -> poem::Result<()> {
+    use tokio::io::AsyncReadExt;
+    let mut bytes = Vec::new();
+    req.take_body()
+        .into_async_read()
+        .take(MAX_BODY_BYTES as u64 + 1)
+        .read_to_end(&mut bytes)
+        .await
+        .map_err(|e| crate::error::AppError::invalid("body", e.to_string()))?;
+    if bytes.len() > MAX_BODY_BYTES {
+        return Err(too_large(MAX_BODY_BYTES as u64).into());
+    }
+    // A body that is not JSON is left to the typed parser's own 400.
+    if let Ok(body) = serde_json::from_slice::<serde_json::Value>(&bytes) {
+        routes::route_table()
+            .string_fields
+            .check(req.method().as_str(), template, &body)?;
+    }
+    req.set_body(bytes);
+    Ok(())
 }
 
 /// The route template of a request whose operation has string fields in its JSON body

@@ -3,8 +3,34 @@
 use super::*;
 
 impl Config {
-    /// Checks relations between keys that serde cannot express.
+    /// Checks relations between keys that serde cannot express, section by section in a
+    /// fixed order (the first problem found is the one reported).
     pub fn validate(&self) -> Result<(), ConfigError> {
+        self.check_server()?;
+        self.check_durations()?;
+        self.check_amounts()?;
+        self.check_mail()?;
+        self.check_matrix_and_bridges()?;
+        if let Some(ai) = &self.ai {
+            check_http_url("ai.url", &ai.url)?;
+            let t = ai.timeout.0;
+            if t < Duration::from_secs(1) || t > Duration::from_secs(600) {
+                return Err(ConfigError::key("ai.timeout", "must be from 1s to 10m"));
+            }
+        }
+        if let Some(push) = &self.push {
+            push.validate()?;
+        }
+        self.check_metrics()?;
+        self.log
+            .level
+            .parse::<tracing_subscriber::EnvFilter>()
+            .map_err(|e| ConfigError::key("log.level", e.to_string()))?;
+        Ok(())
+    }
+
+    /// `[server]`: the public URL, TLS files given in pairs, the listener's own checks.
+    fn check_server(&self) -> Result<(), ConfigError> {
         if let Some(url) = &self.server.base_url {
             check_http_url("server.base_url", url)?;
         }
@@ -14,7 +40,11 @@ impl Config {
                 "tls_cert and tls_key must be set together",
             ));
         }
-        self.server.validate()?;
+        self.server.validate()
+    }
+
+    /// Every duration that means "wait this long" must be longer than zero.
+    fn check_durations(&self) -> Result<(), ConfigError> {
         for (key, d) in [
             ("auth.access_token_ttl", self.auth.access_token_ttl),
             ("auth.refresh_token_ttl", self.auth.refresh_token_ttl),
@@ -28,6 +58,12 @@ impl Config {
                 return Err(ConfigError::key(key, "must be longer than zero"));
             }
         }
+        Ok(())
+    }
+
+    /// Sizes, counts and budgets: at least 1 (a zero would refuse everything), and the
+    /// mail sizes at most 512 MB.
+    fn check_amounts(&self) -> Result<(), ConfigError> {
         for (key, mb) in [
             ("media.max_download_mb", self.media.max_download_mb),
             ("media.max_upload_mb", self.media.max_upload_mb),
@@ -90,6 +126,11 @@ impl Config {
                 "must be at most 512",
             ));
         }
+        Ok(())
+    }
+
+    /// `[mail]`: an SMTP host for the SMTP transport, a valid From mailbox.
+    fn check_mail(&self) -> Result<(), ConfigError> {
         if self.mail.transport == MailTransport::Smtp && self.mail.smtp_host.is_none() {
             return Err(ConfigError::key(
                 "mail.smtp_host",
@@ -102,6 +143,11 @@ impl Config {
                 format!("{:?} is not a valid mailbox", self.mail.from),
             ));
         }
+        Ok(())
+    }
+
+    /// `[matrix]` and `[bridges.*]`: URLs, the server name, bot IDs and ghost prefixes.
+    fn check_matrix_and_bridges(&self) -> Result<(), ConfigError> {
         if let Some(matrix) = &self.matrix {
             check_http_url("matrix.homeserver_url", &matrix.homeserver_url)?;
             if matrix.server_name.trim().is_empty() {
@@ -125,16 +171,12 @@ impl Config {
                     .map_err(|m| ConfigError::key(&format!("bridges.{name}.ghost_prefix"), m))?;
             }
         }
-        if let Some(ai) = &self.ai {
-            check_http_url("ai.url", &ai.url)?;
-            let t = ai.timeout.0;
-            if t < Duration::from_secs(1) || t > Duration::from_secs(600) {
-                return Err(ConfigError::key("ai.timeout", "must be from 1s to 10m"));
-            }
-        }
-        if let Some(push) = &self.push {
-            push.validate()?;
-        }
+        Ok(())
+    }
+
+    /// `[metrics]`: the unauthenticated listener stays on an internal address unless the
+    /// operator says otherwise.
+    fn check_metrics(&self) -> Result<(), ConfigError> {
         if let Some(addr) = self.metrics.listen {
             if !self.metrics.allow_public && !MetricsConfig::listen_is_internal(addr.ip()) {
                 return Err(ConfigError::key(
@@ -147,10 +189,6 @@ impl Config {
                 ));
             }
         }
-        self.log
-            .level
-            .parse::<tracing_subscriber::EnvFilter>()
-            .map_err(|e| ConfigError::key("log.level", e.to_string()))?;
         Ok(())
     }
 }

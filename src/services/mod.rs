@@ -19,6 +19,7 @@ pub mod devices;
 pub mod e2ee;
 pub mod e2ee_trust;
 pub mod email;
+pub mod file_names;
 pub mod groups;
 pub mod health;
 pub mod history;

@@ -42,47 +42,33 @@ impl From<BridgeError> for AppError {
 }
 
 /// A bridge failure as the API reports it; `not_found_code` names what was not found
-/// (`login_not_found`, `login_process_not_found`).
+/// (`login_not_found`, `login_process_not_found`). The bridge's own message is passed on
+/// where it explains the refusal; otherwise the text says what happened in our words.
 pub fn bridge_error(e: BridgeError, not_found_code: ErrorCode) -> AppError {
-    let name = e.platform().name();
-    let message = match &e {
-        BridgeError::Http { message, .. } => message.clone(),
-        _ => String::new(),
-    };
-    let or = |fallback: String| {
-        if message.trim().is_empty() {
-            fallback
-        } else {
-            message.clone()
-        }
-    };
     if let BridgeError::InvalidSegment { error, .. } = &e {
         return AppError::invalid(&error.field, error.reason);
     }
-    match e.failure() {
+    let said = match &e {
+        BridgeError::Http { message, .. } if !message.trim().is_empty() => Some(message.clone()),
+        _ => None,
+    };
+    let failure = e.failure();
+    refused_request(&e, failure, said.clone(), not_found_code)
+        .unwrap_or_else(|| bridge_trouble(&e, failure, said))
+}
+
+/// The failures of the request itself (what it names, the login's state): 4xx, the
+/// bridge's words when it gave some. None for the bridge's own trouble.
+fn refused_request(
+    e: &BridgeError,
+    failure: Failure,
+    said: Option<String>,
+    not_found_code: ErrorCode,
+) -> Option<AppError> {
+    let name = e.platform().name();
+    let or = |fallback: String| said.clone().unwrap_or(fallback);
+    Some(match failure {
         Failure::InvalidInput => AppError::invalid("path", "not a path segment"),
-        Failure::NotConfigured => AppError::Unavailable {
-            retry_after_secs: None,
-            code: ErrorCode::BridgeNotConfigured,
-            message: format!(
-                "the {name} bridge is not configured on this server \
-                 ([bridges.{}] provisioning_url)",
-                e.platform().id()
-            ),
-        },
-        Failure::Unavailable => AppError::Unavailable {
-            retry_after_secs: None,
-            code: ErrorCode::BridgeUnavailable,
-            message: e.public_message(),
-        },
-        Failure::Auth => AppError::BadGateway {
-            code: ErrorCode::BridgeAuthFailed,
-            message: format!(
-                "the {name} bridge refused the request ({}); check the shared secret \
-                 and the bridge's login permissions",
-                or("unauthorized".into())
-            ),
-        },
         Failure::NotFound => AppError::NotFound {
             code: not_found_code,
             message: or(format!("not found at the {name} bridge")),
@@ -113,18 +99,50 @@ pub fn bridge_error(e: BridgeError, not_found_code: ErrorCode) -> AppError {
                 e.platform().id()
             ),
         },
+        _ => return None,
+    })
+}
+
+/// The bridge's own trouble (not configured, unreachable, refusing us, failing): 503 or
+/// 502, never blamed on the caller's input.
+fn bridge_trouble(e: &BridgeError, failure: Failure, said: Option<String>) -> AppError {
+    let name = e.platform().name();
+    let or = |fallback: &str| said.clone().unwrap_or_else(|| fallback.to_owned());
+    match failure {
+        Failure::NotConfigured => AppError::Unavailable {
+            retry_after_secs: None,
+            code: ErrorCode::BridgeNotConfigured,
+            message: format!(
+                "the {name} bridge is not configured on this server \
+                 ([bridges.{}] provisioning_url)",
+                e.platform().id()
+            ),
+        },
+        Failure::Unavailable => AppError::Unavailable {
+            retry_after_secs: None,
+            code: ErrorCode::BridgeUnavailable,
+            message: e.public_message(),
+        },
+        Failure::Auth => AppError::BadGateway {
+            code: ErrorCode::BridgeAuthFailed,
+            message: format!(
+                "the {name} bridge refused the request ({}); check the shared secret \
+                 and the bridge's login permissions",
+                or("unauthorized")
+            ),
+        },
         Failure::Unsupported => AppError::BadGateway {
             code: ErrorCode::BridgeError,
             message: format!(
                 "the {name} bridge does not support this: {}",
-                or("unrecognized request".into())
+                or("unrecognized request")
             ),
         },
-        Failure::Upstream => AppError::BadGateway {
+        _ => AppError::BadGateway {
             code: ErrorCode::BridgeError,
-            message: match &e {
+            message: match e {
                 BridgeError::Http { .. } => {
-                    format!("the {name} bridge failed: {}", or("no details".into()))
+                    format!("the {name} bridge failed: {}", or("no details"))
                 }
                 other => other.public_message(),
             },

@@ -14,6 +14,7 @@ use rusqlite::Connection;
 use crate::config::StorageConfig;
 
 pub mod api_tokens;
+pub mod backup;
 pub mod bridge_logins;
 pub mod conversation;
 pub mod devices;
@@ -328,10 +329,15 @@ impl Store {
         Ok(self.pool.get()?)
     }
 
-    /// Consistent online copy of the live database (SQLite backup API), safe while serving.
-    pub fn backup_to(&self, target: &Path) -> Result<(), StoreError> {
+    /// Consistent online copy of the live database (SQLite backup API), safe while serving;
+    /// `on_step(bytes copied, bytes in all)` as it goes.
+    pub fn backup_to(
+        &self,
+        target: &Path,
+        on_step: &mut dyn FnMut(u64, u64),
+    ) -> Result<(), StoreError> {
         let conn = self.pool.get()?;
-        conn.backup(rusqlite::MAIN_DB, target, None)?;
+        backup::copy_to_file(&conn, target, on_step)?;
         Ok(())
     }
 }

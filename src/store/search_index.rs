@@ -202,6 +202,17 @@ pub fn message_by_id(
     .optional()
 }
 
+/// How many stored messages and cached mails a reindex of the user reads (its progress total).
+pub fn indexable(conn: &Connection, user_id: &str) -> rusqlite::Result<i64> {
+    conn.query_row(
+        "SELECT (SELECT COUNT(*) FROM messages WHERE user_id = ?1) + \
+         (SELECT COUNT(*) FROM email_messages m JOIN email_accounts a ON a.id = m.account_id \
+          WHERE a.user_id = ?1)",
+        [user_id],
+        |r| r.get(0),
+    )
+}
+
 /// The user's messages in id order after `after_id` (reindex batches).
 pub fn messages_after(
     conn: &Connection,

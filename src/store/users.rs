@@ -143,6 +143,13 @@ pub fn count(conn: &Connection) -> rusqlite::Result<i64> {
     conn.query_row("SELECT COUNT(*) FROM users", [], |r| r.get(0))
 }
 
+/// Every user's id in id order (`switchboard reindex` without `--user`).
+pub fn all_ids(conn: &Connection) -> rusqlite::Result<Vec<String>> {
+    let mut stmt = conn.prepare("SELECT id FROM users ORDER BY id")?;
+    let ids = stmt.query_map([], |r| r.get(0))?;
+    ids.collect()
+}
+
 /// Every account of a group: the primary first, then added accounts by age.
 pub fn list_group(conn: &Connection, group_id: &str) -> rusqlite::Result<Vec<UserRow>> {
     let mut stmt = conn.prepare(&format!(

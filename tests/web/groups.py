@@ -10,20 +10,16 @@ carolId, screenshots, chromium), on webapp.py's line protocol: `CODE <email>`, `
 <roomId>` (the test answers the room's name as Synapse has it). The last line is `DONE <json>`:
 {"steps": {...}, "problems": [...]}.
 """
-import json
 import sys
 import urllib.parse
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).parent))
-from webapp import (CFG, LAUNCH_ARGS, ask, expect, go, log, problems, set_up_key, shot,  # noqa: E402
-                    sign_in, step, steps, watch)
-from playwright.sync_api import sync_playwright  # noqa: E402
+from scenario import run  # noqa: E402
+from webapp import CFG, ask, expect, go, shot, step  # noqa: E402
 
 
 def groups(page):
-    sign_in(page, CFG["email"])
-    set_up_key(page)
     page.get_by_role("link", name="New chat").click()
     page.get_by_role("link", name="New group").click()
     expect(page.get_by_role("heading", name="New group")).to_be_visible()
@@ -65,21 +61,5 @@ def groups(page):
     step("renamed_on_synapse")
 
 
-def main():
-    with sync_playwright() as p:
-        browser = p.chromium.launch(executable_path=CFG["chromium"], args=LAUNCH_ARGS)
-        ctx = browser.new_context(viewport={"width": 1000, "height": 800})
-        watch(ctx, "browser")
-        page = ctx.new_page()
-        try:
-            groups(page)
-        except Exception as e:
-            problems.append(f"failed: {type(e).__name__}: {e}")
-            log("page", page.url, "\n", page.inner_text("body")[:2000])
-        finally:
-            browser.close()
-    print("DONE " + json.dumps({"steps": steps, "problems": problems}), flush=True)
-
-
 if __name__ == "__main__":
-    main()
+    run(groups, height=800)

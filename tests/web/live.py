@@ -11,14 +11,12 @@ saw the user typing; `READ <text>` -> the friend sends a read receipt on the use
 with that text; `UNREAD` -> the room's markedUnread through the API ("true"/"false"). The last
 line is `DONE <json>`: {"steps": {...}, "problems": [...]}.
 """
-import json
 import sys
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).parent))
-from webapp import (CFG, LAUNCH_ARGS, PASSPHRASE, ask, expect, go, log, problems, set_up_key,  # noqa: E402
-                    shot, sign_in, step, steps, watch)
-from playwright.sync_api import sync_playwright  # noqa: E402
+from scenario import run  # noqa: E402
+from webapp import CFG, PASSPHRASE, ask, expect, go, shot, sign_in, step, watch  # noqa: E402
 
 DRAFT = "a half-written reply, carried over"
 
@@ -29,8 +27,6 @@ def open_room(page):
 
 
 def first(page):
-    sign_in(page, CFG["email"])
-    set_up_key(page)
     open_room(page)
     step("room_open")
 
@@ -101,22 +97,10 @@ def second(browser):
     step("draft_restored")
 
 
-def main():
-    with sync_playwright() as p:
-        browser = p.chromium.launch(executable_path=CFG["chromium"], args=LAUNCH_ARGS)
-        ctx = browser.new_context(viewport={"width": 1000, "height": 700})
-        watch(ctx, "browser")
-        page = ctx.new_page()
-        try:
-            first(page)
-            second(browser)
-        except Exception as e:
-            problems.append(f"failed: {type(e).__name__}: {e}")
-            log("page", page.url, "\n", page.inner_text("body")[:2000])
-        finally:
-            browser.close()
-    print("DONE " + json.dumps({"steps": steps, "problems": problems}), flush=True)
+def scenario(page):
+    first(page)
+    second(page.context.browser)
 
 
 if __name__ == "__main__":
-    main()
+    run(scenario)

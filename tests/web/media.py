@@ -11,15 +11,13 @@ mailed code; `FILE <name>` -> "yes" once Synapse holds the user's attachment of 
 `VOICE` -> "yes" once Synapse holds the user's voice note. The last line is `DONE <json>`:
 {"steps": {...}, "problems": [...]}.
 """
-import json
 import re
 import sys
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).parent))
-from webapp import (CFG, LAUNCH_ARGS, ask, expect, go, log, problems, set_up_key,  # noqa: E402
-                    shot, sign_in, step, steps, watch)
-from playwright.sync_api import sync_playwright  # noqa: E402
+from scenario import run  # noqa: E402
+from webapp import CFG, ask, expect, go, problems, shot, step  # noqa: E402
 
 FAKE_MEDIA = ["--use-fake-device-for-media-stream", "--use-fake-ui-for-media-stream",
               "--autoplay-policy=no-user-gesture-required"]
@@ -157,29 +155,15 @@ def previews_off(page):
     step("previews_off")
 
 
-def main():
-    with sync_playwright() as p:
-        browser = p.chromium.launch(executable_path=CFG["chromium"], args=LAUNCH_ARGS + FAKE_MEDIA)
-        ctx = browser.new_context(viewport={"width": 1000, "height": 800}, permissions=["microphone"])
-        watch(ctx, "browser")
-        page = ctx.new_page()
-        try:
-            sign_in(page, CFG["email"])
-            set_up_key(page)
-            go(page, room_path())
-            incoming(page)
-            paste_and_drop(page)
-            voice(page)
-            shot(page, "media-sent.png")
-            released(page)
-            previews_off(page)
-        except Exception as e:
-            problems.append(f"failed: {type(e).__name__}: {e}")
-            log("page", page.url, "\n", page.inner_text("body")[:2000])
-        finally:
-            browser.close()
-    print("DONE " + json.dumps({"steps": steps, "problems": problems}), flush=True)
+def scenario(page):
+    go(page, room_path())
+    incoming(page)
+    paste_and_drop(page)
+    voice(page)
+    shot(page, "media-sent.png")
+    released(page)
+    previews_off(page)
 
 
 if __name__ == "__main__":
-    main()
+    run(scenario, height=800, launch_args=FAKE_MEDIA, permissions=["microphone"])

@@ -6,19 +6,15 @@ Run by tests/integration/names/browser.rs with one JSON argument (base, email, r
 senderId, screenshots, chromium), on webapp.py's line protocol (`CODE <email>`). The last line
 is `DONE <json>`: {"steps": {...}, "problems": [...]}.
 """
-import json
 import sys
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).parent))
-from webapp import (CFG, LAUNCH_ARGS, expect, log, problems, room_row, set_up_key, shot,  # noqa: E402
-                    sign_in, step, steps, watch)
-from playwright.sync_api import sync_playwright  # noqa: E402
+from scenario import run  # noqa: E402
+from webapp import CFG, expect, room_row, shot, step  # noqa: E402
 
 
 def names(page):
-    sign_in(page, CFG["email"])
-    set_up_key(page)
     row = room_row(page)
     expect(row).to_contain_text(CFG["roomName"])
     row.get_by_role("button", name="Accept invitation to " + CFG["roomName"]).click()
@@ -49,21 +45,5 @@ def names(page):
     step("archive_reads_as_action")
 
 
-def main():
-    with sync_playwright() as p:
-        browser = p.chromium.launch(executable_path=CFG["chromium"], args=LAUNCH_ARGS)
-        ctx = browser.new_context(viewport={"width": 1000, "height": 700})
-        watch(ctx, "browser")
-        page = ctx.new_page()
-        try:
-            names(page)
-        except Exception as e:
-            problems.append(f"failed: {type(e).__name__}: {e}")
-            log("page", page.url, "\n", page.inner_text("body")[:2000])
-        finally:
-            browser.close()
-    print("DONE " + json.dumps({"steps": steps, "problems": problems}), flush=True)
-
-
 if __name__ == "__main__":
-    main()
+    run(names)

@@ -12,14 +12,11 @@ import sys
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).parent))
-from webapp import (CFG, LAUNCH_ARGS, ask, expect, go, log, problems, set_up_key, shot,  # noqa: E402
-                    sign_in, step, steps, watch)
-from playwright.sync_api import sync_playwright  # noqa: E402
+from scenario import run  # noqa: E402
+from webapp import ask, expect, go, shot, step  # noqa: E402
 
 
 def verify(page):
-    sign_in(page, CFG["email"])
-    set_up_key(page)
     go(page, "/settings")
     section = page.locator("#verify")
     expect(section.get_by_role("heading", name="Device verification")).to_be_visible()
@@ -51,21 +48,5 @@ def verify(page):
     step("verified")
 
 
-def main():
-    with sync_playwright() as p:
-        browser = p.chromium.launch(executable_path=CFG["chromium"], args=LAUNCH_ARGS)
-        ctx = browser.new_context(viewport={"width": 1000, "height": 700})
-        watch(ctx, "browser")
-        page = ctx.new_page()
-        try:
-            verify(page)
-        except Exception as e:
-            problems.append(f"failed: {type(e).__name__}: {e}")
-            log("page", page.url, "\n", page.inner_text("body")[:2000])
-        finally:
-            browser.close()
-    print("DONE " + json.dumps({"steps": steps, "problems": problems}), flush=True)
-
-
 if __name__ == "__main__":
-    main()
+    run(verify)

@@ -225,6 +225,11 @@ def whatsapp(page):
     expect(card.get_by_text("WhatsApp is connected.")).to_be_visible()
     expect(card.locator(".bridge-status")).to_have_text("Connected", timeout=30_000)
     step("whatsapp_connected")
+    # Telegram has no bridge here: Alice (no administrator) is told who can set it up.
+    telegram = page.locator('section[data-platform="telegram"]')
+    expect(telegram.locator(".bridge-status")).to_have_text("Not configured on this server")
+    expect(telegram.locator(".bridge-setup")).to_have_text("The administrator of this server can set it up.")
+    step("bridge_unconfigured_shown")
 
 
 def tokens(page):
@@ -419,6 +424,11 @@ def admin(browser):
     row = page.locator("tr").filter(has_text=CFG["alice"])
     expect(row.locator("td").nth(2)).to_have_text("admin")
     step("admin_shown")
+    # An administrator is told where the docs explain running and configuring a bridge.
+    page.get_by_role("link", name="Bridges").click()
+    setup = page.locator('section[data-platform="telegram"] .bridge-setup')
+    expect(setup.locator("code")).to_have_text("docs/operations.md#bridges")
+    step("bridge_setup_docs")
 
 
 def main():

@@ -58,8 +58,10 @@ impl BridgesApi {
     /// the bridge is reachable (its whoami, read live through a cache of at most 10 s),
     /// whether a login is connected, and the caller's logins with their state. When a
     /// bridge is unreachable its logins are the last recorded ones (`reachable` false,
-    /// `problem` says why); the list itself never fails because of a bridge. Allowed
-    /// for personal API tokens.
+    /// `problem` says why); the list itself never fails because of a bridge. A platform
+    /// that is not configured carries `setupDocs`: where the documentation explains how an
+    /// administrator runs its bridge and configures it (`docs/operations.md#bridges`).
+    /// Allowed for personal API tokens.
     #[oai(path = "/", method = "get", operation_id = "bridges_list")]
     async fn list(
         &self,

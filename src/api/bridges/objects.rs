@@ -64,7 +64,15 @@ pub struct BridgeStatus {
     pub last_checked_at: Option<DateTime<Utc>>,
     /// Why the bridge could not be read, when it could not.
     pub problem: Option<String>,
+    /// For a platform that is not configured: where the documentation explains how to run
+    /// its mautrix bridge and configure it here, `docs/operations.md#bridges` (in the source
+    /// tree, and under `/usr/share/doc/switchboard/` from the Debian package). Null once
+    /// configured. The web app shows it to administrators.
+    pub setup_docs: Option<String>,
 }
+
+/// The section of the operations guide on running and configuring the bridges.
+pub const BRIDGE_SETUP_DOCS: &str = "docs/operations.md#bridges";
 
 impl From<PlatformStatus> for BridgeStatus {
     fn from(s: PlatformStatus) -> Self {
@@ -77,6 +85,7 @@ impl From<PlatformStatus> for BridgeStatus {
             logins: s.logins.into_iter().map(Into::into).collect(),
             last_checked_at: s.last_checked_at.map(time),
             problem: s.problem,
+            setup_docs: (!s.configured).then(|| BRIDGE_SETUP_DOCS.to_owned()),
         }
     }
 }

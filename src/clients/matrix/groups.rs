@@ -17,10 +17,6 @@ impl MatrixClient {
         state_key: &str,
         content: &Value,
     ) -> Result<String, MatrixError> {
-        #[derive(Deserialize)]
-        struct Sent {
-            event_id: String,
-        }
         // An empty state key is an empty last segment (`…/m.room.name/`), which the
         // segment encoder would refuse as a segment of its own.
         let path = format!(
@@ -33,14 +29,7 @@ impl MatrixClient {
                 encode(state_key)
             }
         );
-        let resp = self
-            .client_api(reqwest::Method::PUT, token, &path)?
-            .json(content)
-            .send()
-            .await
-            .map_err(unreachable)?;
-        let sent: Sent = decode(resp).await?;
-        Ok(sent.event_id)
+        self.put_for_event_id(token, &path, content).await
     }
 
     /// `POST /rooms/{roomId}/invite {user_id}`.

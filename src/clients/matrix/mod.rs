@@ -252,6 +252,28 @@ impl MatrixClient {
             .request(method, format!("{}/_matrix/client/v3/{path}", self.base))
             .bearer_auth(token))
     }
+
+    /// `PUT /_matrix/client/v3/{path}` with `content` as the holder of `token`, for the calls
+    /// that answer `{event_id}` (a state event, a message, a redaction): that event id.
+    async fn put_for_event_id(
+        &self,
+        token: &str,
+        path: &str,
+        content: &serde_json::Value,
+    ) -> Result<String, MatrixError> {
+        #[derive(serde::Deserialize)]
+        struct Sent {
+            event_id: String,
+        }
+        let resp = self
+            .client_api(reqwest::Method::PUT, token, path)?
+            .json(content)
+            .send()
+            .await
+            .map_err(unreachable)?;
+        let sent: Sent = decode(resp).await?;
+        Ok(sent.event_id)
+    }
 }
 
 pub use crate::clients::segment::encode;

@@ -63,24 +63,13 @@ impl MatrixClient {
         txn_id: &str,
         content: &serde_json::Value,
     ) -> Result<String, MatrixError> {
-        #[derive(Deserialize)]
-        struct Sent {
-            event_id: String,
-        }
         let path = format!(
             "rooms/{}/send/{}/{}",
             encode(room_id),
             encode(event_type),
             encode(txn_id)
         );
-        let resp = self
-            .client_api(reqwest::Method::PUT, token, &path)?
-            .json(content)
-            .send()
-            .await
-            .map_err(unreachable)?;
-        let sent: Sent = decode(resp).await?;
-        Ok(sent.event_id)
+        self.put_for_event_id(token, &path, content).await
     }
 
     /// `PUT /rooms/{roomId}/redact/{eventId}/{txnId}`: redacts `event_id` (idempotent per
@@ -92,24 +81,13 @@ impl MatrixClient {
         event_id: &str,
         txn_id: &str,
     ) -> Result<String, MatrixError> {
-        #[derive(Deserialize)]
-        struct Sent {
-            event_id: String,
-        }
         let path = format!(
             "rooms/{}/redact/{}/{}",
             encode(room_id),
             encode(event_id),
             encode(txn_id)
         );
-        let resp = self
-            .client_api(reqwest::Method::PUT, token, &path)?
-            .json(&json!({}))
-            .send()
-            .await
-            .map_err(unreachable)?;
-        let sent: Sent = decode(resp).await?;
-        Ok(sent.event_id)
+        self.put_for_event_id(token, &path, &json!({})).await
     }
 
     /// `POST /rooms/{roomId}/read_markers`: moves the fully-read marker and sends a public

@@ -133,7 +133,6 @@ pub(super) async fn reconcile(
             let old = bridge_logins::list(&tx, &uid, platform.id())?;
             let mut changes = Vec::new();
             for o in &observed {
-                let key = row_key(&uid, platform, &o.login_id);
                 let prev = old.iter().find(|r| r.login_id == o.login_id);
                 let same_state = prev.is_some_and(|p| {
                     p.state_event == o.state_event
@@ -156,28 +155,9 @@ pub(super) async fn reconcile(
                 if same_state && same_info {
                     continue;
                 }
-                bridge_logins::upsert(
-                    &tx,
-                    &BridgeLoginRow {
-                        user_id: uid.clone(),
-                        platform: platform.id().to_owned(),
-                        login_id: o.login_id.clone(),
-                        remote_name_enc: Some(dek.seal_str(
-                            &o.remote_name,
-                            &Aad::new("bridge_logins", "remote_name", &key),
-                        )),
-                        remote_profile_enc: Some(dek.seal_str(
-                            &Value::Object(o.remote_profile.clone()).to_string(),
-                            &Aad::new("bridge_logins", "remote_profile", &key),
-                        )),
-                        state_event: o.state_event.clone(),
-                        error_code: o.error_code.clone(),
-                        error: o.error.clone(),
-                        state_ts: o.state_ts,
-                        created_at: prev.map_or(now, |p| p.created_at),
-                        updated_at: now,
-                    },
-                )?;
+                let created_at = prev.map_or(now, |p| p.created_at);
+                let row = sealed_row(&dek, &uid, platform, o, created_at, now);
+                bridge_logins::upsert(&tx, &row)?;
             }
             let missing = old
                 .iter()
@@ -198,6 +178,38 @@ pub(super) async fn reconcile(
         publish_state(state, &user.id, platform, change);
     }
     Ok(())
+}
+
+/// The stored row of an observed login, its remote name and profile sealed under the
+/// user's data key (bound to the row by its key).
+fn sealed_row(
+    dek: &crate::crypto::DataKey,
+    uid: &str,
+    platform: Platform,
+    o: &Observed,
+    created_at: i64,
+    now: i64,
+) -> BridgeLoginRow {
+    let key = row_key(uid, platform, &o.login_id);
+    BridgeLoginRow {
+        user_id: uid.to_owned(),
+        platform: platform.id().to_owned(),
+        login_id: o.login_id.clone(),
+        remote_name_enc: Some(dek.seal_str(
+            &o.remote_name,
+            &Aad::new("bridge_logins", "remote_name", &key),
+        )),
+        remote_profile_enc: Some(dek.seal_str(
+            &Value::Object(o.remote_profile.clone()).to_string(),
+            &Aad::new("bridge_logins", "remote_profile", &key),
+        )),
+        state_event: o.state_event.clone(),
+        error_code: o.error_code.clone(),
+        error: o.error.clone(),
+        state_ts: o.state_ts,
+        created_at,
+        updated_at: now,
+    }
 }
 
 pub(super) fn publish_state(

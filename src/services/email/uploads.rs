@@ -28,7 +28,7 @@ pub const TTL_MS: i64 = 24 * 60 * 60 * 1000;
 /// Uploads one user may have spooled at once.
 pub const MAX_UPLOADS_PER_USER: i64 = 100;
 /// Longest file name kept (characters).
-pub const MAX_NAME_CHARS: usize = 255;
+pub const MAX_NAME_CHARS: usize = crate::services::file_names::MAX_CHARS;
 
 #[derive(Debug, Clone)]
 pub struct Upload {
@@ -55,20 +55,7 @@ fn chunk_aad(id: &str, n: u64) -> String {
 
 /// A file name for the MIME part: its last path segment, control characters dropped.
 fn clean_name(name: Option<&str>) -> String {
-    let base = name
-        .unwrap_or_default()
-        .rsplit(['/', '\\'])
-        .next()
-        .unwrap_or_default();
-    let cleaned: String = base
-        .chars()
-        .filter(|c| !c.is_control())
-        .take(MAX_NAME_CHARS)
-        .collect();
-    match cleaned.trim() {
-        "" => "attachment".to_owned(),
-        t => t.to_owned(),
-    }
+    crate::services::file_names::clean(name, "attachment")
 }
 
 /// `type/subtype` as lettre reads it; no type means `application/octet-stream`.

@@ -125,6 +125,10 @@ pub fn check_url(raw: &str) -> AppResult<reqwest::Url> {
     Ok(url)
 }
 
+/// Why a preview is refused while the user has them off.
+const PREVIEWS_OFF: &str = "link previews are off in this account's settings \
+     (PUT /api/settings/previews {\"enabled\": true})";
+
 /// The user's Matrix token, once their previews are known to be on (403
 /// `previews_disabled` otherwise).
 async fn acting(state: &Context, user_id: &str) -> AppResult<(MatrixClient, String)> {
@@ -141,8 +145,7 @@ async fn acting(state: &Context, user_id: &str) -> AppResult<(MatrixClient, Stri
             if !preview_settings::enabled(c, &uid)? {
                 return Err(AppError::forbidden(
                     ErrorCode::PreviewsDisabled,
-                    "link previews are off in this account's settings \
-                     (PUT /api/settings/previews {\"enabled\": true})",
+                    PREVIEWS_OFF,
                 ));
             }
             matrix_token(&st, &user)

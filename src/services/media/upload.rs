@@ -32,8 +32,6 @@ use crate::services::Context;
 const SNIFF_BYTES: usize = 64 * 1024;
 /// Longest caption, in characters (as a text message).
 const MAX_CAPTION_CHARS: usize = send::MAX_TEXT_CHARS;
-/// Longest file name kept, in characters.
-const MAX_NAME_CHARS: usize = 255;
 /// The text fields of the form (they come before `file`).
 #[derive(Debug, Clone, Default)]
 pub struct UploadForm {
@@ -115,20 +113,7 @@ fn msgtype_of(mimetype: &str) -> &'static str {
 
 /// A file name without path parts or control characters, at most 255 characters.
 fn clean_name(name: Option<&str>) -> String {
-    let base = name
-        .unwrap_or_default()
-        .rsplit(['/', '\\'])
-        .next()
-        .unwrap_or_default();
-    let cleaned: String = base
-        .chars()
-        .filter(|c| !c.is_control())
-        .take(MAX_NAME_CHARS)
-        .collect();
-    match cleaned.trim() {
-        "" | "." | ".." => "file".to_owned(),
-        t => t.to_owned(),
-    }
+    crate::services::file_names::clean(name, "file")
 }
 
 /// The spool: the file encrypted under a fresh key, its length and that key.
@@ -301,16 +286,7 @@ where
         .txn_id
         .ok_or_else(|| AppError::invalid("txnId", "is required (before file in the form)"))?;
     validate_txn_id(&txn_id)?;
-    let caption = form.caption.filter(|c| !c.trim().is_empty());
-    if caption
-        .as_ref()
-        .is_some_and(|c| c.chars().count() > MAX_CAPTION_CHARS)
-    {
-        return Err(AppError::invalid(
-            "caption",
-            format!("must be at most {MAX_CAPTION_CHARS} characters"),
-        ));
-    }
+    let caption = caption_of(form.caption)?;
     let audio = super::voice::AudioFields::parse(
         form.duration_ms.as_deref(),
         form.voice.as_deref(),
@@ -351,19 +327,7 @@ where
     let mimetype = resolve_type(part.content_type.as_deref(), &head)?;
     let msgtype = msgtype_of(&mimetype);
     audio.check_type(msgtype, &mimetype)?;
-    let mut info = json!({"mimetype": mimetype, "size": spool.length});
-    if msgtype == "m.image" {
-        if let Ok(dim) = imagesize::blob_size(&head) {
-            info["w"] = json!(dim.width);
-            info["h"] = json!(dim.height);
-        }
-    }
-    if let Some(ms) = audio
-        .duration_ms
-        .filter(|_| matches!(msgtype, "m.audio" | "m.video"))
-    {
-        info["duration"] = json!(ms);
-    }
+    let info = file_info(&mimetype, msgtype, &head, spool.length, &audio);
     let key = copy_info(&spool.info)?;
     let mut content = json!({"msgtype": msgtype, "info": info});
     if encrypted {
@@ -375,13 +339,7 @@ where
         let mxc = send_spool(&matrix, &token, spool, Some(key), &mimetype, &name).await?;
         content["url"] = json!(mxc);
     }
-    match caption {
-        Some(caption) => {
-            content["body"] = json!(caption);
-            content["filename"] = json!(name);
-        }
-        None => content["body"] = json!(name),
-    }
+    name_the_file(&mut content, caption, &name);
     audio.mark(&mut content);
     if let Some(reply) = reply_to {
         content["m.relates_to"] = json!({"m.in_reply_to": {"event_id": reply}});
@@ -391,6 +349,58 @@ where
         content,
     };
     send::send_once(state, user_id, out).await
+}
+
+/// The caption: none when blank, 400 when longer than a text message may be.
+fn caption_of(caption: Option<String>) -> AppResult<Option<String>> {
+    let caption = caption.filter(|c| !c.trim().is_empty());
+    if caption
+        .as_ref()
+        .is_some_and(|c| c.chars().count() > MAX_CAPTION_CHARS)
+    {
+        return Err(AppError::invalid(
+            "caption",
+            format!("must be at most {MAX_CAPTION_CHARS} characters"),
+        ));
+    }
+    Ok(caption)
+}
+
+/// The event's `info`: type and size, an image's dimensions (read from its first bytes),
+/// an audio or video's duration.
+fn file_info(
+    mimetype: &str,
+    msgtype: &str,
+    head: &[u8],
+    size: u64,
+    audio: &super::voice::AudioFields,
+) -> Value {
+    let mut info = json!({"mimetype": mimetype, "size": size});
+    if msgtype == "m.image" {
+        if let Ok(dim) = imagesize::blob_size(head) {
+            info["w"] = json!(dim.width);
+            info["h"] = json!(dim.height);
+        }
+    }
+    if let Some(ms) = audio
+        .duration_ms
+        .filter(|_| matches!(msgtype, "m.audio" | "m.video"))
+    {
+        info["duration"] = json!(ms);
+    }
+    info
+}
+
+/// `body` is the caption when there is one (the file name then in `filename`), else the
+/// file name.
+fn name_the_file(content: &mut Value, caption: Option<String>, name: &str) {
+    match caption {
+        Some(caption) => {
+            content["body"] = json!(caption);
+            content["filename"] = json!(name);
+        }
+        None => content["body"] = json!(name),
+    }
 }
 
 #[cfg(test)]

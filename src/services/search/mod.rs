@@ -150,6 +150,7 @@ pub fn reindex(
     conn: &mut Connection,
     master: &crate::crypto::MasterKey,
     user_id: &str,
+    on_batch: &mut dyn FnMut(&Reindexed),
 ) -> AppResult<Reindexed> {
     let user =
         crate::store::users::find(conn, user_id)?.ok_or_else(|| AppError::not_found("user"))?;
@@ -176,6 +177,7 @@ pub fn reindex(
             }
         }
         tx.commit()?;
+        on_batch(&out);
     }
     // Each mail under its thread, with the text the mailbox sync indexes it by.
     let mut after = String::new();
@@ -203,6 +205,7 @@ pub fn reindex(
             }
         }
         tx.commit()?;
+        on_batch(&out);
     }
     // Vectors of items that are no longer indexed go too.
     search_index::drop_orphan_vectors(conn, user_id)?;

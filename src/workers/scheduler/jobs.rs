@@ -302,17 +302,7 @@ pub async fn send_due(state: &Context) -> AppResult<usize> {
             r = done_rx.recv() => r,
             _ = state.shutdown.wait() => {
                 tasks.abort_all();
-                let ids: Vec<String> = open.into_iter().collect();
-                let n = ids.len();
-                let released = state
-                    .store
-                    .query(move |c| store::release(c, &ids, now_ms()))
-                    .await;
-                match released {
-                    Err(e) => tracing::warn!(error = %e, "cannot release scheduled messages at shutdown"),
-                    Ok(_) if n > 0 => tracing::info!(messages = n, "shutdown: unsent scheduled messages released"),
-                    Ok(_) => {}
-                }
+                release_at_shutdown(state, open).await;
                 return Ok(claimed_total);
             }
         };
@@ -327,50 +317,82 @@ pub async fn send_due(state: &Context) -> AppResult<usize> {
         for (row, _) in &batch {
             open.remove(&row.id);
         }
-        let failed_reasons: HashMap<String, String> = batch
-            .iter()
-            .filter_map(|(row, o)| match o {
-                Outcome::Fatal { reason } | Outcome::Error { reason, .. } => {
-                    Some((row.id.clone(), reason.clone()))
-                }
-                Outcome::Sent { .. } | Outcome::Requeue => None,
-            })
-            .collect();
-        let changes = state
-            .store
-            .run(move |c| commit(c, &batch, now_ms()))
-            .await?;
-        for change in changes {
-            scheduled::publish(
-                state,
-                &change.user_id,
-                &change.id,
-                &change.room_id,
-                change.status,
-            );
-            if change.status == FAILED {
-                tracing::warn!(
-                    id = %change.id,
-                    reason = failed_reasons.get(&change.id).map(String::as_str).unwrap_or(""),
-                    "scheduled message failed"
-                );
-                if state.push.is_some() {
-                    let state = state.clone();
-                    tokio::spawn(async move {
-                        let n = Notification::new(
-                            "Scheduled message not sent",
-                            "A scheduled message could not be delivered. Open Switchboard for details.",
-                        )
-                        .with("type", "scheduled_failed")
-                        .with("scheduledMessageId", change.id.clone());
-                        devices::notify_user(&state, &change.user_id, n).await;
-                    });
-                }
-            }
-        }
+        commit_batch(state, batch).await?;
     }
     while tasks.join_next().await.is_some() {}
     Ok(claimed_total)
+}
+
+/// Gives the messages still being sent back to the queue (their leases released) when
+/// the service stops; the homeserver deduplicates a send that had gone out.
+async fn release_at_shutdown(state: &Context, open: HashSet<String>) {
+    let ids: Vec<String> = open.into_iter().collect();
+    let n = ids.len();
+    let released = state
+        .store
+        .query(move |c| store::release(c, &ids, now_ms()))
+        .await;
+    match released {
+        Err(e) => tracing::warn!(error = %e, "cannot release scheduled messages at shutdown"),
+        Ok(_) if n > 0 => {
+            tracing::info!(messages = n, "shutdown: unsent scheduled messages released")
+        }
+        Ok(_) => {}
+    }
+}
+
+/// Commits one batch of outcomes, tells the user's clients, and the user (a push) when a
+/// message failed for good.
+async fn commit_batch(state: &Context, batch: Vec<Done>) -> AppResult<()> {
+    let failed_reasons: HashMap<String, String> = batch
+        .iter()
+        .filter_map(|(row, o)| match o {
+            Outcome::Fatal { reason } | Outcome::Error { reason, .. } => {
+                Some((row.id.clone(), reason.clone()))
+            }
+            Outcome::Sent { .. } | Outcome::Requeue => None,
+        })
+        .collect();
+    let changes = state
+        .store
+        .run(move |c| commit(c, &batch, now_ms()))
+        .await?;
+    for change in changes {
+        scheduled::publish(
+            state,
+            &change.user_id,
+            &change.id,
+            &change.room_id,
+            change.status,
+        );
+        if change.status == FAILED {
+            tracing::warn!(
+                id = %change.id,
+                reason = failed_reasons.get(&change.id).map(String::as_str).unwrap_or(""),
+                "scheduled message failed"
+            );
+            notify_failed(state, change.user_id, change.id);
+        }
+    }
+    Ok(())
+}
+
+/// A push to the user's devices that a scheduled message could not be sent (when push is
+/// configured), in the background.
+fn notify_failed(state: &Context, user_id: String, id: String) {
+    if state.push.is_none() {
+        return;
+    }
+    let state = state.clone();
+    tokio::spawn(async move {
+        let n = Notification::new(
+            "Scheduled message not sent",
+            "A scheduled message could not be delivered. Open Switchboard for details.",
+        )
+        .with("type", "scheduled_failed")
+        .with("scheduledMessageId", id);
+        devices::notify_user(&state, &user_id, n).await;
+    });
 }
 
 /// The earliest time a pending message needs the scheduler.

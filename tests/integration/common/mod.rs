@@ -14,6 +14,7 @@ pub mod ai;
 pub mod apns;
 pub mod auth_api;
 pub mod bridge;
+pub mod chromium;
 pub mod client;
 pub mod matrix;
 pub mod synapse;

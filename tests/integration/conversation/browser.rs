@@ -3,7 +3,7 @@
 //! privacy switches, and a draft typed in one browser context restored in a second.
 
 use super::*;
-use crate::webapp::browser::{run_script, CHROMIUM};
+use crate::common::chromium::{assert_steps, run_script, script_config, SignInCodes};
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_web_app_shows_typing_seen_and_carries_a_draft_to_another_browser() {
@@ -16,19 +16,17 @@ async fn the_web_app_shows_typing_seen_and_carries_a_draft_to_another_browser() 
     })
     .await;
     let email = chat.user.email.clone();
-    let config = json!({
-        "base": app.base,
-        "email": email,
-        "roomId": chat.room,
-        "incoming": incoming,
-        "screenshots": std::env::var_os("SWITCHBOARD_WEB_SCREENSHOTS")
-            .map(|d| repo_root().join(d))
-            .unwrap_or_else(|| app.dir.path().join("screenshots")),
-        "chromium": CHROMIUM,
-    });
+    let config = script_config(
+        &app,
+        &email,
+        json!({
+            "roomId": chat.room,
+            "incoming": incoming,
+        }),
+    );
     let (_, since) = hs_sync(&chat.friend_token, &chat.room, None).await;
     let mut since = since;
-    let mut seen = mail::messages_to(&email).len();
+    let mut codes = SignInCodes::new(&email);
     let typing_path = format!(
         "/rooms/{}/typing/{}",
         encode(&chat.room),
@@ -38,11 +36,7 @@ async fn the_web_app_shows_typing_seen_and_carries_a_draft_to_another_browser() 
         "tests/web/live.py",
         config,
         async |verb: &str, arg: &str| match verb {
-            "CODE" => {
-                let code = mail::wait_for_code(arg, seen).await;
-                seen += 1;
-                code
-            }
+            "CODE" => codes.next(arg).await,
             "TYPE" => {
                 cs_api(
                     Method::PUT,
@@ -109,18 +103,17 @@ async fn the_web_app_shows_typing_seen_and_carries_a_draft_to_another_browser() 
         },
     )
     .await;
-    eprintln!("browser report: {report:#}");
-    assert_eq!(report["problems"], json!([]), "{report}");
-    for step in [
-        "room_open",
-        "typing_shown",
-        "typing_sent",
-        "seen_shown",
-        "draft_saved_sealed",
-        "marked_unread",
-        "privacy_switches",
-        "draft_restored",
-    ] {
-        assert_eq!(report["steps"][step], true, "step {step} in {report}");
-    }
+    assert_steps(
+        &report,
+        &[
+            "room_open",
+            "typing_shown",
+            "typing_sent",
+            "seen_shown",
+            "draft_saved_sealed",
+            "marked_unread",
+            "privacy_switches",
+            "draft_restored",
+        ],
+    );
 }

@@ -4,7 +4,7 @@
 //! reaches Synapse.
 
 use super::*;
-use crate::webapp::browser::{run_script, CHROMIUM};
+use crate::common::chromium::{assert_steps, run_script, script_config, SignInCodes};
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_group_made_in_the_web_app_is_listed_and_renamed_on_synapse() {
@@ -48,26 +48,20 @@ async fn a_group_made_in_the_web_app_is_listed_and_renamed_on_synapse() {
         tokio::time::sleep(std::time::Duration::from_millis(200)).await;
     }
 
-    let config = json!({
-        "base": app.base,
-        "email": email,
-        "bobName": "Bob Climber",
-        "carolId": carol.user_id,
-        "screenshots": std::env::var_os("SWITCHBOARD_WEB_SCREENSHOTS")
-            .map(|d| repo_root().join(d))
-            .unwrap_or_else(|| app.dir.path().join("screenshots")),
-        "chromium": CHROMIUM,
-    });
-    let mut seen = mail::messages_to(&email).len();
+    let config = script_config(
+        &app,
+        &email,
+        json!({
+            "bobName": "Bob Climber",
+            "carolId": carol.user_id,
+        }),
+    );
+    let mut codes = SignInCodes::new(&email);
     let report = run_script(
         "tests/web/groups.py",
         config,
         async |verb: &str, arg: &str| match verb {
-            "CODE" => {
-                let code = mail::wait_for_code(arg, seen).await;
-                seen += 1;
-                code
-            }
+            "CODE" => codes.next(arg).await,
             "CREATED" => {
                 // Bob was invited: he joins and reads the room's state.
                 bob.join(arg).await;
@@ -89,15 +83,14 @@ async fn a_group_made_in_the_web_app_is_listed_and_renamed_on_synapse() {
         },
     )
     .await;
-    eprintln!("browser report: {report:#}");
-    assert_eq!(report["problems"], json!([]), "{report}");
-    for step in [
-        "picked_members",
-        "created_on_synapse",
-        "group_in_inbox",
-        "details_members",
-        "renamed_on_synapse",
-    ] {
-        assert_eq!(report["steps"][step], true, "step {step} in {report}");
-    }
+    assert_steps(
+        &report,
+        &[
+            "picked_members",
+            "created_on_synapse",
+            "group_in_inbox",
+            "details_members",
+            "renamed_on_synapse",
+        ],
+    );
 }

@@ -11,11 +11,11 @@ use serde_json::{json, Value};
 use switchboard::clients::matrix::encode;
 
 use super::{real_png, wav_tone, Site, TITLE};
+use crate::common::chromium::{assert_steps, run_script, script_config, SignInCodes};
 use crate::common::matrix::MatrixUser;
 use crate::common::*;
 use crate::conversation::Chat;
 use crate::rooms::cs_api;
-use crate::webapp::browser::{run_script, CHROMIUM};
 
 const WAIT: Duration = Duration::from_secs(30);
 
@@ -88,18 +88,16 @@ async fn chromium_shows_images_plays_audio_previews_links_and_sends_files_and_vo
     let link_event = friend.send_text(&chat.room, &link_text).await;
     crate::rich::wait_event_id(&app, &chat.token, &chat.room, &link_event).await;
 
-    let config = json!({
-        "base": app.base,
-        "email": chat.user.email,
-        "roomId": chat.room,
-        "linkText": link_text,
-        "title": TITLE,
-        "screenshots": std::env::var_os("SWITCHBOARD_WEB_SCREENSHOTS")
-            .map(|d| repo_root().join(d))
-            .unwrap_or_else(|| app.dir.path().join("screenshots")),
-        "chromium": CHROMIUM,
-    });
-    let mut seen = mail::messages_to(&chat.user.email).len();
+    let config = script_config(
+        &app,
+        &chat.user.email,
+        json!({
+            "roomId": chat.room,
+            "linkText": link_text,
+            "title": TITLE,
+        }),
+    );
+    let mut codes = SignInCodes::new(&chat.user.email);
     let mut voice: Option<Value> = None;
     let (room, me, friend_token) = (
         chat.room.clone(),
@@ -110,11 +108,7 @@ async fn chromium_shows_images_plays_audio_previews_links_and_sends_files_and_vo
         "tests/web/media.py",
         config,
         async |verb: &str, arg: &str| match verb {
-            "CODE" => {
-                let code = mail::wait_for_code(arg, seen).await;
-                seen += 1;
-                code
-            }
+            "CODE" => codes.next(arg).await,
             "FILE" => {
                 let found = wait_event(&friend_token, &room, &me, |e| {
                     e["content"]["body"] == arg && e["content"]["url"].is_string()
@@ -133,21 +127,20 @@ async fn chromium_shows_images_plays_audio_previews_links_and_sends_files_and_vo
         },
     )
     .await;
-    eprintln!("browser report: {report:#}");
-    assert_eq!(report["problems"], json!([]), "{report}");
-    for step in [
-        "image_inline",
-        "image_full",
-        "audio_player",
-        "link_preview",
-        "paste_sent",
-        "drop_sent",
-        "voice_sent",
-        "blobs_released",
-        "previews_off",
-    ] {
-        assert_eq!(report["steps"][step], true, "step {step} in {report}");
-    }
+    assert_steps(
+        &report,
+        &[
+            "image_inline",
+            "image_full",
+            "audio_player",
+            "link_preview",
+            "paste_sent",
+            "drop_sent",
+            "voice_sent",
+            "blobs_released",
+            "previews_off",
+        ],
+    );
 
     // The voice note as the bridges read it: m.audio, voice, a duration near the 2+ s
     // recorded, and a waveform of 0–1024 values.

@@ -5,9 +5,9 @@
 use serde_json::json;
 
 use super::PNG_1X1;
+use crate::common::chromium::{assert_steps, run_script, script_config, SignInCodes};
 use crate::common::matrix as mx;
 use crate::common::*;
-use crate::webapp::browser::{run_script, CHROMIUM};
 use base64::engine::general_purpose::STANDARD;
 use base64::Engine as _;
 
@@ -28,39 +28,32 @@ async fn the_web_app_shows_names_avatars_and_the_last_line() {
         .await;
     anna.send_text(&room, "see you Saturday").await;
 
-    let config = json!({
-        "base": app.base,
-        "email": email,
-        "roomId": room,
-        "roomName": "Book club",
-        "senderId": anna.user_id,
-        "screenshots": std::env::var_os("SWITCHBOARD_WEB_SCREENSHOTS")
-            .map(|d| repo_root().join(d))
-            .unwrap_or_else(|| app.dir.path().join("screenshots")),
-        "chromium": CHROMIUM,
-    });
-    let mut seen = mail::messages_to(&email).len();
+    let config = script_config(
+        &app,
+        &email,
+        json!({
+            "roomId": room,
+            "roomName": "Book club",
+            "senderId": anna.user_id,
+        }),
+    );
+    let mut codes = SignInCodes::new(&email);
     let report = run_script(
         "tests/web/names.py",
         config,
         async |verb: &str, arg: &str| match verb {
-            "CODE" => {
-                let code = mail::wait_for_code(arg, seen).await;
-                seen += 1;
-                code
-            }
+            "CODE" => codes.next(arg).await,
             other => panic!("unknown request from the browser script: {other} {arg}"),
         },
     )
     .await;
-    eprintln!("browser report: {report:#}");
-    assert_eq!(report["problems"], json!([]), "{report}");
-    for step in [
-        "last_line_in_inbox",
-        "name_not_id",
-        "avatar_shown",
-        "archive_reads_as_action",
-    ] {
-        assert_eq!(report["steps"][step], true, "step {step} in {report}");
-    }
+    assert_steps(
+        &report,
+        &[
+            "last_line_in_inbox",
+            "name_not_id",
+            "avatar_shown",
+            "archive_reads_as_action",
+        ],
+    );
 }

@@ -244,3 +244,44 @@ fn an_address_in_use_is_a_clear_error() {
     assert!(!status.success());
     assert!(err.contains("cannot serve"), "{err}");
 }
+
+/// Off a terminal (here: stderr is a pipe, as under CI or systemd) `backup` and `restore`
+/// report their progress as plain lines on stderr, without a bar's control characters, and
+/// keep stdout for the result.
+#[test]
+fn backup_and_restore_write_plain_progress_lines_off_a_terminal() {
+    let dir = tempfile::tempdir().unwrap();
+    let data = dir.path().join("d");
+    let data = data.to_str().unwrap();
+    let (status, _, err) = run_cli(&["migrate", "--data-dir", data], dir.path());
+    assert!(status.success(), "{err}");
+    let copy = dir.path().join("copy.db");
+    let copy = copy.to_str().unwrap();
+    let (status, out, err) = run_cli(&["backup", copy, "--data-dir", data], dir.path());
+    assert!(status.success(), "{err}");
+    assert!(out.contains("database copied to"), "{out}");
+    let lines: Vec<&str> = err.lines().filter(|l| l.starts_with("backup: ")).collect();
+    assert_eq!(lines.first(), Some(&"backup: started"), "{err}");
+    let last = lines.last().unwrap();
+    assert!(last.ends_with(", done") && last.contains("B of "), "{err}");
+    assert!(
+        !err.contains('\r') && !err.contains('\u{1b}'),
+        "a bar was drawn: {err:?}"
+    );
+
+    let other = dir.path().join("restored");
+    let (status, out, err) = run_cli(
+        &["restore", copy, "--data-dir", other.to_str().unwrap()],
+        dir.path(),
+    );
+    assert!(status.success(), "{err}");
+    assert!(out.contains("restored"), "{out}");
+    let done = err
+        .lines()
+        .find(|l| l.starts_with("restore: ") && l.ends_with(", done"));
+    assert!(done.is_some(), "{err}");
+    assert!(
+        !err.contains('\r') && !err.contains('\u{1b}'),
+        "a bar was drawn: {err:?}"
+    );
+}

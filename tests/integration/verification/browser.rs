@@ -5,33 +5,20 @@
 use serde_json::json;
 
 use super::{emoji_of, own};
-use crate::common::*;
-use crate::webapp::browser::{run_script, CHROMIUM};
+use crate::common::chromium::{assert_steps, run_script, script_config, SignInCodes};
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_web_app_walks_a_person_through_a_verification() {
     let mut s = own().await;
     let email = s.session.email.clone();
-    let config = json!({
-        "base": s.app.base,
-        "email": email,
-        // SWITCHBOARD_WEB_SCREENSHOTS=DIR keeps verification.png, as in webapp/browser.rs.
-        "screenshots": std::env::var_os("SWITCHBOARD_WEB_SCREENSHOTS")
-            .map(|d| repo_root().join(d))
-            .unwrap_or_else(|| s.app.dir.path().join("screenshots")),
-        "chromium": CHROMIUM,
-    });
-    let mut seen = mail::messages_to(&email).len();
+    let config = script_config(&s.app, &email, json!({}));
+    let mut codes = SignInCodes::new(&email);
     let mut started = String::new();
     let report = run_script(
         "tests/web/verify.py",
         config,
         async |verb: &str, arg: &str| match verb {
-            "CODE" => {
-                let code = mail::wait_for_code(arg, seen).await;
-                seen += 1;
-                code
-            }
+            "CODE" => codes.next(arg).await,
             "START" => {
                 started = s.nio_starts();
                 started.clone()
@@ -54,11 +41,10 @@ async fn the_web_app_walks_a_person_through_a_verification() {
         },
     )
     .await;
-    eprintln!("browser report: {report:#}");
-    assert_eq!(report["problems"], json!([]), "{report}");
-    for step in ["section_shown", "listed_live", "emoji_shown", "verified"] {
-        assert_eq!(report["steps"][step], true, "step {step} in {report}");
-    }
+    assert_steps(
+        &report,
+        &["section_shown", "listed_live", "emoji_shown", "verified"],
+    );
     let done = s.wait_verified(&started).await;
     assert_eq!(done["otherDeviceId"], s.nio_device);
 }

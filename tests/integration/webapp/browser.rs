@@ -6,22 +6,18 @@
 //! Also: `tsc --noEmit --allowJs --checkJs` over assets/ with the API types generated from the
 //! served OpenAPI document.
 
-use std::io::{BufRead, BufReader, Write};
-use std::path::{Path, PathBuf};
-use std::process::{Command, Stdio};
+use std::path::PathBuf;
+use std::process::Command;
 use std::time::Duration;
 
 use serde_json::{json, Value};
 
 use crate::common::bridge::{BridgeEmulator, Login, Network};
+use crate::common::chromium::{run_script, CHROMIUM};
 use crate::common::*;
 
-/// The browser every run uses: Debian's package (Playwright's own download is not reachable).
-pub(crate) const CHROMIUM: &str = "/usr/bin/chromium";
 /// IMAP password of the journey's Dovecot mailbox (the SMTP sink takes any).
 const MAIL_PASSWORD: &str = "web-mail-secret-4Kp";
-/// The whole browser journey must finish within this.
-const JOURNEY_TIMEOUT: Duration = Duration::from_secs(300);
 
 fn tool(rel: &str) -> PathBuf {
     let dir = std::env::var_os("SWITCHBOARD_TEST_TOOLS")
@@ -30,56 +26,9 @@ fn tool(rel: &str) -> PathBuf {
     dir.join(rel)
 }
 
-/// Runs the Playwright script; answers its requests; returns its final report.
+/// Runs the journey's Playwright script; answers its requests; returns its final report.
 async fn run_browser(config: Value, answer: impl AsyncFnMut(&str, &str) -> String) -> Value {
     run_script("tests/web/webapp.py", config, answer).await
-}
-
-/// [`run_browser`] with another Playwright script of tests/web/ (same line protocol).
-pub(crate) async fn run_script(
-    script: &str,
-    config: Value,
-    answer: impl AsyncFnMut(&str, &str) -> String,
-) -> Value {
-    assert!(
-        Path::new(CHROMIUM).exists(),
-        "{CHROMIUM} is missing: scripts/test.sh installs Debian's chromium (apt-get, as root)"
-    );
-    let mut child = Command::new(python())
-        .arg(repo_root().join(script))
-        .arg(config.to_string())
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .spawn()
-        .unwrap_or_else(|e| panic!("start {script}: {e}"));
-    let mut stdin = child.stdin.take().unwrap();
-    let stdout = BufReader::new(child.stdout.take().unwrap());
-    // A thread reads the script's lines, so the runtime stays free for the emulator.
-    let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel::<String>();
-    std::thread::spawn(move || {
-        for line in stdout.lines().map_while(Result::ok) {
-            if tx.send(line).is_err() {
-                break;
-            }
-        }
-    });
-    let mut answer = answer;
-    let report = tokio::time::timeout(JOURNEY_TIMEOUT, async {
-        while let Some(line) = rx.recv().await {
-            let (verb, arg) = line.split_once(' ').unwrap_or((line.as_str(), ""));
-            if verb == "DONE" {
-                return serde_json::from_str::<Value>(arg).expect("report JSON");
-            }
-            let reply = answer(verb, arg).await;
-            writeln!(stdin, "{reply}").unwrap();
-            stdin.flush().unwrap();
-        }
-        panic!("the browser script ended without a report (its stderr is above)");
-    })
-    .await;
-    let _ = child.kill();
-    let _ = child.wait();
-    report.expect("the browser journey took longer than 300 s")
 }
 
 /// Messages of `room_id` as `user` sees them on the homeserver.
@@ -225,6 +174,7 @@ async fn a_person_uses_switchboard_from_chromium() {
         "searched",
         "qr_rotated",
         "whatsapp_connected",
+        "bridge_unconfigured_shown",
         "token_used",
         "token_revoked",
         "recovery_key_shown",
@@ -244,6 +194,7 @@ async fn a_person_uses_switchboard_from_chromium() {
         "unlocked_key_not_raw",
         "unlocked",
         "admin_shown",
+        "bridge_setup_docs",
         "narrow_ok",
     ] {
         assert_eq!(report["steps"][step], true, "step {step} in {report}");

@@ -4,7 +4,7 @@
 
 use serde_json::{json, Value};
 
-use super::browser::{run_script, CHROMIUM};
+use crate::common::chromium::{run_script, CHROMIUM};
 use crate::common::*;
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

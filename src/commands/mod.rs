@@ -1,10 +1,15 @@
-//! What each CLI subcommand does. Errors come back as one printable message.
+//! What each CLI subcommand does. Errors come back as one printable message. The data
+//! commands read and write through the store's modules, never with SQL of their own, and the
+//! long ones (`reindex`, `backup`, `restore`) show their progress ([`progress`]).
+
+mod progress;
 
 use std::path::Path;
 
 use crate::config::{Config, LogFormat, Overrides};
 use crate::state::AppState;
-use crate::store::{Store, SCHEMA_VERSION};
+use crate::store::{backup as copy, Store, SCHEMA_VERSION};
+use progress::{Progress, Unit};
 
 pub use crate::services::admin::UserCommand;
 
@@ -90,6 +95,14 @@ pub fn openapi() -> CmdResult {
 pub fn check_config(overrides: &Overrides) -> CmdResult {
     let config = load(overrides)?;
     println!("configuration: ok");
+    print_settings(&config);
+    print_master_key(&config)?;
+    print_database(&config)
+}
+
+/// What the configuration turns on: addresses, mail, the homeserver, bridges, AI, push, limits.
+fn print_settings(config: &Config) {
+    let on_off = |on: bool| if on { "configured" } else { "disabled" };
     println!("  listen:          {}", config.server.listen);
     println!("  base url:        {}", config.public_base_url());
     println!("  data dir:        {}", config.storage.data_dir.display());
@@ -107,35 +120,23 @@ pub fn check_config(overrides: &Overrides) -> CmdResult {
         .filter(|(_, b)| b.provisioning_url.is_some())
         .map(|(name, _)| name)
         .collect();
-    println!(
-        "  bridges:         {}",
-        if bridges.is_empty() {
-            "none".to_owned()
-        } else {
-            bridges.join(", ")
-        }
-    );
-    println!(
-        "  ai service:      {}",
-        if config.ai.is_some() {
-            "configured"
-        } else {
-            "disabled"
-        }
-    );
-    println!(
-        "  push (APNs):     {}",
-        if config.push.is_some() {
-            "configured"
-        } else {
-            "disabled"
-        }
-    );
+    let bridges = if bridges.is_empty() {
+        "none".to_owned()
+    } else {
+        bridges.join(", ")
+    };
+    println!("  bridges:         {bridges}");
+    println!("  ai service:      {}", on_off(config.ai.is_some()));
+    println!("  push (APNs):     {}", on_off(config.push.is_some()));
     println!(
         "  rate limit:      {} requests per {}",
         config.rate_limit.requests,
         humantime::format_duration(config.rate_limit.window.0)
     );
+}
+
+/// The master key file: loaded (so a bad one fails here), or to be created on first start.
+fn print_master_key(config: &Config) -> CmdResult {
     let key_path = config.storage.master_key_path();
     if key_path.exists() {
         crate::crypto::MasterKey::load(&key_path).map_err(|e| e.to_string())?;
@@ -146,29 +147,32 @@ pub fn check_config(overrides: &Overrides) -> CmdResult {
             key_path.display()
         );
     }
+    Ok(())
+}
+
+/// The database file's schema version (read-only), or that it will be created.
+fn print_database(config: &Config) -> CmdResult {
     let db = config.storage.database_path();
-    if db.exists() {
-        let conn =
-            rusqlite::Connection::open_with_flags(&db, rusqlite::OpenFlags::SQLITE_OPEN_READ_ONLY)
-                .map_err(|e| format!("cannot open {}: {e}", db.display()))?;
-        let version: i64 = conn
-            .pragma_query_value(None, "user_version", |r| r.get(0))
-            .map_err(|e| format!("cannot read {}: {e}", db.display()))?;
-        let note = if version < SCHEMA_VERSION {
-            " (migrations pending; applied at start)"
-        } else {
-            ""
-        };
-        println!(
-            "  database:        {} schema version {version} of {SCHEMA_VERSION}{note}",
-            db.display()
-        );
-    } else {
+    if !db.exists() {
         println!(
             "  database:        {} (will be created; schema version {SCHEMA_VERSION})",
             db.display()
         );
+        return Ok(());
     }
+    let conn =
+        copy::open_read_only(&db).map_err(|e| format!("cannot open {}: {e}", db.display()))?;
+    let version =
+        copy::schema_version(&conn).map_err(|e| format!("cannot read {}: {e}", db.display()))?;
+    let note = if version < SCHEMA_VERSION {
+        " (migrations pending; applied at start)"
+    } else {
+        ""
+    };
+    println!(
+        "  database:        {} schema version {version} of {SCHEMA_VERSION}{note}",
+        db.display()
+    );
     Ok(())
 }
 
@@ -195,7 +199,11 @@ pub fn backup(overrides: &Overrides, file: &Path) -> CmdResult {
     }
     let config = load(overrides)?;
     let store = Store::open(&config.storage).map_err(|e| e.to_string())?;
-    store.backup_to(file).map_err(|e| e.to_string())?;
+    let mut progress = Progress::start("backup", 0, Unit::Bytes);
+    store
+        .backup_to(file, &mut |done, total| progress.update(done, total))
+        .map_err(|e| e.to_string())?;
+    progress.finish();
     println!("database copied to {}", file.display());
     println!(
         "also keep {} safe: without it the encrypted columns cannot be read",
@@ -212,22 +220,24 @@ pub fn reindex(overrides: &Overrides, user: Option<&str>) -> CmdResult {
         .map_err(|e| format!("cannot read the master key: {e}"))?;
     let store = Store::open(&config.storage).map_err(|e| e.to_string())?;
     let mut conn = store.conn().map_err(|e| e.to_string())?;
-    let users: Vec<String> = match user {
+    let users = match user {
         Some(u) => vec![u.to_owned()],
-        None => {
-            let mut stmt = conn
-                .prepare("SELECT id FROM users ORDER BY id")
-                .map_err(|e| e.to_string())?;
-            let ids = stmt
-                .query_map([], |r| r.get(0))
-                .and_then(Iterator::collect)
-                .map_err(|e| e.to_string())?;
-            ids
-        }
+        None => crate::store::users::all_ids(&conn).map_err(|e| e.to_string())?,
     };
     for id in users {
-        let done = crate::services::search::reindex(&mut conn, &master, &id)
-            .map_err(|e| format!("user {id}: {e}"))?;
+        let total = crate::store::search_index::indexable(&conn, &id).map_err(|e| e.to_string())?;
+        let total = u64::try_from(total).unwrap_or(0);
+        let mut progress = Progress::start(
+            format!("reindex {id}"),
+            total,
+            Unit::Items("messages and e-mails"),
+        );
+        let done = crate::services::search::reindex(&mut conn, &master, &id, &mut |n| {
+            let read = n.messages + n.emails + n.unreadable;
+            progress.update(u64::try_from(read).unwrap_or(u64::MAX), total);
+        })
+        .map_err(|e| format!("user {id}: {e}"))?;
+        progress.finish();
         println!(
             "user {id}: {} messages and {} e-mails indexed, {} unreadable (sealed under a \
              deleted key)",
@@ -240,10 +250,8 @@ pub fn reindex(overrides: &Overrides, user: Option<&str>) -> CmdResult {
 pub fn restore(overrides: &Overrides, file: &Path) -> CmdResult {
     let config = load(overrides)?;
     let source =
-        rusqlite::Connection::open_with_flags(file, rusqlite::OpenFlags::SQLITE_OPEN_READ_ONLY)
-            .map_err(|e| format!("cannot open {}: {e}", file.display()))?;
-    let version: i64 = source
-        .pragma_query_value(None, "user_version", |r| r.get(0))
+        copy::open_read_only(file).map_err(|e| format!("cannot open {}: {e}", file.display()))?;
+    let version = copy::schema_version(&source)
         .map_err(|e| format!("{} is not a switchboard database: {e}", file.display()))?;
     if version == 0 || version > SCHEMA_VERSION {
         return Err(format!(
@@ -253,11 +261,12 @@ pub fn restore(overrides: &Overrides, file: &Path) -> CmdResult {
     }
     std::fs::create_dir_all(&config.storage.data_dir).map_err(|e| e.to_string())?;
     let target = config.storage.database_path();
-    let mut dest = rusqlite::Connection::open(&target).map_err(|e| e.to_string())?;
-    let backup = rusqlite::backup::Backup::new(&source, &mut dest).map_err(|e| e.to_string())?;
-    backup
-        .run_to_completion(256, std::time::Duration::from_millis(0), None)
-        .map_err(|e| e.to_string())?;
+    let mut progress = Progress::start("restore", 0, Unit::Bytes);
+    copy::copy_to_file(&source, &target, &mut |done, total| {
+        progress.update(done, total)
+    })
+    .map_err(|e| e.to_string())?;
+    progress.finish();
     println!("restored {} into {}", file.display(), target.display());
     Ok(())
 }
