@@ -86,6 +86,9 @@ pub struct BackFill<'a> {
     pub room_id: &'a str,
     /// Oldest first.
     pub events: &'a [Event],
+    /// The member state of the page's senders after its newest event (`/messages`
+    /// `state`), from which each message gets its sender's name of then.
+    pub state: &'a [Event],
     /// Unix seconds.
     pub now: i64,
 }
@@ -374,6 +377,7 @@ async fn fetch_and_store(state: &Context, user_id: &str, gap: &Gap) -> AppResult
                 dek: &dek,
                 room_id: &gap.room_id,
                 events: &events,
+                state: &page.state,
                 now,
             };
             let added = sink.ingest(&tx, &page_in)?;

@@ -217,17 +217,21 @@ impl Pass<'_, '_> {
 
 /// Stores events paged back from the homeserver (`/rooms/{id}/messages`, given oldest
 /// first) for one stored room, through the same per-event path as a sync. Only what is
-/// not room state: old state events describe the room as it was, not as it is. An edit
-/// that happened later comes bundled with the original (`unsigned.m.relations`), whose
-/// own event was paged earlier (before its original was stored), so it is applied here.
+/// not room state: old state events describe the room as it was, not as it is; but each
+/// message is stored with its sender's name of then, from the page's member `state` and
+/// the member events inside it ([`super::past_senders`]). An edit that happened later
+/// comes bundled with the original (`unsigned.m.relations`), whose own event was paged
+/// earlier (before its original was stored), so it is applied here.
 pub fn ingest_history(
     tx: &Transaction<'_>,
     ctx: &IngestContext<'_>,
     dek: &DataKey,
     room_id: &str,
     events: &[Event],
+    state: &[Event],
 ) -> rusqlite::Result<IngestOutcome> {
     let mut pass = Pass::new(tx, ctx, dek);
+    pass.senders_then = super::past_senders::past_senders(state, events);
     let mut view = RoomView::load(tx, ctx, dek, room_id)?;
     if view.is_new() {
         return Ok(pass.out); // removed meanwhile
@@ -326,9 +330,11 @@ impl Pass<'_, '_> {
         let ts = ev.origin_server_ts.unwrap_or(ctx.now * 1000);
         // The sender's name and avatar as of this point of the timeline (a later rename
         // changes the member's profile, not this row).
-        let sender_enc = view
-            .sender_profile(tx, dek, sender)?
-            .map(|p| senders::seal_sender(dek, &id, &p));
+        let profile = match self.senders_then.get(event_id) {
+            Some(then) => Some(then.clone()),
+            None => view.sender_profile(tx, dek, sender)?,
+        };
+        let sender_enc = profile.map(|p| senders::seal_sender(dek, &id, &p));
         let row = MessageRow {
             sender_enc,
             content_enc: seal_message(dek, &id, &content),

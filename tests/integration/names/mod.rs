@@ -16,6 +16,7 @@ use crate::common::matrix::{self as mx, MatrixUser};
 use crate::common::*;
 use crate::messages::{decrypt, register_key};
 
+mod backfill;
 mod browser;
 
 const WAIT: Duration = Duration::from_secs(30);
