@@ -1,8 +1,8 @@
 // @ts-check
-// Search across chats and mail; encrypted snippets are opened here; a result opens its
-// conversation or thread.
+// Search across chats and mail; encrypted snippets (and senders) are opened here; a result
+// opens its conversation or thread.
 import * as api from '../api.js';
-import { openText } from '../crypto.js';
+import { openJson, openText } from '../crypto.js';
 import { state } from '../state.js';
 import { h, replace, field, fullTime } from '../ui/dom.js';
 import { busy } from '../ui/notice.js';
@@ -35,20 +35,31 @@ async function run(query, results, status) {
   const page = await api.get('/api/search', { query: { q: query, limit: 50 } });
   const items = await Promise.all(page.results.map(async (r) => {
     const snippet = r.snippet ?? (await openText(state.keys, r.encryptedSnippet));
-    return resultItem(r, snippet);
+    return resultItem(r, snippet, await senderName(r));
   }));
   replace(results, items);
   status.textContent = page.results.length ? `${page.results.length} result${page.results.length === 1 ? '' : 's'}` : `Nothing found for “${query}”.`;
 }
 
-/** @param {Schemas['SearchResult']} r @param {string | null} snippet */
-function resultItem(r, snippet) {
+/**
+ * Who sent a message result, by name as in the conversation: `senderName`, or the one
+ * sealed in `encryptedSender`; the Matrix ID only when neither opens; nothing for mail.
+ * @param {Schemas['SearchResult']} r @returns {Promise<string>}
+ */
+async function senderName(r) {
+  if (r.senderName) return r.senderName;
+  const sealed = await openJson(state.keys, r.encryptedSender);
+  return typeof sealed?.senderName === 'string' && sealed.senderName ? sealed.senderName : r.senderId || '';
+}
+
+/** @param {Schemas['SearchResult']} r @param {string | null} snippet @param {string} who */
+function resultItem(r, snippet, who) {
   const href = r.kind === 'email' ? `/mail/${api.seg(r.threadId || r.id)}` : `/rooms/${api.seg(r.roomId || '')}`;
   const room = r.roomId ? state.meta.get(r.roomId) : null;
   const where = r.kind === 'email' ? 'E-mail' : room?.name || room?.recipientName || r.roomId || 'Conversation';
   return h('li', null,
     h('a', { href }, where),
-    h('span', { class: 'muted' }, ` · ${r.senderId || ''} · ${fullTime(r.timestamp)}`),
+    h('span', { class: 'muted', title: r.senderId || '' }, ` · ${who} · ${fullTime(r.timestamp)}`),
     h('p', null, snippet === null ? h('em', null, 'This snippet cannot be opened with the key of this browser.') : marked(snippet, r.highlights)));
 }
 

@@ -34,7 +34,7 @@ pub use crate::services::indexing::{
     index_email, index_item, index_message, remove_item, terms, SearchKey, KIND_EMAIL, KIND_MESSAGE,
 };
 pub use query::{Highlight, Query};
-pub use run::{search, SearchHit, SearchPage, SearchParams, SnippetText};
+pub use run::{search, SearchHit, SearchPage, SearchParams, SenderText, SnippetText};
 
 /// A cached mail's header and the text it is indexed by (and summarized from): the body's
 /// text part, or the snippet of a mail without one. `None` when it does not open.
