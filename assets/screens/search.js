@@ -1,8 +1,8 @@
 // @ts-check
-// Search across chats and mail; encrypted snippets are opened here; a result opens its
-// conversation or thread.
+// Search across chats and mail; encrypted snippets (and senders) are opened here; a result
+// opens its conversation or thread.
 import * as api from '../api.js';
-import { openText } from '../crypto.js';
+import { openJson, openText } from '../crypto.js';
 import { state } from '../state.js';
 import { h, replace, field, fullTime } from '../ui/dom.js';
 import { busy } from '../ui/notice.js';
@@ -42,7 +42,7 @@ async function run(query, results, status) {
   const items = await Promise.all(
     page.results.map(async (r) => {
       const snippet = r.snippet ?? (await openText(state.keys, r.encryptedSnippet));
-      return resultItem(r, snippet);
+      return resultItem(r, snippet, await senderName(r));
     }),
   );
   replace(results, items);
@@ -51,8 +51,19 @@ async function run(query, results, status) {
     : `Nothing found for “${query}”.`;
 }
 
-/** @param {Schemas['SearchResult']} r @param {string | null} snippet */
-function resultItem(r, snippet) {
+/**
+ * Who sent a message result, by name as in the conversation: `senderName`, or the one
+ * sealed in `encryptedSender`; the Matrix ID only when neither opens; nothing for mail.
+ * @param {Schemas['SearchResult']} r @returns {Promise<string>}
+ */
+async function senderName(r) {
+  if (r.senderName) return r.senderName;
+  const sealed = await openJson(state.keys, r.encryptedSender);
+  return typeof sealed?.senderName === 'string' && sealed.senderName ? sealed.senderName : r.senderId || '';
+}
+
+/** @param {Schemas['SearchResult']} r @param {string | null} snippet @param {string} who */
+function resultItem(r, snippet, who) {
   const href = r.kind === 'email' ? `/mail/${api.seg(r.threadId || r.id)}` : `/rooms/${api.seg(r.roomId || '')}`;
   const room = r.roomId ? state.meta.get(r.roomId) : null;
   const where = r.kind === 'email' ? 'E-mail' : room?.name || room?.recipientName || r.roomId || 'Conversation';
@@ -60,7 +71,7 @@ function resultItem(r, snippet) {
     'li',
     null,
     h('a', { href }, where),
-    h('span', { class: 'muted' }, ` · ${r.senderId || ''} · ${fullTime(r.timestamp)}`),
+    h('span', { class: 'muted', title: r.senderId || '' }, ` · ${who} · ${fullTime(r.timestamp)}`),
     h(
       'p',
       null,

@@ -99,9 +99,11 @@ pub struct ReadableMessageView {
     /// Matrix ID of the sender.
     pub sender_id: String,
     /// The sender's display name in this room as it was when the message was sent (the
-    /// `displayname` of the sender's `m.room.member` state then in force, as the sync
-    /// stored it); the localpart of `senderId` when the sender has none. A later rename
-    /// does not change it. Never fetched from the homeserver while reading.
+    /// `displayname` of the sender's `m.room.member` state then in force: as the sync
+    /// stored it, or for older history paged back from the homeserver, as that page's
+    /// member state and the member events in it show it); the localpart of `senderId` when
+    /// the sender has none. A later rename does not change it. Never fetched from the
+    /// homeserver while reading.
     pub sender_name: String,
     /// `/api/rooms/{roomId}/members/{userId}/avatar` (URL-encoded), which serves the
     /// member's avatar thumbnail, when the sender had an avatar when the message was sent;

@@ -10,7 +10,7 @@ use super::messages::EncryptedContent;
 use super::security::TokenAuth;
 use super::ApiTags;
 use crate::error::AppError;
-use crate::services::search::{self, SearchHit, SearchPage, SearchParams, SnippetText};
+use crate::services::search::{self, SearchHit, SearchPage, SearchParams, SenderText, SnippetText};
 use crate::state::AppState;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Enum)]
@@ -45,6 +45,21 @@ pub struct SearchResultView {
     pub thread_id: Option<String>,
     /// Matrix ID of a message's sender; null for e-mail.
     pub sender_id: Option<String>,
+    /// A message's sender as the history names them (`senderName` of message objects): the
+    /// display name in that room when the message was sent, else the localpart of
+    /// `senderId`. From the user's own stored names, never asked of the homeserver. Present
+    /// for messages wherever `snippet` is text; absent for e-mail and where the snippet is
+    /// sealed (then it is in `encryptedSender`).
+    #[oai(skip_serializing_if_is_none)]
+    pub sender_name: Option<String>,
+    /// With `senderName`: the member avatar route
+    /// (`/api/rooms/{roomId}/members/{userId}/avatar`) when the sender had an avatar when
+    /// the message was sent; null otherwise, and for e-mail.
+    pub sender_avatar_url: Option<String>,
+    /// Where the snippet is sealed (`encryptedSnippet`), a message's sender instead: the
+    /// JSON `{"senderName": "…", "senderAvatarUrl": "…" | null}` sealed the same way.
+    #[oai(skip_serializing_if_is_none)]
+    pub encrypted_sender: Option<EncryptedContent>,
     /// Milliseconds since the Unix epoch.
     pub timestamp: i64,
     /// The text around the first match (at most 200 characters, "…" where cut). Personal
@@ -87,6 +102,7 @@ impl From<SearchHit> for SearchResultView {
                 }),
             ),
         };
+        let (sender_name, sender_avatar_url, encrypted_sender) = sender_fields(h.sender);
         Self {
             kind: if email {
                 ResultKind::Email
@@ -97,6 +113,9 @@ impl From<SearchHit> for SearchResultView {
             room_id: (!email).then(|| h.scope.clone()),
             thread_id: email.then_some(h.scope),
             sender_id: h.sender_id,
+            sender_name,
+            sender_avatar_url,
+            encrypted_sender,
             timestamp: h.timestamp,
             snippet,
             encrypted_snippet,
@@ -109,6 +128,28 @@ impl From<SearchHit> for SearchResultView {
                 })
                 .collect(),
         }
+    }
+}
+
+/// `senderName`, `senderAvatarUrl` and `encryptedSender` of a result.
+fn sender_fields(
+    sender: Option<SenderText>,
+) -> (Option<String>, Option<String>, Option<EncryptedContent>) {
+    match sender {
+        Some(SenderText::Plain(s)) => (Some(s.name), s.avatar_url, None),
+        Some(SenderText::Sealed {
+            ephemeral_pubkey,
+            nonce,
+            ciphertext,
+        }) => {
+            let sealed = EncryptedContent {
+                ephemeral_pubkey,
+                nonce,
+                ciphertext,
+            };
+            (None, None, Some(sealed))
+        }
+        None => (None, None, None),
     }
 }
 
@@ -140,7 +181,9 @@ impl SearchApi {
     ///
     /// Native sessions get each snippet sealed to their registered X25519 key
     /// (`encryptedSnippet`), or as text before a key is registered; personal tokens get
-    /// `snippet` as text. Personal tokens need an explicit opt-in for this route
+    /// `snippet` as text. Message results name their sender as message objects do
+    /// (`senderName`, `senderAvatarUrl`; sealed as `encryptedSender` where the snippet is
+    /// sealed), from the caller's own stored names. Personal tokens need an explicit opt-in for this route
     /// (`PATCH /api/developer/tokens/{id}` `{"optIn": true}`), whenever they were created:
     /// it reads across every room at once. 400 `invalid_request` for a missing `q`, a
     /// `limit` outside 1 to 100, an unknown `platform`, a bad `after`/`before`/`cursor`;

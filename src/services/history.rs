@@ -26,8 +26,9 @@ use rusqlite::{Connection, Transaction, TransactionBehavior};
 
 use super::users;
 use crate::clients::matrix::e2ee::UserCrypto;
+use crate::clients::matrix::history::MessagesPage;
 use crate::clients::matrix::types::Event;
-use crate::clients::matrix::MatrixError;
+use crate::clients::matrix::{MatrixClient, MatrixError};
 use crate::clock::unix_now;
 use crate::crypto::DataKey;
 use crate::error::{AppError, AppResult, ErrorCode};
@@ -86,6 +87,9 @@ pub struct BackFill<'a> {
     pub room_id: &'a str,
     /// Oldest first.
     pub events: &'a [Event],
+    /// The member state of the page's senders after its newest event (`/messages`
+    /// `state`), from which each message gets its sender's name of then.
+    pub state: &'a [Event],
     /// Unix seconds.
     pub now: i64,
 }
@@ -313,18 +317,32 @@ async fn fetch_and_store(state: &Context, user_id: &str, gap: &Gap) -> AppResult
         return Ok(false);
     };
     let sink = state.history.clone();
-    let page = matrix
-        .messages_back(
-            &token,
-            &gap.room_id,
-            &gap.from_token,
-            gap.to_token.as_deref(),
-            FETCH,
-            sink.filter(),
-        )
-        .await;
-    let page = match page {
-        Ok(page) => page,
+    let mut page = fetch_page(&matrix, &token, user_id, &gap, sink.filter()).await?;
+    if page.chunk.iter().any(|e| e.kind == "m.room.encrypted") {
+        decrypt_page(state, &user, &gap.room_id, &mut page.chunk).await;
+    }
+    let (fetched, room_id) = (page.chunk.len(), gap.room_id.clone());
+    let added = store_page(state, user_id, gap, page).await?;
+    tracing::info!(%user_id, %room_id, events = fetched, messages = added,
+        "fetched older history from the homeserver");
+    Ok(true)
+}
+
+/// One page of `gap` from the homeserver; an empty one when it refuses for good (the
+/// user may not see older events: the gap is closed then).
+async fn fetch_page(
+    matrix: &MatrixClient,
+    token: &str,
+    user_id: &str,
+    gap: &Gap,
+    filter: &str,
+) -> AppResult<MessagesPage> {
+    let to = gap.to_token.as_deref();
+    match matrix
+        .messages_back(token, &gap.room_id, &gap.from_token, to, FETCH, filter)
+        .await
+    {
+        Ok(page) => Ok(page),
         Err(MatrixError::Http {
             status: 400 | 403 | 404,
             message,
@@ -332,33 +350,44 @@ async fn fetch_and_store(state: &Context, user_id: &str, gap: &Gap) -> AppResult
         }) => {
             tracing::info!(%user_id, room_id = %gap.room_id, %message,
                 "the homeserver refuses older history of this room; gap closed");
-            Default::default()
+            Ok(MessagesPage::default())
         }
-        Err(e) => {
-            return Err(AppError::Unavailable {
-                code: ErrorCode::HomeserverUnavailable,
-                retry_after_secs: None,
-                message: e.to_string(),
-            })
-        }
-    };
-    let mut page = page;
-    if page.chunk.iter().any(|e| e.kind == "m.room.encrypted") {
-        match super::e2ee::machine_for(state, &user).await {
-            Ok(Some(crypto)) => {
-                sink.decrypt(&crypto, &gap.room_id, &mut page.chunk).await;
-            }
-            Ok(None) => {}
-            // Stored undecryptable then, and decrypted when the machine works again.
-            Err(e) => tracing::warn!(%user_id, room_id = %gap.room_id, error = %e,
-                "cannot open the crypto store for back-filled history"),
-        }
+        Err(e) => Err(AppError::Unavailable {
+            code: ErrorCode::HomeserverUnavailable,
+            retry_after_secs: None,
+            message: e.to_string(),
+        }),
     }
-    let fetched = page.chunk.len();
-    let room_id = gap.room_id.clone();
-    let master = state.master.clone();
-    let uid = user_id.to_owned();
-    let added = state
+}
+
+/// Decrypts a page's encrypted events with the user's crypto machine, as the sync does;
+/// those it cannot open are stored undecryptable and decrypted later.
+async fn decrypt_page(state: &Context, user: &UserRow, room_id: &str, events: &mut [Event]) {
+    match super::e2ee::machine_for(state, user).await {
+        Ok(Some(crypto)) => {
+            state.history.decrypt(&crypto, room_id, events).await;
+        }
+        Ok(None) => {}
+        // Stored undecryptable then, and decrypted when the machine works again.
+        Err(e) => tracing::warn!(user_id = %user.id, %room_id, error = %e,
+            "cannot open the crypto store for back-filled history"),
+    }
+}
+
+/// Stores a fetched page (oldest first, through the sink) and moves or closes the gap, in
+/// one transaction; returns the messages added.
+async fn store_page(
+    state: &Context,
+    user_id: &str,
+    gap: Gap,
+    page: MessagesPage,
+) -> AppResult<usize> {
+    let (master, uid, sink) = (
+        state.master.clone(),
+        user_id.to_owned(),
+        state.history.clone(),
+    );
+    state
         .store
         .run(move |c| {
             let tx = c.transaction_with_behavior(TransactionBehavior::Immediate)?;
@@ -374,6 +403,7 @@ async fn fetch_and_store(state: &Context, user_id: &str, gap: &Gap) -> AppResult
                 dek: &dek,
                 room_id: &gap.room_id,
                 events: &events,
+                state: &page.state,
                 now,
             };
             let added = sink.ingest(&tx, &page_in)?;
@@ -381,10 +411,7 @@ async fn fetch_and_store(state: &Context, user_id: &str, gap: &Gap) -> AppResult
             tx.commit()?;
             Ok::<_, AppError>(added)
         })
-        .await?;
-    tracing::info!(%user_id, %room_id, events = fetched, messages = added,
-        "fetched older history from the homeserver");
-    Ok(true)
+        .await
 }
 
 /// Moves the gap below the stored page (`oldest` is its oldest event), or closes it when

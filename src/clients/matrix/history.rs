@@ -15,6 +15,10 @@ pub struct MessagesPage {
     /// Where the next (older) page starts; absent when there is nothing older to see.
     #[serde(default)]
     pub end: Option<String>,
+    /// With `lazy_load_members` in the filter: the `m.room.member` state of the chunk's
+    /// senders. Synapse gives it as it was right after the chunk's first (newest) event.
+    #[serde(default)]
+    pub state: Vec<Event>,
 }
 
 /// A page is waited for at most this long: a reader is waiting for the answer.

@@ -23,7 +23,7 @@ use crate::crypto::{Aad, DataKey};
 use crate::error::{AppError, AppResult};
 use crate::services::messages::cache::KeyTag;
 use crate::services::search::open_item;
-use crate::services::search::run::{parse_limit, render, verified_matches, Verified};
+use crate::services::search::run::{name_senders, parse_limit, render, verified_matches, Verified};
 use crate::services::search::{Query, SearchPage};
 use crate::services::Context;
 use crate::store::search_index::{self, Candidate, Filters, VectorRow};
@@ -197,7 +197,8 @@ pub async fn search(
             }
             tx.commit()?;
             let semantic = rank_by_meaning(c, &uid, &dek, &m, &query_vector, limit * 2)?;
-            let merged = fuse(keyword, semantic, &query, limit);
+            let mut merged = fuse(keyword, semantic, &query, limit);
+            name_senders(c, &dek, &uid, &mut merged)?;
             render(merged, recipient, None)
         })
         .await?;
@@ -257,6 +258,7 @@ fn fuse(
                         candidate: cand,
                         text,
                         hits,
+                        sender: None,
                     },
                 )
             });

@@ -129,12 +129,26 @@ pub async fn react(
     };
     let sent = send::send_once(state, user_id, out).await?;
     // Stored now, so the reaction shows (and a repeat finds it) before the sync's echo.
+    store_own_reaction(state, user_id, &room_id, target, key, &sent.event_id).await?;
+    announce(state, user_id, &room_id);
+    Ok(sent)
+}
+
+/// Stores the user's reaction `ev` (just sent) to `target` with `key`, sealed.
+async fn store_own_reaction(
+    state: &Context,
+    user_id: &str,
+    room_id: &str,
+    target: String,
+    key: &str,
+    ev: &str,
+) -> AppResult<()> {
     let (uid, master, key, ev, room) = (
         user_id.to_owned(),
         state.master.clone(),
         key.to_owned(),
-        sent.event_id.clone(),
-        room_id.clone(),
+        ev.to_owned(),
+        room_id.to_owned(),
     );
     state
         .db(move |c| {
@@ -149,11 +163,10 @@ pub async fn react(
                 sender_id: user.matrix_user_id.unwrap_or_default(),
                 ts: unix_now() as i64 * 1000,
             };
-            Ok(reactions::insert_if_new(c, &row)?)
+            reactions::insert_if_new(c, &row)?;
+            Ok(())
         })
-        .await?;
-    announce(state, user_id, &room_id);
-    Ok(sent)
+        .await
 }
 
 /// `DELETE …/messages/{eventId}/reactions/{key}`: redacts the caller's reactions with

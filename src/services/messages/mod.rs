@@ -37,6 +37,7 @@ use crate::crypto::DataKey;
 use crate::error::{AppError, AppResult, ErrorCode};
 use crate::events::ChangeEvent;
 use crate::services::Context;
+use crate::store::history::Gap;
 use crate::store::messages::{self as stored, MessageRow, MessageStats, PageStart};
 use crate::store::user_keys;
 use crate::store::users::UserRow;
@@ -176,45 +177,7 @@ pub async fn history(
                 "personal tokens page with `cursor` (from `nextCursor`), not `before`",
             ));
         }
-        // The hot path (a page read again) builds the key from the query it owns and
-        // clones nothing else; what the render needs is taken from the key on a miss.
-        let key = PageKey {
-            user_id: principal.user_id().to_owned(),
-            view: PageView::ReadableHistory {
-                room_id,
-                cursor: q.cursor,
-                limit,
-            },
-        };
-        if let Some(body) = state.pages.get(&key) {
-            return Ok(History::Readable(body));
-        }
-        let PageView::ReadableHistory {
-            room_id, cursor, ..
-        } = key.view.clone()
-        else {
-            return Err(AppError::internal("readable page key of another view"));
-        };
-        let (uid, master) = (key.user_id.clone(), state.master.clone());
-        let body = state
-            .pages
-            .get_or_render(key, || async move {
-                let cursor = cursor.as_deref().map(Cursor::decode).transpose()?;
-                let user_id = uid.clone();
-                history::render_filling(state, &user_id, |fill| {
-                    let (uid, master) = (uid.clone(), master.clone());
-                    let (room_id, cursor) = (room_id.clone(), cursor.clone());
-                    state.store.run(move |c| {
-                        let user = load_user(c, &uid)?;
-                        conversations::require_readable(&user)?;
-                        let dek = users::data_key(&master, &user)?;
-                        readable::page(c, &user, &dek, room_id, cursor, limit, fill)
-                    })
-                })
-                .await
-            })
-            .await?;
-        return Ok(History::Readable(body));
+        return readable_history(state, principal, room_id, q.cursor, limit).await;
     }
     if q.cursor.is_some() {
         return Err(AppError::invalid(
@@ -223,6 +186,67 @@ pub async fn history(
         ));
     }
     let before = parse_before(q.before.as_deref())?;
+    sealed_history(state, principal, room_id, before, limit).await
+}
+
+/// The personal-token view: a cached page, or one rendered (filling gaps on the way).
+async fn readable_history(
+    state: &Context,
+    principal: &Principal,
+    room_id: Option<String>,
+    cursor: Option<String>,
+    limit: i64,
+) -> AppResult<History> {
+    // The hot path (a page read again) builds the key from the query it owns and
+    // clones nothing else; what the render needs is taken from the key on a miss.
+    let key = PageKey {
+        user_id: principal.user_id().to_owned(),
+        view: PageView::ReadableHistory {
+            room_id,
+            cursor,
+            limit,
+        },
+    };
+    if let Some(body) = state.pages.get(&key) {
+        return Ok(History::Readable(body));
+    }
+    let PageView::ReadableHistory {
+        room_id, cursor, ..
+    } = key.view.clone()
+    else {
+        return Err(AppError::internal("readable page key of another view"));
+    };
+    let (uid, master) = (key.user_id.clone(), state.master.clone());
+    let body = state
+        .pages
+        .get_or_render(key, || async move {
+            let cursor = cursor.as_deref().map(Cursor::decode).transpose()?;
+            let user_id = uid.clone();
+            history::render_filling(state, &user_id, |fill| {
+                let (uid, master) = (uid.clone(), master.clone());
+                let (room_id, cursor) = (room_id.clone(), cursor.clone());
+                state.store.run(move |c| {
+                    let user = load_user(c, &uid)?;
+                    conversations::require_readable(&user)?;
+                    let dek = users::data_key(&master, &user)?;
+                    readable::page(c, &user, &dek, room_id, cursor, limit, fill)
+                })
+            })
+            .await
+        })
+        .await?;
+    Ok(History::Readable(body))
+}
+
+/// The native view: a cached page, or one rendered and sealed to the user's registered
+/// key (filling gaps on the way).
+async fn sealed_history(
+    state: &Context,
+    principal: &Principal,
+    room_id: Option<String>,
+    before: Option<i64>,
+    limit: i64,
+) -> AppResult<History> {
     let start = before.map_or_else(PageStart::newest, PageStart::before);
     let (uid, master) = (principal.user_id().to_owned(), state.master.clone());
     // The key needs no public key: registering or replacing one is a write, which ends
@@ -243,35 +267,9 @@ pub async fn history(
             let key = user_keys::find(c, &uid)?.ok_or_else(conversations::keys_not_registered)?;
             let recipient = validate_public_key(&key.public_key)
                 .map_err(|_| AppError::internal("stored public key is malformed"))?;
-            let rows = match room_id {
-                Some(room_id) => {
-                    let platform =
-                        stored::room_platform(c, &uid, &room_id)?.ok_or_else(room_not_found)?;
-                    let rows = stored::room_page(c, &uid, &room_id, &start, limit)?;
-                    if fill == Fill::Allowed {
-                        let span = history::PageSpan {
-                            start: &start,
-                            last: rows.last().map(|r| (r.ts, r.event_id.as_str())),
-                            full: rows.len() as i64 == limit,
-                        };
-                        if let Some(gap) = history::gap_crossed(c, &uid, &room_id, &span)? {
-                            return Ok(Rendered::Gap(gap));
-                        }
-                    }
-                    rows.into_iter()
-                        .map(|m| {
-                            let m = MessageRow {
-                                room_id: room_id.clone(),
-                                ..m
-                            };
-                            (m, platform.clone())
-                        })
-                        .collect()
-                }
-                None => match history::all_rooms_rows(c, &uid, &start, limit, fill)? {
-                    Ok(rows) => rows,
-                    Err(gap) => return Ok(Rendered::Gap(gap)),
-                },
+            let rows = match sealed_rows(c, &uid, room_id, &start, limit, fill)? {
+                Ok(rows) => rows,
+                Err(gap) => return Ok(Rendered::Gap(gap)),
             };
             let dek = users::data_key(&master, &user)?;
             sealed::seal_page(c, &user, &dek, &recipient, rows).map(Rendered::Page)
@@ -283,6 +281,43 @@ pub async fn history(
         .get_or_render(key, || history::render_filling(state, &user_id, render))
         .await?;
     Ok(History::Encrypted(body))
+}
+
+/// The rows of a native page (of one room, or of all the user's rooms) with their rooms'
+/// platforms, or the gap the page reaches into first while `fill` allows filling.
+fn sealed_rows(
+    c: &Connection,
+    uid: &str,
+    room_id: Option<String>,
+    start: &PageStart,
+    limit: i64,
+    fill: Fill,
+) -> AppResult<Result<Vec<history::PlacedRow>, Gap>> {
+    let Some(room_id) = room_id else {
+        return Ok(history::all_rooms_rows(c, uid, start, limit, fill)?);
+    };
+    let platform = stored::room_platform(c, uid, &room_id)?.ok_or_else(room_not_found)?;
+    let rows = stored::room_page(c, uid, &room_id, start, limit)?;
+    if fill == Fill::Allowed {
+        let span = history::PageSpan {
+            start,
+            last: rows.last().map(|r| (r.ts, r.event_id.as_str())),
+            full: rows.len() as i64 == limit,
+        };
+        if let Some(gap) = history::gap_crossed(c, uid, &room_id, &span)? {
+            return Ok(Err(gap));
+        }
+    }
+    Ok(Ok(rows
+        .into_iter()
+        .map(|m| {
+            let m = MessageRow {
+                room_id: room_id.clone(),
+                ..m
+            };
+            (m, platform.clone())
+        })
+        .collect()))
 }
 
 /// Opens a stored message (through the cache): `None` when its content is unreadable

@@ -32,19 +32,7 @@ pub async fn send_multi(
     body: &str,
     msgtype: Option<&str>,
 ) -> AppResult<Vec<MultiSendItem>> {
-    if room_ids.is_empty() || room_ids.len() > MAX_MULTI_ROOMS {
-        return Err(AppError::invalid(
-            "roomIds",
-            format!("must hold 1 to {MAX_MULTI_ROOMS} room ids"),
-        ));
-    }
-    let mut unique = Vec::with_capacity(room_ids.len());
-    for (i, r) in room_ids.iter().enumerate() {
-        let room = parse_room_id(&format!("roomIds[{i}]"), r)?;
-        if !unique.contains(&room) {
-            unique.push(room);
-        }
-    }
+    let unique = unique_rooms(room_ids)?;
     validate_text("body", body)?;
     let msgtype = msgtype.map(str::trim).unwrap_or("m.text");
     if !TEXT_MSGTYPES.contains(&msgtype) {
@@ -53,26 +41,7 @@ pub async fn send_multi(
             format!("must be one of {}", TEXT_MSGTYPES.join(", ")),
         ));
     }
-    let (uid, wanted, st) = (user_id.to_owned(), unique.clone(), state.clone());
-    let (token, known, joined) = state
-        .db(move |c| {
-            let user = load_user(c, &uid)?;
-            let token = match st.matrix {
-                Some(_) => matrix_token(&st, &user),
-                None => Err(no_homeserver()),
-            };
-            let (mut known, mut joined) = (HashSet::new(), HashSet::new());
-            for room in &wanted {
-                if let Some(r) = rooms::find(c, &uid, room)? {
-                    if r.membership == "join" {
-                        joined.insert(room.clone());
-                    }
-                    known.insert(room.clone());
-                }
-            }
-            Ok((token, known, joined))
-        })
-        .await?;
+    let (token, known, joined) = rooms_and_token(state, user_id, unique.clone()).await?;
     let content = text_content(msgtype, body);
     let batch = uuid::Uuid::new_v4().simple().to_string();
     let (token, content, known, joined, batch) = (&token, &content, &known, &joined, &batch);
@@ -101,6 +70,53 @@ pub async fn send_multi(
         .collect()
         .await;
     Ok(items)
+}
+
+/// The validated room ids, duplicates removed (first occurrence kept, in order).
+fn unique_rooms(room_ids: &[String]) -> AppResult<Vec<String>> {
+    if room_ids.is_empty() || room_ids.len() > MAX_MULTI_ROOMS {
+        return Err(AppError::invalid(
+            "roomIds",
+            format!("must hold 1 to {MAX_MULTI_ROOMS} room ids"),
+        ));
+    }
+    let mut unique = Vec::with_capacity(room_ids.len());
+    for (i, r) in room_ids.iter().enumerate() {
+        let room = parse_room_id(&format!("roomIds[{i}]"), r)?;
+        if !unique.contains(&room) {
+            unique.push(room);
+        }
+    }
+    Ok(unique)
+}
+
+/// The user's Matrix token (or why there is none), and which of `wanted` are the user's
+/// rooms and which of those are joined.
+async fn rooms_and_token(
+    state: &Context,
+    user_id: &str,
+    wanted: Vec<String>,
+) -> AppResult<(AppResult<String>, HashSet<String>, HashSet<String>)> {
+    let (uid, st) = (user_id.to_owned(), state.clone());
+    state
+        .db(move |c| {
+            let user = load_user(c, &uid)?;
+            let token = match st.matrix {
+                Some(_) => matrix_token(&st, &user),
+                None => Err(no_homeserver()),
+            };
+            let (mut known, mut joined) = (HashSet::new(), HashSet::new());
+            for room in &wanted {
+                if let Some(r) = rooms::find(c, &uid, room)? {
+                    if r.membership == "join" {
+                        joined.insert(room.clone());
+                    }
+                    known.insert(room.clone());
+                }
+            }
+            Ok((token, known, joined))
+        })
+        .await
 }
 
 /// The same error again (for reporting one cause on several rooms).

@@ -124,37 +124,9 @@ pub(super) fn page(
 ) -> AppResult<Rendered> {
     let uid = user.id.as_str();
     let one = room_id.is_some();
-    if cursor
-        .as_ref()
-        .is_some_and(|cur| cur.one != one || (one && room_id.as_deref() != Some(&cur.r)))
-    {
-        return Err(AppError::invalid(
-            "cursor",
-            "was issued for other filters; keep roomId unchanged while paging",
-        ));
-    }
-    let (room, start) = match (room_id, &cursor) {
-        (Some(room), _) => {
-            if stored::room_platform(c, uid, &room)?.is_none() {
-                return Err(room_not_found());
-            }
-            (
-                room,
-                cursor
-                    .as_ref()
-                    .map_or_else(PageStart::newest, Cursor::start),
-            )
-        }
-        (None, None) => match stored::room_from(c, uid, "", true)? {
-            Some(first) => (first, PageStart::newest()),
-            None => return empty_page(),
-        },
-        (None, Some(cur)) => match stored::room_from(c, uid, &cur.r, true)? {
-            // The cursor's room may have been removed meanwhile: continue with the next.
-            Some(found) if found == cur.r => (found, cur.start()),
-            Some(next) => (next, PageStart::newest()),
-            None => return empty_page(),
-        },
+    check_cursor(room_id.as_deref(), cursor.as_ref())?;
+    let Some((room, start)) = page_room(c, uid, room_id, cursor.as_ref())? else {
+        return empty_page();
     };
     let mut rows = stored::room_page(c, uid, &room, &start, limit + 1)?;
     let span = history::PageSpan {
@@ -173,34 +145,103 @@ pub(super) fn page(
     };
     let more = rows.len() as i64 > limit || gap_ahead;
     rows.truncate(limit as usize);
-    let next = match rows.last() {
-        Some(last) if more => Some(Cursor {
-            v: 1,
-            one,
-            r: room.clone(),
-            t: Some(last.ts),
-            e: Some(last.event_id.clone()),
-        }),
-        None if gap_ahead => {
-            // Nothing stored yet past the start: the same position again.
-            let here = (start != PageStart::newest()).then(|| (start.ts, start.event_id.clone()));
-            Some(Cursor {
-                v: 1,
-                one,
-                r: room.clone(),
-                t: here.as_ref().map(|h| h.0),
-                e: here.map(|h| h.1),
-            })
-        }
-        _ if one => None,
-        _ => stored::room_from(c, uid, &room, false)?.map(|next| Cursor {
-            v: 1,
-            one,
-            r: next,
-            t: None,
-            e: None,
-        }),
+    let at = Position {
+        one,
+        room: &room,
+        start: &start,
     };
+    let next = next_cursor(c, uid, &at, rows.last(), more, gap_ahead)?;
+    let messages = readable_messages(c, user, dek, &room, rows)?;
+    render(Some(&room), &messages, next.map(|c| c.encode()).as_deref()).map(Rendered::Page)
+}
+
+/// A cursor only continues the listing it was issued for (one room, or all of them).
+fn check_cursor(room_id: Option<&str>, cursor: Option<&Cursor>) -> AppResult<()> {
+    let one = room_id.is_some();
+    if cursor.is_some_and(|cur| cur.one != one || (one && room_id != Some(cur.r.as_str()))) {
+        return Err(AppError::invalid(
+            "cursor",
+            "was issued for other filters; keep roomId unchanged while paging",
+        ));
+    }
+    Ok(())
+}
+
+/// The room this page reads and where in it; `None` when the user has no (further) room.
+fn page_room(
+    c: &Connection,
+    uid: &str,
+    room_id: Option<String>,
+    cursor: Option<&Cursor>,
+) -> AppResult<Option<(String, PageStart)>> {
+    Ok(match (room_id, cursor) {
+        (Some(room), _) => {
+            if stored::room_platform(c, uid, &room)?.is_none() {
+                return Err(room_not_found());
+            }
+            let start = cursor.map_or_else(PageStart::newest, Cursor::start);
+            Some((room, start))
+        }
+        (None, None) => stored::room_from(c, uid, "", true)?.map(|f| (f, PageStart::newest())),
+        (None, Some(cur)) => match stored::room_from(c, uid, &cur.r, true)? {
+            // The cursor's room may have been removed meanwhile: continue with the next.
+            Some(found) if found == cur.r => Some((found, cur.start())),
+            Some(next) => Some((next, PageStart::newest())),
+            None => None,
+        },
+    })
+}
+
+/// Where a page read: which listing, which room, from where.
+struct Position<'a> {
+    one: bool,
+    room: &'a str,
+    start: &'a PageStart,
+}
+
+/// The cursor of the page after this one (whose last row is `last`): further down this
+/// room while there is `more`, the same position again while a gap is ahead and nothing
+/// is stored past the start, else the next room of an all-rooms listing.
+fn next_cursor(
+    c: &Connection,
+    uid: &str,
+    at: &Position<'_>,
+    last: Option<&stored::MessageRow>,
+    more: bool,
+    gap_ahead: bool,
+) -> AppResult<Option<Cursor>> {
+    let cursor = |r: String, here: Option<(i64, String)>| Cursor {
+        v: 1,
+        one: at.one,
+        r,
+        t: here.as_ref().map(|h| h.0),
+        e: here.map(|h| h.1),
+    };
+    Ok(match last {
+        Some(last) if more => Some(cursor(
+            at.room.to_owned(),
+            Some((last.ts, last.event_id.clone())),
+        )),
+        None if gap_ahead => {
+            let start = at.start;
+            let here = (*start != PageStart::newest()).then(|| (start.ts, start.event_id.clone()));
+            Some(cursor(at.room.to_owned(), here))
+        }
+        _ if at.one => None,
+        _ => stored::room_from(c, uid, at.room, false)?.map(|next| cursor(next, None)),
+    })
+}
+
+/// The page's rows as readable messages (rows that do not open are left out), with their
+/// senders' names, reactions and direction.
+fn readable_messages(
+    c: &Connection,
+    user: &UserRow,
+    dek: &DataKey,
+    room: &str,
+    rows: Vec<stored::MessageRow>,
+) -> AppResult<Vec<ReadableMessage>> {
+    let uid = user.id.as_str();
     let mut own: HashSet<String> = stored::group_matrix_ids(c, user.group_id())?
         .into_iter()
         .collect();
@@ -222,7 +263,7 @@ pub(super) fn page(
             continue;
         };
         // Page rows leave the room out: it is this page's.
-        row.room_id.clone_from(&room);
+        row.room_id = room.to_owned();
         let sender = senders.of(&row)?;
         let is_mine = is_mine(user, &row);
         messages.push(ReadableMessage {
@@ -244,7 +285,7 @@ pub(super) fn page(
             sender_avatar_url: sender.avatar_url,
         });
     }
-    render(Some(&room), &messages, next.map(|c| c.encode()).as_deref()).map(Rendered::Page)
+    Ok(messages)
 }
 
 fn empty_page() -> AppResult<Rendered> {

@@ -97,17 +97,7 @@ pub(super) fn seal_page(
         .iter()
         .filter_map(|(row, platform)| Some((row, platform, open(dek, key, row)?)))
         .collect();
-    let sealer = if opened.is_empty() {
-        None
-    } else {
-        Some(crypto::Sealer::to(recipient).map_err(|_| {
-            AppError::conflict(
-                ErrorCode::InvalidPublicKey,
-                "the registered public key cannot be sealed to (a low-order X25519 point); \
-                 replace it with PUT /api/keys",
-            )
-        })?)
-    };
+    let sealer = page_sealer(recipient, !opened.is_empty())?;
     let ephemeral = sealer
         .as_ref()
         .map(|s| STANDARD.encode(s.ephemeral_pubkey()))
@@ -134,26 +124,51 @@ pub(super) fn seal_page(
         serde_json::to_writer(&mut plaintext, &sealed).map_err(AppError::internal)?;
         let Some(sealer) = &sealer else { break };
         let envelope = sealer.seal(&plaintext);
-        messages.push(MessageOut {
-            id: &row.id,
-            event_id: &row.event_id,
-            room_id: &row.room_id,
-            sender_id: &row.sender_id,
-            timestamp: row.ts,
-            msgtype: &row.msgtype,
-            platform: platform.as_deref(),
-            importance: row.importance,
-            is_mine: is_mine(user, row),
-            edited: row.edited,
-            redacted: row.redacted,
-            encrypted_content: EnvelopeOut {
-                ephemeral_pubkey: &ephemeral,
-                nonce: STANDARD.encode(envelope.nonce),
-                ciphertext: STANDARD.encode(&envelope.ciphertext),
-            },
-        });
+        let encrypted_content = EnvelopeOut {
+            ephemeral_pubkey: &ephemeral,
+            nonce: STANDARD.encode(envelope.nonce),
+            ciphertext: STANDARD.encode(&envelope.ciphertext),
+        };
+        messages.push(message_out(user, row, platform, encrypted_content));
     }
     let mut body = Vec::with_capacity(640 * messages.len() + 16);
     serde_json::to_writer(&mut body, &PageOut { messages }).map_err(AppError::internal)?;
     Ok(Bytes::from(body))
+}
+
+/// The page's sealer: one ephemeral key per page; none for a page with nothing to seal.
+fn page_sealer(recipient: &[u8; 32], needed: bool) -> AppResult<Option<crypto::Sealer>> {
+    if !needed {
+        return Ok(None);
+    }
+    crypto::Sealer::to(recipient).map(Some).map_err(|_| {
+        AppError::conflict(
+            ErrorCode::InvalidPublicKey,
+            "the registered public key cannot be sealed to (a low-order X25519 point); \
+             replace it with PUT /api/keys",
+        )
+    })
+}
+
+/// The clear fields of a native message around its sealed content.
+fn message_out<'a>(
+    user: &UserRow,
+    row: &'a MessageRow,
+    platform: &'a Option<String>,
+    encrypted_content: EnvelopeOut<'a>,
+) -> MessageOut<'a> {
+    MessageOut {
+        id: &row.id,
+        event_id: &row.event_id,
+        room_id: &row.room_id,
+        sender_id: &row.sender_id,
+        timestamp: row.ts,
+        msgtype: &row.msgtype,
+        platform: platform.as_deref(),
+        importance: row.importance,
+        is_mine: is_mine(user, row),
+        edited: row.edited,
+        redacted: row.redacted,
+        encrypted_content,
+    }
 }

@@ -34,7 +34,7 @@ pub use crate::services::indexing::{
     index_email, index_item, index_message, remove_item, terms, SearchKey, KIND_EMAIL, KIND_MESSAGE,
 };
 pub use query::{Highlight, Query};
-pub use run::{search, SearchHit, SearchPage, SearchParams, SnippetText};
+pub use run::{search, SearchHit, SearchPage, SearchParams, SenderText, SnippetText};
 
 /// A cached mail's header and the text it is indexed by (and summarized from): the body's
 /// text part, or the snippet of a mail without one. `None` when it does not open.
@@ -161,6 +161,20 @@ pub fn reindex(
         tx.commit()?;
     }
     let mut out = Reindexed::default();
+    reindex_messages(conn, &dek, user_id, &mut out)?;
+    reindex_emails(conn, &dek, user_id, &mut out)?;
+    // Vectors of items that are no longer indexed go too.
+    search_index::drop_orphan_vectors(conn, user_id)?;
+    Ok(out)
+}
+
+/// Indexes every stored chat message again, in id order.
+fn reindex_messages(
+    conn: &mut Connection,
+    dek: &DataKey,
+    user_id: &str,
+    out: &mut Reindexed,
+) -> AppResult<()> {
     let mut after = String::new();
     loop {
         let rows = search_index::messages_after(conn, user_id, &after, 500)?;
@@ -168,9 +182,9 @@ pub fn reindex(
         after = last.id.clone();
         let tx = conn.transaction()?;
         for row in &rows {
-            match conversations::open_message(&dek, &row.id, &row.content_enc) {
+            match conversations::open_message(dek, &row.id, &row.content_enc) {
                 Ok(content) => {
-                    index_message(&tx, &dek, row, &content.body)?;
+                    index_message(&tx, dek, row, &content.body)?;
                     out.messages += 1;
                 }
                 Err(_) => out.unreadable += 1,
@@ -179,7 +193,17 @@ pub fn reindex(
         tx.commit()?;
         on_batch(&out);
     }
-    // Each mail under its thread, with the text the mailbox sync indexes it by.
+    Ok(())
+}
+
+/// Indexes every cached mail again under its thread, with the text the mailbox sync
+/// indexes it by.
+fn reindex_emails(
+    conn: &mut Connection,
+    dek: &DataKey,
+    user_id: &str,
+    out: &mut Reindexed,
+) -> AppResult<()> {
     let mut after = String::new();
     loop {
         let docs = search_index::emails_after(conn, user_id, &after, 500)?;
@@ -187,11 +211,11 @@ pub fn reindex(
         after = last.id.clone();
         let tx = conn.transaction()?;
         for doc in &docs {
-            match open_email_doc(&dek, doc) {
+            match open_email_doc(dek, doc) {
                 Some((header, text)) => {
                     index_email(
                         &tx,
-                        &dek,
+                        dek,
                         user_id,
                         &doc.id,
                         &doc.thread_id,
@@ -207,7 +231,5 @@ pub fn reindex(
         tx.commit()?;
         on_batch(&out);
     }
-    // Vectors of items that are no longer indexed go too.
-    search_index::drop_orphan_vectors(conn, user_id)?;
-    Ok(out)
+    Ok(())
 }

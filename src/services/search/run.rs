@@ -10,6 +10,7 @@ use crate::error::{AppError, AppResult};
 use crate::services::conversations;
 pub use crate::services::params::{parse_limit, parse_time};
 use crate::services::public_key::validate_public_key;
+use crate::services::senders::{Sender, Senders};
 use crate::services::session::Principal;
 use crate::services::users;
 use crate::services::Context;
@@ -46,6 +47,18 @@ pub enum SnippetText {
     },
 }
 
+/// A message result's sender name and avatar route: as text where the snippet is text,
+/// else sealed with it (the JSON `{"senderName", "senderAvatarUrl"}`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum SenderText {
+    Plain(Sender),
+    Sealed {
+        ephemeral_pubkey: String,
+        nonce: String,
+        ciphertext: String,
+    },
+}
+
 #[derive(Debug, Clone, PartialEq)]
 pub struct SearchHit {
     pub kind: &'static str,
@@ -53,6 +66,8 @@ pub struct SearchHit {
     /// Room id of a message; thread id of an e-mail.
     pub scope: String,
     pub sender_id: Option<String>,
+    /// Of a message: who sent it, named as in the history ([`Senders`]); `None` for mail.
+    pub sender: Option<SenderText>,
     pub timestamp: i64,
     pub snippet: SnippetText,
     pub highlights: Vec<Highlight>,
@@ -70,6 +85,31 @@ pub struct Verified {
     pub candidate: Candidate,
     pub text: String,
     pub hits: Vec<(usize, usize)>,
+    /// A message's sender ([`name_senders`]); `None` for mail.
+    pub sender: Option<Sender>,
+}
+
+/// Names the senders of the message matches that have none yet, from the user's own
+/// stored names exactly as the history does ([`Senders`]): the name sealed into the
+/// message row when it was stored, else the member's stored profile of that room, else
+/// the localpart. Everything read is the user's (rows and profiles are keyed by user and
+/// sealed under the user's data key), so no other user's name for a member can show.
+pub fn name_senders(
+    c: &Connection,
+    dek: &DataKey,
+    user_id: &str,
+    found: &mut [Verified],
+) -> AppResult<()> {
+    let mut senders = Senders::new(c, dek, user_id);
+    for v in found
+        .iter_mut()
+        .filter(|v| v.sender.is_none() && v.candidate.kind == super::KIND_MESSAGE)
+    {
+        if let Some(row) = search_index::message_by_id(c, user_id, &v.candidate.item_id)? {
+            v.sender = Some(senders.of(&row)?);
+        }
+    }
+    Ok(())
 }
 
 fn parse_text(field: &str, raw: Option<&str>, max: usize) -> AppResult<Option<String>> {
@@ -113,8 +153,24 @@ pub fn parse(p: &SearchParams) -> AppResult<(Query, Filters, Option<Cursor>, i64
 }
 
 /// Candidates from the blind index, decrypted and checked, newest first: at most
-/// `limit` matches, and the position to continue from (`None` at the end).
+/// `limit` matches with their senders named, and the position to continue from (`None`
+/// at the end).
 pub fn verified_matches(
+    c: &Connection,
+    user_id: &str,
+    dek: &DataKey,
+    query: &Query,
+    filters: &Filters,
+    from: Option<(i64, i64)>,
+    limit: usize,
+) -> AppResult<(Vec<Verified>, Option<Cursor>)> {
+    let (mut found, next) = checked_matches(c, user_id, dek, query, filters, from, limit)?;
+    name_senders(c, dek, user_id, &mut found)?;
+    Ok((found, next))
+}
+
+/// [`verified_matches`] before the senders are named.
+fn checked_matches(
     c: &Connection,
     user_id: &str,
     dek: &DataKey,
@@ -146,6 +202,7 @@ pub fn verified_matches(
                         candidate: cand,
                         text,
                         hits,
+                        sender: None,
                     });
                     if found.len() == limit {
                         return Ok((found, Some(Cursor::at(here.0, here.1))));
@@ -229,17 +286,6 @@ pub fn render(
         .into_iter()
         .map(|v| {
             let (text, highlights) = snippet(&v.text, &v.hits);
-            let snippet = match &sealer {
-                Some(s) => {
-                    let (eph, nonce, ct) = s.seal(text.as_bytes()).to_base64();
-                    SnippetText::Sealed {
-                        ephemeral_pubkey: eph,
-                        nonce,
-                        ciphertext: ct,
-                    }
-                }
-                None => SnippetText::Plain(text),
-            };
             let kind = if v.candidate.kind == KIND_EMAIL {
                 KIND_EMAIL
             } else {
@@ -250,8 +296,9 @@ pub fn render(
                 id: v.candidate.item_id,
                 scope: v.candidate.scope,
                 sender_id: v.candidate.sender,
+                sender: v.sender.map(|s| sender_text(sealer.as_ref(), s)),
                 timestamp: v.candidate.ts,
-                snippet,
+                snippet: snippet_text(sealer.as_ref(), text),
                 highlights,
             }
         })
@@ -260,4 +307,35 @@ pub fn render(
         results,
         next_cursor: next.map(Cursor::encode),
     })
+}
+
+/// A snippet as text, or sealed with the page's sealer.
+fn snippet_text(sealer: Option<&crypto::Sealer>, text: String) -> SnippetText {
+    let Some(s) = sealer else {
+        return SnippetText::Plain(text);
+    };
+    let (ephemeral_pubkey, nonce, ciphertext) = s.seal(text.as_bytes()).to_base64();
+    SnippetText::Sealed {
+        ephemeral_pubkey,
+        nonce,
+        ciphertext,
+    }
+}
+
+/// A message's sender as text, or sealed with the page's sealer as the JSON
+/// `{"senderName", "senderAvatarUrl"}` (the keys of message objects).
+fn sender_text(sealer: Option<&crypto::Sealer>, sender: Sender) -> SenderText {
+    let Some(s) = sealer else {
+        return SenderText::Plain(sender);
+    };
+    let json = serde_json::json!({
+        "senderName": sender.name,
+        "senderAvatarUrl": sender.avatar_url,
+    });
+    let (ephemeral_pubkey, nonce, ciphertext) = s.seal(json.to_string().as_bytes()).to_base64();
+    SenderText::Sealed {
+        ephemeral_pubkey,
+        nonce,
+        ciphertext,
+    }
 }

@@ -12,6 +12,7 @@ use serde_json::Value;
 use crate::clients::provisioning::identity::BridgeIdentities;
 use crate::crypto::DataKey;
 use crate::services::importance::{self, MessageFacts, Reader, Score};
+use crate::services::senders::Profile;
 use crate::store::conversation::ReceiptRow;
 
 /// Stickers are their own event type; stored with this as their msgtype.
@@ -58,6 +59,9 @@ pub(super) struct Pass<'a, 't> {
     pub ctx: &'a IngestContext<'a>,
     pub dek: &'a DataKey,
     pub out: IngestOutcome,
+    /// Back-fill: the sender's profile of each message as it was when sent, by event id
+    /// ([`super::past_senders`]); empty for a sync, whose member events come in order.
+    pub senders_then: HashMap<String, Profile>,
 }
 
 #[derive(Debug, Default)]
@@ -93,6 +97,7 @@ impl<'a, 't> Pass<'a, 't> {
             ctx,
             dek,
             out: IngestOutcome::default(),
+            senders_then: HashMap::new(),
         }
     }
 }

@@ -8,7 +8,7 @@
 //! Every path that feeds ingest (sync timelines, gap pages, history back-fill) calls
 //! [`decrypt_events`] first.
 
-use std::collections::HashMap;
+use std::collections::{BTreeSet, HashMap};
 
 use rusqlite::{Transaction, TransactionBehavior};
 use serde_json::{json, Value};
@@ -195,31 +195,7 @@ pub async fn retry_undecryptable(
     who: &Syncer<'_>,
     rooms: Option<&[String]>,
 ) -> AppResult<usize> {
-    let master = state.master.clone();
-    let uid = who.user_id.to_owned();
-    let wanted: Vec<Option<String>> = match rooms {
-        Some(r) => r.iter().cloned().map(Some).collect(),
-        None => vec![None],
-    };
-    let rows = state
-        .store
-        .run(move |c| {
-            let user =
-                crate::store::users::find(c, &uid)?.ok_or_else(|| AppError::not_found("user"))?;
-            let dek = users::data_key(&master, &user)?;
-            let mut rows = Vec::new();
-            for room in &wanted {
-                for row in
-                    messages::with_msgtype(c, &uid, UNDECRYPTABLE, room.as_deref(), RETRY_BATCH)?
-                {
-                    if let Ok(m) = open_message(&dek, &row.id, &row.content_enc) {
-                        rows.push((row, m.content));
-                    }
-                }
-            }
-            Ok::<_, AppError>(rows)
-        })
-        .await?;
+    let rows = undecryptable_rows(state, who.user_id, rooms).await?;
     let mut plain = Vec::new();
     for (row, content) in rows {
         let ev = json!({
@@ -250,9 +226,59 @@ pub async fn retry_undecryptable(
             Ok((changed, pass.out.changed_rooms))
         })
         .await?;
-    for (room_id, event_id, message_id) in &changed {
+    announce_decrypted(state, who.user_id, &changed, rooms);
+    tracing::info!(
+        user_id = who.user_id,
+        messages = changed.len(),
+        "decrypted messages whose room keys arrived late"
+    );
+    Ok(changed.len())
+}
+
+/// The stored undecryptable messages of `rooms` (all: `None`), at most [`RETRY_BATCH`]
+/// per room, with their encrypted event content.
+async fn undecryptable_rows(
+    state: &Context,
+    user_id: &str,
+    rooms: Option<&[String]>,
+) -> AppResult<Vec<(MessageRow, Value)>> {
+    let master = state.master.clone();
+    let uid = user_id.to_owned();
+    let wanted: Vec<Option<String>> = match rooms {
+        Some(r) => r.iter().cloned().map(Some).collect(),
+        None => vec![None],
+    };
+    state
+        .store
+        .run(move |c| {
+            let user =
+                crate::store::users::find(c, &uid)?.ok_or_else(|| AppError::not_found("user"))?;
+            let dek = users::data_key(&master, &user)?;
+            let mut rows = Vec::new();
+            for room in &wanted {
+                for row in
+                    messages::with_msgtype(c, &uid, UNDECRYPTABLE, room.as_deref(), RETRY_BATCH)?
+                {
+                    if let Ok(m) = open_message(&dek, &row.id, &row.content_enc) {
+                        rows.push((row, m.content));
+                    }
+                }
+            }
+            Ok::<_, AppError>(rows)
+        })
+        .await
+}
+
+/// `message.created` for each late-decrypted message, `room.updated` for their rooms.
+fn announce_decrypted(
+    state: &Context,
+    user_id: &str,
+    changed: &[(String, String, String)],
+    rooms: BTreeSet<String>,
+) {
+    for (room_id, event_id, message_id) in changed {
         state.events.publish(
-            who.user_id,
+            user_id,
             ChangeEvent::MessageCreated {
                 room_id: room_id.clone(),
                 event_id: event_id.clone(),
@@ -263,12 +289,6 @@ pub async fn retry_undecryptable(
     for room_id in rooms {
         state
             .events
-            .publish(who.user_id, ChangeEvent::RoomUpdated { room_id });
+            .publish(user_id, ChangeEvent::RoomUpdated { room_id });
     }
-    tracing::info!(
-        user_id = who.user_id,
-        messages = changed.len(),
-        "decrypted messages whose room keys arrived late"
-    );
-    Ok(changed.len())
 }

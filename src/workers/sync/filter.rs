@@ -60,10 +60,12 @@ pub(super) fn sync_filter(initial: bool) -> &'static str {
     &filters[usize::from(!initial)]
 }
 
-/// The `/messages` filter for paging back through a room's history: the timeline's types.
+/// The `/messages` filter for paging back through a room's history: the timeline's types,
+/// and the member state of the page's senders (`lazy_load_members`), from which each
+/// back-filled message gets its sender's name as it was then ([`super::past_senders`]).
 pub(crate) fn history_filter() -> &'static str {
     static FILTER: OnceLock<String> = OnceLock::new();
-    FILTER.get_or_init(|| json!({"types": timeline_types()}).to_string())
+    FILTER.get_or_init(|| json!({"types": timeline_types(), "lazy_load_members": true}).to_string())
 }
 
 #[cfg(test)]

@@ -56,7 +56,8 @@ impl TimelineSink for HistoryIngest {
             hints: &hints,
             now: page.now,
         };
-        let out = ingest::ingest_history(tx, &ctx, page.dek, page.room_id, page.events)?;
+        let out =
+            ingest::ingest_history(tx, &ctx, page.dek, page.room_id, page.events, page.state)?;
         Ok(out.new_messages.len())
     }
 

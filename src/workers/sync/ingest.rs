@@ -23,12 +23,12 @@
 //! room key has not arrived) is stored as an undecryptable row ([`UNDECRYPTABLE`]) and
 //! rewritten when the key comes.
 
-use std::collections::{BTreeSet, HashMap};
+use std::collections::HashMap;
 
 use rusqlite::Transaction;
 use serde::Deserialize as _;
 
-use super::amend::{redacted_content, update_read_marker};
+use super::amend::redacted_content;
 use super::context::{replaced_event, score, Pass};
 pub use super::context::{
     IngestContext, IngestOutcome, NewMessage, STICKER, UNDECRYPTABLE, UNDECRYPTABLE_BODY,
@@ -38,7 +38,7 @@ use super::room::{DirectRooms, RoomView};
 use crate::clients::matrix::types::{Event, Events, JoinedRoom, SyncResponse};
 use crate::crypto::DataKey;
 use crate::services::conversations::{seal_message, MessageContent};
-use crate::services::importance;
+use crate::services::importance::{self, Score};
 use crate::services::senders;
 use crate::store::messages::{self, MessageRow};
 use crate::store::rooms::RoomFlag;
@@ -76,74 +76,15 @@ pub fn ingest(
         )?;
     }
     for room_id in sorted_keys(&resp.rooms.invite) {
-        let mut view = RoomView::load(tx, ctx, dek, room_id)?;
-        if !view.is_new() && view.row.membership == "join" {
-            // A response requested before the room was joined through Switchboard (a new
-            // chat, an accepted invite) still lists the invite: it must not take the join
-            // back. A real new invite follows a leave, which is stored as "leave" first (only
-            // a leave and a re-invite both made elsewhere while no sync ran would be missed
-            // here; the next join or leave event sets the membership again).
-            tracing::debug!(user_id = ctx.user_id, %room_id, "stale invite for a joined room; ignored");
-            continue;
-        }
-        for ev in &resp.rooms.invite[room_id].invite_state.events {
-            view.apply_state(ctx, ev);
-        }
-        view.distrust_invite_state(ctx);
-        view.row.membership = "invite".to_owned();
-        // A response without the user's member event keeps the inviter already stored.
-        if let Some(inviter) = view.inviter() {
-            view.row.invited_by = Some(inviter.to_owned());
-        }
-        view.resolve_direct(ctx, direct);
-        view.finish(ctx, dek, None);
-        pass.save_if_changed(&mut view, false)?;
-        if view.trusted_invite(ctx) {
-            pass.out.invites.push(room_id.clone());
-        } else {
-            tracing::info!(user_id = ctx.user_id, %room_id, inviter = view.row.invited_by.as_deref().unwrap_or("unknown"),
-                "invite from outside the configured bridges; waiting for the user to accept or decline");
-        }
+        pass.invited(direct, room_id, &resp.rooms.invite[room_id])?;
     }
     for room_id in sorted_keys(&resp.rooms.leave) {
-        let mut view = RoomView::load(tx, ctx, dek, room_id)?;
-        if view.is_new() {
-            continue; // never stored (e.g. an invite withdrawn before it was seen)
-        }
-        let mut touched = false;
-        for ev in &resp.rooms.leave[room_id].timeline.events {
-            touched |= pass.timeline_event(&mut view, ev)?;
-        }
-        view.row.membership = "leave".to_owned();
-        view.row.invited_by = None;
-        view.finish(ctx, dek, None);
-        pass.save_if_changed(&mut view, touched)?;
+        pass.left(room_id, &resp.rooms.leave[room_id])?;
     }
     let muted = super::conversation::push_rules(tx, ctx, &resp.account_data)?;
     pass.out.changed_rooms.extend(muted);
     if direct_changed {
-        let seen: BTreeSet<&str> = resp
-            .rooms
-            .join
-            .keys()
-            .chain(resp.rooms.invite.keys())
-            .map(String::as_str)
-            .collect();
-        for (room_id, partner) in direct.iter() {
-            if seen.contains(room_id)
-                || !rooms::mark_direct(
-                    tx,
-                    ctx.user_id,
-                    room_id,
-                    partner,
-                    importance::DIRECT_BASELINE,
-                    ctx.now,
-                )?
-            {
-                continue;
-            }
-            pass.out.changed_rooms.insert(room_id.to_owned());
-        }
+        pass.mark_direct(direct, resp)?;
     }
     sync_state::save_since(tx, ctx.user_id, &resp.next_batch, ctx.now)?;
     Ok(pass.out)
@@ -168,66 +109,23 @@ fn apply_account_data(direct: &mut DirectRooms, data: &Events) -> bool {
     changed
 }
 
-impl Pass<'_, '_> {
-    /// Stores one joined room of a response; returns the room's last message time before it.
-    fn joined(
-        &mut self,
-        direct: &DirectRooms,
-        room_id: &str,
-        room: &JoinedRoom,
-    ) -> rusqlite::Result<Option<i64>> {
-        let (tx, ctx) = (self.tx, self.ctx);
-        let mut view = RoomView::load(tx, ctx, self.dek, room_id)?;
-        let stored_until = view.row.last_message_ts;
-        view.row.membership = "join".to_owned();
-        view.row.invited_by = None;
-        for ev in &room.state.events {
-            view.apply_state(ctx, ev);
-        }
-        view.resolve_direct(ctx, direct);
-        let mut touched = false;
-        for ev in &room.timeline.events {
-            touched |= self.timeline_event(&mut view, ev)?;
-        }
-        view.resolve_direct(ctx, direct);
-        update_read_marker(tx, ctx, &mut view, room)?;
-        let counts = &room.unread_notifications;
-        if let Some(n) = counts.notification_count {
-            view.row.unread_count = n;
-        }
-        if let Some(n) = counts.highlight_count {
-            view.row.highlight_count = n;
-        }
-        view.finish(ctx, self.dek, Some(&room.summary));
-        view.row.importance = importance::unread_room_importance(tx, &view.row, ctx.now)?;
-        self.save_if_changed(&mut view, touched)?;
-        Ok(stored_until)
-    }
-
-    fn save_if_changed(&mut self, view: &mut RoomView, touched: bool) -> rusqlite::Result<()> {
-        if touched || view.changed() {
-            view.save(self.tx, self.ctx.now)?;
-            self.out.changed_rooms.insert(view.row.room_id.clone());
-        }
-        // A new room is always saved above, so its row exists for the profiles.
-        view.save_profiles(self.tx, self.dek)?;
-        Ok(())
-    }
-}
-
 /// Stores events paged back from the homeserver (`/rooms/{id}/messages`, given oldest
 /// first) for one stored room, through the same per-event path as a sync. Only what is
-/// not room state: old state events describe the room as it was, not as it is. An edit
-/// that happened later comes bundled with the original (`unsigned.m.relations`), whose
-/// own event was paged earlier (before its original was stored), so it is applied here.
+/// not room state: old state events describe the room as it was, not as it is; but each
+/// message is stored with its sender's name of then, from the page's member `state` and
+/// the member events inside it ([`super::past_senders`]). An edit that happened later
+/// comes bundled with the original (`unsigned.m.relations`), whose own event was paged
+/// earlier (before its original was stored), so it is applied here.
 pub fn ingest_history(
     tx: &Transaction<'_>,
     ctx: &IngestContext<'_>,
     dek: &DataKey,
     room_id: &str,
     events: &[Event],
+    state: &[Event],
 ) -> rusqlite::Result<IngestOutcome> {
     let mut pass = Pass::new(tx, ctx, dek);
+    pass.senders_then = super::past_senders::past_senders(state, events);
     let mut view = RoomView::load(tx, ctx, dek, room_id)?;
     if view.is_new() {
         return Ok(pass.out); // removed meanwhile
@@ -267,7 +165,11 @@ pub fn ingest_joined_state(
 
 impl Pass<'_, '_> {
     /// Applies one timeline event; returns whether a message was added or changed.
-    fn timeline_event(&mut self, view: &mut RoomView, ev: &Event) -> rusqlite::Result<bool> {
+    pub(super) fn timeline_event(
+        &mut self,
+        view: &mut RoomView,
+        ev: &Event,
+    ) -> rusqlite::Result<bool> {
         if ev.state_key.is_some() {
             view.apply_state(self.ctx, ev);
             return Ok(false);
@@ -296,38 +198,21 @@ impl Pass<'_, '_> {
             .is_some_and(|u| u.get("redacted_because").is_some());
         let is_mine = sender == ctx.reader.matrix_user_id;
         let undecryptable = ev.kind == UNDECRYPTABLE;
-        let msgtype = match ev.content["msgtype"].as_str() {
-            _ if undecryptable => UNDECRYPTABLE,
-            _ if ev.kind == STICKER => STICKER,
-            Some(t) => t,
-            None => DEFAULT_MSGTYPE,
-        };
-        let (content, s) = if redacted {
-            redacted_content()
-        } else if undecryptable {
-            let (_, s) = redacted_content();
-            let content = MessageContent {
-                body: UNDECRYPTABLE_BODY.to_owned(),
-                content: ev.content.clone(),
-            };
-            (content, s)
-        } else {
-            let body = ev.content["body"].as_str().unwrap_or_default().to_owned();
-            let s = score(ctx, view.row.is_direct, &ev.content, msgtype, is_mine);
-            (
-                MessageContent {
-                    body,
-                    content: ev.content.clone(),
-                },
-                s,
-            )
+        let msgtype = msgtype_of(ev);
+        let (content, s) = match (redacted, undecryptable) {
+            (true, _) => redacted_content(),
+            (false, true) => undecryptable_content(ev),
+            (false, false) => {
+                let body = ev.content["body"].as_str().unwrap_or_default().to_owned();
+                let s = score(ctx, view.row.is_direct, &ev.content, msgtype, is_mine);
+                let content = ev.content.clone();
+                (MessageContent { body, content }, s)
+            }
         };
         let id = uuid::Uuid::new_v4().to_string();
         let ts = ev.origin_server_ts.unwrap_or(ctx.now * 1000);
-        // The sender's name and avatar as of this point of the timeline (a later rename
-        // changes the member's profile, not this row).
-        let sender_enc = view
-            .sender_profile(tx, dek, sender)?
+        let sender_enc = self
+            .sender_then(view, event_id, sender)?
             .map(|p| senders::seal_sender(dek, &id, &p));
         let row = MessageRow {
             sender_enc,
@@ -352,23 +237,8 @@ impl Pass<'_, '_> {
             return Ok(false);
         }
         crate::services::search::index_message(tx, dek, &row, &content.body)?;
-        // An incoming message sent after the archiving brings the conversation back to the
-        // active list. `archived_at` has whole seconds: a message from that same second may
-        // predate the archiving, so only later seconds count.
-        if !is_mine
-            && view.row.archived
-            && view.row.archived_at.is_none_or(|at| ts >= (at + 1) * 1000)
-        {
-            crate::store::rooms::set_flag(
-                tx,
-                ctx.user_id,
-                &view.row.room_id,
-                RoomFlag::Archived,
-                false,
-                ctx.now,
-            )?;
-            view.row.archived = false;
-            view.row.archived_at = None;
+        if !is_mine {
+            self.unarchive_if_newer(view, ts)?;
         }
         view.row.last_message_ts = Some(view.row.last_message_ts.map_or(ts, |t| t.max(ts)));
         self.out.new_messages.push(NewMessage {
@@ -378,5 +248,65 @@ impl Pass<'_, '_> {
             scorable: !is_mine && !redacted && !undecryptable,
         });
         Ok(true)
+    }
+
+    /// The sender's name and avatar as of this point of the timeline (a later rename
+    /// changes the member's profile, not this row): for back-fill, as the page showed it
+    /// ([`super::past_senders`]); else the newest member event of this response, else the
+    /// stored profile.
+    fn sender_then(
+        &self,
+        view: &mut RoomView,
+        event_id: &str,
+        sender: &str,
+    ) -> rusqlite::Result<Option<senders::Profile>> {
+        match self.senders_then.get(event_id) {
+            Some(then) => Ok(Some(then.clone())),
+            None => view.sender_profile(self.tx, self.dek, sender),
+        }
+    }
+
+    /// An incoming message sent after the archiving brings the conversation back to the
+    /// active list. `archived_at` has whole seconds: a message from that same second may
+    /// predate the archiving, so only later seconds count.
+    fn unarchive_if_newer(&mut self, view: &mut RoomView, ts: i64) -> rusqlite::Result<()> {
+        if !view.row.archived || view.row.archived_at.is_some_and(|at| ts < (at + 1) * 1000) {
+            return Ok(());
+        }
+        let ctx = self.ctx;
+        let room_id = &view.row.room_id;
+        rooms::set_flag(
+            self.tx,
+            ctx.user_id,
+            room_id,
+            RoomFlag::Archived,
+            false,
+            ctx.now,
+        )?;
+        view.row.archived = false;
+        view.row.archived_at = None;
+        Ok(())
+    }
+}
+
+/// An event still encrypted: its encrypted content kept (to decrypt it when its key
+/// comes), a placeholder text, no score.
+fn undecryptable_content(ev: &Event) -> (MessageContent, Score) {
+    let (_, s) = redacted_content();
+    let content = MessageContent {
+        body: UNDECRYPTABLE_BODY.to_owned(),
+        content: ev.content.clone(),
+    };
+    (content, s)
+}
+
+/// The msgtype a message is stored with: its own, or what stands for it (stickers,
+/// undecryptable events, none at all).
+fn msgtype_of(ev: &Event) -> &str {
+    match ev.content["msgtype"].as_str() {
+        _ if ev.kind == UNDECRYPTABLE => UNDECRYPTABLE,
+        _ if ev.kind == STICKER => STICKER,
+        Some(t) => t,
+        None => DEFAULT_MSGTYPE,
     }
 }

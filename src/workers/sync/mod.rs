@@ -26,6 +26,8 @@ mod gaps;
 pub mod history;
 pub mod homeserver;
 pub mod ingest;
+mod membership;
+mod past_senders;
 mod reactions;
 pub mod room;
 mod worker;

@@ -36,7 +36,7 @@ impl Fixture {
             .into_iter()
             .map(|e| serde_json::from_value(e).unwrap())
             .collect();
-        self.in_tx(|tx, ctx, dek| ingest_history(tx, ctx, dek, ROOM, &events))
+        self.in_tx(|tx, ctx, dek| ingest_history(tx, ctx, dek, ROOM, &events, &[]))
             .new_messages
             .len()
     }

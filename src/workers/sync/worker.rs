@@ -189,28 +189,9 @@ impl Session {
         };
         let token = crypto.token();
         let since = sync.and_then(|s| s.since);
-        // A first sync brings m.direct itself; a resumed one only brings changes.
-        let direct = match since {
-            Some(_) => {
-                let map = matrix.direct_rooms(&token, &mxid).await.map_err(upstream)?;
-                DirectRooms::from_content(&serde_json::to_value(map).unwrap_or_default())
-            }
-            None => DirectRooms::default(),
-        };
-        let now = Instant::now();
+        let direct = stored_direct(matrix, &token, &mxid, since.is_some()).await?;
         let bridges = BridgeIdentities::from_config(&state.config.bridges);
-        // Invites stored before a restart: only the trusted ones are joined.
-        let pending_joins = invites
-            .into_iter()
-            .filter(|(_, by)| by.as_deref().is_some_and(|b| bridges.is_trusted_inviter(b)))
-            .map(|(room, _)| {
-                let attempt = JoinAttempt {
-                    failures: 0,
-                    next_at: now,
-                };
-                (room, attempt)
-            })
-            .collect();
+        let pending_joins = trusted_invites(invites, &bridges);
         let session = Self {
             user_id: user.id.clone(),
             reader: Reader::new(&mxid, user.display_name.as_deref()),
@@ -239,51 +220,20 @@ impl Session {
             });
         }
         // Device and one-time keys go up before the first sync and whenever they run low.
-        if let Err(e) = self.crypto.process_outgoing(matrix).await {
-            tracing::warn!(user_id = %self.user_id, error = %e, "end-to-end encryption requests failed");
-        }
-        let initial = self.since.is_none();
-        let timeout = if initial { 0 } else { POLL_MS };
-        let filter = sync_filter(initial);
+        self.send_key_requests(matrix).await;
         // Flags the user changes here from now on win over this response's (see
         // `conversation::strip_overtaken`).
         let began = Instant::now();
-        let sync = matrix.sync(&self.token, self.since.as_deref(), timeout, Some(filter));
-        let mut resp = tokio::select! {
-            r = sync => r.map_err(upstream)?,
-            _ = state.shutdown.wait() => return Ok(()),
+        let Some(mut resp) = self.poll(state, matrix).await? else {
+            return Ok(()); // shutting down
         };
-        let hs = Homeserver {
-            http: &state.http,
-            base: matrix.base_url(),
-            token: &self.token,
+        let Some(hints) = self.room_hints(state, matrix, &resp).await else {
+            return Ok(());
         };
-        let mut hints = HashMap::new();
-        if self.since.is_some() {
-            // A limited timeline's gap is recorded by ingest and fetched when someone
-            // pages back into it (`services::history`), not here: a long downtime does
-            // not hold up the news, and nothing is skipped however long the gap is.
-            hints = tokio::select! {
-                found = hs.room_hints(&resp) => found,
-                _ = state.shutdown.wait() => return Ok(()),
-            };
-        }
         for room in resp.rooms.join.keys() {
             self.pending_joins.remove(room);
         }
-        // Room keys and device changes before the position is stored (to-device events
-        // come once), then decryption, so ingest stores plaintext.
-        let key_rooms = self
-            .crypto
-            .receive_sync(&decrypt::sync_crypto(&resp))
-            .await
-            .map_err(crate::services::e2ee::error)?;
-        if let Err(e) = self.crypto.process_outgoing(matrix).await {
-            tracing::warn!(user_id = %self.user_id, error = %e, "end-to-end encryption requests failed");
-        }
-        // Device verifications: answered (keys of new devices were queried just now) and announced.
-        crate::services::verifications::settle(state, matrix, &self.user_id, &self.crypto).await;
-        decrypt::decrypt_response(&self.crypto, &mut resp).await;
+        let key_rooms = self.open_response(state, matrix, &mut resp).await?;
         let next_batch = resp.next_batch.clone();
         let started = Instant::now();
         let room_changes = crypto_rooms::RoomChanges::of(&resp);
@@ -311,24 +261,9 @@ impl Session {
             ingest_ms = started.elapsed().as_millis() as u64,
             "ingested sync response"
         );
-        let now = Instant::now();
-        for room in outcome.invites {
-            self.pending_joins.entry(room).or_insert(JoinAttempt {
-                failures: 0,
-                next_at: now,
-            });
-        }
+        self.queue_joins(outcome.invites);
         self.join_invites(state, matrix).await;
-        // Keys messages lacked, looked up in the key backup.
-        let mut key_rooms = key_rooms;
-        key_rooms.extend(
-            crate::services::e2ee_trust::fetch_wanted(matrix, &self.user_id, &self.crypto).await,
-        );
-        key_rooms.sort();
-        key_rooms.dedup();
-        if !key_rooms.is_empty() {
-            self.retry_undecryptable(state, Some(&key_rooms)).await;
-        }
+        self.retry_with_backup_keys(state, matrix, key_rooms).await;
         Ok(())
     }
 
@@ -375,6 +310,42 @@ impl Session {
         self.direct = direct;
         Ok(outcome)
     }
+}
+
+/// The user's `m.direct` when the sync resumes: a first sync brings it itself, a resumed
+/// one only brings changes.
+async fn stored_direct(
+    matrix: &MatrixClient,
+    token: &str,
+    mxid: &str,
+    resumed: bool,
+) -> AppResult<DirectRooms> {
+    if !resumed {
+        return Ok(DirectRooms::default());
+    }
+    let map = matrix.direct_rooms(token, mxid).await.map_err(upstream)?;
+    Ok(DirectRooms::from_content(
+        &serde_json::to_value(map).unwrap_or_default(),
+    ))
+}
+
+/// Invites stored before a restart, to join now: only the trusted ones.
+fn trusted_invites(
+    invites: Vec<(String, Option<String>)>,
+    bridges: &BridgeIdentities,
+) -> HashMap<String, JoinAttempt> {
+    let now = Instant::now();
+    invites
+        .into_iter()
+        .filter(|(_, by)| by.as_deref().is_some_and(|b| bridges.is_trusted_inviter(b)))
+        .map(|(room, _)| {
+            let attempt = JoinAttempt {
+                failures: 0,
+                next_at: now,
+            };
+            (room, attempt)
+        })
+        .collect()
 }
 
 fn upstream(e: MatrixError) -> AppError {
@@ -432,6 +403,8 @@ fn publish(state: &Context, user_id: &str, outcome: &IngestOutcome) {
 
 #[path = "worker_joins.rs"]
 mod joins;
+#[path = "worker_poll.rs"]
+mod poll;
 
 #[cfg(test)]
 #[path = "worker_tests.rs"]

@@ -16,7 +16,9 @@ use crate::common::matrix::{self as mx, MatrixUser};
 use crate::common::*;
 use crate::messages::{decrypt, register_key};
 
+mod backfill;
 mod browser;
+mod search;
 
 const WAIT: Duration = Duration::from_secs(30);
 /// A valid 1×1 PNG: Synapse decodes it and makes its thumbnails.
