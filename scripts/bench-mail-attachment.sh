@@ -4,4 +4,4 @@
 # "BENCH peak RSS growth: ..." with both figures; the target is < 32 MiB.
 set -euo pipefail
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
-exec "$ROOT/scripts/test.sh" --test integration email_outgoing::bench -- --ignored --nocapture
+exec "$ROOT/scripts/test.sh" --test integration email::outgoing::bench -- --ignored --nocapture

@@ -151,6 +151,9 @@ pub enum ErrorCode {
     MailSendFailed,
     /// 409: an outgoing message held for undo is already on its way or sent.
     AlreadySent,
+    /// 409: the message a forward carries the files of (or one of its files) is no longer
+    /// on the mail server; nothing was sent.
+    ForwardedMessageGone,
     /// 502: the IMAP server refused an action (its words in the message).
     MailActionFailed,
     /// 409: a stored device token sealed under a deleted key.
@@ -282,6 +285,7 @@ impl ErrorCode {
         Self::MailAppendFailed,
         Self::MailSendFailed,
         Self::AlreadySent,
+        Self::ForwardedMessageGone,
         Self::MailActionFailed,
         Self::DeviceTokenUnreadable,
         Self::RecoveryKeyShown,
@@ -383,6 +387,7 @@ impl ErrorCode {
             Self::MailAppendFailed => "mail_append_failed",
             Self::MailSendFailed => "mail_send_failed",
             Self::AlreadySent => "already_sent",
+            Self::ForwardedMessageGone => "forwarded_message_gone",
             Self::MailActionFailed => "mail_action_failed",
             Self::DeviceTokenUnreadable => "device_token_unreadable",
             Self::RecoveryKeyShown => "recovery_key_shown",

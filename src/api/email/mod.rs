@@ -337,9 +337,10 @@ impl EmailApi {
     /// `{outboxId, sendAt}` with `undoSeconds` > 0 (held, then sent once by the scheduler;
     /// see `GET /api/email/outbox/{id}`). 400 naming the field for a malformed address or
     /// `undoSeconds` past 60; 404 for an unknown `replyTo`, `forward`, `signatureId`,
-    /// `accountId` or upload; 413 `payload_too_large` past `[email] max_attachments_mb`;
-    /// 502 `mail_send_failed` when the SMTP server refuses (nothing was sent). Personal
-    /// tokens allowed.
+    /// `accountId` or upload; 409 `forwarded_message_gone` when the forwarded message is
+    /// no longer on the mail server; 413 `payload_too_large` past `[email]
+    /// max_attachments_mb`; 502 `mail_send_failed` when the SMTP server refuses (nothing
+    /// was sent). Personal tokens allowed.
     #[oai(path = "/compose", method = "post", operation_id = "email_compose")]
     async fn compose(
         &self,

@@ -352,8 +352,12 @@ pub struct ComposeRequest {
     /// another user's); 413 when they add up past `[email] max_attachments_mb`. Sent
     /// uploads are dropped.
     pub attachments: Option<Vec<String>>,
-    /// With `forward`: the original's files go along as attachments (fetched from the
-    /// mail server; they count towards `[email] max_attachments_mb`).
+    /// With `forward`: the original's files go along as attachments, byte-identical with
+    /// their names and types. They are fetched from the mail server when the message is
+    /// sent, each file part alone (BODYSTRUCTURE, then the part in 1 MiB pieces), never
+    /// the whole original, and count towards `[email] max_attachments_mb` (413 beyond).
+    /// 409 `forwarded_message_gone` when the original was moved or deleted on the server
+    /// meanwhile: nothing is sent.
     pub include_attachments: Option<bool>,
     /// 0 to 60 (default 0: sent before the answer, 201). More than 0: held that long
     /// ("undo send"), answered 202 `{outboxId, sendAt}`; `DELETE /api/email/outbox/{outboxId}`

@@ -344,20 +344,27 @@ pub async fn attachment(
     ))
 }
 
+/// 502 for a message cached `truncated`: it is larger than this server fetches, and its
+/// cached list of files is incomplete.
+pub(super) fn refuse_truncated(state: &Context, m: &threads::Message) -> AppResult<()> {
+    if !m.body.truncated {
+        return Ok(());
+    }
+    // Fetched whole it would pass the bounded reader's cap: not fetched at all.
+    Err(AppError::BadGateway {
+        code: ErrorCode::MailActionFailed,
+        message: format!(
+            "the message is larger than this server fetches ([email] max_message_mb = {}); \
+             only its first part is cached and its attachments are not downloaded",
+            state.config.email.max_message_mb
+        ),
+    })
+}
+
 /// The whole RFC 5322 text of a cached message, fetched from one of its mailboxes (at
 /// most `[email] max_message_mb`; a `truncated` message is refused, it is larger).
 pub async fn fetch_raw(state: &Context, m: &threads::Message) -> AppResult<Vec<u8>> {
-    if m.body.truncated {
-        // Fetched whole it would pass the bounded reader's cap: not fetched at all.
-        return Err(AppError::BadGateway {
-            code: ErrorCode::MailActionFailed,
-            message: format!(
-                "the message is larger than this server fetches ([email] max_message_mb = {}); \
-                 only its first part is cached and its attachments are not downloaded",
-                state.config.email.max_message_mb
-            ),
-        });
-    }
+    refuse_truncated(state, m)?;
     let ctx = account_ctx(state, &m.account_id).await?;
     let (mid, key) = (m.id.clone(), ctx.dek.clone());
     let locations = state

@@ -32,17 +32,7 @@ pub async fn deliver(state: &Context, user_id: &str, input: ComposeInput) -> App
         files.push(uploads::read(state, &dek, row).await?);
     }
     if let (Some(o), true) = (&c.original, input.include_attachments) {
-        if !o.body.attachments.is_empty() {
-            let raw = super::actions::fetch_raw(state, o).await?;
-            for (i, (ctype, name, bytes)) in super::parse::attachments(&raw).into_iter().enumerate()
-            {
-                files.push(File {
-                    name: name.unwrap_or_else(|| format!("attachment-{i}")),
-                    mimetype: ctype,
-                    bytes,
-                });
-            }
-        }
+        files.extend(super::forward::original_files(state, o).await?);
     }
     let from = from_of(state, user_id, &c.ctx).await?;
     let message_id = new_message_id(&from);

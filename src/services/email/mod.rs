@@ -32,6 +32,7 @@ pub mod compose;
 pub mod deliver;
 pub mod draft_send;
 pub mod drafts;
+pub mod forward;
 pub mod html;
 mod ingest;
 pub mod mailboxes;

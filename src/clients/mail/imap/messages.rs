@@ -48,7 +48,7 @@ pub const MAX_LISTED: usize = 1_000_000;
 /// Runs `UID FETCH <set> <query>` and hands each response to `each` as it arrives (none is
 /// kept: each holds its own read buffer). Each response must come within the deadline;
 /// unsolicited responses are dropped as they come, so none piles up behind the fetch.
-async fn for_each_fetch(
+pub(super) async fn for_each_fetch(
     s: &mut Session,
     uid_set: &str,
     query: &str,

@@ -21,11 +21,13 @@ use crate::config::EmailConfig;
 
 mod guard;
 mod messages;
+mod parts;
 mod sessions;
 pub(crate) mod stream;
 
 pub use guard::Guarded;
 pub use messages::*;
+pub use parts::{fetch_part, structure, Part, PartKind};
 pub use sessions::open_sessions;
 use stream::tls;
 pub use stream::MailStream;

@@ -108,6 +108,41 @@ fn assert_not_stored(app: &TestApp, marker: &str, names: &[&str]) {
 
 #[tokio::test]
 async fn mailbox_names_are_sealed_at_rest_and_labels_still_work() {
+    let (mut app, n) = setup().await;
+    labelling_and_moving_by_a_sealed_name(&app, &n).await;
+    a_label_created_through_the_api_is_sealed_too(&app, &n).await;
+    a_second_user_has_their_own_label_and_hash(&app, &n).await;
+    every_row_is_sealed_at_rest(&app, &n).await;
+    an_earlier_versions_rows_are_sealed_at_the_next_start(&mut app, &n).await;
+}
+
+/// One user's mailbox with private mailbox names, connected and synced.
+struct Names {
+    run: String,
+    secret: String,
+    nested: String,
+    created: String,
+    a_mail: String,
+    tok: String,
+    account_id: String,
+    /// The thread in INBOX and the one in the secret mailbox.
+    hello: String,
+    retainer: String,
+}
+
+impl Names {
+    fn private(&self) -> [&str; 4] {
+        [
+            self.secret.as_str(),
+            self.nested.as_str(),
+            "Job applications",
+            self.created.as_str(),
+        ]
+    }
+}
+
+/// Mailboxes with private names on the server, the account connected, the first listing.
+async fn setup() -> (TestApp, Names) {
     let run = uuid::Uuid::new_v4().simple().to_string()[..8].to_owned();
     let secret = format!("Lawyer-divorce-{run}");
     let nested = format!("Job applications/Acme-{run}");
@@ -123,7 +158,7 @@ async fn mailbox_names_are_sealed_at_rest_and_labels_still_work() {
     .await;
     dovecot::deliver(&a_mail, PW, "INBOX", &mail(&format!("hi.{run}@x"), "Hello")).await;
 
-    let mut app = TestApp::start_with_mail().await;
+    let app = TestApp::start_with_mail().await;
     let a = app.sign_up("names-a").await;
     let tok = a.access_token.clone();
     let account = connect_mailbox(&app, &tok, &a_mail, PW).await;
@@ -152,13 +187,37 @@ async fn mailbox_names_are_sealed_at_rest_and_labels_still_work() {
     assert_eq!(inbox.len(), 1);
     let hello = inbox[0]["id"].as_str().unwrap().to_owned();
     let retainer = t[0]["id"].as_str().unwrap().to_owned();
+    let n = Names {
+        run,
+        secret,
+        nested,
+        created,
+        a_mail,
+        tok,
+        account_id,
+        hello,
+        retainer,
+    };
+    (app, n)
+}
 
+/// Labelling and moving by a sealed name, as seen on the IMAP server; an unknown name (or one of another case) is 404, never a guess.
+async fn labelling_and_moving_by_a_sealed_name(app: &TestApp, n: &Names) {
+    let Names {
+        run,
+        secret,
+        nested,
+        a_mail,
+        tok,
+        hello,
+        ..
+    } = n;
     // Labelling and moving by a sealed name, as seen on the IMAP server.
     let th = expect_json(
         act(
-            &app,
-            &tok,
-            &hello,
+            app,
+            tok,
+            hello,
             json!({"action": "addLabel", "label": nested}),
         )
         .await,
@@ -166,14 +225,14 @@ async fn mailbox_names_are_sealed_at_rest_and_labels_still_work() {
     )
     .await;
     assert_eq!(th["labels"], json!(["INBOX", nested]));
-    assert_eq!(dovecot::list(&a_mail, PW, &nested).await.len(), 1);
+    assert_eq!(dovecot::list(a_mail, PW, nested).await.len(), 1);
     let m = expect_json(
         app.get_auth(
             &format!(
                 "/api/email/messages/{}",
                 th["messageIds"][0].as_str().unwrap()
             ),
-            &tok,
+            tok,
         )
         .await,
         200,
@@ -182,9 +241,9 @@ async fn mailbox_names_are_sealed_at_rest_and_labels_still_work() {
     assert_eq!(m["labels"], json!(["INBOX", nested]));
     let th = expect_json(
         act(
-            &app,
-            &tok,
-            &hello,
+            app,
+            tok,
+            hello,
             json!({"action": "addLabel", "label": secret}),
         )
         .await,
@@ -192,12 +251,12 @@ async fn mailbox_names_are_sealed_at_rest_and_labels_still_work() {
     )
     .await;
     assert_eq!(th["labels"], json!(["INBOX", nested, secret]));
-    assert_eq!(threads(&app, &tok, &secret).await.len(), 2);
+    assert_eq!(threads(app, tok, secret).await.len(), 2);
     let th = expect_json(
         act(
-            &app,
-            &tok,
-            &hello,
+            app,
+            tok,
+            hello,
             json!({"action": "removeLabel", "label": secret}),
         )
         .await,
@@ -205,23 +264,23 @@ async fn mailbox_names_are_sealed_at_rest_and_labels_still_work() {
     )
     .await;
     assert_eq!(th["labels"], json!(["INBOX", nested]));
-    let left = dovecot::list(&a_mail, PW, &secret).await;
+    let left = dovecot::list(a_mail, PW, secret).await;
     assert_eq!(left.len(), 1, "{left:?}");
     assert!(left[0].3.contains("ret."), "{left:?}");
     let th = expect_json(
-        act(&app, &tok, &hello, json!({"action": "archive"})).await,
+        act(app, tok, hello, json!({"action": "archive"})).await,
         200,
     )
     .await;
     assert_eq!(th["labels"], json!(["Archive", nested]));
-    assert_eq!(threads(&app, &tok, &nested).await.len(), 1);
+    assert_eq!(threads(app, tok, nested).await.len(), 1);
     // An unknown name (or one of another case) is 404, never a guess.
     for wrong in [format!("Nope-{run}"), secret.to_lowercase()] {
         expect_error(
             act(
-                &app,
-                &tok,
-                &hello,
+                app,
+                tok,
+                hello,
                 json!({"action": "addLabel", "label": wrong}),
             )
             .await,
@@ -230,10 +289,14 @@ async fn mailbox_names_are_sealed_at_rest_and_labels_still_work() {
         )
         .await;
     }
+}
 
+/// A label created through the API is sealed too; uniqueness still holds.
+async fn a_label_created_through_the_api_is_sealed_too(app: &TestApp, n: &Names) {
+    let Names { created, tok, .. } = n;
     // A label created through the API is sealed too; uniqueness still holds.
     let resp = app
-        .post_json("/api/email/labels", Some(&tok), json!({"name": created}))
+        .post_json("/api/email/labels", Some(tok), json!({"name": created}))
         .await;
     assert_eq!(
         expect_json(resp, 201).await,
@@ -241,34 +304,50 @@ async fn mailbox_names_are_sealed_at_rest_and_labels_still_work() {
     );
     for again in [created.clone(), created.to_uppercase()] {
         expect_error(
-            app.post_json("/api/email/labels", Some(&tok), json!({"name": again}))
+            app.post_json("/api/email/labels", Some(tok), json!({"name": again}))
                 .await,
             409,
             "label_exists",
         )
         .await;
     }
-    wait_labels(&app, &tok, |l| label(l, &created).is_some()).await;
+    wait_labels(app, tok, |l| label(l, created).is_some()).await;
+}
 
+/// A second user with a mailbox of the same name: their own label, their own hash; each user's label counts and lists only their own mail.
+async fn a_second_user_has_their_own_label_and_hash(app: &TestApp, n: &Names) {
+    let Names {
+        run,
+        secret,
+        tok,
+        retainer,
+        ..
+    } = n;
     // A second user with a mailbox of the same name: their own label, their own hash.
     let b_mail = add_user("names-b", PW);
-    create_boxes(&b_mail, &[&secret]).await;
-    dovecot::deliver(&b_mail, PW, &secret, &mail(&format!("b.{run}@x"), "Other")).await;
+    create_boxes(&b_mail, &[secret]).await;
+    dovecot::deliver(&b_mail, PW, secret, &mail(&format!("b.{run}@x"), "Other")).await;
     let b = app.sign_up("names-b").await;
-    connect_mailbox(&app, &b.access_token, &b_mail, PW).await;
-    wait_labels(&app, &b.access_token, |l| {
-        label(l, &secret).is_some_and(|x| x["total"] == 1)
+    connect_mailbox(app, &b.access_token, &b_mail, PW).await;
+    wait_labels(app, &b.access_token, |l| {
+        label(l, secret).is_some_and(|x| x["total"] == 1)
     })
     .await;
-    let bt = threads(&app, &b.access_token, &secret).await;
+    let bt = threads(app, &b.access_token, secret).await;
     assert_eq!(bt.len(), 1);
     assert_eq!(bt[0]["subject"], "Other");
     // Each user's label counts and lists only their own mail.
-    assert!(label(&labels(&app, &tok).await, &secret).is_some_and(|x| x["total"] == 1));
-    let at = threads(&app, &tok, &secret).await;
+    assert!(label(&labels(app, tok).await, secret).is_some_and(|x| x["total"] == 1));
+    let at = threads(app, tok, secret).await;
     assert_eq!(at.len(), 1);
     assert_eq!(at[0]["id"], retainer.as_str());
+}
 
+/// At rest: every row sealed, no plain name in any column, the hashes per user.
+async fn every_row_is_sealed_at_rest(app: &TestApp, n: &Names) {
+    let Names {
+        secret, account_id, ..
+    } = n;
     // At rest: every row sealed, no plain name in any column, the hashes per user.
     {
         let db = rusqlite::Connection::open(app.data_dir().join("switchboard.db")).unwrap();
@@ -292,14 +371,22 @@ async fn mailbox_names_are_sealed_at_rest_and_labels_still_work() {
             .unwrap();
         assert_eq!(shared, 0, "INBOX and {secret} hash alike for two users");
     }
-    let private = [
-        secret.as_str(),
-        nested.as_str(),
-        "Job applications",
-        created.as_str(),
-    ];
-    assert_not_stored(&app, &account_id, &private);
+    let private = n.private();
+    assert_not_stored(app, account_id, &private);
+}
 
+/// An earlier version's rows (plain names, no hash): sealed at the next start, before the first request, and the WAL no longer holds them either.
+async fn an_earlier_versions_rows_are_sealed_at_the_next_start(app: &mut TestApp, n: &Names) {
+    let Names {
+        secret,
+        nested,
+        created,
+        a_mail,
+        tok,
+        account_id,
+        hello,
+        ..
+    } = n;
     // An earlier version's rows (plain names, no hash): sealed at the next start, before
     // the first request, and the WAL no longer holds them either.
     app.kill9();
@@ -343,7 +430,7 @@ async fn mailbox_names_are_sealed_at_rest_and_labels_still_work() {
         }
     }
     assert!(
-        contains(&stored_bytes(&app), &secret),
+        contains(&stored_bytes(app), secret),
         "the old rows hold the plain name"
     );
     app.spawn().await;
@@ -353,18 +440,18 @@ async fn mailbox_names_are_sealed_at_rest_and_labels_still_work() {
         "{}",
         app.log()
     );
-    assert_not_stored(&app, &account_id, &private);
-    let l = labels(&app, &tok).await;
+    assert_not_stored(app, account_id, &n.private());
+    let l = labels(app, tok).await;
     for n in [&secret, &nested, &created] {
         assert!(label(&l, n).is_some(), "{n} after the rewrite: {l:?}");
     }
-    assert_eq!(threads(&app, &tok, &nested).await.len(), 1);
-    assert_eq!(threads(&app, &tok, "Archive").await.len(), 1);
+    assert_eq!(threads(app, tok, nested).await.len(), 1);
+    assert_eq!(threads(app, tok, "Archive").await.len(), 1);
     let th = expect_json(
         act(
-            &app,
-            &tok,
-            &hello,
+            app,
+            tok,
+            hello,
             json!({"action": "removeLabel", "label": nested}),
         )
         .await,
@@ -372,5 +459,5 @@ async fn mailbox_names_are_sealed_at_rest_and_labels_still_work() {
     )
     .await;
     assert_eq!(th["labels"], json!(["Archive"]));
-    assert!(dovecot::list(&a_mail, PW, &nested).await.is_empty());
+    assert!(dovecot::list(a_mail, PW, nested).await.is_empty());
 }

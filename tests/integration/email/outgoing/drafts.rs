@@ -101,81 +101,9 @@ async fn drafts_live_in_the_drafts_mailbox_and_are_sent_from_there() {
     assert_eq!(d["attachments"][0]["filename"], "plan.pdf", "{d}");
     assert_eq!(d["attachments"][0]["size"], pdf.len());
 
-    // A draft another client wrote is listed.
-    let theirs = format!("Phone draft {run}");
-    dovecot::deliver(&email, IMAP_PASSWORD, "Drafts",
-        &format!("From: {email}\nTo: hal@example.org\nSubject: {theirs}\nDate: Thu, 3 Jul 2025 09:00:00 +0000\n\nwritten on the phone\n")).await;
-    let l = list(&app, &tok).await;
-    let subjects: Vec<&str> = l["drafts"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|d| d["subject"].as_str().unwrap())
-        .collect();
-    assert!(
-        subjects.contains(&theirs.as_str()) && subjects.contains(&second.as_str()),
-        "{l}"
-    );
-    let phone = l["drafts"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .find(|d| d["subject"] == theirs.as_str())
-        .unwrap();
-    assert_eq!(phone["to"], json!(["hal@example.org"]));
-    let phone_id = phone["id"].as_str().unwrap().to_owned();
-    assert_eq!(
-        list(&app, &tok).await["drafts"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .find(|d| d["subject"] == theirs.as_str())
-            .unwrap()["id"],
-        phone_id.as_str(),
-        "listed ids are stable"
-    );
-
-    // Another user's draft id is 404, for every route.
-    let other = app.sign_up("drafts-other").await;
-    let ot = other.access_token.as_str();
-    expect_error(
-        app.get_auth(&format!("/api/email/drafts/{id}"), ot).await,
-        404,
-        "not_found",
-    )
-    .await;
-    expect_error(
-        app.send(
-            Method::PUT,
-            &format!("/api/email/drafts/{id}"),
-            Some(ot),
-            Some(json!({"subject": "x"})),
-        )
-        .await,
-        404,
-        "not_found",
-    )
-    .await;
-    expect_error(
-        app.send(
-            Method::DELETE,
-            &format!("/api/email/drafts/{id}"),
-            Some(ot),
-            None,
-        )
-        .await,
-        404,
-        "not_found",
-    )
-    .await;
-    expect_error(
-        app.post_json(&format!("/api/email/drafts/{id}/send"), Some(ot), json!({}))
-            .await,
-        404,
-        "not_found",
-    )
-    .await;
-    assert_eq!(drafts_on_server(&email).await.len(), 2, "untouched");
+    let (phone_id, theirs) =
+        a_draft_from_another_client_is_listed(&app, &tok, &email, &run, &second).await;
+    another_users_draft_id_is_404(&app, &email, &id).await;
 
     // Sent: the message carries the draft's file and Bcc recipient; the draft is gone.
     let sent = expect_json(
@@ -229,6 +157,94 @@ async fn drafts_live_in_the_drafts_mailbox_and_are_sent_from_there() {
     );
     assert!(drafts_on_server(&email).await.is_empty());
     assert_eq!(list(&app, &tok).await["drafts"], json!([]));
+}
+
+/// A draft another client wrote is listed, under an id that stays the same; returns its id
+/// and subject.
+async fn a_draft_from_another_client_is_listed(
+    app: &TestApp,
+    tok: &str,
+    email: &str,
+    run: &str,
+    second: &str,
+) -> (String, String) {
+    let theirs = format!("Phone draft {run}");
+    dovecot::deliver(email, IMAP_PASSWORD, "Drafts",
+        &format!("From: {email}\nTo: hal@example.org\nSubject: {theirs}\nDate: Thu, 3 Jul 2025 09:00:00 +0000\n\nwritten on the phone\n")).await;
+    let l = list(app, tok).await;
+    let subjects: Vec<&str> = l["drafts"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|d| d["subject"].as_str().unwrap())
+        .collect();
+    assert!(
+        subjects.contains(&theirs.as_str()) && subjects.contains(&second),
+        "{l}"
+    );
+    let phone = l["drafts"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|d| d["subject"] == theirs.as_str())
+        .unwrap();
+    assert_eq!(phone["to"], json!(["hal@example.org"]));
+    let phone_id = phone["id"].as_str().unwrap().to_owned();
+    assert_eq!(
+        list(app, tok).await["drafts"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|d| d["subject"] == theirs.as_str())
+            .unwrap()["id"],
+        phone_id.as_str(),
+        "listed ids are stable"
+    );
+    (phone_id, theirs)
+}
+
+/// Another user's draft id is 404, for every route; the drafts stay untouched.
+async fn another_users_draft_id_is_404(app: &TestApp, email: &str, id: &str) {
+    let other = app.sign_up("drafts-other").await;
+    let ot = other.access_token.as_str();
+    expect_error(
+        app.get_auth(&format!("/api/email/drafts/{id}"), ot).await,
+        404,
+        "not_found",
+    )
+    .await;
+    expect_error(
+        app.send(
+            Method::PUT,
+            &format!("/api/email/drafts/{id}"),
+            Some(ot),
+            Some(json!({"subject": "x"})),
+        )
+        .await,
+        404,
+        "not_found",
+    )
+    .await;
+    expect_error(
+        app.send(
+            Method::DELETE,
+            &format!("/api/email/drafts/{id}"),
+            Some(ot),
+            None,
+        )
+        .await,
+        404,
+        "not_found",
+    )
+    .await;
+    expect_error(
+        app.post_json(&format!("/api/email/drafts/{id}/send"), Some(ot), json!({}))
+            .await,
+        404,
+        "not_found",
+    )
+    .await;
+    assert_eq!(drafts_on_server(email).await.len(), 2, "untouched");
 }
 
 /// The web app's order: the draft is autosaved without files, the file is added by the

@@ -324,15 +324,20 @@ async fn other_users_ids_out_of_range_indexes_and_over_long_fields_are_refused()
         expect_error(resp, 403, "forbidden_for_api_token").await;
     }
 
-    // Over-long fields: 400 naming the field, before anything reaches a server.
+    over_long_fields_are_refused_naming_the_field(&app, &tok, &email).await;
+}
+
+/// Over-long fields: 400 naming the field, before anything reaches a server; nothing more
+/// is stored.
+async fn over_long_fields_are_refused_naming_the_field(app: &TestApp, tok: &str, email: &str) {
     let long = |n: usize| "x".repeat(n);
-    let mut too_long_name = account(&email, "127.0.0.1", "127.0.0.1");
+    let mut too_long_name = account(email, "127.0.0.1", "127.0.0.1");
     too_long_name["displayName"] = json!(long(256));
-    let mut too_long_host = account(&email, "127.0.0.1", "127.0.0.1");
+    let mut too_long_host = account(email, "127.0.0.1", "127.0.0.1");
     too_long_host["imap"]["host"] = json!(format!("{}.example.org", long(250)));
-    let mut too_long_user = account(&email, "127.0.0.1", "127.0.0.1");
+    let mut too_long_user = account(email, "127.0.0.1", "127.0.0.1");
     too_long_user["smtp"]["username"] = json!(long(321));
-    let mut too_long_password = account(&email, "127.0.0.1", "127.0.0.1");
+    let mut too_long_password = account(email, "127.0.0.1", "127.0.0.1");
     too_long_password["imap"]["password"] = json!(long(1025));
     let cases = [
         ("/api/email/accounts", too_long_name, "displayName"),
@@ -358,7 +363,7 @@ async fn other_users_ids_out_of_range_indexes_and_over_long_fields_are_refused()
     ];
     for (path, body, field) in cases {
         let e = expect_error(
-            app.post_json(path, Some(&tok), body).await,
+            app.post_json(path, Some(tok), body).await,
             400,
             "invalid_request",
         )
@@ -370,14 +375,14 @@ async fn other_users_ids_out_of_range_indexes_and_over_long_fields_are_refused()
     }
     for query in [format!("q={}", long(201)), format!("label={}", long(1001))] {
         expect_error(
-            app.get_auth(&format!("/api/email/threads?{query}"), &tok)
+            app.get_auth(&format!("/api/email/threads?{query}"), tok)
                 .await,
             400,
             "invalid_request",
         )
         .await;
     }
-    let listed = expect_json(app.get_auth("/api/email/accounts", &tok).await, 200).await;
+    let listed = expect_json(app.get_auth("/api/email/accounts", tok).await, 200).await;
     assert_eq!(
         listed["accounts"].as_array().unwrap().len(),
         1,

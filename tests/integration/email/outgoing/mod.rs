@@ -3,6 +3,7 @@
 
 mod bench;
 mod drafts;
+mod forward;
 mod send;
 mod undo;
 

@@ -6,29 +6,60 @@ use serde_json::json;
 use super::*;
 use crate::common::dovecot;
 
+/// One user and mailbox, the phases in order (the caps and at-rest checks see what the
+/// earlier phases left).
 #[tokio::test]
 async fn attachments_arrive_byte_identical_forwards_carry_files_and_caps_hold() {
     let app = app().await;
     let (tok, email, _) = user_with_mailbox(&app, "att").await;
     let run = uuid::Uuid::new_v4().simple().to_string();
+    let t = Out {
+        app,
+        tok,
+        email,
+        run,
+    };
+    let up_pdf = two_files_arrive_byte_identical(&t).await;
+    let other = sent_unknown_and_others_uploads_are_404(&t, &up_pdf).await;
+    let a = the_cap_holds(&t).await;
+    bad_uploads_are_400(&t).await;
+    a_forward_carries_the_originals_file(&t).await;
+    addresses_complete_from_headers_and_sent_mail(&t, &other).await;
+    addresses_and_files_are_sealed_at_rest(&t, &a).await;
+}
 
+struct Out {
+    app: TestApp,
+    tok: String,
+    email: String,
+    run: String,
+}
+
+/// Two files (a 300 KB PDF and a PNG) arrive byte-identical, in Sent too; returns the PDF's upload.
+async fn two_files_arrive_byte_identical(t: &Out) -> Value {
+    let Out {
+        app,
+        tok,
+        email,
+        run,
+    } = t;
     // Two files: a 300 KB PDF and a PNG.
     let pdf = super::pdf(300 * 1024);
     let png = png();
     let up_pdf = expect_json(
-        upload(&app, &tok, "report.pdf", "application/pdf", &pdf).await,
+        upload(app, tok, "report.pdf", "application/pdf", &pdf).await,
         201,
     )
     .await;
     assert_eq!(up_pdf["size"], pdf.len());
     assert_eq!(up_pdf["name"], "report.pdf");
     assert_eq!(up_pdf["mimetype"], "application/pdf");
-    let up_png = expect_json(upload(&app, &tok, "dot.png", "image/png", &png).await, 201).await;
+    let up_png = expect_json(upload(app, tok, "dot.png", "image/png", &png).await, 201).await;
     let subject = format!("Files {run}");
     let sent = expect_json(
         app.post_json(
             "/api/email/compose",
-            Some(&tok),
+            Some(tok),
             json!({"to": ["Carol Example <carol@example.org>"], "subject": subject,
                    "text": "Both files attached", "attachments": [up_pdf["uploadId"], up_png["uploadId"]]}),
         )
@@ -52,26 +83,31 @@ async fn attachments_arrive_byte_identical_forwards_carry_files_and_caps_hold() 
         "the PNG, byte for byte"
     );
     // The Sent copy carries them too.
-    let copies = on_server(&email, "Sent", &subject).await;
+    let copies = on_server(email, "Sent", &subject).await;
     assert_eq!(copies.len(), 1, "one copy in Sent");
     assert_eq!(files_of(&copies[0]), files);
     // The message as Switchboard lists it shows the attachments.
     let m = expect_json(
         app.get_auth(
             &format!("/api/email/messages/{}", sent["id"].as_str().unwrap()),
-            &tok,
+            tok,
         )
         .await,
         200,
     )
     .await;
     assert_eq!(m["attachments"].as_array().unwrap().len(), 2, "{m}");
+    up_pdf
+}
 
+/// A sent upload is gone; an unknown one and another user's are 404, nothing sent. Returns the other user.
+async fn sent_unknown_and_others_uploads_are_404(t: &Out, up_pdf: &Value) -> Session {
+    let Out { app, tok, run, .. } = t;
     // A sent upload is gone; an unknown one and another user's are 404, nothing sent.
     let again = json!({"to": ["carol@example.org"], "subject": format!("Again {run}"), "text": "x",
                        "attachments": [up_pdf["uploadId"]]});
     expect_error(
-        app.post_json("/api/email/compose", Some(&tok), again).await,
+        app.post_json("/api/email/compose", Some(tok), again).await,
         404,
         "not_found",
     )
@@ -79,7 +115,7 @@ async fn attachments_arrive_byte_identical_forwards_carry_files_and_caps_hold() 
     let other = app.sign_up("att-other").await;
     let theirs = expect_json(
         upload(
-            &app,
+            app,
             &other.access_token,
             "theirs.txt",
             "text/plain",
@@ -92,7 +128,7 @@ async fn attachments_arrive_byte_identical_forwards_carry_files_and_caps_hold() 
     let steal = json!({"to": ["carol@example.org"], "subject": format!("Steal {run}"), "text": "x",
                        "attachments": [theirs["uploadId"]]});
     expect_error(
-        app.post_json("/api/email/compose", Some(&tok), steal).await,
+        app.post_json("/api/email/compose", Some(tok), steal).await,
         404,
         "not_found",
     )
@@ -100,16 +136,21 @@ async fn attachments_arrive_byte_identical_forwards_carry_files_and_caps_hold() 
     let bogus =
         json!({"to": ["carol@example.org"], "subject": "x", "text": "x", "attachments": ["nope"]});
     expect_error(
-        app.post_json("/api/email/compose", Some(&tok), bogus).await,
+        app.post_json("/api/email/compose", Some(tok), bogus).await,
         404,
         "not_found",
     )
     .await;
+    other
+}
 
+/// Over the cap (1 MiB here): one file past it, or files that add up past it, are 413. Returns a spooled upload.
+async fn the_cap_holds(t: &Out) -> Value {
+    let Out { app, tok, run, .. } = t;
     // Over the cap (1 MiB here): one file past it, or files that add up past it, are 413.
     let big = super::pdf(1024 * 1024 + 1);
     let e = expect_error(
-        upload(&app, &tok, "big.pdf", "application/pdf", &big).await,
+        upload(app, tok, "big.pdf", "application/pdf", &big).await,
         413,
         "payload_too_large",
     )
@@ -123,8 +164,8 @@ async fn attachments_arrive_byte_identical_forwards_carry_files_and_caps_hold() 
     );
     let a = expect_json(
         upload(
-            &app,
-            &tok,
+            app,
+            tok,
             "a.bin",
             "application/octet-stream",
             &super::pdf(600 * 1024),
@@ -135,8 +176,8 @@ async fn attachments_arrive_byte_identical_forwards_carry_files_and_caps_hold() 
     .await;
     let b = expect_json(
         upload(
-            &app,
-            &tok,
+            app,
+            tok,
             "b.bin",
             "application/octet-stream",
             &super::pdf(600 * 1024),
@@ -148,14 +189,20 @@ async fn attachments_arrive_byte_identical_forwards_carry_files_and_caps_hold() 
     let both = json!({"to": ["carol@example.org"], "subject": format!("Too much {run}"), "text": "x",
                       "attachments": [a["uploadId"], b["uploadId"]]});
     expect_error(
-        app.post_json("/api/email/compose", Some(&tok), both).await,
+        app.post_json("/api/email/compose", Some(tok), both).await,
         413,
         "payload_too_large",
     )
     .await;
+    a
+}
+
+/// Bad uploads: an empty file, a form without one.
+async fn bad_uploads_are_400(t: &Out) {
+    let Out { app, tok, .. } = t;
     // Bad uploads: an empty file, a form without one.
     expect_error(
-        upload(&app, &tok, "empty.txt", "text/plain", b"").await,
+        upload(app, tok, "empty.txt", "text/plain", b"").await,
         400,
         "invalid_request",
     )
@@ -164,7 +211,7 @@ async fn attachments_arrive_byte_identical_forwards_carry_files_and_caps_hold() 
     let no_file = app
         .http
         .post(app.url("/api/email/attachments"))
-        .bearer_auth(&tok)
+        .bearer_auth(tok)
         .header("Content-Type", ct)
         .body(body)
         .send()
@@ -172,7 +219,16 @@ async fn attachments_arrive_byte_identical_forwards_carry_files_and_caps_hold() 
         .unwrap();
     let e = expect_error(no_file, 400, "invalid_request").await;
     assert!(e["message"].as_str().unwrap().starts_with("note"), "{e}");
+}
 
+/// A forward with includeAttachments carries the original's file.
+async fn a_forward_carries_the_originals_file(t: &Out) {
+    let Out {
+        app,
+        tok,
+        email,
+        run,
+    } = t;
     // A forward with includeAttachments carries the original's file.
     let csv = b"dish,price\r\nsoup,4\r\n\xff\x00binary tail".to_vec();
     use base64::Engine;
@@ -183,13 +239,13 @@ async fn attachments_arrive_byte_identical_forwards_carry_files_and_caps_hold() 
          --XX\nContent-Type: text/plain\n\nMenu attached\n--XX\nContent-Type: application/octet-stream\n\
          Content-Disposition: attachment; filename=menu.bin\nContent-Transfer-Encoding: base64\n\n{b64}\n--XX--\n"
     );
-    dovecot::deliver(&email, IMAP_PASSWORD, "INBOX", &original).await;
-    let menu_id = wait_message(&app, &tok, &format!("Menu {run}")).await;
+    dovecot::deliver(email, IMAP_PASSWORD, "INBOX", &original).await;
+    let menu_id = wait_message(app, tok, &format!("Menu {run}")).await;
     let fwd_subject = format!("Fwd: Menu {run}");
     expect_json(
         app.post_json(
             "/api/email/compose",
-            Some(&tok),
+            Some(tok),
             json!({"to": ["erin@example.org"], "subject": fwd_subject, "text": "See below",
                    "forward": menu_id, "includeAttachments": true}),
         )
@@ -205,7 +261,7 @@ async fn attachments_arrive_byte_identical_forwards_carry_files_and_caps_hold() 
     );
     assert!(String::from_utf8_lossy(&fwd).contains("Forwarded message"));
     let e = expect_error(
-        app.post_json("/api/email/compose", Some(&tok),
+        app.post_json("/api/email/compose", Some(tok),
             json!({"to": ["erin@example.org"], "subject": "x", "text": "x", "includeAttachments": true})).await,
         400, "invalid_request").await;
     assert!(
@@ -215,10 +271,16 @@ async fn attachments_arrive_byte_identical_forwards_carry_files_and_caps_hold() 
             .starts_with("includeAttachments"),
         "{e}"
     );
+}
 
+/// Address completion: from the mail's headers and what was sent, most used first; never the user's own address.
+async fn addresses_complete_from_headers_and_sent_mail(t: &Out, other: &Session) {
+    let Out {
+        app, tok, email, ..
+    } = t;
     // Address completion: from the mail's headers and what was sent, most used first;
     // never the user's own address.
-    let all = expect_json(app.get_auth("/api/email/addresses", &tok).await, 200).await;
+    let all = expect_json(app.get_auth("/api/email/addresses", tok).await, 200).await;
     let list: Vec<&str> = all["addresses"]
         .as_array()
         .unwrap()
@@ -237,8 +299,7 @@ async fn attachments_arrive_byte_identical_forwards_carry_files_and_caps_hold() 
         "ranked by use: {all}"
     );
     let q = expect_json(
-        app.get_auth("/api/email/addresses?q=CAROL%20ex", &tok)
-            .await,
+        app.get_auth("/api/email/addresses?q=CAROL%20ex", tok).await,
         200,
     )
     .await;
@@ -257,12 +318,16 @@ async fn attachments_arrive_byte_identical_forwards_carry_files_and_caps_hold() 
         "another user's addresses stay theirs"
     );
     expect_error(
-        app.get_auth("/api/email/addresses?limit=0", &tok).await,
+        app.get_auth("/api/email/addresses?limit=0", tok).await,
         400,
         "invalid_request",
     )
     .await;
+}
 
+/// At rest: the addresses and the spooled files are sealed.
+async fn addresses_and_files_are_sealed_at_rest(t: &Out, a: &Value) {
+    let Out { app, .. } = t;
     // At rest: the addresses and the spooled files are sealed.
     let db = rusqlite::Connection::open(app.data_dir().join("switchboard.db")).unwrap();
     let sealed: Vec<Vec<u8>> = db

@@ -1,0 +1,120 @@
+//! Benchmark (ignored by default; `scripts/bench-mail-attachment.sh` runs it): the server's
+//! peak RSS (`VmHWM`) growth while a 20 MB attachment is uploaded, then sent. Prints both
+//! figures; the upload is streamed to the sealed spool, so it must stay under 32 MiB.
+
+use serde_json::json;
+
+use super::*;
+
+fn status_kib(pid: u32, field: &str) -> u64 {
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).expect("proc status");
+    status
+        .lines()
+        .find_map(|l| l.strip_prefix(field))
+        .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
+        .expect(field)
+}
+
+fn hwm_kib(pid: u32) -> u64 {
+    status_kib(pid, "VmHWM:")
+}
+
+/// Resets the peak (`VmHWM`) to the current RSS (Linux: `5` into `clear_refs`), so that a
+/// later step is measured from here and not against an earlier, larger peak; returns the
+/// RSS it starts from.
+fn reset_peak(pid: u32) -> u64 {
+    std::fs::write(format!("/proc/{pid}/clear_refs"), "5").expect("clear_refs (needs root)");
+    status_kib(pid, "VmRSS:")
+}
+
+#[tokio::test]
+#[ignore = "benchmark: scripts/bench-mail-attachment.sh"]
+async fn bench_rss_while_sending_a_20_mb_attachment() {
+    let app = TestApp::start_with_mail_and("[email]\nmax_attachments_mb = 25\n".into()).await;
+    let (tok, _, _) = user_with_mailbox(&app, "bench").await;
+    let run = uuid::Uuid::new_v4().simple().to_string();
+    let file = pdf(20 * 1024 * 1024);
+    // Warm up: one small send, so one-time allocations are not counted.
+    let small = expect_json(
+        upload(&app, &tok, "warm.pdf", "application/pdf", &file[..1024]).await,
+        201,
+    )
+    .await;
+    expect_json(app.post_json("/api/email/compose", Some(&tok),
+        json!({"to": ["ivy@example.org"], "subject": format!("Warm {run}"), "text": "x", "attachments": [small["uploadId"]]})).await, 201).await;
+    let pid = app.pid();
+    let base = hwm_kib(pid);
+    let up = expect_json(
+        upload(&app, &tok, "big.pdf", "application/pdf", &file).await,
+        201,
+    )
+    .await;
+    let after_upload = hwm_kib(pid);
+    let subject = format!("Big {run}");
+    expect_json(app.post_json("/api/email/compose", Some(&tok),
+        json!({"to": ["ivy@example.org"], "subject": subject, "text": "20 MB", "attachments": [up["uploadId"]]})).await, 201).await;
+    let after_send = hwm_kib(pid);
+    let delivered = wait_sink(&subject).await;
+    assert_eq!(
+        files_of(&delivered),
+        vec![("big.pdf".to_owned(), file)],
+        "byte-identical"
+    );
+    let upload_mib = (after_upload - base) as f64 / 1024.0;
+    let send_mib = (after_send - base) as f64 / 1024.0;
+    println!("BENCH peak RSS growth: upload of 20 MiB {upload_mib:.1} MiB, upload + send {send_mib:.1} MiB (target < 32 MiB)");
+    assert!(
+        upload_mib < 32.0,
+        "the upload is not streamed: {upload_mib:.1} MiB"
+    );
+}
+
+/// The same figure for a forward of a mail with a 20 MB file (`includeAttachments`): the
+/// file is fetched from Dovecot part by part and decoded as it arrives, then sent.
+#[tokio::test]
+#[ignore = "benchmark: scripts/bench-mail-attachment.sh"]
+async fn bench_rss_while_forwarding_a_20_mb_attachment() {
+    use base64::Engine;
+    let app = TestApp::start_with_mail_and("[email]\nmax_attachments_mb = 25\n".into()).await;
+    let (tok, email, _) = user_with_mailbox(&app, "benchfwd").await;
+    let run = uuid::Uuid::new_v4().simple().to_string();
+    let file = pdf(20 * 1024 * 1024);
+    let b64 = base64::engine::general_purpose::STANDARD.encode(&file);
+    let lines: Vec<&str> = b64
+        .as_bytes()
+        .chunks(76)
+        .map(|l| std::str::from_utf8(l).unwrap())
+        .collect();
+    let subject = format!("Big original {run}");
+    let raw = format!(
+        "From: Dana <dana@example.org>\r\nTo: {email}\r\nSubject: {subject}\r\n\
+         Date: Wed, 2 Jul 2025 12:00:00 +0000\r\nMIME-Version: 1.0\r\n\
+         Content-Type: multipart/mixed; boundary=B\r\n\r\n--B\r\nContent-Type: text/plain\r\n\r\n\
+         The file\r\n--B\r\nContent-Type: application/pdf\r\n\
+         Content-Disposition: attachment; filename=big.pdf\r\nContent-Transfer-Encoding: base64\r\n\r\n\
+         {}\r\n--B--\r\n",
+        lines.join("\r\n")
+    );
+    drop(lines);
+    drop(b64);
+    crate::common::dovecot::deliver(&email, IMAP_PASSWORD, "INBOX", &raw).await;
+    drop(raw);
+    let id = super::send::wait_message(&app, &tok, &subject).await;
+    // The sync that cached the 27 MB original raised the peak: measured from here.
+    let pid = app.pid();
+    let base = reset_peak(pid);
+    let fwd = format!("Fwd big {run}");
+    expect_json(app.post_json("/api/email/compose", Some(&tok),
+        json!({"to": ["ivy@example.org"], "subject": fwd, "text": "20 MB", "forward": id, "includeAttachments": true})).await, 201).await;
+    let after = hwm_kib(pid);
+    let delivered = wait_sink(&fwd).await;
+    assert_eq!(
+        files_of(&delivered),
+        vec![("big.pdf".to_owned(), file)],
+        "byte-identical"
+    );
+    let mib = (after - base) as f64 / 1024.0;
+    println!(
+        "BENCH peak RSS growth: forward of a 20 MiB file (by part) {mib:.1} MiB (target < 32 MiB)"
+    );
+}
