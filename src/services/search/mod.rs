@@ -161,8 +161,8 @@ pub fn reindex(
         tx.commit()?;
     }
     let mut out = Reindexed::default();
-    reindex_messages(conn, &dek, user_id, &mut out)?;
-    reindex_emails(conn, &dek, user_id, &mut out)?;
+    reindex_messages(conn, &dek, user_id, &mut out, on_batch)?;
+    reindex_emails(conn, &dek, user_id, &mut out, on_batch)?;
     // Vectors of items that are no longer indexed go too.
     search_index::drop_orphan_vectors(conn, user_id)?;
     Ok(out)
@@ -174,6 +174,7 @@ fn reindex_messages(
     dek: &DataKey,
     user_id: &str,
     out: &mut Reindexed,
+    on_batch: &mut dyn FnMut(&Reindexed),
 ) -> AppResult<()> {
     let mut after = String::new();
     loop {
@@ -191,7 +192,7 @@ fn reindex_messages(
             }
         }
         tx.commit()?;
-        on_batch(&out);
+        on_batch(out);
     }
     Ok(())
 }
@@ -203,6 +204,7 @@ fn reindex_emails(
     dek: &DataKey,
     user_id: &str,
     out: &mut Reindexed,
+    on_batch: &mut dyn FnMut(&Reindexed),
 ) -> AppResult<()> {
     let mut after = String::new();
     loop {
@@ -229,7 +231,7 @@ fn reindex_emails(
             }
         }
         tx.commit()?;
-        on_batch(&out);
+        on_batch(out);
     }
     Ok(())
 }
