@@ -1,32 +1,75 @@
 //! Reactions, replies, edits and deletion for everyone in a plain room, both ways.
 
+use reqwest::Method;
 use serde_json::{json, Value};
 
 use super::*;
+use crate::sync::Sse;
 
 fn path(room: &str, rest: &str) -> String {
     format!("/api/rooms/{}/messages{rest}", enc(room))
 }
 
-async fn call(
-    app: &TestApp,
-    token: &str,
-    method: reqwest::Method,
-    p: &str,
-    body: Option<Value>,
-) -> reqwest::Response {
-    app.send(method, p, Some(token), body).await
+/// `method` on the room's messages path + `rest`, as the Switchboard user.
+async fn call(p: &Plain, method: Method, rest: &str, body: Option<Value>) -> reqwest::Response {
+    p.app
+        .send(method, &path(&p.room, rest), Some(&p.token), body)
+        .await
+}
+
+/// The call, expected to answer `status` with a JSON body.
+async fn ok(p: &Plain, method: Method, rest: &str, body: Option<Value>, status: u16) -> Value {
+    expect_json(call(p, method, rest, body).await, status).await
+}
+
+/// The call, expected to be refused with `status` and the error `code`.
+async fn refused(
+    p: &Plain,
+    (method, rest, body): (Method, &str, Option<Value>),
+    status: u16,
+    code: &str,
+) -> Value {
+    expect_error(call(p, method, rest, body).await, status, code).await
 }
 
 fn reactions(m: &Value) -> Value {
     m["reactions"].clone()
 }
 
+fn react(key: &str) -> Option<Value> {
+    Some(json!({"key": key}))
+}
+
+/// Waits until the message `event_id` carries exactly `expected` reactions.
+async fn wait_reactions(p: &Plain, what: &str, event_id: &str, expected: Value) {
+    wait_message(&p.app, &p.token, &p.room, what, |m| {
+        m["eventId"] == event_id && reactions(m) == expected
+    })
+    .await;
+}
+
+async fn wait_room_updated(sse: &mut Sse, what: &str, room: &str) {
+    sse.wait_for(what, |e| {
+        e.event == "room.updated" && e.data["roomId"] == room
+    })
+    .await;
+}
+
 #[tokio::test]
 async fn reactions_replies_edits_and_deletions_both_ways() {
     let p = plain("").await;
-    let (app, token, room, bob) = (&p.app, p.token.as_str(), p.room.as_str(), &p.bob);
-    let hello = bob.send_text(room, "hello from bob").await;
+    let hello = p.bob.send_text(&p.room, "hello from bob").await;
+    let mut sse = crate::sync::open_sse(&p.app, &p.token, None).await;
+    reactions_both_ways(&p, &hello, &mut sse).await;
+    let mine = replies_both_ways(&p, &hello).await;
+    edits_of_own_messages_only(&p, &hello, &mine).await;
+    deletion_for_everyone_of_own_messages_only(&p, &hello, &mine, &mut sse).await;
+}
+
+/// Bob's reaction shows; mine is sent once per key, announced, refused for bad keys and
+/// targets, and both are removed again (mine through the API, bob's on Synapse).
+async fn reactions_both_ways(p: &Plain, hello: &str, sse: &mut Sse) {
+    let (room, bob) = (p.room.as_str(), &p.bob);
     let bob_reaction = bob
         .send(
             room,
@@ -36,45 +79,16 @@ async fn reactions_replies_edits_and_deletions_both_ways() {
         )
         .await;
     // Synapse → Switchboard: bob's reaction shows.
-    wait_message(app, token, room, "bob's reaction", |m| {
-        m["eventId"] == hello.as_str()
-            && reactions(m) == json!([{"key": "👍", "count": 1, "mine": false}])
-    })
-    .await;
+    let bobs_only = json!([{"key": "👍", "count": 1, "mine": false}]);
+    wait_reactions(p, "bob's reaction", hello, bobs_only.clone()).await;
 
     // Switchboard → Synapse: the same key (once per key). Announced on /api/sync.
-    let mut sse = crate::sync::open_sse(app, token, None).await;
-    let react = |key: &str| json!({"key": key});
-    let r = expect_json(
-        call(
-            app,
-            token,
-            reqwest::Method::POST,
-            &path(room, &format!("/{}/reactions", enc(&hello))),
-            Some(react("👍")),
-        )
-        .await,
-        201,
-    )
-    .await;
+    let reactions_path = format!("/{}/reactions", enc(hello));
+    let r = ok(p, Method::POST, &reactions_path, react("👍"), 201).await;
     assert_eq!(r["duplicate"], false, "{r}");
-    sse.wait_for("room.updated after the reaction", |e| {
-        e.event == "room.updated" && e.data["roomId"] == room
-    })
-    .await;
+    wait_room_updated(sse, "room.updated after the reaction", room).await;
     let my_reaction = r["eventId"].as_str().unwrap().to_owned();
-    let again = expect_json(
-        call(
-            app,
-            token,
-            reqwest::Method::POST,
-            &path(room, &format!("/{}/reactions", enc(&hello))),
-            Some(react("👍")),
-        )
-        .await,
-        201,
-    )
-    .await;
+    let again = ok(p, Method::POST, &reactions_path, react("👍"), 201).await;
     assert_eq!(
         (again["eventId"].as_str(), again["duplicate"].as_bool()),
         (Some(my_reaction.as_str()), Some(true))
@@ -85,99 +99,43 @@ async fn reactions_replies_edits_and_deletions_both_ways() {
         seen["content"]["m.relates_to"],
         json!({"rel_type": "m.annotation", "event_id": hello, "key": "👍"})
     );
-    wait_message(app, token, room, "both reactions", |m| {
-        m["eventId"] == hello.as_str()
-            && reactions(m) == json!([{"key": "👍", "count": 2, "mine": true}])
-    })
-    .await;
+    let both = json!([{"key": "👍", "count": 2, "mine": true}]);
+    wait_reactions(p, "both reactions", hello, both).await;
+
     // Bad keys and targets.
     let long = "a".repeat(65);
-    let e = expect_error(
-        call(
-            app,
-            token,
-            reqwest::Method::POST,
-            &path(room, &format!("/{}/reactions", enc(&hello))),
-            Some(react(&long)),
-        )
-        .await,
-        400,
-        "invalid_request",
-    )
-    .await;
+    let post_long = (Method::POST, reactions_path.as_str(), react(&long));
+    let e = refused(p, post_long, 400, "invalid_request").await;
     assert!(e["message"].as_str().unwrap().starts_with("key:"), "{e}");
-    expect_error(
-        call(
-            app,
-            token,
-            reqwest::Method::POST,
-            &path(room, "/%24unknown%3Alocalhost/reactions"),
-            Some(react("x")),
-        )
-        .await,
-        404,
-        "not_found",
-    )
-    .await;
+    let unknown = (
+        Method::POST,
+        "/%24unknown%3Alocalhost/reactions",
+        react("x"),
+    );
+    refused(p, unknown, 404, "not_found").await;
 
     // Removal: mine through the API, bob's on Synapse.
-    expect_json(
-        call(
-            app,
-            token,
-            reqwest::Method::DELETE,
-            &path(room, &format!("/{}/reactions/{}", enc(&hello), enc("👍"))),
-            None,
-        )
-        .await,
-        200,
-    )
-    .await;
+    let mine_path = format!("/{}/reactions/{}", enc(hello), enc("👍"));
+    ok(p, Method::DELETE, &mine_path, None, 200).await;
     let gone = bob.event(room, &my_reaction).await;
     assert!(gone["unsigned"]["redacted_because"].is_object(), "{gone}");
     assert_eq!(gone["content"], json!({}), "{gone}");
-    wait_message(app, token, room, "my reaction removed", |m| {
-        m["eventId"] == hello.as_str()
-            && reactions(m) == json!([{"key": "👍", "count": 1, "mine": false}])
-    })
-    .await;
-    expect_error(
-        call(
-            app,
-            token,
-            reqwest::Method::DELETE,
-            &path(room, &format!("/{}/reactions/{}", enc(&hello), enc("👍"))),
-            None,
-        )
-        .await,
-        404,
-        "not_found",
-    )
-    .await;
+    wait_reactions(p, "my reaction removed", hello, bobs_only).await;
+    refused(p, (Method::DELETE, &mine_path, None), 404, "not_found").await;
     bob.redact(room, &bob_reaction).await;
-    wait_message(app, token, room, "bob's reaction removed", |m| {
-        m["eventId"] == hello.as_str() && reactions(m) == json!([])
-    })
-    .await;
+    wait_reactions(p, "bob's reaction removed", hello, json!([])).await;
+}
 
-    // Replies both ways.
-    let sent = expect_json(
-        call(
-            app,
-            token,
-            reqwest::Method::POST,
-            &path(room, ""),
-            Some(json!({"content": "hi bob", "txnId": "rep-1", "replyTo": hello})),
-        )
-        .await,
-        200,
-    )
-    .await;
+/// My reply reaches Synapse as one, bob's shows as one; a reply to an unknown event is
+/// refused. Returns my reply's event id.
+async fn replies_both_ways(p: &Plain, hello: &str) -> String {
+    let (room, bob) = (p.room.as_str(), &p.bob);
+    let body = json!({"content": "hi bob", "txnId": "rep-1", "replyTo": hello});
+    let sent = ok(p, Method::POST, "", Some(body), 200).await;
     let mine = sent["eventId"].as_str().unwrap().to_owned();
     let seen = bob.event(room, &mine).await;
     assert_eq!(
-        seen["content"]["m.relates_to"]["m.in_reply_to"]["event_id"],
-        hello.as_str(),
+        seen["content"]["m.relates_to"]["m.in_reply_to"]["event_id"], hello,
         "{seen}"
     );
     let bobs_reply = bob
@@ -188,40 +146,26 @@ async fn reactions_replies_edits_and_deletions_both_ways() {
             "m.relates_to": {"m.in_reply_to": {"event_id": mine}}}),
         )
         .await;
-    let m = wait_event_id(app, token, room, &bobs_reply).await;
+    let m = wait_event_id(&p.app, &p.token, room, &bobs_reply).await;
     assert_eq!(m["replyTo"], mine.as_str(), "{m}");
-    let e = expect_error(
-        call(
-            app,
-            token,
-            reqwest::Method::POST,
-            &path(room, ""),
-            Some(json!({"content": "x", "txnId": "rep-2", "replyTo": "$nope:localhost"})),
-        )
-        .await,
-        400,
-        "invalid_request",
-    )
-    .await;
+    let body = json!({"content": "x", "txnId": "rep-2", "replyTo": "$nope:localhost"});
+    let e = refused(p, (Method::POST, "", Some(body)), 400, "invalid_request").await;
     assert!(
         e["message"].as_str().unwrap().starts_with("replyTo:"),
         "{e}"
     );
+    mine
+}
 
-    // Edits: mine, seen on Synapse and in the history; others' refused; empty refused.
-    let edited = expect_json(
-        call(
-            app,
-            token,
-            reqwest::Method::PUT,
-            &path(room, &format!("/{}", enc(&mine))),
-            Some(json!({"content": "hi bob (edited)"})),
-        )
-        .await,
-        200,
-    )
-    .await;
-    let edit_ev = bob.event(room, edited["eventId"].as_str().unwrap()).await;
+/// Edits: mine, seen on Synapse and in the history; others' refused; empty refused.
+async fn edits_of_own_messages_only(p: &Plain, hello: &str, mine: &str) {
+    let mine_path = format!("/{}", enc(mine));
+    let body = json!({"content": "hi bob (edited)"});
+    let edited = ok(p, Method::PUT, &mine_path, Some(body), 200).await;
+    let edit_ev = p
+        .bob
+        .event(&p.room, edited["eventId"].as_str().unwrap())
+        .await;
     assert_eq!(
         edit_ev["content"]["m.new_content"]["body"], "hi bob (edited)",
         "{edit_ev}"
@@ -230,96 +174,46 @@ async fn reactions_replies_edits_and_deletions_both_ways() {
         edit_ev["content"]["m.relates_to"],
         json!({"rel_type": "m.replace", "event_id": mine})
     );
-    let m = wait_message(app, token, room, "the edit", |m| {
-        m["eventId"] == mine.as_str() && m["text"] == "hi bob (edited)"
+    let m = wait_message(&p.app, &p.token, &p.room, "the edit", |m| {
+        m["eventId"] == mine && m["text"] == "hi bob (edited)"
     })
     .await;
     assert!(m["editedAt"].as_i64().is_some_and(|t| t > 0), "{m}");
-    expect_error(
-        call(
-            app,
-            token,
-            reqwest::Method::PUT,
-            &path(room, &format!("/{}", enc(&hello))),
-            Some(json!({"content": "not yours"})),
-        )
-        .await,
-        403,
-        "not_own_message",
-    )
-    .await;
-    let e = expect_error(
-        call(
-            app,
-            token,
-            reqwest::Method::PUT,
-            &path(room, &format!("/{}", enc(&mine))),
-            Some(json!({"content": "  "})),
-        )
-        .await,
-        400,
-        "invalid_request",
-    )
-    .await;
+    let others = format!("/{}", enc(hello));
+    let body = Some(json!({"content": "not yours"}));
+    refused(p, (Method::PUT, &others, body), 403, "not_own_message").await;
+    let body = Some(json!({"content": "  "}));
+    let e = refused(p, (Method::PUT, &mine_path, body), 400, "invalid_request").await;
     assert!(
         e["message"].as_str().unwrap().starts_with("content:"),
         "{e}"
     );
+}
 
-    // Deletion for everyone: mine is redacted on Synapse; bob's refused.
-    expect_error(
-        call(
-            app,
-            token,
-            reqwest::Method::DELETE,
-            &path(room, &format!("/{}", enc(&hello))),
-            None,
-        )
-        .await,
-        403,
-        "not_own_message",
-    )
-    .await;
+/// Deletion for everyone: mine is redacted on Synapse and announced; bob's refused.
+async fn deletion_for_everyone_of_own_messages_only(
+    p: &Plain,
+    hello: &str,
+    mine: &str,
+    sse: &mut Sse,
+) {
+    let others = format!("/{}", enc(hello));
+    refused(p, (Method::DELETE, &others, None), 403, "not_own_message").await;
     // What was announced so far is read first: the next room.updated is the deletion's.
     while sse
         .next(std::time::Duration::from_millis(300))
         .await
         .is_some()
     {}
-    let del = expect_json(
-        call(
-            app,
-            token,
-            reqwest::Method::DELETE,
-            &path(room, &format!("/{}", enc(&mine))),
-            None,
-        )
-        .await,
-        200,
-    )
-    .await;
-    assert_eq!(del["redactedEventId"], mine.as_str());
-    sse.wait_for("room.updated after the deletion", |e| {
-        e.event == "room.updated" && e.data["roomId"] == room
-    })
-    .await;
-    let redacted = bob.event(room, &mine).await;
+    let del = ok(p, Method::DELETE, &format!("/{}", enc(mine)), None, 200).await;
+    assert_eq!(del["redactedEventId"], mine);
+    wait_room_updated(sse, "room.updated after the deletion", &p.room).await;
+    let redacted = p.bob.event(&p.room, mine).await;
     assert_eq!(redacted["content"], json!({}), "{redacted}");
-    wait_message(app, token, room, "the deletion", |m| {
-        m["eventId"] == mine.as_str() && m["text"] == ""
+    wait_message(&p.app, &p.token, &p.room, "the deletion", |m| {
+        m["eventId"] == mine && m["text"] == ""
     })
     .await;
-    expect_error(
-        call(
-            app,
-            token,
-            reqwest::Method::DELETE,
-            &path(room, "/%24unknown%3Alocalhost"),
-            None,
-        )
-        .await,
-        404,
-        "not_found",
-    )
-    .await;
+    let unknown = (Method::DELETE, "/%24unknown%3Alocalhost", None);
+    refused(p, unknown, 404, "not_found").await;
 }
