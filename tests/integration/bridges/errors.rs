@@ -14,9 +14,20 @@ async fn bridge_refusals_are_clear_errors() {
     let tg = BridgeEmulator::start(Network::Telegram).await;
     let (app, user) = setup(&[&tg], "br-fail").await;
     let t = &user.access_token;
+    let process = rejected_steps_are_400_with_the_bridges_message(&app, t, &tg).await;
+    malformed_requests_never_reach_the_bridge(&app, t, &process).await;
+    unknown_flows_and_logins_are_refused(&app, t).await;
+    the_bridge_failing_is_502_and_too_many_logins_409(&app, t, &tg).await;
+}
 
-    // A step the bridge rejects: 400 with the bridge's own message; the process ends.
-    let started = start(&app, t, "telegram", "phone").await;
+/// A step the bridge rejects: 400 with the bridge's own message, and the process ends; a
+/// step it does not expect (M_BAD_STATE) likewise. Returns that last process.
+async fn rejected_steps_are_400_with_the_bridges_message(
+    app: &TestApp,
+    t: &str,
+    tg: &BridgeEmulator,
+) -> String {
+    let started = start(app, t, "telegram", "phone").await;
     let process = started["loginProcessId"].as_str().unwrap().to_owned();
     let first = started["step"].clone();
     let field = first["userInput"]["fields"][0]["id"]
@@ -65,7 +76,7 @@ async fn bridge_refusals_are_clear_errors() {
         .refused(404, "login_process_not_found");
 
     // A step the bridge does not expect (M_BAD_STATE).
-    let started = start(&app, t, "telegram", "phone").await;
+    let started = start(app, t, "telegram", "phone").await;
     let process = started["loginProcessId"].as_str().unwrap().to_owned();
     let mut wrong = started["step"].clone();
     wrong["stepId"] = json!("fi.mau.telegram.login.code");
@@ -76,8 +87,10 @@ async fn bridge_refusals_are_clear_errors() {
         .await
         .refused(400, "bridge_rejected");
     assert_eq!(body["message"], "Step ID does not match");
+    process
+}
 
-    // Malformed requests never reach the bridge.
+async fn malformed_requests_never_reach_the_bridge(app: &TestApp, t: &str, process: &str) {
     let body = json!({"loginProcessId": process, "stepId": "s", "stepType": "display_and_wait", "data": {}});
     app.api(t)
         .bridges()
@@ -102,8 +115,10 @@ async fn bridge_refusals_are_clear_errors() {
         .post("telegram", "login/step", body)
         .await
         .refused(404, "login_process_not_found");
+}
 
-    // A flow the bridge does not offer; an unknown login to re-authenticate.
+/// A flow the bridge does not offer; an unknown login to re-authenticate.
+async fn unknown_flows_and_logins_are_refused(app: &TestApp, t: &str) {
     let body = app
         .api(t)
         .bridges()
@@ -127,8 +142,14 @@ async fn bridge_refusals_are_clear_errors() {
         )
         .await
         .refused(404, "login_not_found");
+}
 
-    // The bridge failing (5xx) is a 502 with its message.
+/// The bridge failing (5xx) is a 502 with its message; its login limit is 409.
+async fn the_bridge_failing_is_502_and_too_many_logins_409(
+    app: &TestApp,
+    t: &str,
+    tg: &BridgeEmulator,
+) {
     tg.fail_next(Op::Start, 500, "M_UNKNOWN", "Internal error starting login");
     let body = app
         .api(t)

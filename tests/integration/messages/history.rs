@@ -2,7 +2,7 @@
 
 use std::time::{Duration, Instant};
 
-use serde_json::json;
+use serde_json::{json, Value};
 
 use crate::common::client::keys::CONFIRM_KEY_DELETION;
 use crate::common::client::Refusal;
@@ -201,25 +201,7 @@ async fn readable_history_walks_each_conversation_with_an_opaque_cursor() {
 
     // The walk: room id order, each room newest first, one room per page, an empty
     // page for the empty room still carries a cursor, null at the end.
-    let mut pages = Vec::new();
-    let mut cursor: Option<String> = None;
-    loop {
-        let q = match &cursor {
-            Some(c) => format!("?limit=3&cursor={c}"),
-            None => "?limit=3".to_owned(),
-        };
-        let page = history(&app, &token, &q).await;
-        let next = page["nextCursor"].as_str().map(str::to_owned);
-        pages.push(page);
-        match next {
-            Some(n) => {
-                assert!(n.parse::<i64>().is_err(), "cursor is opaque: {n}");
-                cursor = Some(n);
-            }
-            None => break,
-        }
-        assert!(pages.len() < 10, "the walk must end");
-    }
+    let pages = walk_every_room(&app, &token).await;
     let rooms_per_page: Vec<Vec<String>> = pages.iter().map(|p| bodies(p, "roomId")).collect();
     assert_eq!(
         rooms_per_page,
@@ -236,13 +218,44 @@ async fn readable_history_walks_each_conversation_with_an_opaque_cursor() {
     expected.extend(c_events.iter().rev().cloned());
     assert_eq!(walked, expected);
 
-    // Fields of the readable message.
-    let first = &pages[0]["messages"];
+    readable_fields_are_complete(&pages[0]["messages"], &linked);
+    let next = one_room_pages_newest_first_to_the_end(&app, &token, a, b).await;
+    let walk_cursor = pages[0]["nextCursor"].as_str().unwrap();
+    cursors_of_other_filters_are_refused(&app, &token, walk_cursor, &next, a, c).await;
+}
+
+/// Every page of the all-rooms walk, three messages at a time, checking each cursor is
+/// opaque and that the walk ends.
+async fn walk_every_room(app: &TestApp, token: &str) -> Vec<Value> {
+    let mut pages = Vec::new();
+    let mut cursor: Option<String> = None;
+    loop {
+        let q = match &cursor {
+            Some(c) => format!("?limit=3&cursor={c}"),
+            None => "?limit=3".to_owned(),
+        };
+        let page = history(app, token, &q).await;
+        let next = page["nextCursor"].as_str().map(str::to_owned);
+        pages.push(page);
+        match next {
+            Some(n) => {
+                assert!(n.parse::<i64>().is_err(), "cursor is opaque: {n}");
+                cursor = Some(n);
+            }
+            None => return pages,
+        }
+        assert!(pages.len() < 10, "the walk must end");
+    }
+}
+
+/// Fields of the readable message: direction from either account of the group, the
+/// redacted text empty, and every key.
+fn readable_fields_are_complete(first: &Value, linked: &str) {
     assert_eq!(first[0]["text"], "from my other account");
     assert_eq!(first[0]["direction"], "outgoing");
     assert_eq!(first[0]["isMine"], false);
     assert_eq!(first[0]["timestamp"], 4000);
-    assert_eq!(first[0]["senderId"], linked.as_str());
+    assert_eq!(first[0]["senderId"], linked);
     assert_eq!(first[0]["content"]["body"], "from my other account");
     assert_eq!(first[1]["text"], "", "redacted text is empty");
     assert_eq!(first[1]["direction"], "incoming");
@@ -271,27 +284,45 @@ async fn readable_history_walks_each_conversation_with_an_opaque_cursor() {
         ]
     );
 
-    // One room: newest first to the end.
-    let page = history(&app, &token, &format!("?roomId={}&limit=3", enc(a))).await;
+}
+
+/// One room: newest first to the end; an empty room is an empty last page. Returns the
+/// room's first cursor.
+async fn one_room_pages_newest_first_to_the_end(
+    app: &TestApp,
+    token: &str,
+    a: &str,
+    b: &str,
+) -> String {
+    let page = history(app, token, &format!("?roomId={}&limit=3", enc(a))).await;
     assert_eq!(
         bodies(&page, "text"),
         ["from my other account", "", "from me"]
     );
     let next = page["nextCursor"].as_str().unwrap().to_owned();
     let page2 = history(
-        &app,
-        &token,
+        app,
+        token,
         &format!("?roomId={}&limit=3&cursor={next}", enc(a)),
     )
     .await;
     assert_eq!(bodies(&page2, "text"), ["a1"]);
     assert!(page2["nextCursor"].is_null());
-    let empty = history(&app, &token, &format!("?roomId={}", enc(b))).await;
+    let empty = history(app, token, &format!("?roomId={}", enc(b))).await;
     assert_eq!(empty["messages"], json!([]));
     assert!(empty["nextCursor"].is_null());
+    next
+}
 
-    // Cursors are checked: garbage, timestamps and cursors of other filters are 400.
-    let walk_cursor = pages[0]["nextCursor"].as_str().unwrap();
+/// Cursors are checked: garbage, timestamps and cursors of other filters are 400.
+async fn cursors_of_other_filters_are_refused(
+    app: &TestApp,
+    token: &str,
+    walk_cursor: &str,
+    next: &str,
+    a: &str,
+    c: &str,
+) {
     for q in [
         "?cursor=garbage".to_owned(),
         "?cursor=1700000000000".to_owned(),
@@ -302,13 +333,13 @@ async fn readable_history_walks_each_conversation_with_an_opaque_cursor() {
         "?limit=0".to_owned(),
         "?limit=101".to_owned(),
     ] {
-        app.api(&token)
+        app.api(token)
             .messages()
             .page(&q)
             .await
             .refused(400, "invalid_request");
     }
-    app.api(&token)
+    app.api(token)
         .messages()
         .page("?roomId=%21nope%3Aseed.test")
         .await

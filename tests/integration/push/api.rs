@@ -4,11 +4,11 @@
 use base64::engine::general_purpose::URL_SAFE_NO_PAD;
 use base64::Engine as _;
 use reqwest::Method;
-use serde_json::json;
+use serde_json::{json, Value};
 
 use super::{subscribe, subscriptions, vapid};
 use crate::common::push_service::PushService;
-use crate::common::{expect_error, expect_json, personal_token, sorted_keys, TestApp};
+use crate::common::{expect_error, expect_json, personal_token, sorted_keys, Session, TestApp};
 
 #[tokio::test]
 async fn subscriptions_are_idempotent_limited_listed_without_their_secret_and_native_only() {
@@ -20,7 +20,25 @@ async fn subscriptions_are_idempotent_limited_listed_without_their_secret_and_na
     let key = vapid(&app, &service, &s).await;
     let point = URL_SAFE_NO_PAD.decode(&key).unwrap();
     assert_eq!((point.len(), point[0]), (65, 4), "uncompressed P-256 point");
+    let (sub, first) = subscribing_is_idempotent_and_lists_no_secret(&app, &service, &s).await;
+    at_most_ten_and_only_the_owner_deletes(&app, &service, &s, &first).await;
+    personal_tokens_and_settings(&app, &s, &sub).await;
 
+    // The VAPID key is made once: the same after a restart.
+    app.restart_after_kill9().await;
+    let s2 = app.sign_up("push-api-after").await;
+    let after = expect_json(app.get_auth("/api/push/vapid", &s2.access_token).await, 200).await;
+    assert_eq!(after["publicKey"], key.as_str());
+}
+
+/// The same endpoint twice is the same subscription; the list shows its origin, never the
+/// endpoint's secret path. Returns the service's subscription and the first answer.
+async fn subscribing_is_idempotent_and_lists_no_secret(
+    app: &TestApp,
+    service: &PushService,
+    s: &Session,
+) -> (Value, Value) {
+    let t = &s.access_token;
     let sub = service.subscription().await;
     let body = json!({"endpoint": sub["endpoint"], "keys": sub["keys"]});
     let first = expect_json(
@@ -38,7 +56,7 @@ async fn subscriptions_are_idempotent_limited_listed_without_their_secret_and_na
     .await;
     assert_eq!(again["id"], first["id"], "same endpoint, same id");
 
-    let list = subscriptions(&app, &s).await;
+    let list = subscriptions(app, s).await;
     assert_eq!(list.len(), 1);
     let entry = &list[0];
     assert_eq!(
@@ -71,10 +89,19 @@ async fn subscriptions_are_idempotent_limited_listed_without_their_secret_and_na
         !raw.contains(&path),
         "the endpoint's path is never returned"
     );
+    (sub, first)
+}
 
-    // At most 10 per user.
+/// At most 10 per user; delete is 204 then 404, and another user can neither see nor delete.
+async fn at_most_ten_and_only_the_owner_deletes(
+    app: &TestApp,
+    service: &PushService,
+    s: &Session,
+    first: &Value,
+) {
+    let t = &s.access_token;
     for _ in 1..10 {
-        subscribe(&app, &service, &s).await;
+        subscribe(app, service, s).await;
     }
     let extra = service.subscription().await;
     expect_error(
@@ -100,7 +127,7 @@ async fn subscriptions_are_idempotent_limited_listed_without_their_secret_and_na
         "not_found",
     )
     .await;
-    assert!(subscriptions(&app, &other).await.is_empty());
+    assert!(subscriptions(app, &other).await.is_empty());
     let resp = app.send(Method::DELETE, &path, Some(t), None).await;
     assert_eq!(resp.status(), 204);
     expect_error(
@@ -109,10 +136,13 @@ async fn subscriptions_are_idempotent_limited_listed_without_their_secret_and_na
         "not_found",
     )
     .await;
-    assert_eq!(subscriptions(&app, &s).await.len(), 9);
+    assert_eq!(subscriptions(app, s).await.len(), 9);
+}
 
-    // Personal tokens: every push route is refused.
-    let pat = personal_token(&app, &s).await;
+/// Personal tokens are refused on every push route; the settings validate their field.
+async fn personal_tokens_and_settings(app: &TestApp, s: &Session, sub: &Value) {
+    let t = &s.access_token;
+    let pat = personal_token(app, s).await;
     expect_error(
         app.get_auth("/api/push/vapid", &pat).await,
         403,
@@ -158,12 +188,6 @@ async fn subscriptions_are_idempotent_limited_listed_without_their_secret_and_na
         "invalid_request",
     )
     .await;
-
-    // The VAPID key is made once: the same after a restart.
-    app.restart_after_kill9().await;
-    let s2 = app.sign_up("push-api-after").await;
-    let after = expect_json(app.get_auth("/api/push/vapid", &s2.access_token).await, 200).await;
-    assert_eq!(after["publicKey"], key.as_str());
 }
 
 #[tokio::test]
