@@ -163,9 +163,26 @@ async fn words_prefixes_and_phrases_find_the_right_messages_and_never_other_user
     .await;
     opt_in(&app, &me, &token_id).await;
 
-    // A word: both rooms, newest first, case and diacritics folded.
-    let page = wait_for_results(&app, &token, "q=XYLOPHONIST", 2).await;
-    assert_eq!(rooms_of(&page), [b.clone(), a.clone()], "{page}");
+    a_word_finds_both_rooms_newest_first(&app, &token, &a, &b, &bob).await;
+    prefixes_and_phrases(&app, &token, &a).await;
+    filters_and_paging(&app, &token, &a, &b).await;
+    bad_input_is_400_naming_the_field(&app, &token).await;
+    another_users_message_is_never_found(&app, &token, &other).await;
+    snippets_are_sealed_to_a_registered_key(&app, &me).await;
+    no_indexed_word_is_in_the_database_file(&app);
+}
+
+/// A word: both rooms, newest first, case and diacritics folded; highlights point at the
+/// match inside the snippet, in characters.
+async fn a_word_finds_both_rooms_newest_first(
+    app: &TestApp,
+    token: &str,
+    a: &str,
+    b: &str,
+    bob: &MatrixUser,
+) {
+    let page = wait_for_results(app, token, "q=XYLOPHONIST", 2).await;
+    assert_eq!(rooms_of(&page), [b, a], "{page}");
     let r = &page["results"][0];
     assert_eq!(r["kind"], "message");
     assert_eq!(r["senderId"], bob.user_id.as_str());
@@ -183,56 +200,62 @@ async fn words_prefixes_and_phrases_find_the_right_messages_and_never_other_user
         let hit: String = chars[s..e].iter().collect();
         assert_eq!(hit.to_lowercase(), "xylophonist", "{r}");
     }
-    let page = search(&app, &token, "q=eglise").await;
+    let page = search(app, token, "q=eglise").await;
     assert_eq!(
         snippets(&page),
         ["Anna sent the Xylophonist address: 12 Rue de l'Église"]
     );
+}
 
-    // A prefix.
-    let page = search(&app, &token, "q=xylo").await;
+/// A prefix; short words match whole words only; a quoted phrase matches exactly.
+async fn prefixes_and_phrases(app: &TestApp, token: &str, a: &str) {
+    let page = search(app, token, "q=xylo").await;
     assert_eq!(page["results"].as_array().unwrap().len(), 2, "{page}");
-    let page = search(&app, &token, "q=quetz").await;
-    assert_eq!(rooms_of(&page), [a.as_str()]);
+    let page = search(app, token, "q=quetz").await;
+    assert_eq!(rooms_of(&page), [a]);
     // Short words match whole words only: "ne" is not a prefix search.
-    assert_eq!(search(&app, &token, "q=ne").await["results"], json!([]));
+    assert_eq!(search(app, token, "q=ne").await["results"], json!([]));
 
     // A quoted phrase matches exactly; the same words unquoted match both.
-    let page = search(&app, &token, &format!("q={}", enc("\"new york\""))).await;
+    let page = search(app, token, &format!("q={}", enc("\"new york\""))).await;
     assert_eq!(snippets(&page), ["Quetzalcoatl lives in New York now"]);
-    let page = search(&app, &token, "q=new%20york").await;
+    let page = search(app, token, "q=new%20york").await;
     assert_eq!(page["results"].as_array().unwrap().len(), 2, "{page}");
+}
 
-    // Filters and paging.
-    let page = search(&app, &token, &format!("q=xylophonist&roomId={}", enc(&a))).await;
-    assert_eq!(rooms_of(&page), [a.as_str()]);
+/// Filters (room, sender, time) and paging with a cursor.
+async fn filters_and_paging(app: &TestApp, token: &str, a: &str, b: &str) {
+    let page = search(app, token, &format!("q=xylophonist&roomId={}", enc(a))).await;
+    assert_eq!(rooms_of(&page), [a]);
     let page = search(
-        &app,
-        &token,
+        app,
+        token,
         &format!("q=xylophonist&sender={}", enc("@nobody:x")),
     )
     .await;
     assert_eq!(page["results"], json!([]));
     assert_eq!(
-        search(&app, &token, "q=xylophonist&before=1").await["results"],
+        search(app, token, "q=xylophonist&before=1").await["results"],
         json!([])
     );
-    let first = search(&app, &token, "q=xylophonist&limit=1").await;
-    assert_eq!(rooms_of(&first), [b.as_str()]);
+    let first = search(app, token, "q=xylophonist&limit=1").await;
+    assert_eq!(rooms_of(&first), [b]);
     let cursor = first["nextCursor"]
         .as_str()
         .expect("a next page")
         .to_owned();
     let second = search(
-        &app,
-        &token,
+        app,
+        token,
         &format!("q=xylophonist&limit=1&cursor={cursor}"),
     )
     .await;
-    assert_eq!(rooms_of(&second), [a.as_str()]);
+    assert_eq!(rooms_of(&second), [a]);
     assert!(second["nextCursor"].is_null(), "{second}");
+}
 
-    // Bad input is 400 naming the field.
+/// Bad input is 400 naming the field.
+async fn bad_input_is_400_naming_the_field(app: &TestApp, token: &str) {
     for q in [
         "",
         "q=",
@@ -243,36 +266,37 @@ async fn words_prefixes_and_phrases_find_the_right_messages_and_never_other_user
         "q=x&after=soon",
         "q=x&cursor=zz",
     ] {
-        let resp = app.get_auth(&format!("/api/search?{q}"), &token).await;
+        let resp = app.get_auth(&format!("/api/search?{q}"), token).await;
         expect_error(resp, 400, "invalid_request").await;
     }
+}
 
-    // Another user's message with the same word: found by its owner (the positive
-    // marker that it was ingested), never by me.
+/// Another user's message with the same word: found by its owner (the positive marker
+/// that it was ingested), never by me.
+async fn another_users_message_is_never_found(app: &TestApp, token: &str, other: &Session) {
     let carol = mx::register("searchcarol").await;
-    let theirs = me_on_matrix(&other)
+    let theirs = me_on_matrix(other)
         .create_room(None, &[&carol.user_id], false)
         .await;
     carol.join(&theirs).await;
     carol.send_text(&theirs, "xylophonist secret hideout").await;
-    let page = wait_for_results(&app, &other.access_token, "q=hideout", 1).await;
+    let page = wait_for_results(app, &other.access_token, "q=hideout", 1).await;
     assert_eq!(
         page["results"][0]["snippet"], "xylophonist secret hideout",
         "{page}"
     );
+    assert_eq!(search(app, token, "q=hideout").await["results"], json!([]));
     assert_eq!(
-        search(&app, &token, "q=hideout").await["results"],
-        json!([])
-    );
-    assert_eq!(
-        search(&app, &token, "q=xylophonist").await["results"]
+        search(app, token, "q=xylophonist").await["results"]
             .as_array()
             .unwrap()
             .len(),
         2
     );
+}
 
-    // Native sessions with a registered key get the snippet sealed to it.
+/// Native sessions with a registered key get the snippet sealed to it.
+async fn snippets_are_sealed_to_a_registered_key(app: &TestApp, me: &Session) {
     let mut bytes = [7u8; 32];
     bytes[..16].copy_from_slice(uuid::Uuid::new_v4().as_bytes());
     let secret = StaticSecret::from(bytes);
@@ -287,7 +311,7 @@ async fn words_prefixes_and_phrases_find_the_right_messages_and_never_other_user
         200,
     )
     .await;
-    let page = search(&app, &me.access_token, "q=quetzalcoatl").await;
+    let page = search(app, &me.access_token, "q=quetzalcoatl").await;
     let r = &page["results"][0];
     assert!(r.get("snippet").is_none(), "{r}");
     let e = &r["encryptedSnippet"];
@@ -302,8 +326,10 @@ async fn words_prefixes_and_phrases_find_the_right_messages_and_never_other_user
         String::from_utf8(plain).unwrap(),
         "Quetzalcoatl lives in New York now"
     );
+}
 
-    // The database holds none of the indexed words or their prefixes in plaintext.
+/// The database holds none of the indexed words or their prefixes in plaintext.
+fn no_indexed_word_is_in_the_database_file(app: &TestApp) {
     let db = app.data_dir().join("switchboard.db");
     let mut bytes = std::fs::read(&db).unwrap();
     bytes.extend(std::fs::read(db.with_extension("db-wal")).unwrap_or_default());

@@ -6,7 +6,7 @@
 
 use std::time::{Duration, Instant};
 
-use serde_json::json;
+use serde_json::{json, Value};
 
 use super::routes::{last_with_prompt, open_text, post, register_key};
 use crate::common::ai::{self as standin, AiStandIn, Answer};
@@ -44,18 +44,34 @@ async fn threads_are_summarized_and_mail_is_searched_by_meaning() {
     let me = app.sign_up("ai.mail").await;
     let jwt = me.access_token.clone();
     let email = add_user("aimail", PASSWORD);
+    deliver_a_thread_and_an_order(&email).await;
+    let account = crate::email::connect_mailbox(&app, &jwt, &email, PASSWORD).await;
+    let page = wait_for_results(&app, &jwt, "q=friday", 2).await;
+    let thread = page["results"][0]["threadId"].as_str().unwrap().to_owned();
+    assert_eq!(page["results"][1]["threadId"], thread.as_str(), "{page}");
+
+    a_summary_sends_each_mails_own_words(&app, &ai, &jwt, &thread).await;
+    another_users_thread_is_404_and_never_sent(&app, &ai, &thread).await;
+    ai_search_finds_mail_by_meaning(&app, &ai, &jwt, &thread).await;
+    a_summary_is_sealed_to_a_registered_key(&app, &me, &thread).await;
+    a_hanging_service_is_502_within_the_timeout(&app, &ai, &jwt, &thread).await;
+    removing_the_mailbox_takes_its_vectors(&app, &jwt, &account).await;
+}
+
+/// Delivers a thread of two (Dana's question, my answer quoting it) and a third mail.
+async fn deliver_a_thread_and_an_order(email: &str) {
     let run = uuid::Uuid::new_v4().simple().to_string();
     let first = format!("<m0.{run}@example.org>");
     for raw in [
         mail(
-            &email,
+            email,
             &run,
             0,
             "From: Dana <dana@example.org>\nTo: {email}\nSubject: Car service",
             "Can you take the automobile to the garage on Friday?",
         ),
         mail(
-            &email,
+            email,
             &run,
             1,
             &format!(
@@ -66,30 +82,34 @@ async fn threads_are_summarized_and_mail_is_searched_by_meaning() {
              garage on Friday?",
         ),
         mail(
-            &email,
+            email,
             &run,
             2,
             "From: Shop <shop@example.org>\nTo: {email}\nSubject: Your order",
             "The invoice for the pizza is attached.",
         ),
     ] {
-        dovecot::deliver(&email, PASSWORD, "INBOX", &raw).await;
+        dovecot::deliver(email, PASSWORD, "INBOX", &raw).await;
     }
-    let account = crate::email::connect_mailbox(&app, &jwt, &email, PASSWORD).await;
-    let page = wait_for_results(&app, &jwt, "q=friday", 2).await;
-    let thread = page["results"][0]["threadId"].as_str().unwrap().to_owned();
-    assert_eq!(page["results"][1]["threadId"], thread.as_str(), "{page}");
+}
 
-    // The summary: subject and each mail's own words (no quote), senders as labels.
+/// The summary: subject and each mail's own words (no quote), senders as labels; `since`
+/// narrows it.
+async fn a_summary_sends_each_mails_own_words(
+    app: &TestApp,
+    ai: &AiStandIn,
+    jwt: &str,
+    thread: &str,
+) {
     let s = expect_json(
-        post(&app, &jwt, "/api/ai/summarize", json!({"threadId": thread})).await,
+        post(app, jwt, "/api/ai/summarize", json!({"threadId": thread})).await,
         200,
     )
     .await;
     assert_eq!(s["summary"], SUMMARY, "{s}");
     assert_eq!(s["messageCount"], 2, "{s}");
     assert_eq!(s["model"], standin::MODEL);
-    let sent = last_with_prompt(&ai, "You summarize an e-mail thread").body["messages"][1]
+    let sent = last_with_prompt(ai, "You summarize an e-mail thread").body["messages"][1]
         ["content"]
         .as_str()
         .unwrap()
@@ -102,8 +122,8 @@ async fn threads_are_summarized_and_mail_is_searched_by_meaning() {
     assert!(!sent.contains('@'), "{sent}");
     let s = expect_json(
         post(
-            &app,
-            &jwt,
+            app,
+            jwt,
             "/api/ai/summarize",
             json!({"threadId": thread, "since": "2025-07-02T10:30:00Z"}),
         )
@@ -112,13 +132,15 @@ async fn threads_are_summarized_and_mail_is_searched_by_meaning() {
     )
     .await;
     assert_eq!(s["messageCount"], 1, "{s}");
+}
 
-    // Another user's thread is 404, and nothing of it reaches the service.
+/// Another user's thread is 404, and nothing of it reaches the service.
+async fn another_users_thread_is_404_and_never_sent(app: &TestApp, ai: &AiStandIn, thread: &str) {
     let other = app.sign_up("ai.mail.other").await;
     let asked = ai.completions().len();
     expect_error(
         post(
-            &app,
+            app,
             &other.access_token,
             "/api/ai/summarize",
             json!({"threadId": thread}),
@@ -129,16 +151,19 @@ async fn threads_are_summarized_and_mail_is_searched_by_meaning() {
     )
     .await;
     assert_eq!(ai.completions().len(), asked);
+}
 
-    // AI search: "vehicle" is in no mail; the car thread is nearest by meaning.
+/// AI search: "vehicle" is in no mail; the car thread is nearest by meaning; every mail
+/// is embedded.
+async fn ai_search_finds_mail_by_meaning(app: &TestApp, ai: &AiStandIn, jwt: &str, thread: &str) {
     let found = expect_json(
-        post(&app, &jwt, "/api/ai/search", json!({"query": "vehicle"})).await,
+        post(app, jwt, "/api/ai/search", json!({"query": "vehicle"})).await,
         200,
     )
     .await;
     let top = &found["results"][0];
     assert_eq!(top["kind"], "email", "{found}");
-    assert_eq!(top["threadId"], thread.as_str(), "{found}");
+    assert_eq!(top["threadId"], thread, "{found}");
     assert!(top.get("roomId").is_none(), "{found}");
     let inputs: Vec<String> = ai
         .requests_to("/v1/embeddings")
@@ -150,24 +175,34 @@ async fn threads_are_summarized_and_mail_is_searched_by_meaning() {
         inputs.iter().any(|t| t.contains("invoice for the pizza")),
         "{inputs:?}"
     );
-    assert_eq!(email_vectors(&app), 3);
+    assert_eq!(email_vectors(app), 3);
+}
 
-    // Sealed to a registered key.
-    let secret = register_key(&app, &me).await;
+/// Sealed to a registered key.
+async fn a_summary_is_sealed_to_a_registered_key(app: &TestApp, me: &Session, thread: &str) {
+    let jwt = &me.access_token;
+    let secret = register_key(app, me).await;
     let s = expect_json(
-        post(&app, &jwt, "/api/ai/summarize", json!({"threadId": thread})).await,
+        post(app, jwt, "/api/ai/summarize", json!({"threadId": thread})).await,
         200,
     )
     .await;
     assert!(s.get("summary").is_none(), "{s}");
     assert_eq!(open_text(&secret, &s["encryptedSummary"]), SUMMARY);
+}
 
-    // A service that takes the request and never answers: 502 within the timeout.
+/// A service that takes the request and never answers: 502 within the timeout.
+async fn a_hanging_service_is_502_within_the_timeout(
+    app: &TestApp,
+    ai: &AiStandIn,
+    jwt: &str,
+    thread: &str,
+) {
     ai.set_hang(true);
     let asked = ai.completions().len();
     let started = Instant::now();
     expect_error(
-        post(&app, &jwt, "/api/ai/summarize", json!({"threadId": thread})).await,
+        post(app, jwt, "/api/ai/summarize", json!({"threadId": thread})).await,
         502,
         "ai_unavailable",
     )
@@ -182,16 +217,18 @@ async fn threads_are_summarized_and_mail_is_searched_by_meaning() {
         started.elapsed()
     );
     ai.set_hang(false);
+}
 
-    // Removing the mailbox takes its mails' vectors along.
+/// Removing the mailbox takes its mails' vectors along.
+async fn removing_the_mailbox_takes_its_vectors(app: &TestApp, jwt: &str, account: &Value) {
     let id = account["id"].as_str().unwrap();
     let resp = app
         .http
         .delete(app.url(&format!("/api/email/accounts/{id}")))
-        .bearer_auth(&jwt)
+        .bearer_auth(jwt)
         .send()
         .await
         .unwrap();
     assert!(resp.status().is_success(), "{}", resp.status());
-    assert_eq!(email_vectors(&app), 0);
+    assert_eq!(email_vectors(app), 0);
 }

@@ -210,17 +210,31 @@ async fn against_an_openai_stand_in_requests_are_minimal_and_answers_sealed() {
     )
     .await;
     wait_for_results(&app, &jwt, "q=invoice", 1).await;
+    a_summary_sends_only_the_text_with_labels(&app, &ai, &jwt, &room, &bob).await;
+    a_translation_sends_only_the_text(&app, &ai, &jwt).await;
+    let (message_id, embedded) = search_by_meaning_finds_the_nearest(&app, &ai, &jwt).await;
+    keyword_hits_merge_in_and_vectors_are_sealed_once(&app, &ai, &jwt, embedded).await;
+    upstream_failures_are_502(&app, &ai, &jwt, &room, &message_id).await;
+    answers_are_sealed_to_a_registered_key(&app, &ai, &me, &message_id).await;
+}
 
-    // Summary: the conversation's text with senders as labels, nothing else.
+/// Summary: the conversation's text with senders as labels, nothing else.
+async fn a_summary_sends_only_the_text_with_labels(
+    app: &TestApp,
+    ai: &AiStandIn,
+    jwt: &str,
+    room: &str,
+    bob: &MatrixUser,
+) {
     let s = expect_json(
-        post(&app, &jwt, "/api/ai/summarize", json!({"roomId": room})).await,
+        post(app, jwt, "/api/ai/summarize", json!({"roomId": room})).await,
         200,
     )
     .await;
     assert_eq!(s["summary"], "Bob asked for the invoice to be paid.", "{s}");
     assert_eq!(s["model"], standin::MODEL);
     assert_eq!(s["messageCount"], 4);
-    let req = last_with_prompt(&ai, "You summarize");
+    let req = last_with_prompt(ai, "You summarize");
     assert_eq!(
         req.authorization.as_deref(),
         Some(format!("Bearer {}", standin::API_KEY).as_str())
@@ -236,15 +250,17 @@ async fn against_an_openai_stand_in_requests_are_minimal_and_answers_sealed() {
         !sent.contains(&bob.user_id) && !sent.contains('@'),
         "{sent}"
     );
+}
 
-    // Translation: only the text, JSON mode.
+/// Translation: only the text, JSON mode.
+async fn a_translation_sends_only_the_text(app: &TestApp, ai: &AiStandIn, jwt: &str) {
     ai.set_answer(Answer::Text(
         json!({"translation": "Hello", "detectedLanguage": "de"}).to_string(),
     ));
     let t = expect_json(
         post(
-            &app,
-            &jwt,
+            app,
+            jwt,
             "/api/ai/translate",
             json!({"text": "Hallo", "targetLanguage": "en"}),
         )
@@ -256,16 +272,24 @@ async fn against_an_openai_stand_in_requests_are_minimal_and_answers_sealed() {
         t,
         json!({"translation": "Hello", "detectedLanguage": "de", "model": standin::MODEL})
     );
-    let req = last_with_prompt(&ai, "You translate");
+    let req = last_with_prompt(ai, "You translate");
     assert_eq!(req.body["response_format"]["type"], "json_object");
     assert_eq!(
         req.user_message(),
         json!({"targetLanguage": "en", "text": "Hallo"})
     );
+}
 
-    // Search by meaning: "automobile" is in no message; the car message is nearest.
+/// Search by meaning: "automobile" is in no message; the car message is nearest; the
+/// messages and the query are embedded. Returns the car message's id and how many
+/// embedding requests were made.
+async fn search_by_meaning_finds_the_nearest(
+    app: &TestApp,
+    ai: &AiStandIn,
+    jwt: &str,
+) -> (String, usize) {
     let page = expect_json(
-        post(&app, &jwt, "/api/ai/search", json!({"query": "automobile"})).await,
+        post(app, jwt, "/api/ai/search", json!({"query": "automobile"})).await,
         200,
     )
     .await;
@@ -290,11 +314,21 @@ async fn against_an_openai_stand_in_requests_are_minimal_and_answers_sealed() {
         inputs.contains(&"please pay the invoice") && inputs.contains(&"automobile"),
         "{inputs:?}"
     );
-    // Keyword hits merge in: the invoice message ranks first for "invoice".
+    (message_id, embeds.len())
+}
+
+/// Keyword hits merge in: the invoice message ranks first for "invoice"; vectors are
+/// stored, sealed, once per message (only the query is embedded again).
+async fn keyword_hits_merge_in_and_vectors_are_sealed_once(
+    app: &TestApp,
+    ai: &AiStandIn,
+    jwt: &str,
+    embedded: usize,
+) {
     let page = expect_json(
         post(
-            &app,
-            &jwt,
+            app,
+            jwt,
             "/api/ai/search",
             json!({"query": "invoice", "limit": 2}),
         )
@@ -320,29 +354,37 @@ async fn against_an_openai_stand_in_requests_are_minimal_and_answers_sealed() {
     assert!(lens > 5 * 4, "sealed: nonce and tag around the floats");
     assert_eq!(
         ai.requests_to("/v1/embeddings").len(),
-        embeds.len() + 1,
+        embedded + 1,
         "only the query is embedded again"
     );
+}
 
-    // Upstream failures are 502 ai_unavailable.
+/// Upstream failures are 502 ai_unavailable.
+async fn upstream_failures_are_502(
+    app: &TestApp,
+    ai: &AiStandIn,
+    jwt: &str,
+    room: &str,
+    message_id: &str,
+) {
     ai.set_embeddings_status(Some(500));
     expect_error(
-        post(&app, &jwt, "/api/ai/search", json!({"query": "dog"})).await,
+        post(app, jwt, "/api/ai/search", json!({"query": "dog"})).await,
         502,
         "ai_unavailable",
     )
     .await;
     ai.set_answer(Answer::Status(500));
     expect_error(
-        post(&app, &jwt, "/api/ai/summarize", json!({"roomId": room})).await,
+        post(app, jwt, "/api/ai/summarize", json!({"roomId": room})).await,
         502,
         "ai_unavailable",
     )
     .await;
     expect_error(
         post(
-            &app,
-            &jwt,
+            app,
+            jwt,
             "/api/ai/translate",
             json!({"messageId": message_id, "targetLanguage": "de"}),
         )
@@ -351,16 +393,24 @@ async fn against_an_openai_stand_in_requests_are_minimal_and_answers_sealed() {
         "ai_unavailable",
     )
     .await;
+}
 
-    // With a registered key, text answers are sealed to it.
-    let secret = register_key(&app, &me).await;
+/// With a registered key, text answers are sealed to it.
+async fn answers_are_sealed_to_a_registered_key(
+    app: &TestApp,
+    ai: &AiStandIn,
+    me: &Session,
+    message_id: &str,
+) {
+    let jwt = &me.access_token;
+    let secret = register_key(app, me).await;
     ai.set_answer(Answer::Text(
         json!({"translation": "Mein Auto ist kaputt", "detectedLanguage": "en"}).to_string(),
     ));
     let t = expect_json(
         post(
-            &app,
-            &jwt,
+            app,
+            jwt,
             "/api/ai/translate",
             json!({"messageId": message_id, "targetLanguage": "German"}),
         )
@@ -374,7 +424,7 @@ async fn against_an_openai_stand_in_requests_are_minimal_and_answers_sealed() {
         "Mein Auto ist kaputt"
     );
     assert_eq!(
-        last_with_prompt(&ai, "You translate").user_message()["text"],
+        last_with_prompt(ai, "You translate").user_message()["text"],
         "my car broke down at the garage"
     );
 }

@@ -85,9 +85,26 @@ async fn the_python_sdk_lists_tools_and_calls_them_as_the_routes_they_wrap() {
     wait_for_history(&app, &token, &room, 1).await;
     crate::mcp::actions::enable(&app, &me, &token_id, true).await;
 
-    let report = mcp_client(
-        &app,
-        &token,
+    let report = first_calls(&app, &token, &room).await;
+    the_tools_are_listed_with_the_routes_parameters(&report);
+    let reminder = each_call_answers_as_its_route(&report, &room);
+    // The message really went out through the homeserver.
+    wait_for_history(&app, &token, &room, 2).await;
+    opted_in_search_works_and_updates_reach_the_reminder(
+        &app, &me, &token_id, &token, &room, &reminder,
+    )
+    .await;
+    a_native_session_is_no_mcp_bearer(&app, &me).await;
+    a_lapsed_subscription_is_refused_until_renewed(&app, &me, &token).await;
+    a_revoked_token_is_401(&app, &me, &token_id, &token).await;
+}
+
+/// Every kind of call, good and bad, in one client run (the token not yet opted in to
+/// search): the report.
+async fn first_calls(app: &TestApp, token: &str, room: &str) -> Value {
+    mcp_client(
+        app,
+        token,
         json!([
             {"tool": "list_rooms", "args": {"limit": 10}},
             {"tool": "read_room_history", "args": {"roomId": room}},
@@ -101,7 +118,11 @@ async fn the_python_sdk_lists_tools_and_calls_them_as_the_routes_they_wrap() {
             {"tool": "read_email_thread", "args": {"id": "no-such-thread"}},
         ]),
     )
-    .await;
+    .await
+}
+
+/// The tools are listed; their arguments are named like the routes' parameters.
+fn the_tools_are_listed_with_the_routes_parameters(report: &Value) {
     assert_eq!(report["server"], "switchboard", "{report}");
     let tools: Vec<&str> = report["tools"]
         .as_array()
@@ -128,16 +149,15 @@ async fn the_python_sdk_lists_tools_and_calls_them_as_the_routes_they_wrap() {
     let schema = &report["schemas"]["read_room_history"];
     assert_eq!(schema["required"], json!(["roomId"]), "{schema}");
     assert!(schema["properties"]["cursor"].is_object());
+}
 
+/// Each result of [`first_calls`], as the route answers. Returns the reminder made.
+fn each_call_answers_as_its_route(report: &Value, room: &str) -> Value {
     let r = &report["results"];
     let rooms = r[0]["ok"]["rooms"]
         .as_array()
         .unwrap_or_else(|| panic!("{}", r[0]));
-    assert!(
-        rooms.iter().any(|x| x["roomId"] == room.as_str()),
-        "{}",
-        r[0]
-    );
+    assert!(rooms.iter().any(|x| x["roomId"] == room), "{}", r[0]);
     assert_eq!(
         r[1]["ok"]["messages"][0]["text"], "the zebra crossing is closed",
         "{}",
@@ -179,15 +199,22 @@ async fn the_python_sdk_lists_tools_and_calls_them_as_the_routes_they_wrap() {
     assert_eq!(r[8]["ok"]["threads"], json!([]), "{}", r[8]);
     assert_eq!(error_code(&r[9]), "not_found", "{}", r[9]);
     assert_eq!(r[9]["error"]["data"]["status"], 404);
+    reminder
+}
 
-    // The message really went out through the homeserver.
-    wait_for_history(&app, &token, &room, 2).await;
-
-    // Opted in: search works through MCP; updates reach the same reminder.
-    opt_in(&app, &me, &token_id).await;
+/// Opted in: search works through MCP; updates reach the same reminder.
+async fn opted_in_search_works_and_updates_reach_the_reminder(
+    app: &TestApp,
+    me: &Session,
+    token_id: &str,
+    token: &str,
+    room: &str,
+    reminder: &Value,
+) {
+    opt_in(app, me, token_id).await;
     let report = mcp_client(
-        &app,
-        &token,
+        app,
+        token,
         json!([
             {"tool": "search", "args": {"q": "zebra", "roomId": room}},
             {"tool": "update_reminder", "args": {"id": reminder["id"], "completed": true}},
@@ -200,15 +227,19 @@ async fn the_python_sdk_lists_tools_and_calls_them_as_the_routes_they_wrap() {
         "{report}"
     );
     assert_eq!(r[1]["ok"]["reminder"]["completed"], true, "{report}");
+}
 
-    // A native session is not an MCP bearer.
-    let report = mcp_client(&app, &me.access_token, json!([])).await;
+/// A native session is not an MCP bearer.
+async fn a_native_session_is_no_mcp_bearer(app: &TestApp, me: &Session) {
+    let report = mcp_client(app, &me.access_token, json!([])).await;
     assert_eq!(
         report["connect_error"]["data"]["error"], "personal_token_required",
         "{report}"
     );
+}
 
-    // Lapsed subscription: refused with the gate's own code and message.
+/// Lapsed subscription: refused with the gate's own code and message; renewed, it works.
+async fn a_lapsed_subscription_is_refused_until_renewed(app: &TestApp, me: &Session, token: &str) {
     let uid = me.user["id"].as_str().unwrap();
     let config = app.config_path.to_str().unwrap();
     let (status, out, err) = run_cli(
@@ -216,7 +247,7 @@ async fn the_python_sdk_lists_tools_and_calls_them_as_the_routes_they_wrap() {
         app.dir.path(),
     );
     assert!(status.success(), "{out}{err}");
-    let report = mcp_client(&app, &token, json!([])).await;
+    let report = mcp_client(app, token, json!([])).await;
     let e = &report["connect_error"];
     assert_eq!(e["data"]["error"], "subscription_expired", "{report}");
     assert_eq!(e["data"]["status"], 403);
@@ -229,18 +260,15 @@ async fn the_python_sdk_lists_tools_and_calls_them_as_the_routes_they_wrap() {
         app.dir.path(),
     );
     assert!(status.success(), "{out}{err}");
-    let report = mcp_client(
-        &app,
-        &token,
-        json!([{"tool": "list_reminders", "args": {}}]),
-    )
-    .await;
+    let report = mcp_client(app, token, json!([{"tool": "list_reminders", "args": {}}])).await;
     assert!(
         report["results"][0]["ok"]["reminders"].is_array(),
         "{report}"
     );
+}
 
-    // Revoked token: 401 for every MCP request.
+/// Revoked token: 401 for every MCP request.
+async fn a_revoked_token_is_401(app: &TestApp, me: &Session, token_id: &str, token: &str) {
     let resp = app
         .http
         .delete(app.url(&format!("/api/developer/tokens/{token_id}")))
@@ -249,7 +277,7 @@ async fn the_python_sdk_lists_tools_and_calls_them_as_the_routes_they_wrap() {
         .await
         .unwrap();
     expect_json(resp, 200).await;
-    let report = mcp_client(&app, &token, json!([])).await;
+    let report = mcp_client(app, token, json!([])).await;
     assert_eq!(
         report["connect_error"]["data"]["error"], "unauthorized",
         "{report}"

@@ -283,7 +283,6 @@ fn readable_fields_are_complete(first: &Value, linked: &str) {
             "timestamp"
         ]
     );
-
 }
 
 /// One room: newest first to the end; an empty room is an empty last page. Returns the

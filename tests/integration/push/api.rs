@@ -15,7 +15,6 @@ async fn subscriptions_are_idempotent_limited_listed_without_their_secret_and_na
     let service = PushService::start();
     let mut app = TestApp::start_with_mail_and(PushService::config()).await;
     let s = app.sign_up("push-api").await;
-    let t = &s.access_token;
 
     let key = vapid(&app, &service, &s).await;
     let point = URL_SAFE_NO_PAD.decode(&key).unwrap();

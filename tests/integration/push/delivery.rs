@@ -52,6 +52,43 @@ fn event_ids(pushes: &[Value]) -> Vec<String> {
         .collect()
 }
 
+/// A reader subscribed to pushes, in `room` with `sender`; `witness_room` is a second room
+/// (level `all`) whose messages are the positive markers that what was sent before them
+/// has been handled.
+struct Scene {
+    service: PushService,
+    app: TestApp,
+    reader: Session,
+    sub: String,
+    sender: MatrixUser,
+    room: String,
+    witness_room: String,
+}
+
+impl Scene {
+    /// The event ids of the pushes of `room` only.
+    fn in_room(&self, pushes: &[Value]) -> Vec<String> {
+        let of_room: Vec<Value> = pushes
+            .iter()
+            .filter(|p| p["payload"]["roomId"] == self.room.as_str())
+            .cloned()
+            .collect();
+        event_ids(&of_room)
+    }
+
+    /// Sends `text` to the witness room and waits for its push: every push so far.
+    async fn witness(&self, text: &str) -> Vec<Value> {
+        let e = self.sender.send_text(&self.witness_room, text).await;
+        self.service
+            .wait_for(&self.sub, text, |r| event_ids(r).contains(&e))
+            .await
+    }
+
+    async fn set_level(&self, body: Value) -> Value {
+        set_level(&self.app, &self.reader, &self.room, body).await
+    }
+}
+
 #[tokio::test]
 async fn messages_are_pushed_encrypted_and_signed_as_the_levels_allow() {
     let service = PushService::start();
@@ -66,10 +103,44 @@ async fn messages_are_pushed_encrypted_and_signed_as_the_levels_allow() {
     );
     let localpart = me.user_id[1..].split(':').next().unwrap().to_owned();
 
-    // 1. A message from someone else: pushed, as the design says.
-    let first = sender.send_text(&room, "Tomatoes are ripe").await;
+    let first = a_message_is_pushed_encrypted_and_signed(&service, &sub, &sender, &room).await;
+    let reader_id = reader.user["matrixUserId"].as_str().unwrap().to_owned();
+    let witness_room = sender
+        .create_room(Some("Witness"), &[&reader_id], false)
+        .await;
+    accept_invite(&app, &reader.access_token, &witness_room).await;
+    let s = Scene {
+        service,
+        app,
+        reader,
+        sub,
+        sender,
+        room,
+        witness_room,
+    };
+    own_messages_are_never_pushed(&s, &me, &first).await;
+    let mention = at_mentions_only_a_mention_is_pushed_urgently(&s, &localpart, &first).await;
+    let so_far = [first, mention];
+    off_is_muted_until_unmuted(&s, &localpart, &so_far).await;
+    a_snoozed_room_is_silent(&s, &so_far).await;
+    previews_off_send_a_generic_text(&s).await;
+
+    // The subscription shows the last success.
+    let list = subscriptions(&s.app, &s.reader).await;
+    assert!(list[0]["lastSuccessAt"].is_string(), "{list:?}");
+}
+
+/// 1. A message from someone else: pushed with a VAPID JWT that verifies, a payload that
+///    decrypts, an opaque topic and the sender's display name. Returns its event id.
+async fn a_message_is_pushed_encrypted_and_signed(
+    service: &PushService,
+    sub: &str,
+    sender: &MatrixUser,
+    room: &str,
+) -> String {
+    let first = sender.send_text(room, "Tomatoes are ripe").await;
     let pushes = service
-        .wait_for(&sub, "the first push", |r| !r.is_empty())
+        .wait_for(sub, "the first push", |r| !r.is_empty())
         .await;
     let p = &pushes[0];
     assert_eq!(p["vapid"]["ok"], true, "VAPID JWT verifies: {p}");
@@ -89,126 +160,123 @@ async fn messages_are_pushed_encrypted_and_signed_as_the_levels_allow() {
     assert!(!topic.contains("Garden"));
     let payload = &p["payload"];
     assert_eq!(payload["type"], "message");
-    assert_eq!(payload["roomId"], room.as_str());
+    assert_eq!(payload["roomId"], room);
     assert_eq!(payload["eventId"], first.as_str());
     assert_eq!(payload["title"], "Garden club");
     assert_eq!(payload["body"], "Pat Gardener: Tomatoes are ripe");
     assert!(payload["unread"].as_i64().unwrap() >= 1);
     assert!(p["size"].as_u64().unwrap() <= 3 * 1024 + 103);
+    first
+}
 
-    // Pushes of `room` only; a message in a second room (level `all`) is the positive
-    // marker that what was sent before it has been handled.
-    let reader_id = reader.user["matrixUserId"].as_str().unwrap().to_owned();
-    let witness_room = sender
-        .create_room(Some("Witness"), &[&reader_id], false)
-        .await;
-    accept_invite(&app, &reader.access_token, &witness_room).await;
-    let in_room = |pushes: &[Value]| -> Vec<String> {
-        let of_room: Vec<Value> = pushes
-            .iter()
-            .filter(|p| p["payload"]["roomId"] == room.as_str())
-            .cloned()
-            .collect();
-        event_ids(&of_room)
-    };
-    let witness = |text: &'static str| {
-        let (service, sender, sub, witness_room) = (&service, &sender, &sub, &witness_room);
-        async move {
-            let e = sender.send_text(witness_room, text).await;
-            service
-                .wait_for(sub, text, |r| event_ids(r).contains(&e))
-                .await
-        }
-    };
+/// 2. Own messages are never pushed.
+async fn own_messages_are_never_pushed(s: &Scene, me: &MatrixUser, first: &str) {
+    me.send_text(&s.room, "my own words").await;
+    let pushes = s.witness("after own").await;
+    assert_eq!(s.in_room(&pushes), [first]);
+}
 
-    // 2. Own messages are never pushed.
-    me.send_text(&room, "my own words").await;
-    let pushes = witness("after own").await;
-    assert_eq!(in_room(&pushes), [first.as_str()]);
-
-    // 3. mentions: a plain message is not pushed, a mention is (urgently).
-    let r = set_level(&app, &reader, &room, json!({"level": "mentions"})).await;
+/// 3. mentions: a plain message is not pushed, a mention is (urgently). Returns the
+///    mention's event id.
+async fn at_mentions_only_a_mention_is_pushed_urgently(
+    s: &Scene,
+    localpart: &str,
+    first: &str,
+) -> String {
+    let r = s.set_level(json!({"level": "mentions"})).await;
     assert_eq!(
         r["notifications"],
         json!({"level": "mentions", "snoozeUntil": null})
     );
     assert_eq!(r["muted"], false);
-    sender.send_text(&room, "weather talk").await;
-    let mention = sender
-        .send_text(&room, &format!("{localpart}, dinner at 8?"))
+    s.sender.send_text(&s.room, "weather talk").await;
+    let mention = s
+        .sender
+        .send_text(&s.room, &format!("{localpart}, dinner at 8?"))
         .await;
-    let pushes = service
-        .wait_for(&sub, "the mention", |r| event_ids(r).contains(&mention))
+    let pushes = s
+        .service
+        .wait_for(&s.sub, "the mention", |r| event_ids(r).contains(&mention))
         .await;
-    assert_eq!(in_room(&pushes), [first.clone(), mention.clone()]);
+    assert_eq!(s.in_room(&pushes), [first, mention.as_str()]);
     assert_eq!(pushes.last().unwrap()["headers"]["urgency"], "high");
+    mention
+}
 
-    // 4. off ⇔ muted: nothing; unmuting with POST …/unmute brings `mentions` back.
-    let r = set_level(&app, &reader, &room, json!({"level": "off"})).await;
+/// 4. off ⇔ muted: nothing; unmuting with POST …/unmute brings `mentions` back.
+async fn off_is_muted_until_unmuted(s: &Scene, localpart: &str, so_far: &[String]) {
+    let r = s.set_level(json!({"level": "off"})).await;
     assert_eq!(
         (r["muted"].clone(), r["notifications"]["level"].clone()),
         (json!(true), json!("off"))
     );
-    sender
-        .send_text(&room, &format!("{localpart}: muted mention"))
+    s.sender
+        .send_text(&s.room, &format!("{localpart}: muted mention"))
         .await;
-    let pushes = witness("after muted").await;
-    assert_eq!(in_room(&pushes), [first.clone(), mention.clone()]);
+    let pushes = s.witness("after muted").await;
+    assert_eq!(s.in_room(&pushes), so_far);
+    let token = &s.reader.access_token;
     expect_json(
-        app.send(
-            Method::POST,
-            &format!("/api/rooms/{}/unmute", enc(&room)),
-            Some(&reader.access_token),
-            None,
-        )
-        .await,
+        s.app
+            .send(
+                Method::POST,
+                &format!("/api/rooms/{}/unmute", enc(&s.room)),
+                Some(token),
+                None,
+            )
+            .await,
         200,
     )
     .await;
     let got = expect_json(
-        app.get_auth(&format!("/api/rooms/{}", enc(&room)), &reader.access_token)
+        s.app
+            .get_auth(&format!("/api/rooms/{}", enc(&s.room)), token)
             .await,
         200,
     )
     .await;
     assert_eq!(got["room"]["notifications"]["level"], "mentions");
     assert_eq!(got["room"]["muted"], false);
+}
 
-    // 5. Snoozed: nothing until the time passes (here: until cleared).
+/// 5. Snoozed: nothing until the time passes (here: until cleared).
+async fn a_snoozed_room_is_silent(s: &Scene, so_far: &[String]) {
     let until = chrono::Utc::now().timestamp_millis() + 3_600_000;
-    let r = set_level(
-        &app,
-        &reader,
-        &room,
-        json!({"level": "all", "snoozeUntil": until}),
-    )
-    .await;
+    let r = s
+        .set_level(json!({"level": "all", "snoozeUntil": until}))
+        .await;
     assert_eq!(r["notifications"]["snoozeUntil"], until);
-    sender.send_text(&room, "snoozed news").await;
-    let pushes = witness("after snoozed").await;
-    assert_eq!(in_room(&pushes), [first.clone(), mention.clone()]);
-    let r = set_level(&app, &reader, &room, json!({"level": "all"})).await;
+    s.sender.send_text(&s.room, "snoozed news").await;
+    let pushes = s.witness("after snoozed").await;
+    assert_eq!(s.in_room(&pushes), so_far);
+    let r = s.set_level(json!({"level": "all"})).await;
     assert_eq!(
         r["notifications"],
         json!({"level": "all", "snoozeUntil": null})
     );
+}
 
-    // 6. Previews off: a generic text only.
+/// 6. Previews off: a generic text only.
+async fn previews_off_send_a_generic_text(s: &Scene) {
     expect_json(
-        app.send(
-            Method::PUT,
-            "/api/push/settings",
-            Some(&reader.access_token),
-            Some(json!({"previews": false})),
-        )
-        .await,
+        s.app
+            .send(
+                Method::PUT,
+                "/api/push/settings",
+                Some(&s.reader.access_token),
+                Some(json!({"previews": false})),
+            )
+            .await,
         200,
     )
     .await;
     let secret = format!("the code is {}", uuid::Uuid::new_v4().simple());
-    let hidden = sender.send_text(&room, &secret).await;
-    let pushes = service
-        .wait_for(&sub, "the hidden push", |r| event_ids(r).contains(&hidden))
+    let hidden = s.sender.send_text(&s.room, &secret).await;
+    let pushes = s
+        .service
+        .wait_for(&s.sub, "the hidden push", |r| {
+            event_ids(r).contains(&hidden)
+        })
         .await;
     let last = &pushes.last().unwrap()["payload"];
     assert_eq!(
@@ -216,10 +284,6 @@ async fn messages_are_pushed_encrypted_and_signed_as_the_levels_allow() {
         (Some("Switchboard"), Some("New message"))
     );
     assert!(!last.to_string().contains("the code is"));
-
-    // The subscription shows the last success.
-    let list = subscriptions(&app, &reader).await;
-    assert!(list[0]["lastSuccessAt"].is_string(), "{list:?}");
 }
 
 #[tokio::test]
