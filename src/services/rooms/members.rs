@@ -7,44 +7,23 @@ use rusqlite::TransactionBehavior;
 
 use super::REFRESH_TIMEOUT;
 use crate::clock::unix_now;
+use crate::error::AppResult;
 use crate::services::users;
 use crate::services::Context;
 use crate::store::rooms::{self, RoomRow};
 use crate::store::users::UserRow;
+use crate::store::Conn;
 
 /// Asks the homeserver for the joined members and the user's `m.direct` map, resolves the
 /// direct recipient and stores both. Failures (homeserver down, room left on Matrix) keep
 /// the stored data.
 pub(super) async fn refresh_members(state: &Context, user: &UserRow, row: &RoomRow) {
-    let (Some(matrix), Some(me)) = (&state.matrix, user.matrix_user_id.as_deref()) else {
+    let Some(me) = user.matrix_user_id.as_deref() else {
         return;
     };
-    let token = match users::matrix_token_of(&state.master, user) {
-        Ok(Some(t)) => t,
-        Ok(None) => return,
-        Err(e) => {
-            tracing::warn!(error = %e, "cannot open the Matrix access token");
-            return;
-        }
-    };
-    let lookups = async {
-        tokio::join!(
-            matrix.joined_members(&token, &row.room_id),
-            matrix.direct_rooms(&token, me)
-        )
-    };
-    let Ok((members, direct)) = tokio::time::timeout(REFRESH_TIMEOUT, lookups).await else {
-        tracing::info!(room = %row.room_id, "homeserver too slow; stored members served");
+    let Some((members, direct)) = ask_the_homeserver(state, user, me, &row.room_id).await else {
         return;
     };
-    let members = members
-        .inspect_err(
-            |e| tracing::info!(room = %row.room_id, error = %e, "joined members not refreshed"),
-        )
-        .ok();
-    let direct = direct
-        .inspect_err(|e| tracing::info!(error = %e, "m.direct not read"))
-        .ok();
     if members.is_none() && direct.is_none() {
         return;
     }
@@ -63,55 +42,108 @@ pub(super) async fn refresh_members(state: &Context, user: &UserRow, row: &RoomR
         direct.as_ref(),
         &bots,
     );
-    let member_count = members
-        .as_ref()
-        .map_or(row.member_count, |m| m.len() as i64);
+    let fresh = Fresh {
+        member_count: members
+            .as_ref()
+            .map_or(row.member_count, |m| m.len() as i64),
+        members,
+        is_direct,
+        recipient,
+    };
     let (uid, rid) = (row.user_id.clone(), row.room_id.clone());
     let stored = state
-        .db(move |c| {
-            // Nothing new: no write (a write would end every cached page of the database).
-            let Some(stored) = rooms::find(c, &uid, &rid)? else {
-                return Ok(());
-            };
-            let same_members = match &members {
-                Some(m) => {
-                    let mut sorted = m.clone();
-                    sorted.sort();
-                    sorted.dedup();
-                    sorted == rooms::members(c, &uid, &rid)?
-                }
-                None => true,
-            };
-            if same_members
-                && stored.is_direct == is_direct
-                && stored.recipient_id == recipient
-                && stored.member_count == member_count
-            {
-                return Ok(());
-            }
-            let tx = c.transaction_with_behavior(TransactionBehavior::Immediate)?;
-            if rooms::find(&tx, &uid, &rid)?.is_none() {
-                return Ok(());
-            }
-            if let Some(members) = &members {
-                rooms::set_members(&tx, &uid, &rid, members)?;
-            }
-            rooms::set_direct_info(
-                &tx,
-                &uid,
-                &rid,
-                is_direct,
-                recipient.as_deref(),
-                member_count,
-                unix_now() as i64,
-            )?;
-            tx.commit()?;
-            Ok(())
-        })
+        .db(move |c| store_if_changed(c, &uid, &rid, &fresh))
         .await;
     if let Err(e) = stored {
         tracing::warn!(error = %e, "refreshed room members not stored");
     }
+}
+
+/// The joined members and the `m.direct` map, each `None` when its lookup failed; `None`
+/// in all when there is no homeserver or token, or it is too slow.
+async fn ask_the_homeserver(
+    state: &Context,
+    user: &UserRow,
+    me: &str,
+    room_id: &str,
+) -> Option<(Option<Vec<String>>, Option<HashMap<String, Vec<String>>>)> {
+    let matrix = state.matrix.as_ref()?;
+    let token = match users::matrix_token_of(&state.master, user) {
+        Ok(t) => t?,
+        Err(e) => {
+            tracing::warn!(error = %e, "cannot open the Matrix access token");
+            return None;
+        }
+    };
+    let lookups = async {
+        tokio::join!(
+            matrix.joined_members(&token, room_id),
+            matrix.direct_rooms(&token, me)
+        )
+    };
+    let Ok((members, direct)) = tokio::time::timeout(REFRESH_TIMEOUT, lookups).await else {
+        tracing::info!(room = %room_id, "homeserver too slow; stored members served");
+        return None;
+    };
+    let members = members
+        .inspect_err(
+            |e| tracing::info!(room = %room_id, error = %e, "joined members not refreshed"),
+        )
+        .ok();
+    let direct = direct
+        .inspect_err(|e| tracing::info!(error = %e, "m.direct not read"))
+        .ok();
+    Some((members, direct))
+}
+
+/// What the homeserver says now about a room's members and direct partner.
+struct Fresh {
+    members: Option<Vec<String>>,
+    is_direct: bool,
+    recipient: Option<String>,
+    member_count: i64,
+}
+
+/// Stores `fresh` when it differs from the stored room. Nothing new: no write (a write
+/// would end every cached page of the database).
+fn store_if_changed(c: &mut Conn, uid: &str, rid: &str, fresh: &Fresh) -> AppResult<()> {
+    let Some(stored) = rooms::find(c, uid, rid)? else {
+        return Ok(());
+    };
+    let same_members = match &fresh.members {
+        Some(m) => {
+            let mut sorted = m.clone();
+            sorted.sort();
+            sorted.dedup();
+            sorted == rooms::members(c, uid, rid)?
+        }
+        None => true,
+    };
+    if same_members
+        && stored.is_direct == fresh.is_direct
+        && stored.recipient_id == fresh.recipient
+        && stored.member_count == fresh.member_count
+    {
+        return Ok(());
+    }
+    let tx = c.transaction_with_behavior(TransactionBehavior::Immediate)?;
+    if rooms::find(&tx, uid, rid)?.is_none() {
+        return Ok(());
+    }
+    if let Some(members) = &fresh.members {
+        rooms::set_members(&tx, uid, rid, members)?;
+    }
+    rooms::set_direct_info(
+        &tx,
+        uid,
+        rid,
+        fresh.is_direct,
+        fresh.recipient.as_deref(),
+        fresh.member_count,
+        unix_now() as i64,
+    )?;
+    tx.commit()?;
+    Ok(())
 }
 
 /// Who the direct partner of a room is.
