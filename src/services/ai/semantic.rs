@@ -18,7 +18,7 @@ use std::collections::HashMap;
 use rusqlite::Connection;
 
 use super::{client, keys_of, unavailable};
-use crate::clients::ai::AiError;
+use crate::clients::ai::{AiClient, AiError};
 use crate::crypto::{Aad, DataKey};
 use crate::error::{AppError, AppResult};
 use crate::services::messages::cache::KeyTag;
@@ -121,12 +121,7 @@ pub async fn search(
     limit: Option<i64>,
 ) -> AppResult<AiSearch> {
     let limit = parse_limit(limit, DEFAULT_LIMIT, MAX_LIMIT)? as usize;
-    let query = Query::parse(query_text).map_err(|e| match e {
-        AppError::BadRequest { message, .. } => {
-            AppError::invalid("query", message.trim_start_matches("q: ").to_owned())
-        }
-        other => other,
-    })?;
+    let query = parse_query(query_text)?;
     let ai = client(state);
     let model = ai.as_ref().map(|a| a.embedding_model().to_owned());
     let master = state.master.clone();
@@ -152,24 +147,7 @@ pub async fn search(
             model: "keyword".to_owned(),
         });
     };
-    // Network calls happen outside any store job, all under one deadline.
-    let texts: Vec<String> = pending.iter().map(|(_, t)| t.clone()).collect();
-    let query_input = query_text.trim().to_owned();
-    let (vectors, query_vector) = ai
-        .within(async {
-            let mut vectors: Vec<Vec<f32>> = Vec::with_capacity(texts.len());
-            for chunk in texts.chunks(EMBED_BATCH) {
-                vectors.extend(ai.embed(chunk).await?);
-            }
-            let query_vector = ai
-                .embed(std::slice::from_ref(&query_input))
-                .await?
-                .pop()
-                .ok_or_else(|| AiError::Malformed("no vector".into()))?;
-            Ok((vectors, query_vector))
-        })
-        .await
-        .map_err(unavailable)?;
+    let (vectors, query_vector) = embed_pending_and_query(&ai, &pending, query_text).await?;
     let fresh: Vec<(Candidate, Vec<f32>)> = pending
         .into_iter()
         .map(|(cand, _)| cand)
@@ -180,22 +158,7 @@ pub async fn search(
     let page = state
         .store
         .run(move |c| {
-            let now = crate::clock::unix_now() as i64;
-            let tx = c.transaction()?;
-            for (cand, v) in &fresh {
-                let row = VectorRow {
-                    kind: cand.kind.clone(),
-                    item_id: cand.item_id.clone(),
-                    model: m.clone(),
-                    vector_enc: seal_vector(&dek, &cand.kind, &cand.item_id, v),
-                };
-                search_index::put_vector(&tx, &uid, &row, now)?;
-            }
-            if !fresh.is_empty() {
-                // New items arrived since the last search: sweep the vectors of gone ones.
-                search_index::drop_orphan_vectors(&tx, &uid)?;
-            }
-            tx.commit()?;
+            store_vectors(c, &uid, &dek, &m, &fresh)?;
             let semantic = rank_by_meaning(c, &uid, &dek, &m, &query_vector, limit * 2)?;
             let mut merged = fuse(keyword, semantic, &query, limit);
             name_senders(c, &dek, &uid, &mut merged)?;
@@ -203,6 +166,68 @@ pub async fn search(
         })
         .await?;
     Ok(AiSearch { page, model })
+}
+
+/// The query, its field named `query` in errors (the keyword parser says `q`).
+fn parse_query(query_text: &str) -> AppResult<Query> {
+    Query::parse(query_text).map_err(|e| match e {
+        AppError::BadRequest { message, .. } => {
+            AppError::invalid("query", message.trim_start_matches("q: ").to_owned())
+        }
+        other => other,
+    })
+}
+
+/// The vectors of the pending items' texts (in their order) and of the query. Network
+/// calls happen outside any store job, all under one deadline.
+async fn embed_pending_and_query(
+    ai: &AiClient,
+    pending: &[(Candidate, String)],
+    query_text: &str,
+) -> AppResult<(Vec<Vec<f32>>, Vec<f32>)> {
+    let texts: Vec<String> = pending.iter().map(|(_, t)| t.clone()).collect();
+    let query_input = query_text.trim().to_owned();
+    ai.within(async {
+        let mut vectors: Vec<Vec<f32>> = Vec::with_capacity(texts.len());
+        for chunk in texts.chunks(EMBED_BATCH) {
+            vectors.extend(ai.embed(chunk).await?);
+        }
+        let query_vector = ai
+            .embed(std::slice::from_ref(&query_input))
+            .await?
+            .pop()
+            .ok_or_else(|| AiError::Malformed("no vector".into()))?;
+        Ok((vectors, query_vector))
+    })
+    .await
+    .map_err(unavailable)
+}
+
+/// Stores the new vectors sealed under the user's data key; new items arrived since the
+/// last search, so the vectors of gone ones are swept.
+fn store_vectors(
+    c: &mut Connection,
+    uid: &str,
+    dek: &DataKey,
+    model: &str,
+    fresh: &[(Candidate, Vec<f32>)],
+) -> AppResult<()> {
+    let now = crate::clock::unix_now() as i64;
+    let tx = c.transaction()?;
+    for (cand, v) in fresh {
+        let row = VectorRow {
+            kind: cand.kind.clone(),
+            item_id: cand.item_id.clone(),
+            model: model.to_owned(),
+            vector_enc: seal_vector(dek, &cand.kind, &cand.item_id, v),
+        };
+        search_index::put_vector(&tx, uid, &row, now)?;
+    }
+    if !fresh.is_empty() {
+        search_index::drop_orphan_vectors(&tx, uid)?;
+    }
+    tx.commit()?;
+    Ok(())
 }
 
 /// The items of the window nearest to `query` by cosine similarity, best first, opened.
