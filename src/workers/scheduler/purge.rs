@@ -57,68 +57,44 @@ pub async fn run(state: &Context) -> AppResult<Purged> {
 mod tests {
     use super::*;
     use crate::store::Store;
+    use rusqlite::Connection;
 
-    #[test]
-    fn only_rows_that_can_never_be_used_again_are_purged() {
-        let (_dir, store) = Store::open_temp();
-        let mut conn = store.conn().unwrap();
-        conn.pragma_update(None, "foreign_keys", "OFF").unwrap();
-        let now = 2_000_000_000;
-        let day = 86_400;
-        // Codes: an expired one from 25 h ago goes; an expired one from 23 h ago stays.
+    const DAY: i64 = 86_400;
+
+    /// A refresh token of user `u` named `hash`, made at `made`, expiring at `expires_at`.
+    fn session(conn: &Connection, hash: &str, expires_at: i64, made: i64) {
+        refresh_tokens::insert(
+            conn,
+            &refresh_tokens::NewSession {
+                token_hash: hash,
+                user_id: "u",
+                session_id: hash,
+                matrix_device_id: None,
+                matrix_access_token_enc: None,
+                web: false,
+                expires_at,
+                now: made,
+            },
+        )
+        .unwrap();
+    }
+
+    /// Codes: an expired one from 25 h ago (goes) and one from 23 h ago (stays). Refresh
+    /// tokens: live (stays), expired and revoked (go). Personal tokens: revoked 31 days ago
+    /// (goes), revoked yesterday (stays: still listed).
+    fn rows_of_every_age(conn: &Connection, now: i64) {
         for created in [now - 25 * 3600, now - 23 * 3600] {
-            login_codes::insert(&conn, b"a", "sign_in", None, "h", created + 600, created).unwrap();
+            login_codes::insert(conn, b"a", "sign_in", None, "h", created + 600, created).unwrap();
         }
-        // Refresh tokens: live stays; expired and revoked go.
-        refresh_tokens::insert(
-            &conn,
-            &refresh_tokens::NewSession {
-                token_hash: "live",
-                user_id: "u",
-                session_id: "live",
-                matrix_device_id: None,
-                matrix_access_token_enc: None,
-                web: false,
-                expires_at: now + day,
-                now: now - 10,
-            },
-        )
-        .unwrap();
-        refresh_tokens::insert(
-            &conn,
-            &refresh_tokens::NewSession {
-                token_hash: "expired",
-                user_id: "u",
-                session_id: "expired",
-                matrix_device_id: None,
-                matrix_access_token_enc: None,
-                web: false,
-                expires_at: now - 1,
-                now: now - 2 * day,
-            },
-        )
-        .unwrap();
-        refresh_tokens::insert(
-            &conn,
-            &refresh_tokens::NewSession {
-                token_hash: "revoked",
-                user_id: "u",
-                session_id: "revoked",
-                matrix_device_id: None,
-                matrix_access_token_enc: None,
-                web: false,
-                expires_at: now + day,
-                now: now - 5,
-            },
-        )
-        .unwrap();
+        session(conn, "live", now + DAY, now - 10);
+        session(conn, "expired", now - 1, now - 2 * DAY);
+        session(conn, "revoked", now + DAY, now - 5);
         conn.execute(
             "UPDATE refresh_tokens SET revoked_at = ?1 WHERE token_hash = 'revoked'",
             [now - 1],
         )
         .unwrap();
-        // Personal tokens: revoked 31 days ago goes; revoked yesterday stays (still listed).
-        for (id, revoked) in [("old", now - 31 * day), ("recent", now - day)] {
+        for (id, revoked) in [("old", now - 31 * DAY), ("recent", now - DAY)] {
             conn.execute(
                 "INSERT INTO api_tokens (id, user_id, name, token_hash, last_four, allowlist_version, \
                  created_at, revoked_at) VALUES (?1, 'u', 'n', ?1, 'abcd', 1, 0, ?2)",
@@ -126,6 +102,21 @@ mod tests {
             )
             .unwrap();
         }
+    }
+
+    fn left(conn: &Connection, sql: &str) -> Vec<String> {
+        let mut stmt = conn.prepare(sql).unwrap();
+        let rows = stmt.query_map([], |r| r.get::<_, String>(0)).unwrap();
+        rows.map(Result::unwrap).collect()
+    }
+
+    #[test]
+    fn only_rows_that_can_never_be_used_again_are_purged() {
+        let (_dir, store) = Store::open_temp();
+        let mut conn = store.conn().unwrap();
+        conn.pragma_update(None, "foreign_keys", "OFF").unwrap();
+        let now = 2_000_000_000;
+        rows_of_every_age(&conn, now);
 
         let purged = purge(&mut conn, now).unwrap();
         assert_eq!(
@@ -136,15 +127,13 @@ mod tests {
                 api_tokens: 1
             }
         );
-        let left = |sql: &str| -> Vec<String> {
-            let mut stmt = conn.prepare(sql).unwrap();
-            let rows = stmt.query_map([], |r| r.get::<_, String>(0)).unwrap();
-            rows.map(Result::unwrap).collect()
-        };
-        assert_eq!(left("SELECT token_hash FROM refresh_tokens"), ["live"]);
-        assert_eq!(left("SELECT id FROM api_tokens"), ["recent"]);
         assert_eq!(
-            left("SELECT CAST(created_at AS TEXT) FROM login_codes"),
+            left(&conn, "SELECT token_hash FROM refresh_tokens"),
+            ["live"]
+        );
+        assert_eq!(left(&conn, "SELECT id FROM api_tokens"), ["recent"]);
+        assert_eq!(
+            left(&conn, "SELECT CAST(created_at AS TEXT) FROM login_codes"),
             [(now - 23 * 3600).to_string()]
         );
     }
