@@ -29,38 +29,9 @@ pub async fn start_login(
         validate_id("loginId", l)?;
     }
     let client = state.bridges.clients.get(platform)?.clone();
-    let key = format!("bridge-login:{user_id}");
-    if let Err(quota) = state
-        .limiter
-        .hit(&key, LOGIN_RATE_LIMIT, LOGIN_RATE_WINDOW)
-        .await
-    {
-        return Err(AppError::TooManyRequests {
-            code: ErrorCode::RateLimited,
-            message: format!(
-                "at most {LOGIN_RATE_LIMIT} bridge logins can be started per 10 minutes; retry in {} s",
-                quota.retry_after()
-            ),
-            retry_after_secs: Some(quota.retry_after()),
-        });
-    }
+    spend_a_login_start(state, user_id).await?;
     let (user, mxid) = acting_user(state, user_id).await?;
-    let snap = snapshot(state, &user, &mxid, platform, false).await;
-    let whoami = snap
-        .result
-        .as_ref()
-        .map_err(|e| AppError::from(e.clone()))?;
-    if !whoami.login_flows.is_empty() && !whoami.login_flows.iter().any(|f| f.id == flow_id) {
-        let ids: Vec<&str> = whoami.login_flows.iter().map(|f| f.id.as_str()).collect();
-        return Err(AppError::bad_request(
-            ErrorCode::InvalidFlow,
-            format!(
-                "flowId: the {} bridge has no flow {flow_id:?}; its flows are {}",
-                platform.name(),
-                ids.join(", ")
-            ),
-        ));
-    }
+    check_flow_is_offered(state, &user, &mxid, platform, flow_id).await?;
     let step = client
         .login_start(&mxid, flow_id, relogin)
         .await
@@ -74,26 +45,7 @@ pub async fn start_login(
             ),
         });
     }
-    let now = unix_now() as i64;
-    let process = Arc::new(Process {
-        user_id: user_id.to_owned(),
-        platform,
-        id: step.login_id.clone(),
-        mxid,
-        started_at: now,
-        expires_at: now + LOGIN_PROCESS_TTL.as_secs() as i64,
-        expired_at: AtomicI64::new(0),
-        state: Mutex::new(ProcState {
-            step: step.clone(),
-            completion: None,
-            failure: None,
-            expired: false,
-            polling: None,
-            poll_error: None,
-            unseen: false,
-        }),
-        changed: watch::channel(0).0,
-    });
+    let process = Arc::new(new_process(user_id, platform, mxid, step.clone()));
     state
         .bridges
         .processes
@@ -103,6 +55,78 @@ pub async fn start_login(
         )
         .await;
     advance(state, &process, step).await
+}
+
+/// Counts a login start against the user's [`LOGIN_RATE_LIMIT`] (429 past it).
+async fn spend_a_login_start(state: &Context, user_id: &str) -> AppResult<()> {
+    let key = format!("bridge-login:{user_id}");
+    let Err(quota) = state
+        .limiter
+        .hit(&key, LOGIN_RATE_LIMIT, LOGIN_RATE_WINDOW)
+        .await
+    else {
+        return Ok(());
+    };
+    Err(AppError::TooManyRequests {
+        code: ErrorCode::RateLimited,
+        message: format!(
+            "at most {LOGIN_RATE_LIMIT} bridge logins can be started per 10 minutes; retry in {} s",
+            quota.retry_after()
+        ),
+        retry_after_secs: Some(quota.retry_after()),
+    })
+}
+
+/// A flow the bridge does not list is refused here, with the flows it has, before the
+/// bridge is asked (a bridge that lists none is asked anyway).
+async fn check_flow_is_offered(
+    state: &Context,
+    user: &UserRow,
+    mxid: &str,
+    platform: Platform,
+    flow_id: &str,
+) -> AppResult<()> {
+    let snap = snapshot(state, user, mxid, platform, false).await;
+    let whoami = snap
+        .result
+        .as_ref()
+        .map_err(|e| AppError::from(e.clone()))?;
+    if whoami.login_flows.is_empty() || whoami.login_flows.iter().any(|f| f.id == flow_id) {
+        return Ok(());
+    }
+    let ids: Vec<&str> = whoami.login_flows.iter().map(|f| f.id.as_str()).collect();
+    Err(AppError::bad_request(
+        ErrorCode::InvalidFlow,
+        format!(
+            "flowId: the {} bridge has no flow {flow_id:?}; its flows are {}",
+            platform.name(),
+            ids.join(", ")
+        ),
+    ))
+}
+
+/// A login process at its first step, living [`LOGIN_PROCESS_TTL`] from now.
+fn new_process(user_id: &str, platform: Platform, mxid: String, step: LoginStep) -> Process {
+    let now = unix_now() as i64;
+    Process {
+        user_id: user_id.to_owned(),
+        platform,
+        id: step.login_id.clone(),
+        mxid,
+        started_at: now,
+        expires_at: now + LOGIN_PROCESS_TTL.as_secs() as i64,
+        expired_at: AtomicI64::new(0),
+        state: Mutex::new(ProcState {
+            step,
+            completion: None,
+            failure: None,
+            expired: false,
+            polling: None,
+            poll_error: None,
+            unseen: false,
+        }),
+        changed: watch::channel(0).0,
+    }
 }
 
 /// Records a step the bridge returned; completes the login when it is the last.
@@ -251,53 +275,8 @@ pub async fn wait_step(
     let client = state.bridges.clients.get(platform)?.clone();
     let process = find_process(state, user_id, platform, process_id).await?;
     let mut changed = process.changed.subscribe();
-    {
-        let mut s = process.lock();
-        if let Some(settled) = process.settled(&mut s) {
-            return Ok(process.update(settled?));
-        }
-        match &s.polling {
-            Some(polling) if polling == step_id => {}
-            Some(polling) => {
-                return Err(AppError::bad_request(
-                    ErrorCode::InvalidStep,
-                    format!("stepId: the process is waiting on step {polling:?}, not {step_id:?}"),
-                ))
-            }
-            None if s.unseen => {
-                s.unseen = false;
-                let step = s.step.clone();
-                return Ok(process.update(LoginProgress::Step(step)));
-            }
-            None => {
-                if s.step.step_type != LoginStep::DISPLAY_AND_WAIT || s.step.step_id != step_id {
-                    return Err(AppError::bad_request(
-                        ErrorCode::InvalidStep,
-                        format!(
-                            "stepId: the current step is {:?} of type {}; {}",
-                            s.step.step_id,
-                            s.step.step_type,
-                            if s.step.step_type == LoginStep::DISPLAY_AND_WAIT {
-                                "wait on that step id"
-                            } else {
-                                "submit it with POST /login/step"
-                            }
-                        ),
-                    ));
-                }
-                s.polling = Some(step_id.to_owned());
-                s.poll_error = None;
-                let remaining =
-                    Duration::from_secs(process.timeout().remaining_seconds.max(1) as u64);
-                tokio::spawn(long_poll(
-                    state.clone(),
-                    client,
-                    process.clone(),
-                    step_id.to_owned(),
-                    remaining.min(BRIDGE_LONG_POLL_CAP),
-                ));
-            }
-        }
+    if let Some(answer) = answer_now_or_start_polling(state, client, &process, step_id) {
+        return answer;
     }
     let wait = wait.min(WAIT_MAX);
     let remaining = Duration::from_secs(process.timeout().remaining_seconds.max(0) as u64);
@@ -314,6 +293,66 @@ pub async fn wait_step(
     let step = s.step.clone();
     drop(s);
     Ok(process.update(LoginProgress::Step(step)))
+}
+
+/// Before waiting: the answer when there is one already (settled, a step not yet seen,
+/// a wrong step id); otherwise `None`, the background long-poll of `step_id` running
+/// (started here when it is not yet).
+fn answer_now_or_start_polling(
+    state: &Context,
+    client: crate::clients::provisioning::ProvisioningClient,
+    process: &Arc<Process>,
+    step_id: &str,
+) -> Option<AppResult<LoginUpdate>> {
+    let mut s = process.lock();
+    if let Some(settled) = process.settled(&mut s) {
+        return Some(settled.map(|p| process.update(p)));
+    }
+    match &s.polling {
+        Some(polling) if polling == step_id => None,
+        Some(polling) => Some(Err(AppError::bad_request(
+            ErrorCode::InvalidStep,
+            format!("stepId: the process is waiting on step {polling:?}, not {step_id:?}"),
+        ))),
+        None if s.unseen => {
+            s.unseen = false;
+            let step = s.step.clone();
+            Some(Ok(process.update(LoginProgress::Step(step))))
+        }
+        None if s.step.step_type != LoginStep::DISPLAY_AND_WAIT || s.step.step_id != step_id => {
+            Some(Err(not_a_step_to_wait_on(&s.step)))
+        }
+        None => {
+            s.polling = Some(step_id.to_owned());
+            s.poll_error = None;
+            let remaining = Duration::from_secs(process.timeout().remaining_seconds.max(1) as u64);
+            tokio::spawn(long_poll(
+                state.clone(),
+                client,
+                process.clone(),
+                step_id.to_owned(),
+                remaining.min(BRIDGE_LONG_POLL_CAP),
+            ));
+            None
+        }
+    }
+}
+
+/// 400 for a wait on a step that is not the current `display_and_wait` step.
+fn not_a_step_to_wait_on(step: &LoginStep) -> AppError {
+    AppError::bad_request(
+        ErrorCode::InvalidStep,
+        format!(
+            "stepId: the current step is {:?} of type {}; {}",
+            step.step_id,
+            step.step_type,
+            if step.step_type == LoginStep::DISPLAY_AND_WAIT {
+                "wait on that step id"
+            } else {
+                "submit it with POST /login/step"
+            }
+        ),
+    )
 }
 
 /// The background `display_and_wait` long-poll of one process.
