@@ -191,9 +191,36 @@ pub async fn verify_add(
     let email = auth::validate_email(email)?;
     auth::validate_code(code)?;
     let index = users::email_index(&state.master, &email);
-    let uid = caller_id.to_owned();
     // Refuse ineligible addresses before the code is spent.
-    let group_id = state
+    let group_id = group_the_address_may_join(state, caller_id, index).await?;
+    let (code_id, requested_by) =
+        auth::check_code(state, &email, code, CodePurpose::AddAccount).await?;
+    // The code must have been requested from this group, not by someone else who asked
+    // to add the same address to theirs.
+    if !requested_from_group(state, requested_by, &group_id).await? {
+        release_code(state, code_id).await;
+        return Err(AppError::bad_request(
+            ErrorCode::InvalidCode,
+            "invalid or expired verification code",
+        ));
+    }
+    match add_to_group(state, &email, &group_id).await {
+        Ok(user) => Account::of(state, user, caller_id),
+        Err(e) => {
+            release_code(state, code_id).await;
+            Err(e)
+        }
+    }
+}
+
+/// The caller's group, when the address of `index` (if it is a user already) may join it.
+async fn group_the_address_may_join(
+    state: &Context,
+    caller_id: &str,
+    index: Vec<u8>,
+) -> AppResult<String> {
+    let uid = caller_id.to_owned();
+    state
         .db(move |c| {
             let caller = load_caller(c, &uid)?;
             if let Some(candidate) = store::users::find_by_email_index(c, &index)? {
@@ -201,70 +228,61 @@ pub async fn verify_add(
             }
             Ok(caller.group_id().to_owned())
         })
-        .await?;
+        .await
+}
 
-    let (code_id, requested_by) =
-        auth::check_code(state, &email, code, CodePurpose::AddAccount).await?;
-    let release = |state: &Context| {
-        let store = state.store.clone();
-        async move {
-            let _ = store.query(move |c| login_codes::release(c, code_id)).await;
-        }
-    };
-
-    // The code must have been requested from this group, not by someone else who asked
-    // to add the same address to theirs.
-    let gid = group_id.clone();
-    let requested_here = state
+/// Whether the code was requested by a member of `group_id`.
+async fn requested_from_group(
+    state: &Context,
+    requested_by: Option<String>,
+    group_id: &str,
+) -> AppResult<bool> {
+    let gid = group_id.to_owned();
+    state
         .db(move |c| {
             Ok(match requested_by {
                 Some(by) => store::users::find(c, &by)?.is_some_and(|u| u.group_id() == gid),
                 None => false,
             })
         })
-        .await?;
-    if !requested_here {
-        release(state).await;
-        return Err(AppError::bad_request(
-            ErrorCode::InvalidCode,
-            "invalid or expired verification code",
-        ));
-    }
+        .await
+}
 
-    let result = async {
-        let (user, is_new) =
-            auth::find_or_create(state, &email, Some(group_id.clone()), None).await?;
-        let user = if is_new {
-            user
-        } else {
-            attach(state, &user.id, &group_id).await?
-        };
-        match auth::ensure_matrix_account(state, user.clone()).await {
-            Ok(user) => Ok(user),
-            Err(e) => {
-                // Undo, so that a retry with the same code starts from the same state.
-                let id = user.id.clone();
-                let _ = state
-                    .db(move |c| {
-                        let tx = c.transaction()?;
-                        if is_new {
-                            store::users::delete(&tx, &id)?;
-                        } else {
-                            detach_row(&tx, &id)?;
-                        }
-                        tx.commit()?;
-                        Ok(())
-                    })
-                    .await;
-                Err(e)
-            }
-        }
-    }
-    .await;
-    match result {
-        Ok(user) => Account::of(state, user, caller_id),
+/// Makes a spent code usable again (the add failed for a reason of ours, not the code's).
+async fn release_code(state: &Context, code_id: i64) {
+    let _ = state
+        .store
+        .query(move |c| login_codes::release(c, code_id))
+        .await;
+}
+
+/// Adds the address to the group: a new user, or the existing one attached; either way
+/// with its Matrix account. On failure the add is undone, so that a retry with the same
+/// code starts from the same state.
+async fn add_to_group(state: &Context, email: &str, group_id: &str) -> AppResult<UserRow> {
+    let (user, is_new) =
+        auth::find_or_create(state, email, Some(group_id.to_owned()), None).await?;
+    let user = if is_new {
+        user
+    } else {
+        attach(state, &user.id, group_id).await?
+    };
+    match auth::ensure_matrix_account(state, user.clone()).await {
+        Ok(user) => Ok(user),
         Err(e) => {
-            release(state).await;
+            let id = user.id.clone();
+            let _ = state
+                .db(move |c| {
+                    let tx = c.transaction()?;
+                    if is_new {
+                        store::users::delete(&tx, &id)?;
+                    } else {
+                        detach_row(&tx, &id)?;
+                    }
+                    tx.commit()?;
+                    Ok(())
+                })
+                .await;
             Err(e)
         }
     }
