@@ -11,10 +11,13 @@ use super::queue::enqueue;
 use super::{now_ms, open, Opened};
 use crate::clients::webpush::{Delivery, Urgency};
 use crate::events::ChangeEvent;
-use crate::services::conversations::{self, RoomField};
+use crate::services::conversations::{self, MessageContent, RoomField};
 use crate::services::devices::{self, IMPORTANT_MESSAGE_THRESHOLD, PUSH_MAX_MESSAGE_AGE_MS};
 use crate::services::Context;
+use crate::store::messages::MessageRow;
 use crate::store::push_subscriptions as store;
+use crate::store::rooms::RoomRow;
+use crate::store::users::UserRow;
 
 /// Starts the listener and the workers; they end on shutdown.
 pub fn spawn(state: &Context) {
@@ -97,27 +100,7 @@ fn load(
         return Ok(None);
     };
     let content = conversations::open_message(&dek, &msg.id, &msg.content_enc).unwrap_or_default();
-    let replies_to_me = match levels::reply_target(&content.content) {
-        Some(target) => messages::find_by_event(c, user_id, target)?.is_some_and(|m| m.is_mine),
-        None => false,
-    };
-    let me = Me {
-        matrix_user_id: user.matrix_user_id.clone(),
-        display_name: user.display_name.clone(),
-    };
-    let read = match room.last_read_event_id.as_deref() {
-        Some(e) if e == msg.event_id => true,
-        Some(e) => messages::find_by_event(c, user_id, e)?.is_some_and(|m| m.ts >= msg.ts),
-        None => false,
-    };
-    let facts = Facts {
-        is_mine: msg.is_mine,
-        level: Level::of_row(&room),
-        snooze_until: room.snooze_until,
-        read,
-        mentioned: levels::mentions(&me, &content.content, &content.body, replies_to_me),
-        is_direct: room.is_direct,
-    };
+    let facts = facts_of(c, user_id, &msg, &room, &user, &content)?;
     let open_field = |f, v: &Option<Vec<u8>>| {
         conversations::open_room_field(&dek, user_id, &room.room_id, f, v.as_deref())
     };
@@ -134,14 +117,6 @@ fn load(
                 .name
         }
     };
-    let text = match msg.msgtype.as_str() {
-        "m.image" => "Photo".to_owned(),
-        "m.video" => "Video".to_owned(),
-        "m.audio" => "Audio".to_owned(),
-        "m.file" => "File".to_owned(),
-        "m.sticker" => "Sticker".to_owned(),
-        _ => content.body,
-    };
     Ok(Some(Loaded {
         room_id: room.room_id.clone(),
         facts,
@@ -149,12 +124,58 @@ fn load(
         ts: msg.ts,
         title,
         sender,
-        text,
+        text: text_of(&msg.msgtype, content.body),
         previews: store::previews(c, user_id)?.unwrap_or(true),
         unread: store::unread_total(c, user_id)?,
         subs: rows.iter().filter_map(|r| open(&dek, r)).collect(),
         has_devices,
     }))
+}
+
+/// What the rule needs to know about the message: mine, read, mentioning me (by name,
+/// id or a reply to one of mine), and the room's level, snooze and kind.
+fn facts_of(
+    c: &rusqlite::Connection,
+    user_id: &str,
+    msg: &MessageRow,
+    room: &RoomRow,
+    user: &UserRow,
+    content: &MessageContent,
+) -> rusqlite::Result<Facts> {
+    use crate::store::messages;
+    let replies_to_me = match levels::reply_target(&content.content) {
+        Some(target) => messages::find_by_event(c, user_id, target)?.is_some_and(|m| m.is_mine),
+        None => false,
+    };
+    let me = Me {
+        matrix_user_id: user.matrix_user_id.clone(),
+        display_name: user.display_name.clone(),
+    };
+    let read = match room.last_read_event_id.as_deref() {
+        Some(e) if e == msg.event_id => true,
+        Some(e) => messages::find_by_event(c, user_id, e)?.is_some_and(|m| m.ts >= msg.ts),
+        None => false,
+    };
+    Ok(Facts {
+        is_mine: msg.is_mine,
+        level: Level::of_row(room),
+        snooze_until: room.snooze_until,
+        read,
+        mentioned: levels::mentions(&me, &content.content, &content.body, replies_to_me),
+        is_direct: room.is_direct,
+    })
+}
+
+/// The text a push shows: the body, or what kind of attachment it is.
+fn text_of(msgtype: &str, body: String) -> String {
+    match msgtype {
+        "m.image" => "Photo".to_owned(),
+        "m.video" => "Video".to_owned(),
+        "m.audio" => "Audio".to_owned(),
+        "m.file" => "File".to_owned(),
+        "m.sticker" => "Sticker".to_owned(),
+        _ => body,
+    }
 }
 
 async fn on_message(state: &Context, user_id: &str, event_id: &str) {
@@ -177,38 +198,12 @@ async fn on_message(state: &Context, user_id: &str, event_id: &str) {
     };
     let room_id = loaded.room_id.clone();
     if loaded.has_devices && loaded.importance >= IMPORTANT_MESSAGE_THRESHOLD {
-        let n = crate::clients::push::Notification::new(
-            "New important message",
-            "Open Switchboard to read it.",
-        )
-        .with("type", "message")
-        .with("roomId", room_id.clone())
-        .with("eventId", event_id);
-        let (state, user) = (state.clone(), user_id.to_owned());
-        tokio::spawn(async move { devices::notify_user(&state, &user, n).await });
+        notify_devices(state, user_id, &room_id, event_id);
     }
     if loaded.subs.is_empty() {
         return;
     }
-    let (title, body) = if loaded.previews {
-        (
-            loaded.title.unwrap_or_else(|| "Switchboard".into()),
-            format!("{}: {}", loaded.sender, loaded.text),
-        )
-    } else {
-        ("Switchboard".to_owned(), "New message".to_owned())
-    };
-    let payload = Payload {
-        kind: "message",
-        room_id: Some(room_id.clone()),
-        event_id: Some(event_id.to_owned()),
-        account_id: None,
-        thread_id: None,
-        title,
-        body,
-        unread: loaded.unread,
-    }
-    .to_bytes();
+    let payload = web_push_payload(&loaded, event_id);
     let delivery = Delivery {
         ttl: TTL_SECS,
         urgency: if high { Urgency::High } else { Urgency::Normal },
@@ -223,4 +218,41 @@ async fn on_message(state: &Context, user_id: &str, event_id: &str) {
         Some((room_id, event_id.to_owned())),
         since,
     );
+}
+
+/// APNs devices get a text-free push for an important message.
+fn notify_devices(state: &Context, user_id: &str, room_id: &str, event_id: &str) {
+    let n = crate::clients::push::Notification::new(
+        "New important message",
+        "Open Switchboard to read it.",
+    )
+    .with("type", "message")
+    .with("roomId", room_id.to_owned())
+    .with("eventId", event_id);
+    let (state, user) = (state.clone(), user_id.to_owned());
+    tokio::spawn(async move { devices::notify_user(&state, &user, n).await });
+}
+
+/// The Web Push payload: title and "sender: text" with previews on, a generic text
+/// without.
+fn web_push_payload(loaded: &Loaded, event_id: &str) -> Vec<u8> {
+    let (title, body) = if loaded.previews {
+        (
+            loaded.title.clone().unwrap_or_else(|| "Switchboard".into()),
+            format!("{}: {}", loaded.sender, loaded.text),
+        )
+    } else {
+        ("Switchboard".to_owned(), "New message".to_owned())
+    };
+    Payload {
+        kind: "message",
+        room_id: Some(loaded.room_id.clone()),
+        event_id: Some(event_id.to_owned()),
+        account_id: None,
+        thread_id: None,
+        title,
+        body,
+        unread: loaded.unread,
+    }
+    .to_bytes()
 }

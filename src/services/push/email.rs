@@ -9,7 +9,7 @@ use std::time::{Duration, Instant};
 
 use super::payload::{topic, Payload, TTL_SECS};
 use super::queue::enqueue;
-use super::{now_ms, open};
+use super::{now_ms, open, Opened};
 use crate::clients::webpush::{Delivery, Urgency};
 use crate::services::email::{Header, T_MESSAGES};
 use crate::services::Context;
@@ -25,43 +25,60 @@ pub(crate) fn seen_threads() -> moka::sync::Cache<String, ()> {
         .build()
 }
 
+/// A new mail thread as its push needs it.
+struct NewMail {
+    date: i64,
+    header: Header,
+    subs: Vec<Opened>,
+    previews: bool,
+    unread: i64,
+}
+
+/// The thread's lone unseen INBOX message and the user's subscriptions, opened; `None`
+/// when there is nothing to push.
+fn load(
+    state: &Context,
+    c: &rusqlite::Connection,
+    uid: &str,
+    aid: &str,
+    tid: &str,
+) -> crate::error::AppResult<Option<NewMail>> {
+    let rows = store::list(c, uid)?;
+    if rows.is_empty() {
+        return Ok(None);
+    }
+    let Some((id, date, header_enc)) = store::lone_unseen_inbox_message(c, uid, aid, tid)? else {
+        return Ok(None);
+    };
+    let Some(user) = crate::store::users::find(c, uid)? else {
+        return Ok(None);
+    };
+    let dek = crate::services::users::data_key(&state.master, &user)?;
+    let header: Header =
+        crate::services::email::open_json(&dek, &header_enc, T_MESSAGES, "header", &id)
+            .unwrap_or_default();
+    Ok(Some(NewMail {
+        date,
+        header,
+        subs: rows.iter().filter_map(|r| open(&dek, r)).collect(),
+        previews: store::previews(c, uid)?.unwrap_or(true),
+        unread: store::unread_total(c, uid)?,
+    }))
+}
+
 pub async fn on_thread(state: &Context, user_id: &str, account_id: &str, thread_id: &str) {
     let since = Instant::now();
     let key = format!("{user_id}/{thread_id}");
     if state.web_push.pushed_threads.contains_key(&key) {
         return;
     }
-    let (uid, aid, tid, master) = (
+    let (uid, aid, tid, st) = (
         user_id.to_owned(),
         account_id.to_owned(),
         thread_id.to_owned(),
-        state.master.clone(),
+        state.clone(),
     );
-    let loaded = state
-        .db(move |c| {
-            let rows = store::list(c, &uid)?;
-            if rows.is_empty() {
-                return Ok(None);
-            }
-            let Some((id, date, header_enc)) =
-                store::lone_unseen_inbox_message(c, &uid, &aid, &tid)?
-            else {
-                return Ok(None);
-            };
-            let Some(user) = crate::store::users::find(c, &uid)? else {
-                return Ok(None);
-            };
-            let dek = crate::services::users::data_key(&master, &user)?;
-            let header: Header =
-                crate::services::email::open_json(&dek, &header_enc, T_MESSAGES, "header", &id)
-                    .unwrap_or_default();
-            let subs: Vec<_> = rows.iter().filter_map(|r| open(&dek, r)).collect();
-            let previews = store::previews(c, &uid)?.unwrap_or(true);
-            let unread = store::unread_total(c, &uid)?;
-            Ok(Some((date, header, subs, previews, unread)))
-        })
-        .await;
-    let (date, header, subs, previews, unread) = match loaded {
+    let mail = match state.db(move |c| load(&st, c, &uid, &aid, &tid)).await {
         Ok(Some(l)) => l,
         Ok(None) => return,
         Err(e) => {
@@ -69,16 +86,18 @@ pub async fn on_thread(state: &Context, user_id: &str, account_id: &str, thread_
             return;
         }
     };
-    if now_ms() - date > MAX_AGE_MS || subs.is_empty() {
+    if now_ms() - mail.date > MAX_AGE_MS || mail.subs.is_empty() {
         return;
     }
     state.web_push.pushed_threads.insert(key, ());
-    let (title, body) = if previews {
-        let from = header
+    // With previews the sender's name (else address) and the subject; else a generic text.
+    let (title, body) = if mail.previews {
+        let from = mail
+            .header
             .from
             .map(|p| p.name.filter(|n| !n.trim().is_empty()).unwrap_or(p.email))
             .unwrap_or_default();
-        (from, header.subject)
+        (from, mail.header.subject)
     } else {
         ("Switchboard".to_owned(), "New email".to_owned())
     };
@@ -90,7 +109,7 @@ pub async fn on_thread(state: &Context, user_id: &str, account_id: &str, thread_
         thread_id: Some(thread_id.to_owned()),
         title,
         body,
-        unread,
+        unread: mail.unread,
     }
     .to_bytes();
     let delivery = Delivery {
@@ -98,5 +117,5 @@ pub async fn on_thread(state: &Context, user_id: &str, account_id: &str, thread_
         urgency: Urgency::Normal,
         topic: Some(topic(thread_id)),
     };
-    enqueue(state, user_id, subs, &payload, &delivery, None, since);
+    enqueue(state, user_id, mail.subs, &payload, &delivery, None, since);
 }
