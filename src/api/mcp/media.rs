@@ -64,14 +64,12 @@ async fn get_attachment(
     bearer: HeaderValue,
 ) -> Result<CallToolResult, ErrorData> {
     let (path, _) = spec.request(args).map_err(invalid)?;
-    let thumbnail = args.get("thumbnail").and_then(Value::as_bool) == Some(true);
-    let path = if thumbnail {
-        format!(
-            "{}?thumbnail=true",
-            path.split('?').next().unwrap_or_default()
-        )
+    // Only the thumbnail flag of the route's query is passed on.
+    let path = path.split('?').next().unwrap_or_default();
+    let path = if args.get("thumbnail").and_then(Value::as_bool) == Some(true) {
+        format!("{path}?thumbnail=true")
     } else {
-        path.split('?').next().unwrap_or_default().to_owned()
+        path.to_owned()
     };
     let req = Request::builder()
         .method(Method::GET)
@@ -101,32 +99,42 @@ async fn get_attachment(
             )
         })?;
     if !status.is_success() {
-        let value: Value = serde_json::from_slice(&bytes).unwrap_or(Value::Null);
-        let code = value["error"].as_str().unwrap_or("upstream_error");
-        let message = value["message"].as_str().unwrap_or("the route failed");
-        return Err(route_error(status, code, message));
+        return Err(refusal(
+            status,
+            &serde_json::from_slice(&bytes).unwrap_or(Value::Null),
+        ));
     }
-    let data = STANDARD.encode(&bytes);
-    let block = if ctype.starts_with("image/") {
-        ContentBlock::image(data, ctype.clone())
-    } else {
-        let event = args
-            .get("eventId")
-            .and_then(Value::as_str)
-            .unwrap_or_default();
-        ContentBlock::resource(ResourceContents::BlobResourceContents {
-            uri: format!(
-                "switchboard:media/{}",
-                crate::clients::matrix::encode(event)
-            ),
-            mime_type: Some(ctype.clone()),
-            blob: data,
-            meta: None,
-        })
-    };
+    let block = attachment_block(args, &ctype, STANDARD.encode(&bytes));
     let mut result = CallToolResult::success(vec![block]);
     result.structured_content = Some(json!({"mimetype": ctype, "size": bytes.len()}));
     Ok(result)
+}
+
+/// The route's own refusal (its status, code and message) as the tool's error.
+fn refusal(status: StatusCode, body: &Value) -> ErrorData {
+    let code = body["error"].as_str().unwrap_or("upstream_error");
+    let message = body["message"].as_str().unwrap_or("the route failed");
+    route_error(status, code, message)
+}
+
+/// Image content for an image, an embedded blob resource named by the event otherwise.
+fn attachment_block(args: &JsonObject, ctype: &str, data: String) -> ContentBlock {
+    if ctype.starts_with("image/") {
+        return ContentBlock::image(data, ctype.to_owned());
+    }
+    let event = args
+        .get("eventId")
+        .and_then(Value::as_str)
+        .unwrap_or_default();
+    ContentBlock::resource(ResourceContents::BlobResourceContents {
+        uri: format!(
+            "switchboard:media/{}",
+            crate::clients::matrix::encode(event)
+        ),
+        mime_type: Some(ctype.to_owned()),
+        blob: data,
+        meta: None,
+    })
 }
 
 async fn send_file(
@@ -141,15 +149,52 @@ async fn send_file(
         }
     }
     let room = text_arg(args, "roomId")?.unwrap_or_default();
+    let bytes = decoded_file(args)?;
+    let body = multipart_body(args, &bytes)?;
+    let room =
+        crate::clients::segment::segment("roomId", room).map_err(|e| invalid(e.to_string()))?;
+    let path = format!("/api/rooms/{room}/media");
+    let req = Request::builder()
+        .method(Method::POST)
+        .uri(
+            path.parse()
+                .map_err(|_| invalid("roomId: invalid".into()))?,
+        )
+        .header(header::AUTHORIZATION, bearer)
+        .content_type(&format!("multipart/form-data; boundary={BOUNDARY}"))
+        .body(body);
+    let resp = match core.call(req).await {
+        Ok(r) => r,
+        Err(e) => e.into_response(),
+    };
+    let status = resp.status();
+    let bytes = resp.into_body().into_bytes().await.unwrap_or_default();
+    let value: Value = serde_json::from_slice(&bytes).unwrap_or(Value::Null);
+    if !status.is_success() {
+        return Err(refusal(status, &value));
+    }
+    let text = serde_json::to_string_pretty(&value).unwrap_or_default();
+    let mut result = CallToolResult::success(vec![ContentBlock::text(text)]);
+    result.structured_content = Some(value);
+    Ok(result)
+}
+
+/// The file of `send_file`: its base64 `data`, at most [`MAX_SEND_FILE_BYTES`] decoded.
+fn decoded_file(args: &JsonObject) -> Result<Vec<u8>, ErrorData> {
     let data = text_arg(args, "data")?.unwrap_or_default();
     if data.len() > MAX_SEND_FILE_BYTES.div_ceil(3) * 4 + 4 {
         return Err(invalid(format!(
             "data: at most {MAX_SEND_FILE_BYTES} bytes (decoded)"
         )));
     }
-    let bytes = STANDARD
+    STANDARD
         .decode(data.trim())
-        .map_err(|_| invalid("data: must be standard base64".into()))?;
+        .map_err(|_| invalid("data: must be standard base64".into()))
+}
+
+/// The multipart form of the media route: the optional text fields, then the file (its
+/// name and type stripped of what would break the part's headers).
+fn multipart_body(args: &JsonObject, bytes: &[u8]) -> Result<Vec<u8>, ErrorData> {
     let name = text_arg(args, "name")?.unwrap_or("file");
     let mimetype = text_arg(args, "mimetype")?.unwrap_or("");
     let mut fields: Vec<(&str, String)> = Vec::new();
@@ -181,34 +226,7 @@ async fn send_file(
         )
         .as_bytes(),
     );
-    body.extend_from_slice(&bytes);
+    body.extend_from_slice(bytes);
     body.extend_from_slice(format!("\r\n--{BOUNDARY}--\r\n").as_bytes());
-    let room =
-        crate::clients::segment::segment("roomId", room).map_err(|e| invalid(e.to_string()))?;
-    let path = format!("/api/rooms/{room}/media");
-    let req = Request::builder()
-        .method(Method::POST)
-        .uri(
-            path.parse()
-                .map_err(|_| invalid("roomId: invalid".into()))?,
-        )
-        .header(header::AUTHORIZATION, bearer)
-        .content_type(&format!("multipart/form-data; boundary={BOUNDARY}"))
-        .body(body);
-    let resp = match core.call(req).await {
-        Ok(r) => r,
-        Err(e) => e.into_response(),
-    };
-    let status = resp.status();
-    let bytes = resp.into_body().into_bytes().await.unwrap_or_default();
-    let value: Value = serde_json::from_slice(&bytes).unwrap_or(Value::Null);
-    if !status.is_success() {
-        let code = value["error"].as_str().unwrap_or("upstream_error");
-        let message = value["message"].as_str().unwrap_or("the route failed");
-        return Err(route_error(status, code, message));
-    }
-    let text = serde_json::to_string_pretty(&value).unwrap_or_default();
-    let mut result = CallToolResult::success(vec![ContentBlock::text(text)]);
-    result.structured_content = Some(value);
-    Ok(result)
+    Ok(body)
 }
