@@ -7,7 +7,8 @@ use std::io;
 use bytes::Bytes;
 use futures_util::Stream;
 
-use super::upload::{copy_info, resolve_type, send_spool, spool};
+use super::spooled::{copy_info, send_spool, spool};
+use super::upload::resolve_type;
 use crate::clients::matrix::MatrixClient;
 use crate::error::{AppError, AppResult};
 use crate::services::Context;

@@ -28,11 +28,13 @@ mod image_upload;
 pub mod pipe;
 pub mod preview;
 pub mod spool;
+mod spooled;
 mod upload;
 mod voice;
 pub use avatar::member_avatar;
 pub use image_upload::{upload_image, UploadedImage};
-pub use upload::{body_timeout, upload, UploadForm, UploadPart};
+pub use spooled::body_timeout;
+pub use upload::{upload, UploadForm, UploadPart};
 
 /// An attachment on its way to the client.
 pub struct Download {
@@ -212,29 +214,13 @@ pub async fn download(
         code: ErrorCode::HomeserverUnavailable,
         message: "no Matrix homeserver is configured on this server".into(),
     })?;
-    let (uid, st) = (user_id.to_owned(), state.clone());
-    let (content, msgtype, token) = state
-        .db(move |c| {
-            let user = load_user(c, &uid)?;
-            conversations::require_readable(&user)?;
-            let row = crate::store::messages::find_by_event(c, &uid, &event_id)?
-                .filter(|m| m.room_id == room_id && !m.redacted)
-                .ok_or_else(|| AppError::not_found("message"))?;
-            let dek = users::data_key(&st.master, &user)?;
-            let content = conversations::open_message(&dek, &row.id, &row.content_enc)
-                .map_err(|_| AppError::not_found("message"))?;
-            Ok((content.content, row.msgtype, matrix_token(&st, &user)?))
-        })
-        .await?;
+    let (content, msgtype, token) = attachment_message(state, user_id, room_id, event_id).await?;
     let media = media_of(&msgtype, &content).ok_or_else(|| AppError::not_found("media"))?;
     let (source, declared) = source_of(&msgtype, &content, thumbnail)?
         .ok_or_else(|| AppError::not_found("thumbnail"))?;
     let max = state.config.media.max_download_bytes();
     if !thumbnail && media.size.is_some_and(|n| n > max) {
-        return Err(too_large(
-            max,
-            "the attachment is larger than this server serves",
-        ));
+        return Err(too_large_to_serve(max));
     }
     let (mxc, key, server_thumb) = match source {
         Source::Plain(m) => (m, None, false),
@@ -246,10 +232,7 @@ pub async fn download(
         .await
         .map_err(media_error)?;
     if stream.length.is_some_and(|n| n > max) {
-        return Err(too_large(
-            max,
-            "the attachment is larger than this server serves",
-        ));
+        return Err(too_large_to_serve(max));
     }
     let declared = declared.or(if key.is_none() {
         stream.content_type.clone()
@@ -273,6 +256,34 @@ pub async fn download(
         length,
         body,
     })
+}
+
+/// The content and msgtype of the caller's stored, readable, unredacted message
+/// `event_id` of `room_id` (404 otherwise), and the caller's Matrix token.
+async fn attachment_message(
+    state: &Context,
+    user_id: &str,
+    room_id: String,
+    event_id: String,
+) -> AppResult<(Value, String, String)> {
+    let (uid, st) = (user_id.to_owned(), state.clone());
+    state
+        .db(move |c| {
+            let user = load_user(c, &uid)?;
+            conversations::require_readable(&user)?;
+            let row = crate::store::messages::find_by_event(c, &uid, &event_id)?
+                .filter(|m| m.room_id == room_id && !m.redacted)
+                .ok_or_else(|| AppError::not_found("message"))?;
+            let dek = users::data_key(&st.master, &user)?;
+            let content = conversations::open_message(&dek, &row.id, &row.content_enc)
+                .map_err(|_| AppError::not_found("message"))?;
+            Ok((content.content, row.msgtype, matrix_token(&st, &user)?))
+        })
+        .await
+}
+
+fn too_large_to_serve(max: u64) -> AppError {
+    too_large(max, "the attachment is larger than this server serves")
 }
 
 /// The homeserver's "no such media" is the client's 404; other refusals are 502.

@@ -10,14 +10,13 @@
 //! Matrix encrypted attachment; its key goes into the end-to-end encrypted event); in a
 //! plain room it is decrypted on the way out. Memory stays at a few chunks either way.
 
-use std::io::{self, Read, Seek, Write};
+use std::io;
 
 use bytes::Bytes;
-use futures_util::{Stream, StreamExt};
-use matrix_sdk_crypto::{AttachmentDecryptor, AttachmentEncryptor, MediaEncryptionInfo};
+use futures_util::Stream;
 use serde_json::{json, Value};
 
-use super::pipe;
+use super::spooled::{copy_info, send_spool, spool, Spool};
 use crate::clients::matrix::MatrixClient;
 use crate::error::{AppError, AppResult};
 use crate::services::e2ee;
@@ -25,11 +24,8 @@ use crate::services::messages::send::{
     self, parse_event_id, validate_txn_id, Action, Outbound, Sent, Target, TargetRule,
 };
 use crate::services::messages::{parse_room_id, rich::UNKNOWN_MIMETYPE};
-use crate::services::upstream::homeserver_error;
 use crate::services::Context;
 
-/// Bytes looked at for the type and image dimensions.
-const SNIFF_BYTES: usize = 64 * 1024;
 /// Longest caption, in characters (as a text message).
 const MAX_CAPTION_CHARS: usize = send::MAX_TEXT_CHARS;
 /// The text fields of the form (they come before `file`).
@@ -116,139 +112,6 @@ fn clean_name(name: Option<&str>) -> String {
     crate::services::file_names::clean(name, "file")
 }
 
-/// The spool: the file encrypted under a fresh key, its length and that key.
-pub(super) struct Spool {
-    file: std::fs::File,
-    pub(super) length: u64,
-    pub(super) info: MediaEncryptionInfo,
-}
-
-/// Reads the head (for the type), then spools everything; over `max` bytes is 413, past
-/// the spool space (`[media] max_spool_mb`, reserved chunk by chunk in `reservation`) 503
-/// `spool_full`.
-pub(super) async fn spool<S>(
-    state: &Context,
-    stream: S,
-    max: u64,
-    reservation: std::sync::Arc<super::spool::Reservation>,
-) -> AppResult<(Vec<u8>, Spool)>
-where
-    S: Stream<Item = io::Result<Bytes>> + Send + Unpin + 'static,
-{
-    // Fused: a file shorter than the head ends inside the loop below, and the chain after
-    // it polls the stream once more (a bare `unfold` panics when polled past its end).
-    let mut stream = stream.fuse();
-    let mut head = Vec::new();
-    let mut first: Vec<Bytes> = Vec::new();
-    while head.len() < SNIFF_BYTES {
-        match stream.next().await {
-            Some(chunk) => {
-                let chunk = chunk.map_err(read_error)?;
-                head.extend_from_slice(&chunk[..chunk.len().min(SNIFF_BYTES - head.len())]);
-                first.push(chunk);
-            }
-            None => break,
-        }
-    }
-    if head.is_empty() {
-        return Err(AppError::invalid("file", "is empty"));
-    }
-    let mut seen = 0u64;
-    let input = futures_util::stream::iter(first.into_iter().map(Ok))
-        .chain(stream)
-        .map(move |chunk: io::Result<Bytes>| {
-            let chunk = chunk?;
-            seen += chunk.len() as u64;
-            if seen > max {
-                return Err(io::Error::new(io::ErrorKind::FileTooLarge, "over the cap"));
-            }
-            reservation.grow(chunk.len() as u64)?;
-            Ok(chunk)
-        });
-    let dir = state.config.storage.data_dir.clone();
-    let (_, handle) = pipe::through_blocking(input, move |reader, _| {
-        let mut file = tempfile::tempfile_in(&dir)?;
-        let mut enc = AttachmentEncryptor::new(reader);
-        let mut buf = vec![0u8; pipe::CHUNK_BYTES];
-        let mut length = 0u64;
-        loop {
-            let n = enc.read(&mut buf)?;
-            if n == 0 {
-                break;
-            }
-            file.write_all(&buf[..n])?;
-            length += n as u64;
-        }
-        let info = enc.finish();
-        file.flush()?;
-        file.rewind()?;
-        Ok(Spool { file, length, info })
-    });
-    let spool = handle
-        .await
-        .map_err(AppError::internal)?
-        .map_err(|e| match e.kind() {
-            io::ErrorKind::FileTooLarge => super::too_large(max, "file: is larger than allowed"),
-            _ => read_error(e),
-        })?;
-    Ok((head, spool))
-}
-
-/// A failure reading the file part: the body deadline (408), the spool space (503), or
-/// the client's body itself (400 naming `file`).
-fn read_error(e: io::Error) -> AppError {
-    match e.kind() {
-        io::ErrorKind::TimedOut => body_timeout(),
-        io::ErrorKind::StorageFull => super::spool::full(),
-        _ => AppError::invalid("file", format!("could not be read: {e}")),
-    }
-}
-
-/// 408 `request_timeout`: the upload body did not arrive within `[media] upload_timeout`.
-pub fn body_timeout() -> AppError {
-    AppError::RequestTimeout {
-        message: "the upload did not arrive within [media] upload_timeout; send it faster \
-                  or in smaller parts"
-            .into(),
-    }
-}
-
-/// Uploads the spool (as it is, or decrypted) and returns its `mxc://` URI.
-pub(super) async fn send_spool(
-    matrix: &MatrixClient,
-    token: &str,
-    spool: Spool,
-    decrypt: Option<MediaEncryptionInfo>,
-    content_type: &str,
-    name: &str,
-) -> AppResult<String> {
-    let Spool {
-        mut file, length, ..
-    } = spool;
-    let (out, _) =
-        pipe::through_blocking(
-            futures_util::stream::empty(),
-            move |_, sink| match decrypt {
-                Some(info) => {
-                    let mut dec =
-                        AttachmentDecryptor::new(&mut file, info).map_err(io::Error::other)?;
-                    pipe::copy_held_back(&mut dec, sink)
-                }
-                None => pipe::copy_held_back(&mut file, sink),
-            },
-        );
-    matrix
-        .media_upload(
-            token,
-            content_type,
-            name,
-            Some(length),
-            reqwest::Body::wrap_stream(out),
-        )
-        .await
-        .map_err(homeserver_error)
-}
-
 /// The largest upload: `[media] max_upload_mb`, never above the homeserver's
 /// `m.upload.size` (when it announces one and can be asked).
 async fn upload_cap(state: &Context, matrix: &MatrixClient, token: &str) -> u64 {
@@ -261,12 +124,6 @@ async fn upload_cap(state: &Context, matrix: &MatrixClient, token: &str) -> u64 
             ours
         }
     }
-}
-
-pub(super) fn copy_info(info: &MediaEncryptionInfo) -> AppResult<MediaEncryptionInfo> {
-    serde_json::to_value(info)
-        .and_then(serde_json::from_value)
-        .map_err(AppError::internal)
 }
 
 /// `POST /api/rooms/{roomId}/media`: spools, uploads and sends the attachment once per
@@ -282,33 +139,19 @@ where
     S: Stream<Item = io::Result<Bytes>> + Send + Unpin + 'static,
 {
     let room_id = parse_room_id("roomId", room_id)?;
-    let txn_id = form
-        .txn_id
-        .ok_or_else(|| AppError::invalid("txnId", "is required (before file in the form)"))?;
-    validate_txn_id(&txn_id)?;
-    let caption = caption_of(form.caption)?;
-    let audio = super::voice::AudioFields::parse(
-        form.duration_ms.as_deref(),
-        form.voice.as_deref(),
-        form.waveform.as_deref(),
-    )?;
-    let reply_to = form
-        .reply_to
-        .map(|r| parse_event_id("replyTo", &r))
-        .transpose()?;
-    let target = reply_to.clone().map(|event_id| Target {
-        field: "replyTo",
-        event_id,
-        rule: TargetRule::ReplyIn,
-    });
+    let fields = Fields::check(form)?;
     let mut out = Outbound {
         room_id: room_id.clone(),
-        txn_id,
+        txn_id: fields.txn_id.clone(),
         action: Action::Send {
             event_type: "m.room.message",
             content: Value::Null,
         },
-        target,
+        target: fields.reply_to.clone().map(|event_id| Target {
+            field: "replyTo",
+            event_id,
+            rule: TargetRule::ReplyIn,
+        }),
     };
     let token = match send::precheck(state, user_id, &out).await? {
         Ok(duplicate) => return Ok(duplicate),
@@ -326,29 +169,112 @@ where
     let (head, spool) = spool(state, part.stream, max, reservation.clone()).await?;
     let mimetype = resolve_type(part.content_type.as_deref(), &head)?;
     let msgtype = msgtype_of(&mimetype);
-    audio.check_type(msgtype, &mimetype)?;
-    let info = file_info(&mimetype, msgtype, &head, spool.length, &audio);
-    let key = copy_info(&spool.info)?;
+    fields.audio.check_type(msgtype, &mimetype)?;
+    let info = file_info(&mimetype, msgtype, &head, spool.length, &fields.audio);
     let mut content = json!({"msgtype": msgtype, "info": info});
-    if encrypted {
-        let mxc = send_spool(&matrix, &token, spool, None, UNKNOWN_MIMETYPE, &name).await?;
-        let mut file = serde_json::to_value(&key).map_err(AppError::internal)?;
-        file["url"] = json!(mxc);
-        content["file"] = file;
-    } else {
-        let mxc = send_spool(&matrix, &token, spool, Some(key), &mimetype, &name).await?;
-        content["url"] = json!(mxc);
-    }
-    name_the_file(&mut content, caption, &name);
-    audio.mark(&mut content);
-    if let Some(reply) = reply_to {
-        content["m.relates_to"] = json!({"m.in_reply_to": {"event_id": reply}});
-    }
+    let sent = Sending {
+        matrix: &matrix,
+        token: &token,
+        mimetype: &mimetype,
+        name: &name,
+    };
+    sent.spool_into(&mut content, spool, encrypted).await?;
+    fields.describe(&mut content, &name);
     out.action = Action::Send {
         event_type: "m.room.message",
         content,
     };
     send::send_once(state, user_id, out).await
+}
+
+/// Where and as what the spool is uploaded.
+struct Sending<'a> {
+    matrix: &'a MatrixClient,
+    token: &'a str,
+    mimetype: &'a str,
+    name: &'a str,
+}
+
+impl Sending<'_> {
+    /// Uploads the spool and points the event at it: in an encrypted room the spool as it
+    /// is (it is the Matrix encrypted attachment) with its key in `file`; in a plain room
+    /// decrypted on the way out, at `url`.
+    async fn spool_into(
+        &self,
+        content: &mut Value,
+        spool: Spool,
+        encrypted: bool,
+    ) -> AppResult<()> {
+        let key = copy_info(&spool.info)?;
+        if encrypted {
+            let mxc = send_spool(
+                self.matrix,
+                self.token,
+                spool,
+                None,
+                UNKNOWN_MIMETYPE,
+                self.name,
+            )
+            .await?;
+            let mut file = serde_json::to_value(&key).map_err(AppError::internal)?;
+            file["url"] = json!(mxc);
+            content["file"] = file;
+        } else {
+            let mxc = send_spool(
+                self.matrix,
+                self.token,
+                spool,
+                Some(key),
+                self.mimetype,
+                self.name,
+            )
+            .await?;
+            content["url"] = json!(mxc);
+        }
+        Ok(())
+    }
+}
+
+/// The text fields of the form, checked.
+struct Fields {
+    txn_id: String,
+    caption: Option<String>,
+    audio: super::voice::AudioFields,
+    reply_to: Option<String>,
+}
+
+impl Fields {
+    fn check(form: UploadForm) -> AppResult<Self> {
+        let txn_id = form
+            .txn_id
+            .ok_or_else(|| AppError::invalid("txnId", "is required (before file in the form)"))?;
+        validate_txn_id(&txn_id)?;
+        let caption = caption_of(form.caption)?;
+        let audio = super::voice::AudioFields::parse(
+            form.duration_ms.as_deref(),
+            form.voice.as_deref(),
+            form.waveform.as_deref(),
+        )?;
+        let reply_to = form
+            .reply_to
+            .map(|r| parse_event_id("replyTo", &r))
+            .transpose()?;
+        Ok(Self {
+            txn_id,
+            caption,
+            audio,
+            reply_to,
+        })
+    }
+
+    /// The event's body and file name, the voice marks and the reply.
+    fn describe(self, content: &mut Value, name: &str) {
+        name_the_file(content, self.caption, name);
+        self.audio.mark(content);
+        if let Some(reply) = self.reply_to {
+            content["m.relates_to"] = json!({"m.in_reply_to": {"event_id": reply}});
+        }
+    }
 }
 
 /// The caption: none when blank, 400 when longer than a text message may be.
