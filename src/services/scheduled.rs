@@ -22,6 +22,7 @@ use crate::error::{AppError, AppResult, ErrorCode};
 use crate::events::ChangeEvent;
 use crate::services::Context;
 use crate::store::scheduled_messages::{self as store, ListFilter, ScheduledRow, Stats, PENDING};
+use crate::store::Conn;
 
 /// Largest accepted plaintext, bytes.
 pub const MAX_BODY_BYTES: usize = 65_536;
@@ -346,24 +347,7 @@ pub async fn update(
     if let Some(e) = not_pending(&row, now) {
         return Err(e);
     }
-    let envelope = match (
-        &change.encrypted_body,
-        &change.nonce,
-        &change.ephemeral_pubkey,
-    ) {
-        (None, None, None) => None,
-        (Some(b), Some(n), Some(e)) => Some((
-            b.trim().to_owned(),
-            n.trim().to_owned(),
-            e.trim().to_owned(),
-        )),
-        _ => {
-            return Err(AppError::invalid(
-                "encryptedBody",
-                "encryptedBody, nonce and ephemeralPubkey must be replaced together",
-            ))
-        }
-    };
+    let envelope = change.envelope()?;
     if let Some(at) = &change.scheduled_for {
         row.scheduled_for = parse_schedule_time(at, now)?;
     }
@@ -382,18 +366,7 @@ pub async fn update(
     row.updated_at = now;
     let stored = row.clone();
     let changed = state
-        .db(move |c| {
-            // Checked again inside the write: the scheduler may have claimed it meanwhile.
-            let tx = c.transaction_with_behavior(rusqlite::TransactionBehavior::Immediate)?;
-            let current = store::find(&tx, &stored.user_id, &stored.id)?
-                .ok_or_else(|| AppError::not_found("scheduled message"))?;
-            if let Some(e) = not_pending(&current, now_ms()) {
-                return Err(e);
-            }
-            let n = store::update_pending(&tx, &stored)?;
-            tx.commit()?;
-            Ok(n)
-        })
+        .db(move |c| store_if_still_pending(c, &stored))
         .await?;
     if changed == 0 {
         return Err(AppError::not_found("scheduled message"));
@@ -401,6 +374,39 @@ pub async fn update(
     publish(state, user_id, &row.id, &row.room_id, PENDING);
     state.scheduler_wakeup.notify_one();
     Ok(row)
+}
+
+impl ScheduledChange {
+    /// The new envelope, trimmed: none, or all three fields (a new envelope has its own
+    /// ephemeral key and nonce); 400 for some but not all.
+    fn envelope(&self) -> AppResult<Option<(String, String, String)>> {
+        match (&self.encrypted_body, &self.nonce, &self.ephemeral_pubkey) {
+            (None, None, None) => Ok(None),
+            (Some(b), Some(n), Some(e)) => Ok(Some((
+                b.trim().to_owned(),
+                n.trim().to_owned(),
+                e.trim().to_owned(),
+            ))),
+            _ => Err(AppError::invalid(
+                "encryptedBody",
+                "encryptedBody, nonce and ephemeralPubkey must be replaced together",
+            )),
+        }
+    }
+}
+
+/// Writes the changed row; checked again inside the write, as the scheduler may have
+/// claimed it meanwhile. The number of rows changed.
+fn store_if_still_pending(c: &mut Conn, row: &ScheduledRow) -> AppResult<usize> {
+    let tx = c.transaction_with_behavior(rusqlite::TransactionBehavior::Immediate)?;
+    let current = store::find(&tx, &row.user_id, &row.id)?
+        .ok_or_else(|| AppError::not_found("scheduled message"))?;
+    if let Some(e) = not_pending(&current, now_ms()) {
+        return Err(e);
+    }
+    let n = store::update_pending(&tx, row)?;
+    tx.commit()?;
+    Ok(n)
 }
 
 /// DELETE: cancels a pending message; returns its id.
