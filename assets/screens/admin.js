@@ -4,6 +4,7 @@ import * as api from '../api.js';
 import { state } from '../state.js';
 import { h, replace, fullTime } from '../ui/dom.js';
 import { busy, errorBox, toast } from '../ui/notice.js';
+import { table } from '../ui/table.js';
 
 /** @param {HTMLElement} main */
 export function render(main) {
@@ -46,37 +47,16 @@ async function loadHealth(into) {
     replace(
       into,
       h('p', null, `Overall: ${res.status}; version ${res.version}`),
-      h(
-        'div',
-        { class: 'tablewrap' },
-        h(
-          'table',
-          null,
+      table(
+        ['Dependency', 'Status', 'Latency', 'Detail'],
+        Object.entries(res.checks).map(([name, c]) =>
           h(
-            'thead',
-            null,
-            h(
-              'tr',
-              null,
-              h('th', null, 'Dependency'),
-              h('th', null, 'Status'),
-              h('th', null, 'Latency'),
-              h('th', null, 'Detail'),
-            ),
-          ),
-          h(
-            'tbody',
-            null,
-            Object.entries(res.checks).map(([name, c]) =>
-              h(
-                'tr',
-                { dataset: { check: name } },
-                h('td', null, name),
-                h('td', null, c.status),
-                h('td', null, c.latencyMs === null || c.latencyMs === undefined ? '' : `${c.latencyMs} ms`),
-                h('td', null, c.error || ''),
-              ),
-            ),
+            'tr',
+            { dataset: { check: name } },
+            h('td', null, name),
+            h('td', null, c.status),
+            h('td', null, c.latencyMs === null || c.latencyMs === undefined ? '' : `${c.latencyMs} ms`),
+            h('td', null, c.error || ''),
           ),
         ),
       ),
@@ -97,82 +77,61 @@ async function loadUsers(into, offset) {
     replace(
       into,
       out,
-      h(
-        'div',
-        { class: 'tablewrap' },
-        h(
-          'table',
-          null,
+      table(
+        ['E-mail', 'Name', 'Role', 'Subscription', 'Joined', ''],
+        res.users.map((u) =>
           h(
-            'thead',
-            null,
+            'tr',
+            { dataset: { userId: u.id } },
+            h('td', null, u.email),
+            h('td', null, u.displayName || u.username || ''),
+            h('td', null, u.isAdmin ? 'admin' : 'user'),
             h(
-              'tr',
+              'td',
               null,
-              ['E-mail', 'Name', 'Role', 'Subscription', 'Joined', ''].map((t) =>
-                h('th', null, t || h('span', { class: 'skip' }, 'Actions')),
-              ),
+              u.subscription.active
+                ? `active${u.subscription.until ? ` until ${fullTime(u.subscription.until)}` : ''}`
+                : 'none',
             ),
-          ),
-          h(
-            'tbody',
-            null,
-            res.users.map((u) =>
+            h('td', null, fullTime(u.createdAt)),
+            h(
+              'td',
+              null,
               h(
-                'tr',
-                { dataset: { userId: u.id } },
-                h('td', null, u.email),
-                h('td', null, u.displayName || u.username || ''),
-                h('td', null, u.isAdmin ? 'admin' : 'user'),
-                h(
-                  'td',
-                  null,
-                  u.subscription.active
-                    ? `active${u.subscription.until ? ` until ${fullTime(u.subscription.until)}` : ''}`
-                    : 'none',
-                ),
-                h('td', null, fullTime(u.createdAt)),
-                h(
-                  'td',
-                  null,
-                  h(
+                'button',
+                {
+                  type: 'button',
+                  class: 'secondary',
+                  'aria-label': `${u.subscription.active ? 'End' : 'Grant'} the subscription of ${u.email}`,
+                  onclick: (/** @type {Event} */ ev) =>
+                    busy(/** @type {HTMLElement} */ (ev.currentTarget), out, async () => {
+                      await api.put(`/api/admin/users/${api.seg(u.id)}/subscription`, {
+                        active: !u.subscription.active,
+                      });
+                      toast('Subscription changed');
+                      loadUsers(into, offset);
+                    }),
+                },
+                u.subscription.active ? 'End subscription' : 'Grant subscription',
+              ),
+              u.isAdmin
+                ? null
+                : h(
                     'button',
                     {
                       type: 'button',
                       class: 'secondary',
-                      'aria-label': `${u.subscription.active ? 'End' : 'Grant'} the subscription of ${u.email}`,
+                      'aria-label': `Make ${u.email} an administrator`,
                       onclick: (/** @type {Event} */ ev) =>
                         busy(/** @type {HTMLElement} */ (ev.currentTarget), out, async () => {
-                          await api.put(`/api/admin/users/${api.seg(u.id)}/subscription`, {
-                            active: !u.subscription.active,
-                          });
-                          toast('Subscription changed');
+                          if (!confirm(`Make ${u.email} an administrator? Only the operator can take it back.`)) return;
+                          await api.post(`/api/admin/users/${api.seg(u.id)}/promote`);
+                          toast('Now an administrator');
                           loadUsers(into, offset);
                         }),
                     },
-                    u.subscription.active ? 'End subscription' : 'Grant subscription',
+                    'Make admin',
                   ),
-                  u.isAdmin
-                    ? null
-                    : h(
-                        'button',
-                        {
-                          type: 'button',
-                          class: 'secondary',
-                          'aria-label': `Make ${u.email} an administrator`,
-                          onclick: (/** @type {Event} */ ev) =>
-                            busy(/** @type {HTMLElement} */ (ev.currentTarget), out, async () => {
-                              if (!confirm(`Make ${u.email} an administrator? Only the operator can take it back.`))
-                                return;
-                              await api.post(`/api/admin/users/${api.seg(u.id)}/promote`);
-                              toast('Now an administrator');
-                              loadUsers(into, offset);
-                            }),
-                        },
-                        'Make admin',
-                      ),
-                ),
-              ),
             ),
           ),
         ),

@@ -7,6 +7,7 @@ import { forgetKey } from '../crypto.js';
 import { state } from '../state.js';
 import { h, replace, field, fullTime } from '../ui/dom.js';
 import { busy, errorBox, toast } from '../ui/notice.js';
+import { table } from '../ui/table.js';
 import { tokensSection } from '../ui/tokens.js';
 import { mailboxesSection } from '../ui/mailboxes.js';
 import { verificationsSection } from '../ui/verifications.js';
@@ -227,27 +228,7 @@ function devicesSection() {
             : 'Push notifications are not configured on this server.',
         ),
         rows.length
-          ? h(
-              'div',
-              { class: 'tablewrap' },
-              h(
-                'table',
-                null,
-                h(
-                  'thead',
-                  null,
-                  h(
-                    'tr',
-                    null,
-                    h('th', null, 'Device'),
-                    h('th', null, 'Environment'),
-                    h('th', null, 'Last used'),
-                    h('th', null, h('span', { class: 'skip' }, 'Actions')),
-                  ),
-                ),
-                h('tbody', null, rows),
-              ),
-            )
+          ? table(['Device', 'Environment', 'Last used', ''], rows)
           : h('p', null, 'No phone is registered for push notifications. The mobile apps register themselves.'),
       );
     } catch (e) {

@@ -5,6 +5,7 @@ import * as api from '../api.js';
 import { currentSubscription, disablePush, enablePush, pushSupported } from '../pwa.js';
 import { h, replace, fullTime } from './dom.js';
 import { busy, errorBox, toast } from './notice.js';
+import { table } from './table.js';
 
 export function notificationsSection() {
   const status = h('p', { id: 'push-status' });
@@ -74,27 +75,7 @@ export function notificationsSection() {
       replace(
         list,
         rows.length
-          ? h(
-              'div',
-              { class: 'tablewrap' },
-              h(
-                'table',
-                null,
-                h(
-                  'thead',
-                  null,
-                  h(
-                    'tr',
-                    null,
-                    h('th', null, 'Device (push service)'),
-                    h('th', null, 'Last push'),
-                    h('th', null, 'Failures'),
-                    h('th', null, h('span', { class: 'skip' }, 'Actions')),
-                  ),
-                ),
-                h('tbody', null, rows),
-              ),
-            )
+          ? table(['Device (push service)', 'Last push', 'Failures', ''], rows)
           : h('p', null, 'No device gets notifications yet.'),
       );
     } catch (e) {

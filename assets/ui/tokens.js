@@ -4,6 +4,7 @@
 import * as api from '../api.js';
 import { h, replace, field, fullTime } from './dom.js';
 import { busy, errorBox, toast } from './notice.js';
+import { table } from './table.js';
 
 export function tokensSection() {
   const list = h('div', null, h('p', { class: 'muted' }, 'Loading…'));
@@ -17,79 +18,60 @@ export function tokensSection() {
       if (!live.length) return replace(list, h('p', null, 'No personal tokens.'));
       replace(
         list,
-        h(
-          'div',
-          { class: 'tablewrap' },
-          h(
-            'table',
-            { class: 'tokens' },
+        table(
+          ['Name', 'Ends in', 'Created', 'Last used', 'Expires', 'Routes', ''],
+          live.map((t) =>
             h(
-              'thead',
-              null,
+              'tr',
+              { dataset: { tokenId: t.id } },
+              h('td', null, t.name),
+              h('td', null, `…${t.lastFour}`),
+              h('td', null, fullTime(t.createdAt)),
+              h('td', null, t.lastUsedAt ? fullTime(t.lastUsedAt) : 'never'),
+              h('td', null, t.expiresAt ? fullTime(t.expiresAt) : 'never'),
               h(
-                'tr',
+                'td',
                 null,
-                ['Name', 'Ends in', 'Created', 'Last used', 'Expires', 'Routes', ''].map((t) =>
-                  h('th', null, t || h('span', { class: 'skip' }, 'Actions')),
-                ),
-              ),
-            ),
-            h(
-              'tbody',
-              null,
-              live.map((t) =>
-                h(
-                  'tr',
-                  { dataset: { tokenId: t.id } },
-                  h('td', null, t.name),
-                  h('td', null, `…${t.lastFour}`),
-                  h('td', null, fullTime(t.createdAt)),
-                  h('td', null, t.lastUsedAt ? fullTime(t.lastUsedAt) : 'never'),
-                  h('td', null, t.expiresAt ? fullTime(t.expiresAt) : 'never'),
-                  h(
-                    'td',
-                    null,
-                    t.optedInVersion >= res.currentAllowlistVersion
-                      ? 'all current'
-                      : h(
-                          'button',
-                          {
-                            type: 'button',
-                            class: 'secondary',
-                            'aria-label': `Opt ${t.name} in to the newest routes`,
-                            onclick: (/** @type {Event} */ ev) =>
-                              busy(/** @type {HTMLElement} */ (ev.currentTarget), out, async () => {
-                                await api.patch(`/api/developer/tokens/${api.seg(t.id)}`, { optIn: true });
-                                toast('Token opted in');
-                                load();
-                              }),
-                          },
-                          'Opt in',
-                        ),
-                  ),
-                  h(
-                    'td',
-                    null,
-                    h(
+                t.optedInVersion >= res.currentAllowlistVersion
+                  ? 'all current'
+                  : h(
                       'button',
                       {
                         type: 'button',
-                        class: 'danger',
-                        'aria-label': `Revoke ${t.name}`,
+                        class: 'secondary',
+                        'aria-label': `Opt ${t.name} in to the newest routes`,
                         onclick: (/** @type {Event} */ ev) =>
                           busy(/** @type {HTMLElement} */ (ev.currentTarget), out, async () => {
-                            await api.del(`/api/developer/tokens/${api.seg(t.id)}`);
-                            toast(`Revoked ${t.name}`);
+                            await api.patch(`/api/developer/tokens/${api.seg(t.id)}`, { optIn: true });
+                            toast('Token opted in');
                             load();
                           }),
                       },
-                      'Revoke',
+                      'Opt in',
                     ),
-                  ),
+              ),
+              h(
+                'td',
+                null,
+                h(
+                  'button',
+                  {
+                    type: 'button',
+                    class: 'danger',
+                    'aria-label': `Revoke ${t.name}`,
+                    onclick: (/** @type {Event} */ ev) =>
+                      busy(/** @type {HTMLElement} */ (ev.currentTarget), out, async () => {
+                        await api.del(`/api/developer/tokens/${api.seg(t.id)}`);
+                        toast(`Revoked ${t.name}`);
+                        load();
+                      }),
+                  },
+                  'Revoke',
                 ),
               ),
             ),
           ),
+          { class: 'tokens' },
         ),
       );
     } catch (e) {
