@@ -1,5 +1,5 @@
-//! Sending due scheduled messages: claim, open, send, commit (see the module docs of
-//! [`crate::workers::scheduler`]).
+//! Sending due scheduled messages: claim, send (each attempt: [`super::attempt`]),
+//! commit (see the module docs of [`crate::workers::scheduler`]).
 
 use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
@@ -7,20 +7,14 @@ use std::sync::Arc;
 use tokio::sync::{mpsc, Semaphore};
 use tokio::task::JoinSet;
 
+use super::attempt::{retry_at, send_one, Outcome};
 use super::{CLAIM_BATCH, LEASE_MS, SEND_CONCURRENCY};
-use crate::clients::matrix::MatrixError;
 use crate::clients::push::Notification;
 use crate::error::AppResult;
-use crate::services::e2ee::{self, Outgoing, SendFailure};
-use crate::services::scheduled::{self, message_content, now_ms, open_body};
+use crate::services::scheduled::{self, now_ms};
 use crate::services::Context;
-use crate::services::{devices, linked, users};
+use crate::services::{devices, users};
 use crate::store::scheduled_messages::{self as store, ScheduledRow, FAILED, SENT};
-
-/// Retry delays after transient failures (homeserver down, 5xx, 429, 408): 4 attempts.
-pub const TRANSIENT_BACKOFF_MS: [i64; 3] = [5_000, 30_000, 120_000];
-/// Retry delays after other refusals (4xx, e.g. not in the room): 3 attempts.
-pub const REFUSED_BACKOFF_MS: [i64; 2] = [1_000, 4_000];
 
 /// Most outcomes committed in one transaction (outcomes that completed while the previous
 /// commit ran are committed together, so the commit rate never limits the send rate).
@@ -29,46 +23,6 @@ const COMMIT_BATCH: usize = 1024;
 /// A send starts only with at least this much lease left (a send times out after 30 s),
 /// so a message can never be cancelled, or taken by another loop, while its send runs.
 const MIN_LEASE_LEFT_MS: i64 = 35_000;
-
-/// What happened to one attempt.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Outcome {
-    Sent {
-        room_id: String,
-        event_id: String,
-    },
-    /// Failed this time; `transient` selects the retry schedule.
-    Error {
-        reason: String,
-        transient: bool,
-    },
-    /// Cannot ever succeed.
-    Fatal {
-        reason: String,
-    },
-    /// Not attempted (the lease ran too short while it waited): back to the queue.
-    Requeue,
-}
-
-/// The decision for a message after an attempt: `Ok(Some(at))` retry at `at`, `Ok(None)`
-/// give up. `attempts` counts this attempt.
-pub fn retry_at(attempts: i64, transient: bool, now: i64) -> Option<i64> {
-    let table: &[i64] = if transient {
-        &TRANSIENT_BACKOFF_MS
-    } else {
-        &REFUSED_BACKOFF_MS
-    };
-    let index = usize::try_from(attempts - 1).ok()?;
-    table.get(index).map(|d| now + d)
-}
-
-fn classify(e: &MatrixError) -> bool {
-    match e {
-        MatrixError::Http { status, .. } => *status >= 500 || *status == 429 || *status == 408,
-        MatrixError::Unreachable(_) | MatrixError::Decode(_) => true,
-        MatrixError::InvalidSegment(_) => false,
-    }
-}
 
 /// Access tokens of the users of a batch: `Err(reason)` when a user cannot send.
 async fn tokens_for(
@@ -103,82 +57,6 @@ async fn tokens_for(
             (u.id, token)
         })
         .collect())
-}
-
-/// One attempt to send `row` as the holder of `token`.
-pub async fn send_one(state: &Context, row: &ScheduledRow, token: Result<&str, &str>) -> Outcome {
-    let plain = match open_body(
-        state,
-        &row.encrypted_body,
-        &row.nonce,
-        &row.ephemeral_pubkey,
-    ) {
-        Ok(p) => p,
-        Err(_) => {
-            return Outcome::Fatal {
-                reason: "the message body cannot be decrypted with the server key".into(),
-            }
-        }
-    };
-    let Ok(text) = String::from_utf8(plain) else {
-        return Outcome::Fatal {
-            reason: "the decrypted message is not UTF-8 text".into(),
-        };
-    };
-    let Some(matrix) = &state.matrix else {
-        return Outcome::Error {
-            reason: "no Matrix homeserver is configured".into(),
-            transient: true,
-        };
-    };
-    let token = match token {
-        Ok(t) => t,
-        Err(reason) => {
-            return Outcome::Error {
-                reason: reason.to_owned(),
-                transient: true,
-            }
-        }
-    };
-    let room_id = match &row.target_platform {
-        None => row.room_id.clone(),
-        Some(platform) => {
-            match linked::room_for_platform(state, &row.user_id, &row.room_id, platform).await {
-                Ok(room) => room,
-                Err(e) => {
-                    return Outcome::Error {
-                        reason: format!("cannot resolve the {platform} room: {e}"),
-                        transient: true,
-                    }
-                }
-            }
-        }
-    };
-    let content = message_content(&text);
-    let out = Outgoing {
-        room_id: &room_id,
-        txn_id: &row.id,
-        event_type: "m.room.message",
-        content: &content,
-    };
-    match e2ee::send_event(state, matrix, &row.user_id, token, &out).await {
-        Ok(event_id) => Outcome::Sent { room_id, event_id },
-        Err(SendFailure::Encryption(e)) => {
-            tracing::info!(id = %row.id, error = %e, "scheduled send could not be encrypted");
-            Outcome::Error {
-                transient: true,
-                reason: "the message could not be encrypted for this room; nothing was sent".into(),
-            }
-        }
-        Err(SendFailure::Homeserver(e)) => {
-            // `failureReason` is shown to the user: no homeserver address in it.
-            tracing::info!(id = %row.id, error = %e, "scheduled send attempt failed");
-            Outcome::Error {
-                transient: classify(&e),
-                reason: e.public_message(),
-            }
-        }
-    }
 }
 
 /// A committed status change, to publish.
@@ -398,33 +276,4 @@ fn notify_failed(state: &Context, user_id: String, id: String) {
 /// The earliest time a pending message needs the scheduler.
 pub async fn next_due(state: &Context) -> AppResult<Option<i64>> {
     Ok(state.store.query(|c| store::next_due(c)).await?)
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn retries_follow_the_backoff_then_give_up() {
-        assert_eq!(retry_at(1, true, 0), Some(5_000));
-        assert_eq!(retry_at(3, true, 0), Some(120_000));
-        assert_eq!(retry_at(4, true, 0), None);
-        assert_eq!(retry_at(1, false, 10), Some(1_010));
-        assert_eq!(retry_at(2, false, 0), Some(4_000));
-        assert_eq!(retry_at(3, false, 0), None);
-    }
-
-    #[test]
-    fn homeserver_errors_are_classified() {
-        let http = |status| MatrixError::Http {
-            status,
-            errcode: "X".into(),
-            message: String::new(),
-        };
-        assert!(classify(&http(502)));
-        assert!(classify(&http(429)));
-        assert!(!classify(&http(403)));
-        assert!(!classify(&http(404)));
-        assert!(classify(&MatrixError::Unreachable("x".into())));
-    }
 }

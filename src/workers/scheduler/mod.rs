@@ -39,6 +39,7 @@ use crate::services::Context;
 use crate::services::{email, reminders};
 
 pub mod aging;
+pub mod attempt;
 pub mod jobs;
 pub mod purge;
 
@@ -81,29 +82,13 @@ pub async fn run(state: Context) {
         }
         if tokio::time::Instant::now() >= next_purge {
             next_purge += purge::EVERY;
-            if let Err(e) = purge::run(&state).await {
-                tracing::warn!(error = %e, "purging expired codes and tokens failed");
-            }
-            match email::uploads::purge(&state).await {
-                Ok(n) if n > 0 => tracing::info!(uploads = n, "dropped unused mail attachments"),
-                Ok(_) => {}
-                Err(e) => tracing::warn!(error = %e, "dropping unused mail attachments failed"),
-            }
+            purge_all(&state).await;
         }
         let wait = match round(&state).await {
             Ok(true) => Duration::ZERO,
             Ok(false) => {
                 failures = 0;
-                match next_wake(&state).await {
-                    Ok(Some(at)) => Duration::from_millis(
-                        (at - now_ms()).clamp(0, MAX_WAIT.as_millis() as i64) as u64,
-                    ),
-                    Ok(None) => MAX_WAIT,
-                    Err(e) => {
-                        tracing::warn!(error = %e, "scheduler cannot read the next due time");
-                        Duration::from_secs(1)
-                    }
-                }
+                until_next_wake(&state).await
             }
             Err(e) => {
                 failures = failures.saturating_add(1);
@@ -122,6 +107,33 @@ pub async fn run(state: Context) {
         }
     }
     tracing::info!("scheduler stopped");
+}
+
+/// Expired codes and tokens, and mail attachments uploaded but never sent.
+async fn purge_all(state: &Context) {
+    if let Err(e) = purge::run(state).await {
+        tracing::warn!(error = %e, "purging expired codes and tokens failed");
+    }
+    match email::uploads::purge(state).await {
+        Ok(n) if n > 0 => tracing::info!(uploads = n, "dropped unused mail attachments"),
+        Ok(_) => {}
+        Err(e) => tracing::warn!(error = %e, "dropping unused mail attachments failed"),
+    }
+}
+
+/// How long to sleep when nothing is due now: until the next due time, at most
+/// [`MAX_WAIT`] (a second when it cannot be read).
+async fn until_next_wake(state: &Context) -> Duration {
+    match next_wake(state).await {
+        Ok(Some(at)) => {
+            Duration::from_millis((at - now_ms()).clamp(0, MAX_WAIT.as_millis() as i64) as u64)
+        }
+        Ok(None) => MAX_WAIT,
+        Err(e) => {
+            tracing::warn!(error = %e, "scheduler cannot read the next due time");
+            Duration::from_secs(1)
+        }
+    }
 }
 
 /// One round: every due message, then due reminders. True when more reminders may be
