@@ -18,16 +18,18 @@ use std::sync::Arc;
 
 use base64::engine::general_purpose::URL_SAFE_NO_PAD;
 use base64::Engine as _;
+use reqwest::Url;
 use serde::{Deserialize, Serialize};
 
 use super::scheduled::{now_ms, parse_id};
 use super::users;
 use crate::clients::webpush::{ece, VapidKey, WebPushClient, WebPushError};
 use crate::config::Config;
-use crate::crypto::{Aad, DataKey};
+use crate::crypto::{Aad, DataKey, MasterKey};
 use crate::error::{AppError, AppResult, ErrorCode};
 use crate::services::Context;
 use crate::store::push_subscriptions::{self as store, SubscriptionRow};
+use crate::store::Conn;
 
 /// Subscriptions a user may have at most.
 pub const MAX_SUBSCRIPTIONS: i64 = 10;
@@ -125,8 +127,9 @@ pub async fn subscribe(
     endpoint: &str,
     keys: Keys,
 ) -> AppResult<(String, bool)> {
-    let client = &state.web_push.client;
-    let url = client
+    let url = state
+        .web_push
+        .client
         .parse_endpoint(endpoint.trim())
         .map_err(|m| AppError::invalid("endpoint", m))?;
     let p256dh = decode_key("keys.p256dh", &keys.p256dh)?;
@@ -135,62 +138,91 @@ pub async fn subscribe(
         ece::EceError::BadAuthSecret => AppError::invalid("keys.auth", "must be 16 bytes"),
         _ => AppError::invalid("keys.p256dh", "must be an uncompressed P-256 public key"),
     })?;
-    client.check_host(&url).await.map_err(|e| match e {
-        WebPushError::Retry { .. } => AppError::invalid("endpoint", "the host does not resolve"),
-        _ => AppError::bad_request(
-            ErrorCode::PushEndpointNotAllowed,
-            format!(
-                "endpoint: {} is not allowed as a push service on this server",
-                url.host_str().unwrap_or_default()
-            ),
-        ),
-    })?;
+    check_host(state, &url).await?;
     let endpoint = url.to_string();
-    let origin = url.origin().ascii_serialization();
-    let index = state.master.blind_index(INDEX_DOMAIN, &endpoint);
-    let keys_json = serde_json::to_string(&Keys {
-        p256dh: URL_SAFE_NO_PAD.encode(&p256dh),
-        auth: URL_SAFE_NO_PAD.encode(&auth),
-    })
-    .map_err(|e| AppError::Internal(e.to_string()))?;
+    let new = NewSubscription {
+        origin: url.origin().ascii_serialization(),
+        index: state.master.blind_index(INDEX_DOMAIN, &endpoint),
+        keys_json: serde_json::to_string(&Keys {
+            p256dh: URL_SAFE_NO_PAD.encode(&p256dh),
+            auth: URL_SAFE_NO_PAD.encode(&auth),
+        })
+        .map_err(|e| AppError::Internal(e.to_string()))?,
+        endpoint,
+    };
     let (uid, master) = (user_id.to_owned(), state.master.clone());
     state
-        .db(move |c| {
-            let tx = c.transaction_with_behavior(rusqlite::TransactionBehavior::Immediate)?;
-            let user =
-                crate::store::users::find(&tx, &uid)?.ok_or_else(|| AppError::not_found("user"))?;
-            let dek = users::data_key(&master, &user)?;
-            if let Some(existing) = store::find_by_index(&tx, &uid, &index)? {
-                let sealed = dek.seal_str(&keys_json, &aad("keys", &existing.id));
-                store::update_keys(&tx, &existing.id, &sealed)?;
-                tx.commit()?;
-                return Ok((existing.id, false));
-            }
-            if store::count_for_user(&tx, &uid)? >= MAX_SUBSCRIPTIONS {
-                return Err(AppError::bad_request(
-                    ErrorCode::TooManyPushSubscriptions,
-                    format!(
-                        "at most {MAX_SUBSCRIPTIONS} push subscriptions per user; remove one first"
-                    ),
-                ));
-            }
-            let id = uuid::Uuid::new_v4().to_string();
-            let row = SubscriptionRow {
-                endpoint_enc: dek.seal_str(&endpoint, &aad("endpoint", &id)),
-                keys_enc: dek.seal_str(&keys_json, &aad("keys", &id)),
-                id: id.clone(),
-                user_id: uid.clone(),
-                endpoint_index: index,
-                endpoint_origin: origin,
-                created_at: now_ms(),
-                last_success_at: None,
-                failures: 0,
-            };
-            store::insert(&tx, &row)?;
-            tx.commit()?;
-            Ok((id, true))
-        })
+        .db(move |c| store_subscription(c, &master, &uid, new))
         .await
+}
+
+/// 400 naming `endpoint` unless its host is a push service this server allows.
+async fn check_host(state: &Context, url: &Url) -> AppResult<()> {
+    state
+        .web_push
+        .client
+        .check_host(url)
+        .await
+        .map_err(|e| match e {
+            WebPushError::Retry { .. } => {
+                AppError::invalid("endpoint", "the host does not resolve")
+            }
+            _ => AppError::bad_request(
+                ErrorCode::PushEndpointNotAllowed,
+                format!(
+                    "endpoint: {} is not allowed as a push service on this server",
+                    url.host_str().unwrap_or_default()
+                ),
+            ),
+        })
+}
+
+/// A subscription to store: the endpoint, its origin and blind index, its keys as JSON.
+struct NewSubscription {
+    endpoint: String,
+    origin: String,
+    index: Vec<u8>,
+    keys_json: String,
+}
+
+/// The same endpoint again replaces its keys (`(id, false)`); a new one is stored sealed
+/// (`(id, true)`), at most [`MAX_SUBSCRIPTIONS`] per user.
+fn store_subscription(
+    c: &mut Conn,
+    master: &MasterKey,
+    uid: &str,
+    new: NewSubscription,
+) -> AppResult<(String, bool)> {
+    let tx = c.transaction_with_behavior(rusqlite::TransactionBehavior::Immediate)?;
+    let user = crate::store::users::find(&tx, uid)?.ok_or_else(|| AppError::not_found("user"))?;
+    let dek = users::data_key(master, &user)?;
+    if let Some(existing) = store::find_by_index(&tx, uid, &new.index)? {
+        let sealed = dek.seal_str(&new.keys_json, &aad("keys", &existing.id));
+        store::update_keys(&tx, &existing.id, &sealed)?;
+        tx.commit()?;
+        return Ok((existing.id, false));
+    }
+    if store::count_for_user(&tx, uid)? >= MAX_SUBSCRIPTIONS {
+        return Err(AppError::bad_request(
+            ErrorCode::TooManyPushSubscriptions,
+            format!("at most {MAX_SUBSCRIPTIONS} push subscriptions per user; remove one first"),
+        ));
+    }
+    let id = uuid::Uuid::new_v4().to_string();
+    let row = SubscriptionRow {
+        endpoint_enc: dek.seal_str(&new.endpoint, &aad("endpoint", &id)),
+        keys_enc: dek.seal_str(&new.keys_json, &aad("keys", &id)),
+        id: id.clone(),
+        user_id: uid.to_owned(),
+        endpoint_index: new.index,
+        endpoint_origin: new.origin,
+        created_at: now_ms(),
+        last_success_at: None,
+        failures: 0,
+    };
+    store::insert(&tx, &row)?;
+    tx.commit()?;
+    Ok((id, true))
 }
 
 pub async fn list(state: &Context, user_id: &str) -> AppResult<Vec<SubscriptionRow>> {

@@ -216,6 +216,13 @@ async fn send(state: &Context, mut job: Job) {
     {
         return record(state, &job.sub.id, Outcome::Failure).await;
     }
+    retry_later(state, job, wait);
+}
+
+/// Offers `job` again after `wait`, unless the message was read meanwhile or the server
+/// stops.
+fn retry_later(state: &Context, job: Job, wait: Duration) {
+    let queue = &state.web_push.queue;
     queue.waiting.fetch_add(1, Ordering::Relaxed);
     let state = state.clone();
     tokio::spawn(async move {
