@@ -159,36 +159,11 @@ pub async fn register(state: &Context, user_id: &str, reg: Registration) -> AppR
             let tx = c.transaction_with_behavior(rusqlite::TransactionBehavior::Immediate)?;
             // The data key is read in the transaction that seals with it, so a key deletion
             // cannot slip in between (the token would be sealed under the deleted key).
-            let user = crate::store::users::find(&tx, &uid)?
-                .ok_or_else(|| AppError::not_found("user"))?;
+            let user =
+                crate::store::users::find(&tx, &uid)?.ok_or_else(|| AppError::not_found("user"))?;
             let dek = users::data_key(&master, &user)?;
             let now = now_ms();
-            let existing = store::find_by_index(&tx, &index)?;
-            let (mut row, is_new) = match existing {
-                Some(d) if d.user_id == uid => (d, false),
-                other => {
-                    if let Some(d) = other {
-                        // Another user's device until now: it moves to this user.
-                        store::delete(&tx, &d.user_id, &d.id)?;
-                    }
-                    if store::count_for_user(&tx, &uid)? >= MAX_DEVICES_PER_USER {
-                        return Err(AppError::bad_request(
-                            ErrorCode::TooManyDevices,
-                            format!(
-                                "at most {MAX_DEVICES_PER_USER} devices can be registered; remove one first"
-                            ),
-                        ));
-                    }
-                    let row = DeviceRow {
-                        id: uuid::Uuid::new_v4().to_string(),
-                        user_id: uid.clone(),
-                        token_index: index.clone(),
-                        created_at: now,
-                        ..DeviceRow::default()
-                    };
-                    (row, true)
-                }
-            };
+            let (mut row, is_new) = row_for_token(&tx, &uid, index, now)?;
             row.token_enc = dek.seal_str(&token, &aad(&row.id));
             row.device_name = device_name;
             row.device_model = device_model;
@@ -205,6 +180,37 @@ pub async fn register(state: &Context, user_id: &str, reg: Registration) -> AppR
             Ok(row.id)
         })
         .await
+}
+
+/// The caller's row of the token (`false`: not new), or a new one (`true`): a device that
+/// was another user's until now moves to this user; at most [`MAX_DEVICES_PER_USER`].
+fn row_for_token(
+    tx: &rusqlite::Connection,
+    uid: &str,
+    index: Vec<u8>,
+    now: i64,
+) -> AppResult<(DeviceRow, bool)> {
+    let other = match store::find_by_index(tx, &index)? {
+        Some(d) if d.user_id == uid => return Ok((d, false)),
+        other => other,
+    };
+    if let Some(d) = other {
+        store::delete(tx, &d.user_id, &d.id)?;
+    }
+    if store::count_for_user(tx, uid)? >= MAX_DEVICES_PER_USER {
+        return Err(AppError::bad_request(
+            ErrorCode::TooManyDevices,
+            format!("at most {MAX_DEVICES_PER_USER} devices can be registered; remove one first"),
+        ));
+    }
+    let row = DeviceRow {
+        id: uuid::Uuid::new_v4().to_string(),
+        user_id: uid.to_owned(),
+        token_index: index,
+        created_at: now,
+        ..DeviceRow::default()
+    };
+    Ok((row, true))
 }
 
 /// Removes the caller's device with this token; 404 when the caller has none.
