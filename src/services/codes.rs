@@ -13,7 +13,7 @@ use crate::clock::unix_now;
 use crate::crypto;
 use crate::error::{AppError, AppResult, ErrorCode};
 use crate::services::Context;
-use crate::store::login_codes;
+use crate::store::login_codes::{self, LoginCodeRow};
 
 pub const MAX_CODE_ATTEMPTS: i64 = 5;
 pub const CODES_PER_WINDOW: usize = 3;
@@ -156,47 +156,15 @@ pub async fn check_code(
     let index = users::email_index(&state.master, &email);
     let code = code.to_owned();
     let now = unix_now() as i64;
-    let invalid = || {
-        AppError::bad_request(
-            ErrorCode::InvalidCode,
-            "invalid or expired verification code",
-        )
-    };
-    // One transaction: the address's failure budget, the code's own tries, and a failure
-    // recorded in advance (taken back below if the code is right), so that concurrent
-    // guesses cannot together exceed either limit.
-    let taken_index = index.clone();
     let max_failures = i64::from(state.config.auth.max_code_failures);
     let (row, failure_id) = state
         .store
-        .run(move |c| {
-            let tx = c.transaction()?;
-            let (failures, oldest) = login_codes::failures_since(&tx, &taken_index, now - FAILURE_WINDOW_SECS)?;
-            if failures >= max_failures {
-                let retry = (oldest.unwrap_or(now) + FAILURE_WINDOW_SECS - now).max(1) as u64;
-                return Err(AppError::TooManyRequests {
-                    code: ErrorCode::TooManyAttempts,
-                    message: format!(
-                        "too many wrong codes for this address ({max_failures} per 24 h); retry in {retry} s"
-                    ),
-                    retry_after_secs: Some(retry),
-                });
-            }
-            let Some(row) = login_codes::newest_usable(&tx, &taken_index, purpose.as_str(), now)? else {
-                return Ok(None);
-            };
-            if login_codes::take_attempt(&tx, row.id, MAX_CODE_ATTEMPTS)?.is_none() {
-                return Ok(None);
-            }
-            let failure_id = login_codes::record_failure(&tx, &taken_index, now)?;
-            tx.commit()?;
-            Ok(Some((row, failure_id)))
-        })
+        .run(move |c| take_an_attempt(c, &index, purpose, now, max_failures))
         .await?
-        .ok_or_else(invalid)?;
+        .ok_or_else(invalid_code)?;
     let hash = row.code_hash.clone();
     if !in_hash_slot(move || crypto::verify_code(&code, &hash)).await? {
-        return Err(invalid());
+        return Err(invalid_code());
     }
     let (id, requested_by) = (row.id, row.requested_by);
     state
@@ -204,13 +172,54 @@ pub async fn check_code(
         .run(move |c| {
             let tx = c.transaction()?;
             if !login_codes::consume(&tx, id, now)? {
-                return Err(invalid());
+                return Err(invalid_code());
             }
             login_codes::forget_failure(&tx, failure_id)?;
             tx.commit()?;
             Ok((id, requested_by))
         })
         .await
+}
+
+fn invalid_code() -> AppError {
+    AppError::bad_request(
+        ErrorCode::InvalidCode,
+        "invalid or expired verification code",
+    )
+}
+
+/// One transaction: the address's failure budget (429 past it), the code's own tries,
+/// and a failure recorded in advance (taken back once the code proves right), so that
+/// concurrent guesses cannot together exceed either limit. The newest usable code and
+/// that failure's id; `None` when there is no code left to try.
+fn take_an_attempt(
+    c: &mut rusqlite::Connection,
+    index: &[u8],
+    purpose: CodePurpose,
+    now: i64,
+    max_failures: i64,
+) -> AppResult<Option<(LoginCodeRow, i64)>> {
+    let tx = c.transaction()?;
+    let (failures, oldest) = login_codes::failures_since(&tx, index, now - FAILURE_WINDOW_SECS)?;
+    if failures >= max_failures {
+        let retry = (oldest.unwrap_or(now) + FAILURE_WINDOW_SECS - now).max(1) as u64;
+        return Err(AppError::TooManyRequests {
+            code: ErrorCode::TooManyAttempts,
+            message: format!(
+                "too many wrong codes for this address ({max_failures} per 24 h); retry in {retry} s"
+            ),
+            retry_after_secs: Some(retry),
+        });
+    }
+    let Some(row) = login_codes::newest_usable(&tx, index, purpose.as_str(), now)? else {
+        return Ok(None);
+    };
+    if login_codes::take_attempt(&tx, row.id, MAX_CODE_ATTEMPTS)?.is_none() {
+        return Ok(None);
+    }
+    let failure_id = login_codes::record_failure(&tx, index, now)?;
+    tx.commit()?;
+    Ok(Some((row, failure_id)))
 }
 
 /// 429 when three codes were sent to this address in the last ten minutes.
