@@ -324,9 +324,11 @@ fn validate_id(field: &str, value: &str) -> AppResult<()> {
 }
 
 mod login;
+mod login_wait;
 mod record;
 mod status;
-pub use login::{connect, flows, pick_flow, start_login, submit_step, wait_step, Connected};
+pub use login::{connect, flows, pick_flow, start_login, submit_step, Connected};
+pub use login_wait::wait_step;
 pub use record::parse_platform;
 use record::*;
 use status::*;

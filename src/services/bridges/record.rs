@@ -134,17 +134,7 @@ pub(super) async fn reconcile(
             let mut changes = Vec::new();
             for o in &observed {
                 let prev = old.iter().find(|r| r.login_id == o.login_id);
-                let same_state = prev.is_some_and(|p| {
-                    p.state_event == o.state_event
-                        && p.error == o.error
-                        && p.error_code == o.error_code
-                });
-                let same_info = prev.is_some_and(|p| {
-                    let info = open_row(Some(&dek), p);
-                    info.remote_name.unwrap_or_default() == o.remote_name
-                        && info.remote_profile == o.remote_profile
-                        && p.state_ts == o.state_ts
-                });
+                let (same_state, same_info) = compare(&dek, prev, o);
                 if !same_state {
                     changes.push(StateChange {
                         login_id: o.login_id.clone(),
@@ -178,6 +168,25 @@ pub(super) async fn reconcile(
         publish_state(state, &user.id, platform, change);
     }
     Ok(())
+}
+
+/// Whether the stored row of a login (if any) has the observed state, and the observed
+/// remote name, profile and state time.
+fn compare(
+    dek: &crate::crypto::DataKey,
+    prev: Option<&bridge_logins::BridgeLoginRow>,
+    o: &Observed,
+) -> (bool, bool) {
+    let same_state = prev.is_some_and(|p| {
+        p.state_event == o.state_event && p.error == o.error && p.error_code == o.error_code
+    });
+    let same_info = prev.is_some_and(|p| {
+        let info = open_row(Some(dek), p);
+        info.remote_name.unwrap_or_default() == o.remote_name
+            && info.remote_profile == o.remote_profile
+            && p.state_ts == o.state_ts
+    });
+    (same_state, same_info)
 }
 
 /// The stored row of an observed login, its remote name and profile sealed under the
