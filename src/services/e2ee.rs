@@ -268,20 +268,7 @@ async fn route(
     token: &str,
     room_id: &str,
 ) -> Result<Route, SendFailure> {
-    let (uid, rid) = (user_id.to_owned(), room_id.to_owned());
-    let (flagged, members) = state
-        .store
-        .run(move |c| {
-            let row = crate::store::rooms::find(c, &uid, &rid)?;
-            let members = match &row {
-                Some(r) if r.membership == "join" => crate::store::rooms::members(c, &uid, &rid)?,
-                _ => Vec::new(),
-            };
-            Ok::<_, AppError>((row.is_some_and(|r| r.encrypted), members))
-        })
-        .await
-        .map_err(SendFailure::Encryption)?;
-    let members = (!members.is_empty()).then_some(members);
+    let (flagged, members) = what_the_sync_saw(state, user_id, room_id).await?;
     let key = (user_id.to_owned(), room_id.to_owned());
     if !flagged && plain_rooms().contains_key(&key) {
         return Ok(Route::Plain);
@@ -326,6 +313,29 @@ async fn route(
             Ok(Route::Plain)
         }
     }
+}
+
+/// The room's stored encryption flag and, when the user has joined it, its members as
+/// the sync stored them (`None`: not known).
+async fn what_the_sync_saw(
+    state: &Context,
+    user_id: &str,
+    room_id: &str,
+) -> Result<(bool, Option<Vec<String>>), SendFailure> {
+    let (uid, rid) = (user_id.to_owned(), room_id.to_owned());
+    let (flagged, members) = state
+        .store
+        .run(move |c| {
+            let row = crate::store::rooms::find(c, &uid, &rid)?;
+            let members = match &row {
+                Some(r) if r.membership == "join" => crate::store::rooms::members(c, &uid, &rid)?,
+                _ => Vec::new(),
+            };
+            Ok::<_, AppError>((row.is_some_and(|r| r.encrypted), members))
+        })
+        .await
+        .map_err(SendFailure::Encryption)?;
+    Ok((flagged, (!members.is_empty()).then_some(members)))
 }
 
 async fn machine_for_id(state: &Context, user_id: &str) -> AppResult<Arc<UserCrypto>> {

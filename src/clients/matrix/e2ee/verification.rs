@@ -14,7 +14,7 @@ use std::collections::HashMap;
 use std::sync::Mutex;
 
 use matrix_sdk_crypto::types::requests::OutgoingVerificationRequest;
-use matrix_sdk_crypto::SasState;
+use matrix_sdk_crypto::{Sas, SasState};
 use ruma::events::AnyToDeviceEvent;
 use ruma::serde::Raw;
 use ruma::{OwnedUserId, UserId};
@@ -115,6 +115,17 @@ impl UserCrypto {
             }
             self.replay(replay).await?;
         }
+        sent |= self.accept_started_sas(matrix).await?;
+        if sent {
+            self.process_outgoing(matrix).await?;
+        }
+        Ok(self.changed_flows().await)
+    }
+
+    /// Accepts the SAS starts of the other device on requests the user accepted; whether
+    /// anything was sent.
+    async fn accept_started_sas(&self, matrix: &MatrixClient) -> Result<bool, E2eeError> {
+        let mut sent = false;
         for (id, accepted) in self.flow_ids() {
             let Some(sas) = self.sas(&id) else { continue };
             if accepted && matches!(sas.state(), SasState::Started { .. }) && !sas.we_started() {
@@ -124,9 +135,11 @@ impl UserCrypto {
                 }
             }
         }
-        if sent {
-            self.process_outgoing(matrix).await?;
-        }
+        Ok(sent)
+    }
+
+    /// The flows whose state changed since they were last reported (now marked reported).
+    async fn changed_flows(&self) -> Vec<VerificationInfo> {
         let mut changed = Vec::new();
         for (id, _) in self.flow_ids() {
             // An ended flow cannot change again: no store read for it on every sync.
@@ -150,7 +163,7 @@ impl UserCrypto {
                 }
             }
         }
-        Ok(changed)
+        changed
     }
 
     /// Every kept flow, oldest first.
@@ -218,13 +231,7 @@ impl UserCrypto {
                 if current.we_confirmed {
                     return Err(wrong());
                 }
-                let (requests, signatures) = s.confirm().await.map_err(E2eeError::store)?;
-                for r in requests {
-                    self.send_verification(matrix, r).await?;
-                }
-                if let Some(upload) = signatures {
-                    self.upload_signatures(matrix, &upload).await?;
-                }
+                self.confirm(matrix, &s).await?;
             }
             Action::Cancel => {
                 if current.state.is_final() {
@@ -243,6 +250,19 @@ impl UserCrypto {
         // Whatever the machine queued in answer (its key after theirs, a done) goes too.
         self.process_outgoing(matrix).await?;
         self.snapshot(id).await.ok_or(ActionError::Unknown)
+    }
+
+    /// The user confirmed that the emoji match: our MAC (and done) go out, and the
+    /// signatures of the newly trusted device or identity are uploaded.
+    async fn confirm(&self, matrix: &MatrixClient, sas: &Sas) -> Result<(), E2eeError> {
+        let (requests, signatures) = sas.confirm().await.map_err(E2eeError::store)?;
+        for r in requests {
+            self.send_verification(matrix, r).await?;
+        }
+        if let Some(upload) = signatures {
+            self.upload_signatures(matrix, &upload).await?;
+        }
+        Ok(())
     }
 
     /// Cancels a flow of `user` the crate knows; returns whether a cancel was sent.
