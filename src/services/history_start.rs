@@ -21,15 +21,7 @@ pub async fn start_tracking(state: &Context, user_id: &str, gap: &Gap) -> AppRes
     let Some(matrix) = state.matrix.clone() else {
         return Ok(false);
     };
-    let uid = user_id.to_owned();
-    let user = state
-        .store
-        .run(move |c| Ok::<_, AppError>(crate::store::users::find(c, &uid)?))
-        .await?;
-    let Some(user) = user else {
-        return Ok(false);
-    };
-    let Some(token) = users::matrix_token_of(&state.master, &user)? else {
+    let Some(token) = matrix_token(state, user_id).await? else {
         return Ok(false);
     };
     let start = match matrix
@@ -78,4 +70,17 @@ pub async fn start_tracking(state: &Context, user_id: &str, gap: &Gap) -> AppRes
         .await?;
     tracing::info!(%user_id, %room_id, "history of a room stored before back-fill is tracked from its oldest message");
     Ok(true)
+}
+
+/// The user's Matrix access token; `None` without a user or Matrix account.
+async fn matrix_token(state: &Context, user_id: &str) -> AppResult<Option<String>> {
+    let uid = user_id.to_owned();
+    let user = state
+        .store
+        .run(move |c| Ok::<_, AppError>(crate::store::users::find(c, &uid)?))
+        .await?;
+    match user {
+        Some(user) => users::matrix_token_of(&state.master, &user),
+        None => Ok(None),
+    }
 }

@@ -23,6 +23,7 @@ pub mod file_names;
 pub mod groups;
 pub mod health;
 pub mod history;
+mod history_gaps;
 mod history_start;
 pub mod importance;
 pub mod indexing;
