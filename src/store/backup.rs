@@ -7,6 +7,22 @@ use std::path::Path;
 use rusqlite::backup::{Backup, StepResult};
 use rusqlite::{Connection, OpenFlags};
 
+use super::{Store, StoreError};
+
+impl Store {
+    /// Consistent online copy of the live database (SQLite backup API), safe while serving;
+    /// `on_step(bytes copied, bytes in all)` as it goes.
+    pub fn backup_to(
+        &self,
+        target: &Path,
+        on_step: &mut dyn FnMut(u64, u64),
+    ) -> Result<(), StoreError> {
+        let conn = self.conn()?;
+        copy_to_file(&conn, target, on_step)?;
+        Ok(())
+    }
+}
+
 /// Pages copied per step: 256 pages of 4 KiB are 1 MiB between two progress reports.
 const PAGES_PER_STEP: i32 = 256;
 
