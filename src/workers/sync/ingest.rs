@@ -202,12 +202,7 @@ impl Pass<'_, '_> {
         let (content, s) = match (redacted, undecryptable) {
             (true, _) => redacted_content(),
             (false, true) => undecryptable_content(ev),
-            (false, false) => {
-                let body = ev.content["body"].as_str().unwrap_or_default().to_owned();
-                let s = score(ctx, view.row.is_direct, &ev.content, msgtype, is_mine);
-                let content = ev.content.clone();
-                (MessageContent { body, content }, s)
-            }
+            (false, false) => readable_content(ctx, view.row.is_direct, ev, msgtype, is_mine),
         };
         let id = uuid::Uuid::new_v4().to_string();
         let ts = ev.origin_server_ts.unwrap_or(ctx.now * 1000);
@@ -291,6 +286,20 @@ impl Pass<'_, '_> {
 
 /// An event still encrypted: its encrypted content kept (to decrypt it when its key
 /// comes), a placeholder text, no score.
+/// A readable message's content and its score.
+fn readable_content(
+    ctx: &IngestContext<'_>,
+    is_direct: bool,
+    ev: &Event,
+    msgtype: &str,
+    is_mine: bool,
+) -> (MessageContent, Score) {
+    let body = ev.content["body"].as_str().unwrap_or_default().to_owned();
+    let s = score(ctx, is_direct, &ev.content, msgtype, is_mine);
+    let content = ev.content.clone();
+    (MessageContent { body, content }, s)
+}
+
 fn undecryptable_content(ev: &Event) -> (MessageContent, Score) {
     let (_, s) = redacted_content();
     let content = MessageContent {

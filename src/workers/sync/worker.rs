@@ -23,11 +23,11 @@ use crate::clients::matrix::{MatrixClient, MatrixError, SyncResponse};
 use crate::clients::provisioning::identity::BridgeIdentities;
 use crate::clock::unix_now;
 use crate::error::{AppError, AppResult, ErrorCode};
-use crate::events::ChangeEvent;
 use crate::services::importance::Reader;
 use crate::services::users;
 use crate::services::Context;
 use crate::store::{rooms, sync_state};
+use publish::publish;
 
 /// How long one `/sync` long-poll waits for news.
 const POLL_MS: u64 = 30_000;
@@ -35,9 +35,6 @@ const BACKOFF_START: Duration = Duration::from_secs(1);
 const BACKOFF_MAX: Duration = Duration::from_secs(60);
 const CRYPTO_BACKOFF_START: Duration = Duration::from_secs(60);
 const CRYPTO_BACKOFF_MAX: Duration = Duration::from_secs(3600);
-/// Batches with more new messages than this (e.g. the first sync) are announced with one
-/// `room.updated` per room instead of a `message.created` per message.
-const MAX_MESSAGE_EVENTS: usize = 256;
 const MAX_JOIN_ATTEMPTS: u32 = 5;
 
 struct Backoff {
@@ -356,55 +353,12 @@ fn upstream(e: MatrixError) -> AppError {
     }
 }
 
-/// `message.created` per new message (unless the batch is large), then `room.updated`
-/// per changed room, then `typing` and `receipt`.
-fn publish(state: &Context, user_id: &str, outcome: &IngestOutcome) {
-    if outcome.new_messages.len() <= MAX_MESSAGE_EVENTS {
-        for m in &outcome.new_messages {
-            state.events.publish(
-                user_id,
-                ChangeEvent::MessageCreated {
-                    room_id: m.room_id.clone(),
-                    event_id: m.event_id.clone(),
-                    message_id: m.message_id.clone(),
-                },
-            );
-        }
-    }
-    for room_id in &outcome.changed_rooms {
-        state.events.publish(
-            user_id,
-            ChangeEvent::RoomUpdated {
-                room_id: room_id.to_owned(),
-            },
-        );
-    }
-    for (room_id, user_ids) in &outcome.live.typing {
-        state.events.publish(
-            user_id,
-            ChangeEvent::Typing {
-                room_id: room_id.clone(),
-                user_ids: user_ids.clone(),
-            },
-        );
-    }
-    for (room_id, r) in &outcome.live.receipts {
-        state.events.publish(
-            user_id,
-            ChangeEvent::Receipt {
-                room_id: room_id.clone(),
-                user_id: r.reader_id.clone(),
-                event_id: r.event_id.clone(),
-                ts: r.ts,
-            },
-        );
-    }
-}
-
 #[path = "worker_joins.rs"]
 mod joins;
 #[path = "worker_poll.rs"]
 mod poll;
+#[path = "worker_publish.rs"]
+mod publish;
 
 #[cfg(test)]
 #[path = "worker_tests.rs"]

@@ -52,17 +52,7 @@ impl RoomView {
         if ids.is_empty() {
             // Nobody else has joined yet (a chat just started): name it after the invited,
             // as the homeserver's heroes would.
-            let invited = hint.map(|h| h.invited.iter()).into_iter().flatten();
-            let mut all: Vec<&str> = self
-                .invited
-                .iter()
-                .chain(invited)
-                .map(String::as_str)
-                .filter(|m| *m != me && !self.bots.contains(*m) && !self.members.contains(*m))
-                .collect();
-            all.sort_unstable();
-            all.dedup();
-            ids = all;
+            ids = self.invited_others(me, hint);
         }
         if ids.is_empty() {
             // Only bots (e.g. a bridge management room): name it after them.
@@ -88,6 +78,22 @@ impl RoomView {
             })
             .collect();
         join_names(&names)
+    }
+
+    /// The invited (known here or from the hint), not yet members, neither me nor a bot;
+    /// sorted, once each.
+    fn invited_others<'a>(&'a self, me: &str, hint: Option<&'a RoomHint>) -> Vec<&'a str> {
+        let invited = hint.map(|h| h.invited.iter()).into_iter().flatten();
+        let mut all: Vec<&str> = self
+            .invited
+            .iter()
+            .chain(invited)
+            .map(String::as_str)
+            .filter(|m| *m != me && !self.bots.contains(*m) && !self.members.contains(*m))
+            .collect();
+        all.sort_unstable();
+        all.dedup();
+        all
     }
 }
 
