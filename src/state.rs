@@ -57,12 +57,7 @@ impl AppState {
             Some(m) => Some(MatrixClient::new(m).map_err(|e| StartupError::Other(e.to_string()))?),
             None => None,
         };
-        let http = reqwest::Client::builder()
-            .user_agent(concat!("switchboard/", env!("CARGO_PKG_VERSION")))
-            .connect_timeout(Duration::from_secs(3))
-            .timeout(Duration::from_secs(30))
-            .build()
-            .map_err(|e| StartupError::Other(format!("HTTP client: {e}")))?;
+        let http = http_client()?;
         let jwt = JwtKeys::new(
             &master.jwt_secret(),
             config.auth.access_token_ttl.0.as_secs(),
@@ -107,6 +102,17 @@ impl AppState {
             config,
         })))
     }
+}
+
+/// The shared outbound HTTP client (AI service, link previews): our user agent, short
+/// connect and overall timeouts.
+fn http_client() -> Result<reqwest::Client, StartupError> {
+    reqwest::Client::builder()
+        .user_agent(concat!("switchboard/", env!("CARGO_PKG_VERSION")))
+        .connect_timeout(Duration::from_secs(3))
+        .timeout(Duration::from_secs(30))
+        .build()
+        .map_err(|e| StartupError::Other(format!("HTTP client: {e}")))
 }
 
 #[cfg(test)]

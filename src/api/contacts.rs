@@ -238,23 +238,7 @@ impl ContactsApi {
                     chats::start(&state, auth.0.user_id(), &body.platform, &identifier).await?
                 }
                 (None, Some(participants)) => {
-                    if let Principal::ApiToken {
-                        allowlist_version, ..
-                    } = &auth.0
-                    {
-                        if !allowlist::token_may_create_groups(*allowlist_version) {
-                            return Err(AppError::forbidden(
-                                ErrorCode::ForbiddenForApiToken,
-                                format!(
-                                    "creating a group (POST /api/chats with participants) is open \
-                                 to personal tokens from allowlist version {}; this token is \
-                                 older: opt it in first (PATCH /api/developer/tokens/{{id}} \
-                                 with {{\"optIn\": true}})",
-                                    allowlist::GROUPS_SINCE
-                                ),
-                            ));
-                        }
-                    }
+                    token_may_create_groups(&auth.0)?;
                     let name = body.name.as_deref();
                     chats::start_group(
                         &state,
@@ -278,4 +262,27 @@ impl ContactsApi {
             StartChatResponse::Existing(Json(chat.into()))
         })
     }
+}
+
+/// 403 `forbidden_for_api_token` for a personal token from before the allowlist version
+/// that opened group creation, unless it opted in.
+fn token_may_create_groups(principal: &Principal) -> Result<(), AppError> {
+    let Principal::ApiToken {
+        allowlist_version, ..
+    } = principal
+    else {
+        return Ok(());
+    };
+    if allowlist::token_may_create_groups(*allowlist_version) {
+        return Ok(());
+    }
+    Err(AppError::forbidden(
+        ErrorCode::ForbiddenForApiToken,
+        format!(
+            "creating a group (POST /api/chats with participants) is open to personal tokens \
+             from allowlist version {}; this token is older: opt it in first (PATCH \
+             /api/developer/tokens/{{id}} with {{\"optIn\": true}})",
+            allowlist::GROUPS_SINCE
+        ),
+    ))
 }

@@ -84,6 +84,12 @@ impl Config {
                 "must be at least 1",
             ));
         }
+        self.check_budgets()
+    }
+
+    /// The request budgets and the e-mail sizes and counts: at least 1; the mail sizes at
+    /// most 512 MB.
+    fn check_budgets(&self) -> Result<(), ConfigError> {
         let e = &self.email;
         for (key, n) in [
             ("rate_limit.requests", self.rate_limit.requests),

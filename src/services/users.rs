@@ -201,6 +201,10 @@ pub fn validate_avatar_url(value: &str) -> AppResult<String> {
     Ok(v.to_owned())
 }
 
+fn username_taken() -> AppError {
+    AppError::conflict(ErrorCode::UsernameTaken, "this username is already taken")
+}
+
 /// Applies a validated profile change; 409 `username_taken` when another user has the
 /// username (compared case-insensitively).
 pub async fn update_profile(
@@ -233,13 +237,8 @@ pub async fn update_profile(
             let tx = c.transaction()?;
             let mut user = users::find(&tx, &uid)?.ok_or_else(|| AppError::not_found("user"))?;
             if let Some(name) = username {
-                if let Some(other) = users::find_by_username(&tx, &name)? {
-                    if other.id != user.id {
-                        return Err(AppError::conflict(
-                            ErrorCode::UsernameTaken,
-                            "this username is already taken",
-                        ));
-                    }
+                if users::find_by_username(&tx, &name)?.is_some_and(|other| other.id != user.id) {
+                    return Err(username_taken());
                 }
                 user.username = Some(name);
             }
@@ -254,10 +253,7 @@ pub async fn update_profile(
                 Err(rusqlite::Error::SqliteFailure(e, _))
                     if e.code == rusqlite::ErrorCode::ConstraintViolation =>
                 {
-                    Err(AppError::conflict(
-                        ErrorCode::UsernameTaken,
-                        "this username is already taken",
-                    ))
+                    Err(username_taken())
                 }
                 Err(e) => Err(AppError::from(e)),
                 Ok(_) => {

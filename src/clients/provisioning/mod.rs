@@ -281,16 +281,7 @@ impl ProvisioningClient {
         long_poll: Option<Duration>,
     ) -> Result<(u16, T), BridgeError> {
         let platform = self.platform;
-        // The backstop: no path with a dot segment leaves, however it was built.
-        segment::check_path(path)
-            .map_err(|error| BridgeError::InvalidSegment { platform, error })?;
-        let mut query = vec![("user_id", user_id)];
-        query.extend_from_slice(extra_query);
-        let url = reqwest::Url::parse_with_params(&format!("{}{path}", self.base), &query)
-            .map_err(|e| BridgeError::Unreachable {
-                platform,
-                detail: format!("invalid provisioning URL: {e}"),
-            })?;
+        let url = self.url_for(path, user_id, extra_query)?;
         let (client, timeout) = match long_poll {
             Some(t) => (&self.poll, t),
             None => (&self.api, REQUEST_TIMEOUT),
@@ -336,6 +327,27 @@ impl ProvisioningClient {
 }
 
 impl ProvisioningClient {
+    /// The URL of `path` acting as `user_id`. The backstop: no path with a dot segment
+    /// leaves, however it was built.
+    fn url_for(
+        &self,
+        path: &str,
+        user_id: &str,
+        extra_query: &[(&str, &str)],
+    ) -> Result<reqwest::Url, BridgeError> {
+        let platform = self.platform;
+        segment::check_path(path)
+            .map_err(|error| BridgeError::InvalidSegment { platform, error })?;
+        let mut query = vec![("user_id", user_id)];
+        query.extend_from_slice(extra_query);
+        reqwest::Url::parse_with_params(&format!("{}{path}", self.base), &query).map_err(|e| {
+            BridgeError::Unreachable {
+                platform,
+                detail: format!("invalid provisioning URL: {e}"),
+            }
+        })
+    }
+
     /// `value` as one path segment (`clients::segment`), refused naming `field`.
     pub(super) fn segment(&self, field: &str, value: &str) -> Result<String, BridgeError> {
         segment::segment(field, value).map_err(|error| BridgeError::InvalidSegment {

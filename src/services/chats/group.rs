@@ -49,15 +49,7 @@ pub async fn start_bridge(
         return Err(not_supported(platform));
     };
     check_bounds(platform, spec, participants.len(), name)?;
-    let lookups: Vec<_> = participants
-        .iter()
-        .enumerate()
-        .map(|(i, identifier)| resolve_one(&client, &acting.mxid, i, identifier))
-        .collect();
-    let resolved: Vec<String> = futures_util::stream::iter(lookups)
-        .buffered(RESOLVE_CONCURRENCY)
-        .try_collect()
-        .await?;
+    let resolved = resolve_all(&client, &acting.mxid, participants).await?;
     let created = client
         .create_group(&acting.mxid, group_type, &resolved, name)
         .await
@@ -88,6 +80,24 @@ pub async fn start_bridge(
         room_id,
         created: true,
     })
+}
+
+/// Every participant as the network's user id, [`RESOLVE_CONCURRENCY`] lookups at once,
+/// in the order given.
+async fn resolve_all(
+    client: &ProvisioningClient,
+    mxid: &str,
+    participants: &[String],
+) -> AppResult<Vec<String>> {
+    let lookups: Vec<_> = participants
+        .iter()
+        .enumerate()
+        .map(|(i, identifier)| resolve_one(client, mxid, i, identifier))
+        .collect();
+    futures_util::stream::iter(lookups)
+        .buffered(RESOLVE_CONCURRENCY)
+        .try_collect()
+        .await
 }
 
 /// The chosen group type's bounds on participants (besides the user) and the name, as
