@@ -331,8 +331,7 @@ async fn snippets_are_sealed_to_a_registered_key(app: &TestApp, me: &Session) {
 /// The database holds none of the indexed words or their prefixes in plaintext.
 fn no_indexed_word_is_in_the_database_file(app: &TestApp) {
     let db = app.data_dir().join("switchboard.db");
-    let mut bytes = std::fs::read(&db).unwrap();
-    bytes.extend(std::fs::read(db.with_extension("db-wal")).unwrap_or_default());
+    let bytes = database_bytes(app);
     let (docs, terms): (i64, i64) = rusqlite::Connection::open(&db)
         .unwrap()
         .query_row(
@@ -371,10 +370,6 @@ fn capitalize(s: &str) -> String {
         Some(f) => f.to_uppercase().chain(c).collect(),
         None => String::new(),
     }
-}
-
-fn contains(haystack: &[u8], needle: &[u8]) -> bool {
-    haystack.windows(needle.len()).any(|w| w == needle)
 }
 
 #[tokio::test]

@@ -6,6 +6,7 @@ use serde_json::json;
 
 use crate::common::bridge::{BridgeEmulator, Login, Network, SHARED_SECRET};
 use crate::common::client::Refusal;
+use crate::common::{contains, database_bytes};
 
 use super::{bridge_event, login_ids, mxid, open_sync, platform, setup, start};
 
@@ -115,13 +116,8 @@ async fn a_whatsapp_qr_login_completes_through_wait_and_is_recorded_sealed() {
     }
 
     // The remote profile is sealed at rest.
-    let mut bytes = Vec::new();
-    for name in ["switchboard.db", "switchboard.db-wal"] {
-        bytes.extend(std::fs::read(app.data_dir().join(name)).unwrap_or_default());
-    }
-    let needle = b"Sealed-Profile-Name";
     assert!(
-        !bytes.windows(needle.len()).any(|w| w == needle),
+        !contains(&database_bytes(&app), "Sealed-Profile-Name"),
         "remote profile stored in plaintext"
     );
 }

@@ -12,12 +12,14 @@ use std::time::{Duration, Instant};
 
 pub mod ai;
 pub mod apns;
+pub mod at_rest;
 pub mod auth_api;
 pub mod bridge;
 pub mod chromium;
 pub mod client;
 pub mod matrix;
 pub mod synapse;
+pub use at_rest::{contains, database_bytes};
 pub use synapse::synapse;
 
 pub fn repo_root() -> PathBuf {

@@ -5,7 +5,6 @@ use base64::engine::general_purpose::STANDARD;
 use base64::Engine as _;
 use serde_json::json;
 
-use super::{contains, database_bytes};
 use crate::common::client::keys::CONFIRM_KEY_DELETION;
 use crate::common::*;
 use crate::rooms::{db, fake_room_id, seed_message, seed_room, user_id, Seed};

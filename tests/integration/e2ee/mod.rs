@@ -169,20 +169,6 @@ pub(crate) async fn wait_readable(app: &TestApp, token: &str, room: &str, text: 
     }
 }
 
-fn db_bytes(app: &TestApp) -> Vec<u8> {
-    let mut all = Vec::new();
-    for f in ["switchboard.db", "switchboard.db-wal"] {
-        all.extend(std::fs::read(app.data_dir().join(f)).unwrap_or_default());
-    }
-    all
-}
-
-fn contains(haystack: &[u8], needle: &str) -> bool {
-    haystack
-        .windows(needle.len())
-        .any(|w| w == needle.as_bytes())
-}
-
 #[tokio::test]
 async fn an_encrypted_dm_is_decrypted_into_both_history_views_and_after_kill_9() {
     let mut s = setup().await;
@@ -214,7 +200,10 @@ async fn an_encrypted_dm_is_decrypted_into_both_history_views_and_after_kill_9()
         "native envelopes: {opened:?}"
     );
     // At rest: sealed, no plaintext in the database or its WAL.
-    assert!(!contains(&db_bytes(&s.app), secret), "plaintext in the db");
+    assert!(
+        !contains(&database_bytes(&s.app), secret),
+        "plaintext in the db"
+    );
     // The room says it is encrypted.
     let room = expect_json(
         s.app
@@ -433,7 +422,7 @@ async fn an_encrypted_gap_after_downtime_is_fetched_and_decrypted_when_paging() 
         .log()
         .contains("fetched older history from the homeserver"));
     assert!(
-        !contains(&db_bytes(&s.app), "encrypted 7"),
+        !contains(&database_bytes(&s.app), "encrypted 7"),
         "plaintext in the db"
     );
 }

@@ -5,12 +5,11 @@
 
 use std::time::{Duration, Instant};
 
-use reqwest::Method;
 use serde_json::{json, Value};
 
 use crate::common::dovecot::{self, add_user};
 use crate::common::*;
-use crate::email::connect_mailbox;
+use crate::email::{act, connect_mailbox};
 use switchboard::crypto::{Aad, MasterKey};
 
 const PW: &str = "imap-names-9Rk";
@@ -75,31 +74,10 @@ fn urlencode(s: &str) -> String {
         .collect()
 }
 
-async fn act(app: &TestApp, tok: &str, thread: &str, body: Value) -> reqwest::Response {
-    app.send(
-        Method::PUT,
-        &format!("/api/email/threads/{thread}"),
-        Some(tok),
-        Some(body),
-    )
-    .await
-}
-
-/// The database file and its WAL, as one haystack.
-fn stored_bytes(app: &TestApp) -> Vec<u8> {
-    let mut bytes = std::fs::read(app.data_dir().join("switchboard.db")).unwrap();
-    bytes.extend(std::fs::read(app.data_dir().join("switchboard.db-wal")).unwrap_or_default());
-    bytes
-}
-
-fn contains(hay: &[u8], needle: &str) -> bool {
-    hay.windows(needle.len()).any(|w| w == needle.as_bytes())
-}
-
 /// Asserts that none of `names` is stored; `marker` (stored in clear) proves the scan reads
 /// the real data.
 fn assert_not_stored(app: &TestApp, marker: &str, names: &[&str]) {
-    let hay = stored_bytes(app);
+    let hay = database_bytes(app);
     assert!(contains(&hay, marker), "the scan does not see the database");
     for n in names {
         assert!(!contains(&hay, n), "{n:?} is stored in plaintext");
@@ -430,7 +408,7 @@ async fn an_earlier_versions_rows_are_sealed_at_the_next_start(app: &mut TestApp
         }
     }
     assert!(
-        contains(&stored_bytes(app), secret),
+        contains(&database_bytes(app), secret),
         "the old rows hold the plain name"
     );
     app.spawn().await;

@@ -9,6 +9,7 @@ use serde_json::{json, Value};
 
 use crate::common::dovecot::{self, add_user};
 use crate::common::*;
+use crate::email::connect_account;
 
 const PASSWORD: &str = "imap-safety-8Wd";
 
@@ -28,16 +29,7 @@ async fn connect_and_wait(
     email: &str,
     threads: usize,
 ) -> (String, Value) {
-    let a = expect_json(
-        app.post_json(
-            "/api/email/accounts",
-            Some(tok),
-            account(email, "127.0.0.1", "127.0.0.1"),
-        )
-        .await,
-        201,
-    )
-    .await;
+    let a = connect_account(app, tok, account(email, "127.0.0.1", "127.0.0.1")).await;
     let deadline = Instant::now() + Duration::from_secs(30);
     loop {
         let l = expect_json(app.get_auth("/api/email/threads", tok).await, 200).await;
@@ -124,16 +116,7 @@ async fn mail_servers_on_private_addresses_are_refused_unless_allowed() {
         e["message"].as_str().unwrap().starts_with("smtp.host"),
         "{e}"
     );
-    let a = expect_json(
-        app.post_json(
-            "/api/email/accounts",
-            Some(tok),
-            account(&email, "127.0.0.1", "127.0.0.1"),
-        )
-        .await,
-        201,
-    )
-    .await;
+    let a = connect_account(&app, tok, account(&email, "127.0.0.1", "127.0.0.1")).await;
     assert_eq!(a["email"], email.as_str());
 }
 

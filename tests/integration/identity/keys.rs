@@ -26,6 +26,22 @@ fn keys<'a>(app: &'a TestApp, token: &'a str) -> KeysApi<'a> {
     app.api(token).keys()
 }
 
+/// `owner`'s public key as `reader` looks it up: `key` at `version`.
+async fn assert_published(
+    app: &TestApp,
+    reader: &Session,
+    owner: &Session,
+    key: &str,
+    version: i64,
+) {
+    let lookup = keys(app, &reader.access_token)
+        .public(&user_id(owner))
+        .await
+        .unwrap();
+    assert_eq!(lookup["publicKey"], key, "{lookup}");
+    assert_eq!(lookup["keyVersion"], version, "{lookup}");
+}
+
 fn user_id(session: &Session) -> String {
     session.user["id"].as_str().expect("user id").to_owned()
 }
@@ -80,12 +96,7 @@ async fn registering_keys_gives_version_1_and_registering_again_is_400() {
     let again = keys(&app, &s.access_token).register(json!({"publicKey": new_key()}));
     again.await.refused(400, "keys_already_registered");
     // The refused registration changed nothing.
-    let lookup = keys(&app, &s.access_token)
-        .public(&user_id(&s))
-        .await
-        .unwrap();
-    assert_eq!(lookup["publicKey"], key.as_str());
-    assert_eq!(lookup["keyVersion"], 1);
+    assert_published(&app, &s, &s, &key, 1).await;
 }
 
 #[tokio::test]
@@ -116,12 +127,7 @@ async fn rotation_increments_the_version_and_needs_registered_keys() {
         now["createdAt"], created,
         "rotation keeps the creation time"
     );
-    let lookup = keys(&app, &s.access_token)
-        .public(&user_id(&s))
-        .await
-        .unwrap();
-    assert_eq!(lookup["publicKey"], latest.as_str());
-    assert_eq!(lookup["keyVersion"], 3);
+    assert_published(&app, &s, &s, &latest, 3).await;
 }
 
 #[tokio::test]
@@ -135,12 +141,7 @@ async fn other_users_look_up_public_keys_by_user_id_or_matrix_id() {
         .await
         .unwrap();
 
-    let by_id = keys(&app, &bob.access_token)
-        .public(&user_id(&alice))
-        .await
-        .unwrap();
-    assert_eq!(by_id["publicKey"], key.as_str());
-    assert_eq!(by_id["keyVersion"], 1);
+    assert_published(&app, &bob, &alice, &key, 1).await;
 
     let matrix_id = alice.user["matrixUserId"].as_str().expect("matrixUserId");
     let by_matrix = keys(&app, &bob.access_token)

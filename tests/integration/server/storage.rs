@@ -4,22 +4,6 @@ use serde_json::json;
 
 use crate::common::*;
 
-fn raw_database_bytes(app: &TestApp) -> Vec<u8> {
-    let mut bytes = Vec::new();
-    for name in ["switchboard.db", "switchboard.db-wal"] {
-        if let Ok(b) = std::fs::read(app.data_dir().join(name)) {
-            bytes.extend(b);
-        }
-    }
-    bytes
-}
-
-fn contains(haystack: &[u8], needle: &str) -> bool {
-    haystack
-        .windows(needle.len())
-        .any(|w| w == needle.as_bytes())
-}
-
 #[tokio::test]
 async fn the_database_holds_no_email_token_code_or_matrix_token_in_clear() {
     let app = TestApp::start_with_mail().await;
@@ -45,7 +29,7 @@ async fn the_database_holds_no_email_token_code_or_matrix_token_in_clear() {
     let access = signed["accessToken"].as_str().unwrap();
     let matrix = signed["matrixAccessToken"].as_str().unwrap();
 
-    let bytes = raw_database_bytes(&app);
+    let bytes = database_bytes(&app);
     assert!(bytes.len() > 4096, "database files were read");
     let lower = email.to_lowercase();
     for (what, secret) in [

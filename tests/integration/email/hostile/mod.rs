@@ -12,6 +12,7 @@ use serde_json::{json, Value};
 use server::Behaviour;
 
 use crate::common::*;
+use crate::email::connect_account;
 
 fn account(imap_port: u16, imap_security: &str, smtp_port: u16) -> Value {
     json!({
@@ -75,16 +76,7 @@ async fn a_literal_of_500_mb_is_refused_without_growing_memory() {
 
     // In a FETCH of the first sync: the account connects, the sync fails and says why.
     let fetch = server::imap(Behaviour::FetchLiteral(500_000_000)).await;
-    expect_json(
-        app.post_json(
-            "/api/email/accounts",
-            Some(tok),
-            account(fetch.port, "none", mail::smtp().port),
-        )
-        .await,
-        201,
-    )
-    .await;
+    connect_account(&app, tok, account(fetch.port, "none", mail::smtp().port)).await;
     let a = wait_account(&app, tok, 30, |a| {
         a["error"].as_str().is_some_and(|e| e.contains("500000000"))
     })
@@ -141,16 +133,7 @@ async fn silent_servers_meet_the_deadline_everywhere() {
 
     // Sending through an SMTP server that answered the connection check, then went quiet.
     let smtp = server::smtp_once_then_silent().await;
-    let a = expect_json(
-        app.post_json(
-            "/api/email/accounts",
-            Some(tok),
-            account(honest.port, "none", smtp),
-        )
-        .await,
-        201,
-    )
-    .await;
+    let a = connect_account(&app, tok, account(honest.port, "none", smtp)).await;
     let started = Instant::now();
     expect_error(
         app.post_json(
@@ -216,16 +199,7 @@ async fn invented_uids_are_bounded_by_the_caps_and_the_quota() {
     let user = app.sign_up("hostile-uids").await;
     let tok = &user.access_token;
     let flood = server::imap(Behaviour::InventUids { n: 30, size: 1500 }).await;
-    expect_json(
-        app.post_json(
-            "/api/email/accounts",
-            Some(tok),
-            account(flood.port, "none", mail::smtp().port),
-        )
-        .await,
-        201,
-    )
-    .await;
+    connect_account(&app, tok, account(flood.port, "none", mail::smtp().port)).await;
     let a = wait_account(&app, tok, 60, |a| {
         a["error"]
             .as_str()
@@ -254,16 +228,7 @@ async fn invented_uids_are_bounded_by_the_caps_and_the_quota() {
         size: 100_000,
     })
     .await;
-    expect_json(
-        app.post_json(
-            "/api/email/accounts",
-            Some(tok),
-            account(flood.port, "none", mail::smtp().port),
-        )
-        .await,
-        201,
-    )
-    .await;
+    connect_account(&app, tok, account(flood.port, "none", mail::smtp().port)).await;
     let a = wait_account(&app, tok, 60, |a| {
         a["error"].as_str().is_some_and(|e| e.contains("quota"))
     })
