@@ -67,7 +67,9 @@ answers() {
 
 # Alive, really synapse, and answering: exit 0 and print the env file; else exit 1.
 # The version of this script (its config), recorded beside a Synapse it starts.
-script_hash() { sha256sum "${BASH_SOURCE[0]}" | cut -d' ' -f1; }
+# By absolute path: the start below runs from the data directory.
+SCRIPT_PATH=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)/$(basename "${BASH_SOURCE[0]}")
+script_hash() { sha256sum "$SCRIPT_PATH" | cut -d' ' -f1; }
 
 status_synapse() {
   local data_dir=$1 pidf envf pid base

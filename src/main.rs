@@ -10,7 +10,9 @@ use switchboard::config::{LogFormat, Overrides};
 /// mimalloc instead of glibc's malloc: under load glibc spent a third of the cheapest
 /// route's CPU in `malloc`/`free` (every request's 8 KiB read buffer made it consolidate its
 /// small-chunk bins), and after a busy run it kept ~100 MiB of freed memory in per-thread
-/// arenas that RSS never gave back. See docs/benchmarks.md for the profiles.
+/// arenas that RSS never gave back. Built without transparent huge pages (`no_thp`): with
+/// them, every thread's heap segment was backed by whole 2 MiB pages and a burst of
+/// blocking threads tripled the resident set. See docs/benchmarks.md for the profiles.
 #[global_allocator]
 static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
 

@@ -30,6 +30,11 @@ fn extra_index(path: &str) -> usize {
 
 /// Registers the route labels with the metrics registry (once per process).
 pub fn init_metrics() -> &'static metrics::HttpMetrics {
+    metrics::global().http_init(route_labels)
+}
+
+/// `(method, template)` of every operation, then the extra labels.
+fn route_labels() -> Vec<(String, String)> {
     let mut labels: Vec<(String, String)> = route_table()
         .operations()
         .map(|(m, p)| (m.to_owned(), p.to_owned()))
@@ -39,7 +44,7 @@ pub fn init_metrics() -> &'static metrics::HttpMetrics {
             .iter()
             .map(|(m, p)| ((*m).to_owned(), (*p).to_owned())),
     );
-    metrics::global().http_init(labels)
+    labels
 }
 
 /// Wraps the whole application; `access` is `[log] access`.

@@ -194,9 +194,11 @@ pub fn global() -> &'static Registry {
 
 impl Registry {
     /// The HTTP counters, sized for `routes` (`(method, template)` of each route the
-    /// HTTP layer records by index); the first call fixes the set.
-    pub fn http_init(&self, routes: Vec<(String, String)>) -> &HttpMetrics {
-        self.http.get_or_init(|| HttpMetrics::new(routes))
+    /// HTTP layer records by index); the first call fixes the set. `routes` runs only on
+    /// that first call: every request asks for the counters, and building the labels
+    /// again each time showed as 2 % of the cheapest route's CPU.
+    pub fn http_init(&self, routes: impl FnOnce() -> Vec<(String, String)>) -> &HttpMetrics {
+        self.http.get_or_init(|| HttpMetrics::new(routes()))
     }
 
     pub fn http(&self) -> Option<&HttpMetrics> {

@@ -17,10 +17,12 @@ fn a_histogram_is_cumulative_and_counts_everything() {
 
 #[test]
 fn requests_render_by_route_template_and_status_only() {
-    let http = global().http_init(vec![
-        ("GET".into(), "/api/rooms/{roomId}".into()),
-        ("POST".into(), "/api/search".into()),
-    ]);
+    let http = global().http_init(|| {
+        vec![
+            ("GET".into(), "/api/rooms/{roomId}".into()),
+            ("POST".into(), "/api/search".into()),
+        ]
+    });
     http.observe(0, 200, Duration::from_millis(3));
     http.observe(0, 599, Duration::from_millis(3));
     http.observe(7, 200, Duration::from_millis(3)); // unknown index: ignored
