@@ -224,6 +224,14 @@ pub fn imap_error(e: ImapError) -> AppError {
             code: ErrorCode::MailHostNotAllowed,
             message: format!("imap.host: {m}"),
         },
+        // Our spool failed, not the server: the detail goes to the log.
+        ImapError::Source(m) => {
+            tracing::error!(error = %m, "a spooled file could not be read while appending");
+            AppError::internal(
+                "a file of the message could not be read while it was being stored; \
+                 the mail server stored nothing",
+            )
+        }
     }
 }
 
@@ -242,6 +250,15 @@ pub fn smtp_error(e: SmtpError) -> AppError {
             code: ErrorCode::MailHostNotAllowed,
             message: format!("smtp.host: {m}"),
         },
+        SmtpError::Source(m) => {
+            tracing::error!(error = %m, "a spooled file could not be read while sending");
+            AppError::BadGateway {
+                code: ErrorCode::MailSendFailed,
+                message: "a file of the message could not be read while it was being sent; \
+                          the transfer was broken off before its end, so nothing was sent"
+                    .into(),
+            }
+        }
     }
 }
 
@@ -259,13 +276,16 @@ pub fn imap_connect_error(e: ImapError) -> AppError {
         ImapError::NotAllowed(m) => {
             AppError::bad_request(ErrorCode::MailHostNotAllowed, format!("imap.host: {m}"))
         }
+        // Connecting appends nothing.
+        ImapError::Source(m) => AppError::internal(m),
     }
 }
 
 /// An SMTP failure while connecting a mailbox, as [`imap_connect_error`] (`smtp.host`).
 pub fn smtp_connect_error(e: SmtpError) -> AppError {
     match e {
-        SmtpError::Refused(m) => {
+        // The check sends no message, so it has no source to fail.
+        SmtpError::Refused(m) | SmtpError::Source(m) => {
             AppError::bad_request(ErrorCode::MailLoginFailed, format!("SMTP: {m}"))
         }
         SmtpError::Config(m) => AppError::invalid("smtp.host", m),

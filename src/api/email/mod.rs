@@ -332,15 +332,16 @@ impl EmailApi {
     /// files it in its thread). A reply carries `In-Reply-To`/`References`; a forward
     /// quotes the original (and with `includeAttachments` carries its files). With
     /// `attachments` the message is multipart/mixed, each file byte-identical, in the Sent
-    /// copy too. Every check and every file is read before the SMTP transaction: the
-    /// message leaves whole or not at all. 201 `{id, threadId}` when sent now; 202
+    /// copy too. Every check is made before the SMTP transaction; the files stream from the
+    /// sealed spool as the message goes out, and one that cannot be read breaks the
+    /// transaction off before its end: the message leaves whole or not at all. 201 `{id, threadId}` when sent now; 202
     /// `{outboxId, sendAt}` with `undoSeconds` > 0 (held, then sent once by the scheduler;
     /// see `GET /api/email/outbox/{id}`). 400 naming the field for a malformed address or
     /// `undoSeconds` past 60; 404 for an unknown `replyTo`, `forward`, `signatureId`,
     /// `accountId` or upload; 409 `forwarded_message_gone` when the forwarded message is
     /// no longer on the mail server; 413 `payload_too_large` past `[email]
-    /// max_attachments_mb`; 502 `mail_send_failed` when the SMTP server refuses (nothing
-    /// was sent). Personal tokens allowed.
+    /// max_attachments_mb`; 502 `mail_send_failed` when the SMTP server refuses or a file
+    /// could not be read while sending (nothing was sent). Personal tokens allowed.
     #[oai(path = "/compose", method = "post", operation_id = "email_compose")]
     async fn compose(
         &self,

@@ -4,8 +4,10 @@
 //! the Sent copy); drafts ([`super::drafts`]) reuse the checks.
 //!
 //! Nothing is half-sent: every check (addresses, sizes, uploads, the original of a
-//! forward) and the reading of every file happen before the SMTP transaction; the server
-//! then accepts the whole message or none of it.
+//! forward) happens and every file is in the spool, opened, before the SMTP transaction.
+//! The files are then read as the message streams out; a file that cannot be read half-way
+//! breaks the transaction off before the end of DATA, so the server accepts the whole
+//! message or none of it.
 
 use lettre::message::Mailbox;
 use serde::{Deserialize, Serialize};

@@ -10,10 +10,11 @@
 
 use super::actions::{self, ensure, open_session};
 use super::compose::{self, check_text, mailboxes, ComposeInput};
-use super::mime::{self, angle, Parts};
+use super::mime::{self, angle, Content, File, Parts};
 use super::sync::{self, AccountCtx};
 use super::threads::{self, Message};
-use super::uploads::{self, File};
+use super::uploads;
+use super::wire::Outgoing;
 use super::{now_ms, parse_id, ref_hash, user_key, AttachmentMeta, Person};
 use crate::clients::mail::imap;
 use crate::error::{AppError, AppResult};
@@ -266,7 +267,7 @@ pub async fn save(
                     files.push(File {
                         name: fname.unwrap_or_else(|| format!("attachment-{i}")),
                         mimetype: ctype,
-                        bytes,
+                        content: Content::Bytes(bytes),
                     });
                 }
             }
@@ -289,11 +290,11 @@ pub async fn save(
         }
     }
     for row in &rows {
-        files.push(uploads::read(state, &ctx.dek, row).await?);
+        files.push(uploads::file(state, &ctx.dek, row));
     }
     let from = compose::from_of(state, user_id, &ctx).await?;
     let message_id = message_id.unwrap_or_else(|| compose::new_message_id(&from));
-    let raw = mime::build(Parts {
+    let out = mime::build(Parts {
         from,
         to,
         cc,
@@ -306,12 +307,10 @@ pub async fn save(
         in_reply_to,
         references,
         draft: true,
-    })
-    .map_err(|e| AppError::invalid("to", e.to_string()))?
-    .formatted();
+    })?;
     let old: Vec<u32> = versions.iter().map(|(uid, _)| *uid as u32).collect();
-    write(state, &ctx, &raw, &old).await?;
-    drop(raw);
+    write(state, &ctx, Some(&out), &old).await?;
+    drop(out);
     let hash = hash_of(&ctx, Some(&message_id), "");
     let id = match draft_id {
         Some(id) => {
@@ -334,8 +333,14 @@ async fn draft_id_for(state: &Context, ctx: &AccountCtx, hash: &str) -> AppResul
     draft_id(state, ctx, hash).await
 }
 
-/// APPENDs `raw` to Drafts (`\Draft \Seen`), then expunges the `old` UIDs, then syncs.
-async fn write(state: &Context, ctx: &AccountCtx, raw: &[u8], old: &[u32]) -> AppResult<()> {
+/// APPENDs `draft` to Drafts (`\Draft \Seen`, its files streamed from the spool), then
+/// expunges the `old` UIDs, then syncs.
+async fn write(
+    state: &Context,
+    ctx: &AccountCtx,
+    draft: Option<&Outgoing>,
+    old: &[u32],
+) -> AppResult<()> {
     let _guard = sync::account_lock(state, &ctx.account_id).await;
     let (mut s, caps) = open_session(state, ctx).await?;
     let result = async {
@@ -344,8 +349,9 @@ async fn write(state: &Context, ctx: &AccountCtx, raw: &[u8], old: &[u32]) -> Ap
             .db(move |c| super::mailboxes::of_account(c, &key, &aid))
             .await?;
         let name = ensure(&mut s, &boxes, "drafts", "Drafts").await?;
-        if !raw.is_empty() {
-            imap::append(&mut s, &name, "(\\Draft \\Seen)", raw)
+        if let Some(d) = draft {
+            let pieces = d.pieces().map_err(AppError::internal)?;
+            imap::append_pieces(&mut s, &name, "(\\Draft \\Seen)", d.wire_len(), pieces)
                 .await
                 .map_err(imap_error)?;
         }
@@ -377,7 +383,7 @@ pub async fn delete(state: &Context, user_id: &str, id: &str) -> AppResult<()> {
         return Err(AppError::not_found("draft"));
     }
     let old: Vec<u32> = versions.iter().map(|(uid, _)| *uid as u32).collect();
-    write(state, &ctx, &[], &old).await?;
+    write(state, &ctx, None, &old).await?;
     state.db(move |c| Ok(store::delete_draft(c, &id)?)).await
 }
 

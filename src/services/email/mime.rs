@@ -1,13 +1,29 @@
 //! Building an outgoing message with lettre's MIME builder (never by hand): the text (and
 //! HTML alternative) body, then every file as an attachment part, base64-encoded so each
-//! file arrives byte-identical whatever it holds.
+//! file arrives byte-identical whatever it holds. A spooled file's part gets a marker for
+//! a body, replaced by the file's base64 text as the message goes out ([`super::wire`]).
 
 use lettre::address::Envelope;
 use lettre::message::header::{ContentTransferEncoding, ContentType};
 use lettre::message::{Attachment, Body, Mailbox, MultiPart, SinglePart};
-use lettre::Message;
 
-use super::uploads::File;
+use super::spool::Spooled;
+use super::wire::Outgoing;
+use crate::error::{AppError, AppResult};
+
+/// A file of an outgoing message.
+pub struct File {
+    pub name: String,
+    pub mimetype: String,
+    pub content: Content,
+}
+
+/// Where a file's bytes are: small files taken from a server message are in memory;
+/// uploads and forwarded files are in the sealed spool and stream as the message goes out.
+pub enum Content {
+    Bytes(Vec<u8>),
+    Spooled(Spooled),
+}
 
 /// Everything that goes into one message.
 pub struct Parts {
@@ -34,18 +50,37 @@ pub fn angle(id: &str) -> String {
     )
 }
 
-fn attachment(f: File) -> SinglePart {
+/// The part of a file; a spooled one's body is `marker` (base64 text, so lettre writes it
+/// as it is) and the file goes into `spliced` to take its place on the wire.
+fn attachment(f: File, marker: String, spliced: &mut Vec<(String, Spooled)>) -> SinglePart {
     let ctype = ContentType::parse(&f.mimetype)
         .unwrap_or_else(|_| ContentType::parse("application/octet-stream").expect("a valid type"));
-    let body =
-        Body::new_with_encoding(f.bytes, ContentTransferEncoding::Base64).unwrap_or_else(Body::new);
+    let body = match f.content {
+        Content::Bytes(bytes) => Body::new_with_encoding(bytes, ContentTransferEncoding::Base64)
+            .unwrap_or_else(Body::new),
+        Content::Spooled(s) => {
+            spliced.push((marker.clone(), s));
+            Body::dangerous_pre_encoded(marker.into_bytes(), ContentTransferEncoding::Base64)
+        }
+    };
     Attachment::new(f.name).body(body, ctype)
 }
 
-/// The lettre message (its envelope: From and every To/Cc/Bcc; for a draft without
-/// recipients, From to itself: a draft is never sent as it is).
-pub fn build(p: Parts) -> Result<Message, lettre::error::Error> {
-    let mut b = Message::builder()
+/// The message ready to go out (its envelope: From and every To/Cc/Bcc; for a draft
+/// without recipients, From to itself: a draft is never sent as it is). 400 naming `to`
+/// when lettre refuses the addresses.
+pub fn build(p: Parts) -> AppResult<Outgoing> {
+    let mut spliced = Vec::new();
+    let message = message(p, &mut spliced).map_err(|e| AppError::invalid("to", e.to_string()))?;
+    let envelope = message.envelope().clone();
+    Outgoing::new(envelope, message.formatted(), spliced).map_err(AppError::internal)
+}
+
+fn message(
+    p: Parts,
+    spliced: &mut Vec<(String, Spooled)>,
+) -> Result<lettre::Message, lettre::error::Error> {
+    let mut b = lettre::Message::builder()
         .from(p.from.clone())
         .subject(p.subject)
         .date_now()
@@ -74,26 +109,28 @@ pub fn build(p: Parts) -> Result<Message, lettre::error::Error> {
         }
     }
     let text_part = match p.html {
-        Some(html) => Content::Alternative(MultiPart::alternative_plain_html(p.text, html)),
-        None => Content::Plain(p.text),
+        Some(html) => Text::Alternative(MultiPart::alternative_plain_html(p.text, html)),
+        None => Text::Plain(p.text),
     };
     if p.files.is_empty() {
         return match text_part {
-            Content::Alternative(m) => b.multipart(m),
-            Content::Plain(t) => b.body(t),
+            Text::Alternative(m) => b.multipart(m),
+            Text::Plain(t) => b.body(t),
         };
     }
     let mut mixed = match text_part {
-        Content::Alternative(m) => MultiPart::mixed().multipart(m),
-        Content::Plain(t) => MultiPart::mixed().singlepart(SinglePart::plain(t)),
+        Text::Alternative(m) => MultiPart::mixed().multipart(m),
+        Text::Plain(t) => MultiPart::mixed().singlepart(SinglePart::plain(t)),
     };
-    for f in p.files {
-        mixed = mixed.singlepart(attachment(f));
+    // Letters and digits only (valid base64 text); random, so no text can hold it.
+    let tag = uuid::Uuid::new_v4().simple().to_string();
+    for (i, f) in p.files.into_iter().enumerate() {
+        mixed = mixed.singlepart(attachment(f, format!("SWITCHBOARD{i}X{tag}"), spliced));
     }
     b.multipart(mixed)
 }
 
-enum Content {
+enum Text {
     Plain(String),
     Alternative(MultiPart),
 }
@@ -102,10 +139,16 @@ enum Content {
 mod tests {
     use super::*;
 
+    /// One file spooled (streamed into the message), one in memory.
     #[test]
     fn files_arrive_byte_identical_in_a_mixed_message() {
         let pdf: Vec<u8> = (0..=255u8).cycle().take(70_000).collect();
         let text_file = b"line one\nline two\r\nno newline at the end".to_vec();
+        let dir = tempfile::tempdir().unwrap();
+        let dek = crate::crypto::DataKey::from_bytes([3; 32]);
+        let mut w = super::super::spool::SpoolWriter::create(dir.path(), "pdf", &dek).unwrap();
+        w.write(&pdf).unwrap();
+        let spooled = w.finish().unwrap();
         let m = build(Parts {
             from: "Me <me@example.org>".parse().unwrap(),
             to: vec!["you@example.org".parse().unwrap()],
@@ -118,12 +161,12 @@ mod tests {
                 File {
                     name: "report ä.pdf".into(),
                     mimetype: "application/pdf".into(),
-                    bytes: pdf.clone(),
+                    content: Content::Spooled(spooled),
                 },
                 File {
                     name: "notes.txt".into(),
                     mimetype: "text/plain".into(),
-                    bytes: text_file.clone(),
+                    content: Content::Bytes(text_file.clone()),
                 },
             ],
             message_id: "m1@example.org".into(),
@@ -132,7 +175,8 @@ mod tests {
             draft: false,
         })
         .unwrap();
-        let raw = m.formatted();
+        let raw = m.to_vec().unwrap();
+        assert_eq!(raw.len() as u64, m.wire_len());
         let text = String::from_utf8_lossy(&raw);
         assert!(text.contains("multipart/mixed"), "{text}");
         assert!(
@@ -166,7 +210,7 @@ mod tests {
             draft: true,
         })
         .unwrap();
-        assert!(String::from_utf8_lossy(&m.formatted()).contains("half a thought"));
+        assert!(String::from_utf8_lossy(&m.to_vec().unwrap()).contains("half a thought"));
         let m = build(Parts {
             from: "me@example.org".parse().unwrap(),
             to: vec![],
@@ -182,6 +226,6 @@ mod tests {
             draft: true,
         })
         .unwrap();
-        assert!(String::from_utf8_lossy(&m.formatted()).contains("Bcc: b@example.org"));
+        assert!(String::from_utf8_lossy(&m.to_vec().unwrap()).contains("Bcc: b@example.org"));
     }
 }

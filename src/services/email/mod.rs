@@ -32,6 +32,7 @@ pub mod compose;
 pub mod deliver;
 pub mod draft_send;
 pub mod drafts;
+pub mod file_parts;
 pub mod forward;
 pub mod html;
 mod ingest;
@@ -42,9 +43,11 @@ pub mod parse;
 pub mod rekey;
 pub mod send;
 pub mod signatures;
+pub mod spool;
 pub mod sync;
 pub mod threads;
 pub mod uploads;
+pub mod wire;
 
 /// Process-wide e-mail state: the sync supervisor's wake-up, per-account locks and
 /// wake-ups, the progress of fetches and what older mail the server still holds. Every

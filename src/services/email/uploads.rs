@@ -1,28 +1,27 @@
 //! Files uploaded for outgoing mail (`POST /api/email/attachments`). The bytes are
-//! streamed to `<data_dir>/email-uploads/<uploadId>` as they arrive, never held whole:
-//! each chunk of [`CHUNK`] bytes is sealed on its own (XChaCha20-Poly1305 under the
-//! owner's data key, AAD `email_uploads` / `chunk` / `<uploadId>/<n>`, so chunks cannot be
-//! reordered, swapped between files or cut off unnoticed: the row keeps the size) and
-//! written as `u32 length (big-endian) ‖ sealed chunk`. Name and type are sealed in the row.
+//! streamed to `<data_dir>/email-uploads/<uploadId>` as they arrive, never held whole,
+//! in the sealed chunks of [`super::spool`] (the row keeps the size the reader checks).
+//! Name and type are sealed in the row. Sending reads the file back the same way, one
+//! chunk at a time, as the message goes out.
 //!
 //! An upload lives until its message is sent, and at most 24 h ([`TTL_MS`]) otherwise
 //! (a message held for undo keeps its files until it has gone out or was cancelled).
 
-use std::io::{self, Read};
+use std::io;
 use std::path::PathBuf;
 
 use bytes::Bytes;
 use futures_util::{Stream, StreamExt};
 
+use super::mime::{Content, File};
+use super::spool::{Sealer, Spooled};
 use super::{now_ms, parse_id, user_key};
 use crate::crypto::{Aad, DataKey};
 use crate::error::{AppError, AppResult};
 use crate::services::Context;
 use crate::store::email::outgoing::{self as store, UploadRow};
 
-pub const T: &str = "email_uploads";
-/// Plaintext bytes per sealed chunk.
-pub const CHUNK: usize = 64 * 1024;
+pub use super::spool::{CHUNK, T};
 /// Unused uploads are dropped this long after they were made.
 pub const TTL_MS: i64 = 24 * 60 * 60 * 1000;
 /// Uploads one user may have spooled at once.
@@ -38,19 +37,8 @@ pub struct Upload {
     pub size: u64,
 }
 
-/// A file read back for sending.
-pub struct File {
-    pub name: String,
-    pub mimetype: String,
-    pub bytes: Vec<u8>,
-}
-
 pub fn spool_dir(state: &Context) -> PathBuf {
     state.config.storage.data_dir.join("email-uploads")
-}
-
-fn chunk_aad(id: &str, n: u64) -> String {
-    format!("{id}/{n}")
 }
 
 /// A file name for the MIME part: its last path segment, control characters dropped.
@@ -122,31 +110,23 @@ pub async fn store(
         let mut file = tokio::fs::File::create(&part)
             .await
             .map_err(AppError::internal)?;
-        let mut buf: Vec<u8> = Vec::with_capacity(CHUNK);
-        let (mut size, mut n) = (0u64, 0u64);
+        let mut sealer = Sealer::new(dek.clone(), &id);
+        let mut size = 0u64;
         while let Some(chunk) = stream.next().await {
             let chunk = chunk.map_err(|e| AppError::invalid("file", e.to_string()))?;
             size += chunk.len() as u64;
             if size > max {
                 return Err(too_large(state));
             }
-            let mut rest = &chunk[..];
-            while !rest.is_empty() {
-                let take = (CHUNK - buf.len()).min(rest.len());
-                buf.extend_from_slice(&rest[..take]);
-                rest = &rest[take..];
-                if buf.len() == CHUNK {
-                    write_chunk(&mut file, &dek, &id, n, &buf).await?;
-                    n += 1;
-                    buf.clear();
-                }
+            for frame in sealer.push(&chunk) {
+                write_frame(&mut file, &frame).await?;
             }
         }
         if size == 0 {
             return Err(AppError::invalid("file", "is empty"));
         }
-        if !buf.is_empty() {
-            write_chunk(&mut file, &dek, &id, n, &buf).await?;
+        if let Some(frame) = sealer.finish() {
+            write_frame(&mut file, &frame).await?;
         }
         tokio::io::AsyncWriteExt::flush(&mut file)
             .await
@@ -184,19 +164,9 @@ pub async fn store(
     })
 }
 
-async fn write_chunk(
-    file: &mut tokio::fs::File,
-    dek: &DataKey,
-    id: &str,
-    n: u64,
-    plain: &[u8],
-) -> AppResult<()> {
+async fn write_frame(file: &mut tokio::fs::File, frame: &[u8]) -> AppResult<()> {
     use tokio::io::AsyncWriteExt;
-    let sealed = dek.seal(plain, &Aad::new(T, "chunk", &chunk_aad(id, n)));
-    file.write_all(&(sealed.len() as u32).to_be_bytes())
-        .await
-        .map_err(AppError::internal)?;
-    file.write_all(&sealed).await.map_err(AppError::internal)
+    file.write_all(frame).await.map_err(AppError::internal)
 }
 
 /// The rows of these uploads of the user (404 naming the first unknown one; another
@@ -229,52 +199,23 @@ pub fn check_total(state: &Context, rows: &[UploadRow], extra: u64) -> AppResult
     Ok(())
 }
 
-/// Reads an upload back (on a blocking thread): every chunk opened and the size checked.
-pub async fn read(state: &Context, dek: &DataKey, row: &UploadRow) -> AppResult<File> {
-    let path = spool_dir(state).join(&row.id);
-    let (dek2, id, size) = (dek.clone(), row.id.clone(), row.size as u64);
-    let bytes = tokio::task::spawn_blocking(move || -> AppResult<Vec<u8>> {
-        let mut f = std::io::BufReader::new(std::fs::File::open(&path).map_err(|e| {
-            AppError::internal(format!("upload {id} is missing from the spool: {e}"))
-        })?);
-        let mut out = Vec::with_capacity(size as usize);
-        let mut n = 0u64;
-        loop {
-            let mut len = [0u8; 4];
-            match f.read_exact(&mut len) {
-                Ok(()) => {}
-                Err(e) if e.kind() == io::ErrorKind::UnexpectedEof => break,
-                Err(e) => return Err(AppError::internal(e)),
-            }
-            let len = u32::from_be_bytes(len) as usize;
-            if len > CHUNK + 64 {
-                return Err(AppError::internal("a spooled chunk is too long"));
-            }
-            let mut sealed = vec![0u8; len];
-            f.read_exact(&mut sealed).map_err(AppError::internal)?;
-            let plain = dek2.open(&sealed, &Aad::new(T, "chunk", &chunk_aad(&id, n)))?;
-            out.extend_from_slice(&plain);
-            n += 1;
-        }
-        if out.len() as u64 != size {
-            return Err(AppError::internal(format!(
-                "upload {id} holds {} bytes, not {size}",
-                out.len()
-            )));
-        }
-        Ok(out)
-    })
-    .await
-    .map_err(AppError::internal)??;
-    Ok(File {
+/// An upload as a file of an outgoing message: its name and type opened, its bytes left
+/// in the spool (read as the message goes out).
+pub fn file(state: &Context, dek: &DataKey, row: &UploadRow) -> File {
+    File {
         name: dek
             .open_string(&row.name_enc, &Aad::new(T, "name", &row.id))
             .unwrap_or_else(|_| "attachment".to_owned()),
         mimetype: dek
             .open_string(&row.mimetype_enc, &Aad::new(T, "mimetype", &row.id))
             .unwrap_or_else(|_| "application/octet-stream".to_owned()),
-        bytes,
-    })
+        content: Content::Spooled(Spooled {
+            path: spool_dir(state).join(&row.id),
+            id: row.id.clone(),
+            size: row.size as u64,
+            dek: dek.clone(),
+        }),
+    }
 }
 
 /// Spools bytes already in memory (a draft's or a forwarded mail's files) as an upload.

@@ -19,12 +19,14 @@ use super::dial::{self, DialError};
 pub use super::uids::uid_set;
 use crate::config::EmailConfig;
 
+mod append;
 mod guard;
 mod messages;
 mod parts;
 mod sessions;
 pub(crate) mod stream;
 
+pub use append::append_pieces;
 pub use guard::Guarded;
 pub use messages::*;
 pub use parts::{fetch_part, structure, Part, PartKind};
@@ -98,6 +100,10 @@ pub enum ImapError {
     /// The host resolves to an address this server does not connect to ([`dial`]).
     #[error("{0}")]
     NotAllowed(String),
+    /// A message being appended could not be read (our side, not the server's); the
+    /// connection was ended before the message was complete, so nothing was stored.
+    #[error("{0}")]
+    Source(String),
 }
 
 impl From<DialError> for ImapError {

@@ -88,15 +88,48 @@ pub(crate) async fn tls_stream(
 
 /// A stream that fails once the server has sent more than `left` bytes: an SMTP server's
 /// answers are a few lines, and lettre reads a line without a bound before checking it.
+///
+/// It also refuses every write once its [`Halt`] is pulled: a message streamed into
+/// lettre's `DATA` whose source fails half-way must not get the `.` that ends it (lettre
+/// writes one after the last piece whatever happened), so the transaction breaks off and
+/// the server delivers nothing.
 #[derive(Debug)]
 pub struct Capped {
     inner: MailStream,
     left: usize,
+    halt: Halt,
+}
+
+/// The switch that makes a [`Capped`] stream refuse writes.
+#[derive(Debug, Clone, Default)]
+pub struct Halt(Arc<std::sync::atomic::AtomicBool>);
+
+impl Halt {
+    pub fn pull(&self) {
+        self.0.store(true, std::sync::atomic::Ordering::SeqCst);
+    }
+
+    fn pulled(&self) -> bool {
+        self.0.load(std::sync::atomic::Ordering::SeqCst)
+    }
+}
+
+fn halted() -> std::io::Error {
+    std::io::Error::other("the message was abandoned before its end")
 }
 
 impl Capped {
     pub fn new(inner: MailStream, cap: usize) -> Self {
-        Self { inner, left: cap }
+        Self {
+            inner,
+            left: cap,
+            halt: Halt::default(),
+        }
+    }
+
+    /// The switch of this stream (kept by whoever feeds it).
+    pub fn halt(&self) -> Halt {
+        self.halt.clone()
     }
 }
 
@@ -130,9 +163,15 @@ impl AsyncWrite for Capped {
         cx: &mut Context<'_>,
         buf: &[u8],
     ) -> Poll<std::io::Result<usize>> {
+        if self.halt.pulled() {
+            return Poll::Ready(Err(halted()));
+        }
         Pin::new(&mut self.get_mut().inner).poll_write(cx, buf)
     }
     fn poll_flush(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<std::io::Result<()>> {
+        if self.halt.pulled() {
+            return Poll::Ready(Err(halted()));
+        }
         Pin::new(&mut self.get_mut().inner).poll_flush(cx)
     }
     fn poll_shutdown(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<std::io::Result<()>> {

@@ -131,6 +131,18 @@ async fn a_forward_fetches_only_the_files_and_they_arrive_byte_identical() {
     let filed = on_server(&email, "Sent", &fwd_subject).await;
     assert_eq!(filed.len(), 1, "one Sent copy");
     assert_eq!(files_of(&filed[0]), expected, "in the Sent copy");
+    // The files were spooled (sealed) for this send only: the spool made for them is there,
+    // and once the answer came none of them is left in it.
+    let spool = std::fs::read_dir(app.data_dir().join("email-uploads")).expect("the spool");
+    let left: Vec<String> = spool
+        .filter_map(Result::ok)
+        .map(|e| e.file_name().to_string_lossy().into_owned())
+        .filter(|n| n.starts_with("fwd-"))
+        .collect();
+    assert!(
+        left.is_empty(),
+        "forwarded files left in the spool: {left:?}"
+    );
 
     // The session that took the files: two parts served (the two files, one piece each),
     // far fewer body bytes than the message. No session since served the message whole.
@@ -242,7 +254,7 @@ async fn a_forward_of_a_message_gone_from_the_server_is_409_and_sends_nothing() 
 #[tokio::test]
 async fn the_parts_picked_from_the_structure_are_the_files_mail_parser_lists() {
     use switchboard::clients::mail::imap;
-    use switchboard::services::email::forward::attachment_parts;
+    use switchboard::services::email::file_parts::attachment_parts;
     let email = dovecot::add_user("fwdshape", IMAP_PASSWORD);
     let shapes = shapes(&email);
     for raw in &shapes {

@@ -5,6 +5,7 @@ mod bench;
 mod drafts;
 mod forward;
 mod send;
+mod stream;
 mod undo;
 
 use std::time::{Duration, Instant};
