@@ -277,8 +277,10 @@ impl EmailApi {
 
     /// Download an attachment
     ///
-    /// Fetched from the IMAP server on demand (the message whole, at most `[email]
-    /// max_message_mb`) and sent with its content type. 404 for an unknown message or
+    /// Fetched from the IMAP server on demand, its part alone (found through the message's
+    /// `BODYSTRUCTURE`, decoded as it arrives; the message whole, at most `[email]
+    /// max_message_mb`, only when the structure does not match the cached list of files or
+    /// the part comes back empty) and sent with its content type. 404 for an unknown message or
     /// index; 502/503 when the mail server refuses or is unreachable; 502
     /// `mail_action_failed` for a `truncated` message (larger than the cap).
     /// Personal tokens allowed.

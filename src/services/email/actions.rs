@@ -330,6 +330,10 @@ pub async fn attachment(
     index: u32,
 ) -> AppResult<(String, Option<String>, Vec<u8>)> {
     let (m, meta) = threads::attachment_meta(state, user_id, message_id, index).await?;
+    refuse_truncated(state, &m)?;
+    if let Some(bytes) = super::file_parts::one(state, &m, &meta).await? {
+        return Ok((meta.content_type, meta.filename, bytes));
+    }
     let raw = fetch_raw(state, &m).await?;
     let (ctype, name, bytes) = super::parse::attachment(&raw, index as usize)
         .ok_or_else(|| AppError::not_found("attachment"))?;
@@ -351,14 +355,19 @@ pub(super) fn refuse_truncated(state: &Context, m: &threads::Message) -> AppResu
         return Ok(());
     }
     // Fetched whole it would pass the bounded reader's cap: not fetched at all.
-    Err(AppError::BadGateway {
+    Err(too_large_to_fetch(state))
+}
+
+/// 502: larger than `[email] max_message_mb`, so not fetched.
+pub(super) fn too_large_to_fetch(state: &Context) -> AppError {
+    AppError::BadGateway {
         code: ErrorCode::MailActionFailed,
         message: format!(
             "the message is larger than this server fetches ([email] max_message_mb = {}); \
              only its first part is cached and its attachments are not downloaded",
             state.config.email.max_message_mb
         ),
-    })
+    }
 }
 
 /// The whole RFC 5322 text of a cached message, fetched from one of its mailboxes (at

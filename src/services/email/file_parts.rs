@@ -117,6 +117,60 @@ pub async fn file_parts(
     })
 }
 
+/// One file of a cached message, for download: its part fetched alone and decoded (at most
+/// `[email] max_message_mb`). `None` when it is to be read from the whole message instead:
+/// the structure differs from the cached list, the part does not decode, or it came back
+/// empty though the cache says it holds bytes (each is logged). 404 when the message is no
+/// longer on the server.
+pub async fn one(state: &Context, m: &Cached, meta: &AttachmentMeta) -> AppResult<Option<Vec<u8>>> {
+    let Some((_, mut s, uid)) = open_at(state, m).await? else {
+        return Err(AppError::not_found("message"));
+    };
+    let r = one_of(state, &mut s, uid, m, meta).await;
+    imap::logout(s).await;
+    r
+}
+
+async fn one_of(
+    state: &Context,
+    s: &mut imap::Session,
+    uid: u32,
+    m: &Cached,
+    meta: &AttachmentMeta,
+) -> AppResult<Option<Vec<u8>>> {
+    let metas = &m.body.attachments;
+    let parts = match file_parts(s, uid, metas).await? {
+        Structure::Gone => return Err(AppError::not_found("message")),
+        Structure::Differs => {
+            tracing::info!("a message's structure differs from its cached files; fetched whole");
+            return Ok(None);
+        }
+        Structure::Files(parts) => parts,
+    };
+    let at = metas.iter().position(|a| a.index == meta.index);
+    let part = at
+        .and_then(|i| parts.get(i))
+        .ok_or_else(|| AppError::not_found("attachment"))?;
+    let room = state.config.email.max_message_bytes();
+    let mut bytes = Vec::new();
+    match fetch_decoded(s, uid, part, room, &mut bytes).await? {
+        Fetched::Done if bytes.is_empty() && meta.size > 0 => {
+            tracing::info!(
+                section = ?part.section,
+                "an attachment's part came back empty; fetching the whole message once"
+            );
+            Ok(None)
+        }
+        Fetched::Done => Ok(Some(bytes)),
+        Fetched::Gone => Err(AppError::not_found("message")),
+        Fetched::Undecodable => {
+            tracing::info!("an attachment's part does not decode; fetched whole");
+            Ok(None)
+        }
+        Fetched::TooLarge => Err(super::actions::too_large_to_fetch(state)),
+    }
+}
+
 fn matches_cached(parts: &[Part], metas: &[AttachmentMeta]) -> bool {
     parts.len() == metas.len()
         && parts

@@ -171,6 +171,46 @@ async fn a_forward_fetches_only_the_files_and_they_arrive_byte_identical() {
         field(parts, "body_bytes") <= encoded_files + 64,
         "only the files' bytes: {parts} (files {encoded_files})"
     );
+    a_download_fetches_only_its_part(&app, &tok, &email, &id, raw.len() as u64, &expected).await;
+}
+
+/// `GET /api/email/messages/{id}/attachments/0` of the same message: the PDF, byte for
+/// byte, from a session that served one part of about the PDF's encoded size.
+async fn a_download_fetches_only_its_part(
+    app: &TestApp,
+    tok: &str,
+    email: &str,
+    id: &str,
+    whole: u64,
+    expected: &[(String, Vec<u8>)],
+) {
+    let from = log_len();
+    let resp = app
+        .get_auth(&format!("/api/email/messages/{id}/attachments/0"), tok)
+        .await;
+    assert_eq!(resp.status(), 200);
+    assert_eq!(resp.headers()["content-type"], "application/pdf");
+    assert!(
+        resp.bytes().await.unwrap() == expected[0].1,
+        "the PDF, byte for byte"
+    );
+    let deadline = Instant::now() + Duration::from_secs(20);
+    let line = loop {
+        if let Some(l) = logouts(email, from)
+            .into_iter()
+            .find(|l| field(l, "body_count") > 0)
+        {
+            break l;
+        }
+        assert!(Instant::now() < deadline, "no IMAP session served the part");
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    };
+    assert_eq!(field(&line, "body_count"), 1, "one part: {line}");
+    let encoded = pdf_bytes_len_b64(90_000) as u64;
+    assert!(
+        field(&line, "body_bytes") <= encoded + 64 && field(&line, "out") < whole / 2,
+        "only the PDF's bytes, not the {whole}-byte message: {line}"
+    );
 }
 
 /// Length of the base64 form of `n` bytes in 76-character CRLF lines.
