@@ -47,6 +47,10 @@ impl Limits {
     }
 }
 
+/// The buffer capacity kept between responses; a larger one (left by a large literal) is
+/// freed once it is empty.
+const KEEP_CAPACITY: usize = 256 * 1024;
+
 /// The scanner: which bytes form complete units and may go to async-imap.
 #[derive(Debug)]
 struct Scanner {
@@ -180,6 +184,11 @@ impl Scanner {
         self.buf.advance(n);
         self.ready -= n;
         self.line_start -= n;
+        if self.buf.is_empty() && self.buf.capacity() > KEEP_CAPACITY {
+            // A large literal has been handed on whole: its buffer goes now, not when the
+            // session ends (async-imap holds its own copy, and the caller another).
+            self.buf = BytesMut::new();
+        }
         n
     }
 }
@@ -326,6 +335,20 @@ mod tests {
         let mut s = Scanner::new(limits());
         s.feed(&[b'a'; 60]).unwrap();
         assert!(s.feed(&[b'a'; 10]).is_err());
+    }
+
+    #[test]
+    fn a_large_literal_s_buffer_is_freed_once_handed_on() {
+        let mut s = Scanner::new(Limits::for_literal(4 << 20));
+        s.feed(b"* 1 FETCH (BODY[] {2000000}\r\n").unwrap();
+        s.feed(&vec![b'x'; 2_000_000]).unwrap();
+        s.feed(b")\r\n").unwrap();
+        let mut out = vec![0u8; 4 << 20];
+        let mut rb = ReadBuf::new(&mut out);
+        assert!(s.drain_into(&mut rb) > 2_000_000);
+        assert!(s.buf.capacity() <= KEEP_CAPACITY, "{}", s.buf.capacity());
+        s.feed(b"* OK next\r\n").unwrap();
+        assert_eq!(drain(&mut s), b"* OK next\r\n");
     }
 
     #[test]
