@@ -9,11 +9,9 @@
 //! `removeAttachments`) and adds the new uploads.
 
 use super::actions::{self, ensure, open_session};
-use super::compose::{self, check_text, mailboxes, ComposeInput};
-use super::mime::{self, angle, Content, File, Parts};
+pub use super::draft_save::save;
 use super::sync::{self, AccountCtx};
 use super::threads::{self, Message};
-use super::uploads;
 use super::wire::Outgoing;
 use super::{now_ms, parse_id, ref_hash, user_key, AttachmentMeta, Person};
 use crate::clients::mail::imap;
@@ -46,7 +44,7 @@ pub(super) fn show(p: &Person) -> String {
     }
 }
 
-fn hash_of(ctx: &AccountCtx, message_id: Option<&str>, cache_id: &str) -> String {
+pub(super) fn hash_of(ctx: &AccountCtx, message_id: Option<&str>, cache_id: &str) -> String {
     match message_id {
         Some(mid) => ref_hash(&ctx.dek, "draft", mid),
         None => ref_hash(&ctx.dek, "draft-cache", cache_id),
@@ -110,7 +108,7 @@ async fn contexts(state: &Context, user_id: &str) -> AppResult<Vec<AccountCtx>> 
     Ok(out)
 }
 
-async fn draft_id(state: &Context, ctx: &AccountCtx, hash: &str) -> AppResult<String> {
+pub(super) async fn draft_id(state: &Context, ctx: &AccountCtx, hash: &str) -> AppResult<String> {
     let (uid, aid, h) = (ctx.user_id.clone(), ctx.account_id.clone(), hash.to_owned());
     state
         .db(move |c| Ok(store::draft_id(c, &uid, &aid, &h, now_ms())?))
@@ -195,147 +193,9 @@ pub async fn get(state: &Context, user_id: &str, id: &str) -> AppResult<Draft> {
     })
 }
 
-/// Saves a new draft (`id` None) or replaces one; returns its id.
-pub async fn save(
-    state: &Context,
-    user_id: &str,
-    id: Option<&str>,
-    input: ComposeInput,
-    remove: &[u32],
-) -> AppResult<String> {
-    let to = mailboxes("to", &input.to)?;
-    let cc = mailboxes("cc", &input.cc)?;
-    let bcc = mailboxes("bcc", &input.bcc)?;
-    if to.len() + cc.len() + bcc.len() > compose::MAX_RECIPIENTS {
-        return Err(AppError::invalid("to", "too many recipients"));
-    }
-    let subject = check_text(&input.subject, &input.text, input.html.as_ref())?;
-    if input.attachments.len() > compose::MAX_ATTACHMENTS {
-        return Err(AppError::invalid("attachments", "too many files"));
-    }
-    let (draft_id, ctx, versions) = match id {
-        Some(id) => {
-            let (id, ctx, v) = locate(state, user_id, id).await?;
-            if v.is_empty() {
-                return Err(AppError::not_found("draft"));
-            }
-            (Some(id), ctx, v)
-        }
-        None => {
-            let account =
-                super::accounts::pick(state, user_id, input.account_id.as_deref()).await?;
-            let ctx = sync::load_ctx(state, &account.id)
-                .await?
-                .ok_or_else(|| AppError::not_found("mail account"))?;
-            (None, ctx, Vec::new())
-        }
-    };
-    let rows = uploads::rows(state, user_id, &input.attachments).await?;
-    let mut files: Vec<File> = Vec::new();
-    let mut message_id = None;
-    let (mut in_reply_to, mut references) = (None, None);
-    if let Some((uid, m)) = versions.first() {
-        let (_, name) = drafts_box(state, &ctx)
-            .await?
-            .ok_or_else(|| AppError::not_found("draft"))?;
-        let kept: u64 = m
-            .body
-            .attachments
-            .iter()
-            .filter(|a| !remove.contains(&a.index))
-            .map(|a| a.size)
-            .sum();
-        uploads::check_total(state, &rows, kept)?;
-        message_id = m.header.message_id.clone();
-        in_reply_to = m.header.in_reply_to.clone();
-        if !m.header.references.is_empty() {
-            references = Some(
-                m.header
-                    .references
-                    .iter()
-                    .map(|r| angle(r))
-                    .collect::<Vec<_>>()
-                    .join(" "),
-            );
-        }
-        if kept > 0 {
-            let raw = actions::fetch_uid(state, &ctx, &name, *uid).await?;
-            for (i, (ctype, fname, bytes)) in
-                super::parse::attachments(&raw).into_iter().enumerate()
-            {
-                if !remove.contains(&(i as u32)) {
-                    files.push(File {
-                        name: fname.unwrap_or_else(|| format!("attachment-{i}")),
-                        mimetype: ctype,
-                        content: Content::Bytes(bytes),
-                    });
-                }
-            }
-        }
-    } else {
-        uploads::check_total(state, &rows, 0)?;
-    }
-    if input.reply_to.is_some() && in_reply_to.is_none() {
-        let o = threads::message(
-            state,
-            user_id,
-            input.reply_to.as_deref().unwrap_or_default(),
-        )
-        .await?;
-        if let Some(mid) = &o.header.message_id {
-            in_reply_to = Some(mid.clone());
-            let mut refs: Vec<String> = o.header.references.iter().map(|r| angle(r)).collect();
-            refs.push(angle(mid));
-            references = Some(refs.join(" "));
-        }
-    }
-    for row in &rows {
-        files.push(uploads::file(state, &ctx.dek, row));
-    }
-    let from = compose::from_of(state, user_id, &ctx).await?;
-    let message_id = message_id.unwrap_or_else(|| compose::new_message_id(&from));
-    let out = mime::build(Parts {
-        from,
-        to,
-        cc,
-        bcc,
-        subject,
-        text: input.text.clone(),
-        html: input.html.clone(),
-        files,
-        message_id: message_id.clone(),
-        in_reply_to,
-        references,
-        draft: true,
-    })?;
-    let old: Vec<u32> = versions.iter().map(|(uid, _)| *uid as u32).collect();
-    write(state, &ctx, Some(&out), &old).await?;
-    drop(out);
-    let hash = hash_of(&ctx, Some(&message_id), "");
-    let id = match draft_id {
-        Some(id) => {
-            let (did, h) = (id.clone(), hash.clone());
-            state
-                .db(move |c| Ok(store::set_draft_hash(c, &did, &h, now_ms())?))
-                .await?;
-            id
-        }
-        None => draft_id_for(state, &ctx, &hash).await?,
-    };
-    let ids: Vec<String> = rows.into_iter().map(|r| r.id).collect();
-    if let Err(e) = uploads::discard(state, ids).await {
-        tracing::warn!(error = %e, "could not drop uploads saved into a draft");
-    }
-    Ok(id)
-}
-
-async fn draft_id_for(state: &Context, ctx: &AccountCtx, hash: &str) -> AppResult<String> {
-    draft_id(state, ctx, hash).await
-}
-
 /// APPENDs `draft` to Drafts (`\Draft \Seen`, its files streamed from the spool), then
 /// expunges the `old` UIDs, then syncs.
-async fn write(
+pub(super) async fn write(
     state: &Context,
     ctx: &AccountCtx,
     draft: Option<&Outgoing>,

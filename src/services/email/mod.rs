@@ -30,6 +30,7 @@ pub mod backfill;
 pub mod budget;
 pub mod compose;
 pub mod deliver;
+pub mod draft_save;
 pub mod draft_send;
 pub mod drafts;
 pub mod file_parts;
