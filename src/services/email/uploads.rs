@@ -83,62 +83,24 @@ pub async fn store(
     user_id: &str,
     filename: Option<&str>,
     content_type: Option<&str>,
-    mut stream: impl Stream<Item = io::Result<Bytes>> + Unpin,
+    stream: impl Stream<Item = io::Result<Bytes>> + Unpin,
 ) -> AppResult<Upload> {
     let dek = user_key(state, user_id).await?;
     let name = clean_name(filename);
     let mimetype = clean_type(content_type)?;
-    let max = state.config.email.max_attachments_bytes();
-    let uid = user_id.to_owned();
-    let (used, count) = state.db(move |c| Ok(store::upload_usage(c, &uid)?)).await?;
-    if count >= MAX_UPLOADS_PER_USER || used as u64 >= max * 4 {
-        return Err(AppError::TooLarge {
-            message: format!(
-                "at most {MAX_UPLOADS_PER_USER} uploads and {} MiB may wait to be sent; \
-                 send or wait for older ones to expire (24 h)",
-                max * 4 / (1024 * 1024)
-            ),
-        });
-    }
+    check_room(state, user_id).await?;
     let id = uuid::Uuid::new_v4().to_string();
     let dir = spool_dir(state);
     let part = dir.join(format!("{id}.part"));
-    let result = async {
-        tokio::fs::create_dir_all(&dir)
-            .await
-            .map_err(AppError::internal)?;
-        let mut file = tokio::fs::File::create(&part)
-            .await
-            .map_err(AppError::internal)?;
-        let mut sealer = Sealer::new(dek.clone(), &id);
-        let mut size = 0u64;
-        while let Some(chunk) = stream.next().await {
-            let chunk = chunk.map_err(|e| AppError::invalid("file", e.to_string()))?;
-            size += chunk.len() as u64;
-            if size > max {
-                return Err(too_large(state));
-            }
-            for frame in sealer.push(&chunk) {
-                write_frame(&mut file, &frame).await?;
-            }
-        }
-        if size == 0 {
-            return Err(AppError::invalid("file", "is empty"));
-        }
-        if let Some(frame) = sealer.finish() {
-            write_frame(&mut file, &frame).await?;
-        }
-        tokio::io::AsyncWriteExt::flush(&mut file)
-            .await
-            .map_err(AppError::internal)?;
-        file.sync_all().await.map_err(AppError::internal)?;
+    let spooled = async {
+        let size = spool_stream(state, &dek, &id, &part, stream).await?;
         tokio::fs::rename(&part, dir.join(&id))
             .await
             .map_err(AppError::internal)?;
-        Ok(size)
+        Ok::<_, AppError>(size)
     }
     .await;
-    let size = match result {
+    let size = match spooled {
         Ok(s) => s,
         Err(e) => {
             let _ = tokio::fs::remove_file(&part).await;
@@ -162,6 +124,65 @@ pub async fn store(
         mimetype,
         size,
     })
+}
+
+/// 413 when the user already has [`MAX_UPLOADS_PER_USER`] uploads or four messages' worth
+/// of files waiting.
+async fn check_room(state: &Context, user_id: &str) -> AppResult<()> {
+    let max = state.config.email.max_attachments_bytes();
+    let uid = user_id.to_owned();
+    let (used, count) = state.db(move |c| Ok(store::upload_usage(c, &uid)?)).await?;
+    if count >= MAX_UPLOADS_PER_USER || used as u64 >= max * 4 {
+        return Err(AppError::TooLarge {
+            message: format!(
+                "at most {MAX_UPLOADS_PER_USER} uploads and {} MiB may wait to be sent; \
+                 send or wait for older ones to expire (24 h)",
+                max * 4 / (1024 * 1024)
+            ),
+        });
+    }
+    Ok(())
+}
+
+/// Writes the body into `part` in sealed chunks as it arrives, synced to disk; returns its
+/// size (413 past the cap, 400 when empty).
+async fn spool_stream(
+    state: &Context,
+    dek: &DataKey,
+    id: &str,
+    part: &std::path::Path,
+    mut stream: impl Stream<Item = io::Result<Bytes>> + Unpin,
+) -> AppResult<u64> {
+    let max = state.config.email.max_attachments_bytes();
+    tokio::fs::create_dir_all(spool_dir(state))
+        .await
+        .map_err(AppError::internal)?;
+    let mut file = tokio::fs::File::create(part)
+        .await
+        .map_err(AppError::internal)?;
+    let mut sealer = Sealer::new(dek.clone(), id);
+    let mut size = 0u64;
+    while let Some(chunk) = stream.next().await {
+        let chunk = chunk.map_err(|e| AppError::invalid("file", e.to_string()))?;
+        size += chunk.len() as u64;
+        if size > max {
+            return Err(too_large(state));
+        }
+        for frame in sealer.push(&chunk) {
+            write_frame(&mut file, &frame).await?;
+        }
+    }
+    if size == 0 {
+        return Err(AppError::invalid("file", "is empty"));
+    }
+    if let Some(frame) = sealer.finish() {
+        write_frame(&mut file, &frame).await?;
+    }
+    tokio::io::AsyncWriteExt::flush(&mut file)
+        .await
+        .map_err(AppError::internal)?;
+    file.sync_all().await.map_err(AppError::internal)?;
+    Ok(size)
 }
 
 async fn write_frame(file: &mut tokio::fs::File, frame: &[u8]) -> AppResult<()> {
