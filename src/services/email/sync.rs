@@ -185,17 +185,7 @@ pub async fn sync_mailbox(
 ) -> Result<(BTreeSet<String>, imap::Selected), SyncError> {
     let sel = imap::select(s, &mb.name, caps.condstore).await?;
     let validity = i64::from(sel.uid_validity);
-    let mut last_uid = mb.last_uid;
-    let mut modseq = mb.highest_modseq;
-    if mb.uid_validity.is_some_and(|v| v != validity) {
-        let id = mb.id.clone();
-        state
-            .store
-            .run(move |c| Ok::<_, AppError>(store::reset_mailbox(c, &id)?))
-            .await?;
-        last_uid = 0;
-        modseq = None;
-    }
+    let (last_uid, modseq) = check_validity(state, mb, validity).await?;
     let listed: HashMap<u32, u64> = if sel.exists == 0 {
         HashMap::new()
     } else {
@@ -203,7 +193,7 @@ pub async fn sync_mailbox(
     };
     let server: HashSet<u32> = listed.keys().copied().collect();
     let mbid = mb.id.clone();
-    let cached: HashMap<i64, (String, bool, bool)> = state
+    let cached: Cached = state
         .store
         .run(move |c| Ok::<_, AppError>(mstore::locations(c, &mbid)?))
         .await?
@@ -211,17 +201,57 @@ pub async fn sync_mailbox(
         .map(|(uid, id, seen, flagged)| (uid, (id, seen, flagged)))
         .collect();
     let mut changed = BTreeSet::new();
+    let new = pick_new(state, ctx, mb, (&listed, &cached), last_uid, budget);
+    remove_gone(state, mb, &cached, &server).await?;
+    fetch_into_cache(state, ctx, s, (&mb.id, validity), &new, &mut changed).await?;
+    state.email.clear_progress(&ctx.account_id);
+    changed.extend(sync_flags(state, s, caps, modseq, &cached, &server).await?);
+    let top = server.iter().copied().max().map(i64::from).unwrap_or(0);
+    let mbid = mb.id.clone();
+    let highest = sel.highest_modseq.map(|m| m as i64);
+    let last = last_uid.max(top);
+    state
+        .store
+        .run(move |c| Ok::<_, AppError>(store::set_position(c, &mbid, validity, last, highest)?))
+        .await?;
+    Ok((changed, sel))
+}
 
-    // Gone from this mailbox (expunged or moved elsewhere).
-    let gone: Vec<i64> = cached
-        .keys()
-        .filter(|u| !server.contains(&(**u as u32)))
-        .copied()
-        .collect();
+/// The cached messages of a mailbox by UID: `(message id, seen, flagged)`.
+type Cached = HashMap<i64, (String, bool, bool)>;
+
+/// The last UID and mod-sequence the cache knows; both start over (and the mailbox's
+/// cached locations go) when the server's UIDVALIDITY changed.
+async fn check_validity(
+    state: &Context,
+    mb: &Mailbox,
+    validity: i64,
+) -> Result<(i64, Option<i64>), SyncError> {
+    if mb.uid_validity.is_none_or(|v| v == validity) {
+        return Ok((mb.last_uid, mb.highest_modseq));
+    }
+    let id = mb.id.clone();
+    state
+        .store
+        .run(move |c| Ok::<_, AppError>(store::reset_mailbox(c, &id)?))
+        .await?;
+    Ok((0, None))
+}
+
+/// The new messages to cache, newest first, as far as the budget takes them; records how
+/// many older ones stay on the server and starts the progress.
+fn pick_new(
+    state: &Context,
+    ctx: &AccountCtx,
+    mb: &Mailbox,
+    (listed, cached): (&HashMap<u32, u64>, &Cached),
+    last_uid: i64,
+    budget: &mut Budget,
+) -> Vec<(u32, u64)> {
     // New here: above the last UID seen (below it are only messages the bounded first
     // sync left on the server).
-    let mut new: Vec<u32> = server
-        .iter()
+    let mut new: Vec<u32> = listed
+        .keys()
         .filter(|u| i64::from(**u) > last_uid && !cached.contains_key(&i64::from(**u)))
         .copied()
         .collect();
@@ -238,83 +268,95 @@ pub async fn sync_mailbox(
         .map(|u| (u, listed.get(&u).copied().unwrap_or(0)))
         .filter(|(_, size)| budget.take(cached_cost(cfg, *size)))
         .collect();
-    let left = server.len()
-        - server
-            .iter()
+    let left = listed.len()
+        - listed
+            .keys()
             .filter(|u| cached.contains_key(&i64::from(**u)))
             .count();
     state
         .email
         .set_older(&ctx.account_id, &mb.id, (left - new.len()) as u64);
-    let total = new.len() as u64;
-    state.email.set_progress(&ctx.account_id, 0, total);
-    if !gone.is_empty() {
-        let mbid = mb.id.clone();
-        state
-            .store
-            .run(move |c| {
-                let tx = c.transaction()?;
-                for uid in gone {
-                    mstore::remove_location(&tx, &mbid, uid)?;
-                }
-                tx.commit()?;
-                Ok::<_, AppError>(())
-            })
-            .await?;
-    }
-    fetch_into_cache(state, ctx, s, (&mb.id, validity), &new, &mut changed).await?;
-    state.email.clear_progress(&ctx.account_id);
+    state
+        .email
+        .set_progress(&ctx.account_id, 0, new.len() as u64);
+    new
+}
 
-    // Flags of what was already cached (CHANGEDSINCE when the server keeps mod-sequences).
+/// Drops the cached locations of messages gone from this mailbox (expunged or moved).
+async fn remove_gone(
+    state: &Context,
+    mb: &Mailbox,
+    cached: &Cached,
+    server: &HashSet<u32>,
+) -> Result<(), SyncError> {
+    let gone: Vec<i64> = cached
+        .keys()
+        .filter(|u| !server.contains(&(**u as u32)))
+        .copied()
+        .collect();
+    if gone.is_empty() {
+        return Ok(());
+    }
+    let mbid = mb.id.clone();
+    state
+        .store
+        .run(move |c| {
+            let tx = c.transaction()?;
+            for uid in gone {
+                mstore::remove_location(&tx, &mbid, uid)?;
+            }
+            tx.commit()?;
+            Ok::<_, AppError>(())
+        })
+        .await?;
+    Ok(())
+}
+
+/// Flags of what was already cached (CHANGEDSINCE when the server keeps mod-sequences);
+/// returns the threads whose messages changed.
+async fn sync_flags(
+    state: &Context,
+    s: &mut Session,
+    caps: Caps,
+    modseq: Option<i64>,
+    cached: &Cached,
+    server: &HashSet<u32>,
+) -> Result<Vec<String>, SyncError> {
     let known: Vec<u32> = cached
         .keys()
         .map(|u| *u as u32)
         .filter(|u| server.contains(u))
         .collect();
-    if !known.is_empty() {
-        let flags = match (caps.condstore, modseq) {
-            (true, Some(m)) => imap::fetch_flags(s, "1:*", Some(m as u64)).await?,
-            _ => imap::fetch_flags(s, &imap::uid_set(&known), None).await?,
-        };
-        let updates: Vec<(String, bool, bool)> = flags
-            .into_iter()
-            .filter_map(|f| {
-                let (id, seen, flagged) = cached.get(&i64::from(f.uid))?;
-                (*seen != f.seen || *flagged != f.flagged).then(|| (id.clone(), f.seen, f.flagged))
-            })
-            .collect();
-        if !updates.is_empty() {
-            let threads = state
-                .store
-                .run(move |c| {
-                    let tx = c.transaction()?;
-                    let mut t = Vec::new();
-                    for (id, seen, flagged) in updates {
-                        t.extend(mstore::set_flags(&tx, &id, seen, flagged)?);
-                    }
-                    tx.commit()?;
-                    Ok::<_, AppError>(t)
-                })
-                .await?;
-            changed.extend(threads);
-        }
+    if known.is_empty() {
+        return Ok(Vec::new());
     }
-    let top = server.iter().copied().max().map(i64::from).unwrap_or(0);
-    let mbid = mb.id.clone();
-    let highest = sel.highest_modseq.map(|m| m as i64);
-    state
+    let flags = match (caps.condstore, modseq) {
+        (true, Some(m)) => imap::fetch_flags(s, "1:*", Some(m as u64)).await?,
+        _ => imap::fetch_flags(s, &imap::uid_set(&known), None).await?,
+    };
+    let updates: Vec<(String, bool, bool)> = flags
+        .into_iter()
+        .filter_map(|f| {
+            let (id, seen, flagged) = cached.get(&i64::from(f.uid))?;
+            (*seen != f.seen || *flagged != f.flagged).then(|| (id.clone(), f.seen, f.flagged))
+        })
+        .collect();
+    if updates.is_empty() {
+        return Ok(Vec::new());
+    }
+    let threads = state
         .store
         .run(move |c| {
-            Ok::<_, AppError>(store::set_position(
-                c,
-                &mbid,
-                validity,
-                last_uid.max(top),
-                highest,
-            )?)
+            let tx = c.transaction()?;
+            let mut t = Vec::new();
+            for (id, seen, flagged) in updates {
+                t.extend(mstore::set_flags(&tx, &id, seen, flagged)?);
+            }
+            tx.commit()?;
+            Ok::<_, AppError>(t)
         })
         .await?;
-    Ok((changed, sel))
+    Ok(threads)
 }
 
 /// What caching a message of `size` announced bytes costs: itself, or for mail over the
