@@ -57,12 +57,15 @@ fn header(dek: &DataKey, m: &MessageMeta) -> Header {
     open_json(dek, &m.header_enc, T_MESSAGES, "header", &m.id).unwrap_or_default()
 }
 
+/// Messages of threads and the names of their mailboxes.
+type MessagesAndNames = (Vec<MessageMeta>, HashMap<String, String>);
+
 /// The messages of these threads (oldest first) and the names of their mailboxes, opened.
 fn messages_and_names(
     c: &rusqlite::Connection,
     dek: &DataKey,
     thread_ids: &[String],
-) -> AppResult<(Vec<MessageMeta>, HashMap<String, String>)> {
+) -> AppResult<MessagesAndNames> {
     let messages = mstore::messages_of_threads(c, thread_ids)?;
     let ids: Vec<String> = messages
         .iter()
@@ -84,7 +87,7 @@ fn labels_of<'a>(
 fn assemble(
     dek: &DataKey,
     rows: Vec<ThreadRow>,
-    (messages, names): (Vec<MessageMeta>, HashMap<String, String>),
+    (messages, names): MessagesAndNames,
 ) -> Vec<Thread> {
     rows.into_iter()
         .map(|t| {
@@ -171,14 +174,21 @@ fn matches(t: &Thread, q: &str) -> bool {
 /// Threads one `q` request opens and matches at most (as `GET /api/search` scans).
 pub const MAX_Q_SCAN: usize = crate::services::indexing::MAX_SCAN;
 
-pub async fn list(
-    state: &Context,
-    user_id: &str,
+/// A thread list request, checked.
+struct Query {
+    limit: i64,
+    after: Option<(i64, String)>,
+    label: Option<String>,
+    q: Option<String>,
+}
+
+/// 400 naming `limit`, `cursor`, `label` or `q` when one is malformed or too long.
+fn check_query(
     label: Option<&str>,
     q: Option<&str>,
     cursor: Option<&str>,
     limit: Option<&str>,
-) -> AppResult<ThreadPage> {
+) -> AppResult<Query> {
     let limit = parse_limit(limit)?;
     let after = match cursor.map(str::trim) {
         None | Some("") => None,
@@ -198,34 +208,40 @@ pub async fn list(
     if q.as_ref().is_some_and(|q| q.chars().count() > 200) {
         return Err(AppError::invalid("q", "must be at most 200 characters"));
     }
+    Ok(Query {
+        limit,
+        after,
+        label,
+        q,
+    })
+}
+
+pub async fn list(
+    state: &Context,
+    user_id: &str,
+    label: Option<&str>,
+    q: Option<&str>,
+    cursor: Option<&str>,
+    limit: Option<&str>,
+) -> AppResult<ThreadPage> {
+    let Query {
+        limit,
+        mut after,
+        label,
+        q,
+    } = check_query(label, q, cursor, limit)?;
     let dek = user_key(state, user_id).await?;
     // The label is compared by its keyed hash (the names are sealed).
     let label = label.map(|l| mailboxes::name_hash(&dek, &l));
-    let uid = user_id.to_owned();
     // With `q` the sealed fields are searched after opening them: read in larger pages
     // until `limit` matches are found.
     let batch = if q.is_some() { 200 } else { limit + 1 };
     let mut out: Vec<Thread> = Vec::new();
-    let mut after = after;
     let (mut backfills, mut more_on_server) = (0, false);
     let mut scanned = 0usize;
     loop {
-        let (uid2, label2, after2) = (uid.clone(), label.clone(), after.clone());
-        let key = dek.clone();
-        let (rows, messages) = state
-            .db(move |c| {
-                let rows = mstore::thread_page(
-                    c,
-                    &uid2,
-                    label2.as_deref(),
-                    after2.as_ref().map(|(a, i)| (*a, i.as_str())),
-                    batch,
-                )?;
-                let ids: Vec<String> = rows.iter().map(|r| r.id.clone()).collect();
-                let messages = messages_and_names(c, &key, &ids)?;
-                Ok((rows, messages))
-            })
-            .await?;
+        let page = (label.clone(), after.clone(), batch);
+        let (rows, messages) = read_page(state, &dek, user_id, page).await?;
         let exhausted = (rows.len() as i64) < batch;
         scanned += rows.len();
         if let Some(r) = rows.last() {
@@ -260,21 +276,53 @@ pub async fn list(
             break;
         }
     }
-    let next_cursor = if out.len() as i64 > limit {
-        out.truncate(limit as usize);
-        out.last().map(|t| encode_cursor(t.last_message_at, &t.id))
-    } else if more_on_server {
-        // A short page while the server holds more: the client pages on from here.
-        Some(match &after {
-            Some((at, id)) => encode_cursor(*at, id),
-            None => encode_cursor(i64::MAX, ""),
-        })
-    } else {
-        None
-    };
+    let next_cursor = next_cursor(&mut out, limit, more_on_server, after.as_ref());
     Ok(ThreadPage {
         threads: out,
         next_cursor,
+    })
+}
+
+/// One page of thread rows `(label hash, after, how many)` and their messages.
+async fn read_page(
+    state: &Context,
+    dek: &DataKey,
+    user_id: &str,
+    (label, after, batch): (Option<String>, Option<(i64, String)>, i64),
+) -> AppResult<(Vec<ThreadRow>, MessagesAndNames)> {
+    let (uid, key) = (user_id.to_owned(), dek.clone());
+    state
+        .db(move |c| {
+            let rows = mstore::thread_page(
+                c,
+                &uid,
+                label.as_deref(),
+                after.as_ref().map(|(a, i)| (*a, i.as_str())),
+                batch,
+            )?;
+            let ids: Vec<String> = rows.iter().map(|r| r.id.clone()).collect();
+            let messages = messages_and_names(c, &key, &ids)?;
+            Ok((rows, messages))
+        })
+        .await
+}
+
+/// The cursor of the next page: after the last thread shown when there are more than
+/// `limit` (cut to `limit`), or after the last one looked at when the server holds more.
+fn next_cursor(
+    out: &mut Vec<Thread>,
+    limit: i64,
+    more_on_server: bool,
+    after: Option<&(i64, String)>,
+) -> Option<String> {
+    if out.len() as i64 > limit {
+        out.truncate(limit as usize);
+        return out.last().map(|t| encode_cursor(t.last_message_at, &t.id));
+    }
+    // A short page while the server holds more: the client pages on from here.
+    more_on_server.then(|| match after {
+        Some((at, id)) => encode_cursor(*at, id),
+        None => encode_cursor(i64::MAX, ""),
     })
 }
 
