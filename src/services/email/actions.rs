@@ -165,38 +165,30 @@ async fn act(
     action: &Action,
 ) -> AppResult<Vec<String>> {
     let mut touched: BTreeSet<String> = BTreeSet::new();
-    let e = imap_error;
-    if let Action::SetFlag(flag, add) = *action {
-        for (name, uids) in by_box {
-            imap::select(s, name, false).await.map_err(e)?;
-            imap::store_flag(s, &imap::uid_set(uids), add, flag.imap())
-                .await
-                .map_err(e)?;
-            touched.insert(name.clone());
-        }
-        return Ok(touched.into_iter().collect());
-    }
     let inbox = special(boxes, "inbox")
         .map(|b| b.name.clone())
         .unwrap_or_else(|| "INBOX".into());
     match action {
+        Action::SetFlag(flag, add) => {
+            for (name, uids) in by_box {
+                imap::select(s, name, false).await.map_err(imap_error)?;
+                imap::store_flag(s, &imap::uid_set(uids), *add, flag.imap())
+                    .await
+                    .map_err(imap_error)?;
+                touched.insert(name.clone());
+            }
+        }
         Action::Archive => {
             if let Some(uids) = by_box.get(&inbox) {
                 let archive = ensure(s, boxes, "archive", "Archive").await?;
-                imap::select(s, &inbox, false).await.map_err(e)?;
-                imap::move_uids(s, caps, &imap::uid_set(uids), &archive)
-                    .await
-                    .map_err(e)?;
+                move_from(s, caps, &inbox, uids, &archive).await?;
                 touched.extend([inbox, archive]);
             }
         }
         Action::Unarchive => {
             if let Some(archive) = special(boxes, "archive").map(|b| b.name.clone()) {
                 if let Some(uids) = by_box.get(&archive) {
-                    imap::select(s, &archive, false).await.map_err(e)?;
-                    imap::move_uids(s, caps, &imap::uid_set(uids), &inbox)
-                        .await
-                        .map_err(e)?;
+                    move_from(s, caps, &archive, uids, &inbox).await?;
                     touched.extend([inbox, archive]);
                 }
             }
@@ -204,58 +196,79 @@ async fn act(
         Action::Trash => {
             let trash = ensure(s, boxes, "trash", "Trash").await?;
             for (name, uids) in by_box.iter().filter(|(n, _)| **n != trash) {
-                imap::select(s, name, false).await.map_err(e)?;
-                imap::move_uids(s, caps, &imap::uid_set(uids), &trash)
-                    .await
-                    .map_err(e)?;
+                move_from(s, caps, name, uids, &trash).await?;
                 touched.insert(name.clone());
             }
             touched.insert(trash);
         }
         Action::Delete => {
             for (name, uids) in by_box {
-                imap::select(s, name, false).await.map_err(e)?;
-                imap::expunge_uids(s, caps, &imap::uid_set(uids))
-                    .await
-                    .map_err(e)?;
+                expunge_from(s, caps, name, uids).await?;
                 touched.insert(name.clone());
             }
         }
         Action::AddLabel(label) => {
-            // One copy per message not in the label yet, from its first location.
-            let mut copy: BTreeMap<String, Vec<u32>> = BTreeMap::new();
-            let mut seen: BTreeSet<&str> = BTreeSet::new();
-            let already: BTreeSet<&str> = locations
-                .iter()
-                .filter(|(_, n, _)| n == label)
-                .map(|(m, _, _)| m.as_str())
-                .collect();
-            for (m, name, uid) in locations {
-                if already.contains(m.as_str()) || !seen.insert(m.as_str()) {
-                    continue;
-                }
-                copy.entry(name.clone()).or_default().push(*uid as u32);
-            }
-            for (name, uids) in &copy {
-                imap::select(s, name, false).await.map_err(e)?;
-                imap::copy_uids(s, &imap::uid_set(uids), label)
-                    .await
-                    .map_err(e)?;
-            }
+            copy_to_label(s, locations, label).await?;
             touched.insert(label.clone());
         }
         Action::RemoveLabel(label) => {
             if let Some(uids) = by_box.get(label) {
-                imap::select(s, label, false).await.map_err(e)?;
-                imap::expunge_uids(s, caps, &imap::uid_set(uids))
-                    .await
-                    .map_err(e)?;
+                expunge_from(s, caps, label, uids).await?;
             }
             touched.insert(label.clone());
         }
-        _ => {}
     }
     Ok(touched.into_iter().collect())
+}
+
+/// SELECT `from`, then move `uids` to `to`.
+async fn move_from(
+    s: &mut Session,
+    caps: Caps,
+    from: &str,
+    uids: &[u32],
+    to: &str,
+) -> AppResult<()> {
+    imap::select(s, from, false).await.map_err(imap_error)?;
+    imap::move_uids(s, caps, &imap::uid_set(uids), to)
+        .await
+        .map_err(imap_error)
+}
+
+/// SELECT `from`, then delete `uids` there for good.
+async fn expunge_from(s: &mut Session, caps: Caps, from: &str, uids: &[u32]) -> AppResult<()> {
+    imap::select(s, from, false).await.map_err(imap_error)?;
+    imap::expunge_uids(s, caps, &imap::uid_set(uids))
+        .await
+        .map_err(imap_error)
+}
+
+/// One copy into `label` per message not in it yet, from its first location.
+async fn copy_to_label(
+    s: &mut Session,
+    locations: &[(String, String, i64)],
+    label: &str,
+) -> AppResult<()> {
+    let mut copy: BTreeMap<String, Vec<u32>> = BTreeMap::new();
+    let mut seen: BTreeSet<&str> = BTreeSet::new();
+    let already: BTreeSet<&str> = locations
+        .iter()
+        .filter(|(_, n, _)| n == label)
+        .map(|(m, _, _)| m.as_str())
+        .collect();
+    for (m, name, uid) in locations {
+        if already.contains(m.as_str()) || !seen.insert(m.as_str()) {
+            continue;
+        }
+        copy.entry(name.clone()).or_default().push(*uid as u32);
+    }
+    for (name, uids) in &copy {
+        imap::select(s, name, false).await.map_err(imap_error)?;
+        imap::copy_uids(s, &imap::uid_set(uids), label)
+            .await
+            .map_err(imap_error)?;
+    }
+    Ok(())
 }
 
 fn validate_label(name: &str) -> AppResult<String> {
