@@ -59,8 +59,40 @@ pub(super) fn ingest(
         // Message-ID): it is cached on its own, never merged into the first one.
         key = location_key();
     }
-    // Threading: its own id and every id it refers to; the subject only for replies whose
-    // references are unknown here.
+    let date = if parsed.date > 0 {
+        parsed.date
+    } else {
+        now_ms()
+    };
+    let thread = thread_of(tx, ctx, h, &key, date)?;
+    if f.truncated {
+        tracing::debug!(account = %ctx.account_id, size = f.size, "mail over max_message_mb cached partially");
+    }
+    let id = insert(tx, ctx, &parsed, &f, (key, &thread, date))?;
+    mstore::add_location(tx, mailbox_id, i64::from(f.uid), &id)?;
+    // The people of this mail, for address completion (sealed, counted once per mail).
+    let people: Vec<super::Person> = h
+        .from
+        .iter()
+        .chain(h.to.iter())
+        .chain(h.cc.iter())
+        .cloned()
+        .collect();
+    super::addresses::remember_in(tx, dek, &ctx.user_id, &people, 1, date)?;
+    Ok(thread)
+}
+
+/// The thread of a new message (created when none fits), found by its own id and every id
+/// it refers to, or by its subject for a reply whose references are unknown here; those
+/// references now point to the thread.
+fn thread_of(
+    tx: &rusqlite::Connection,
+    ctx: &AccountCtx,
+    h: &Header,
+    key: &str,
+    date: i64,
+) -> AppResult<String> {
+    let dek = &ctx.dek;
     let mut refs: Vec<String> = h
         .in_reply_to
         .iter()
@@ -74,11 +106,6 @@ pub(super) fn ingest(
     if thread.is_none() && is_reply && !thread_subject(&h.subject).is_empty() {
         thread = mstore::thread_by_refs(tx, &ctx.account_id, std::slice::from_ref(&subject_key))?;
     }
-    let date = if parsed.date > 0 {
-        parsed.date
-    } else {
-        now_ms()
-    };
     let thread = match thread {
         Some(t) => t,
         None => {
@@ -87,11 +114,23 @@ pub(super) fn ingest(
             t
         }
     };
-    refs.push(key.clone());
+    refs.push(key.to_owned());
     if !thread_subject(&h.subject).is_empty() {
         refs.push(subject_key);
     }
     mstore::add_refs(tx, &ctx.account_id, &refs, &thread)?;
+    Ok(thread)
+}
+
+/// The message row, sealed, and its search index entry; returns its id.
+fn insert(
+    tx: &rusqlite::Connection,
+    ctx: &AccountCtx,
+    parsed: &Parsed,
+    f: &Fetched,
+    (key, thread, date): (String, &str, i64),
+) -> AppResult<String> {
+    let dek = &ctx.dek;
     let id = uuid::Uuid::new_v4().to_string();
     let row = mstore::MessageRow {
         header_enc: seal_json(dek, &parsed.header, T_MESSAGES, "header", &id),
@@ -99,36 +138,23 @@ pub(super) fn ingest(
         body_enc: seal_json(dek, &parsed.body, T_MESSAGES, "body", &id),
         id,
         account_id: ctx.account_id.clone(),
-        thread_id: thread.clone(),
+        thread_id: thread.to_owned(),
         key_hash: key,
         date,
         seen: f.seen,
         flagged: f.flagged,
         size: f.raw.len() as i64,
     };
-    if f.truncated {
-        tracing::debug!(account = %ctx.account_id, size = f.size, "mail over max_message_mb cached partially");
-    }
     mstore::insert(tx, &row)?;
     crate::services::indexing::index_email(
         tx,
         dek,
         &ctx.user_id,
         &row.id,
-        &thread,
+        thread,
         date,
-        &h.subject,
+        &parsed.header.subject,
         parsed.body.text.as_deref().unwrap_or(&parsed.snippet),
     )?;
-    mstore::add_location(tx, mailbox_id, i64::from(f.uid), &row.id)?;
-    // The people of this mail, for address completion (sealed, counted once per mail).
-    let people: Vec<super::Person> = h
-        .from
-        .iter()
-        .chain(h.to.iter())
-        .chain(h.cc.iter())
-        .cloned()
-        .collect();
-    super::addresses::remember_in(tx, dek, &ctx.user_id, &people, 1, date)?;
-    Ok(thread)
+    Ok(row.id)
 }
