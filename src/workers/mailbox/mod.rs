@@ -122,21 +122,7 @@ async fn session(
             imap::logout(s).await;
             return Ok(());
         }
-        let round = {
-            let _guard = sync::account_lock(state, &ctx.account_id).await;
-            let round = sync::full_round(state, ctx, &mut s, caps).await?;
-            for t in &round.changed {
-                announce(state, &ctx.user_id, &ctx.account_id, t);
-            }
-            round
-        };
-        // A limit that holds (account cap, quota) stays visible on the account; the round
-        // cap only defers mail.
-        let note = round
-            .limit
-            .filter(|l| *l != Limit::Round)
-            .map(|l| l.message().to_owned());
-        sync::set_status(state, &ctx.dek, &ctx.account_id, "ok", note).await;
+        let round = round(state, ctx, &mut s, caps).await?;
         *backoff = BACKOFF_MIN;
         if idle_woke {
             idle_noise = if round.changed.is_empty() {
@@ -158,11 +144,7 @@ async fn session(
                 // The server keeps waking IDLE without a change: back off before the next.
                 let pause = (BACKOFF_MIN * 2u32.pow((idle_noise - NOISY_WAKEUPS).min(8))).min(poll);
                 tracing::debug!(account = %ctx.account_id, ?pause, "IDLE wake-ups without changes; backing off");
-                tokio::select! {
-                    _ = tokio::time::sleep(pause) => {}
-                    _ = poke.notified() => {}
-                    _ = state.shutdown.wait() => {}
-                }
+                sleep_or_wake(state, poke, pause).await;
             }
             let wake = async {
                 tokio::select! {
@@ -174,12 +156,42 @@ async fn session(
             s = back;
             idle_woke = changed;
         } else {
-            tokio::select! {
-                _ = tokio::time::sleep(poll) => {}
-                _ = poke.notified() => {}
-                _ = state.shutdown.wait() => {}
-            }
+            sleep_or_wake(state, poke, poll).await;
         }
+    }
+}
+
+/// One sync round under the account's lock: its changes announced, the account's status
+/// set (a limit that holds, account cap or quota, stays visible on the account; the round
+/// cap only defers mail).
+async fn round(
+    state: &Context,
+    ctx: &AccountCtx,
+    s: &mut imap::Session,
+    caps: imap::Caps,
+) -> Result<sync::Round, SyncError> {
+    let round = {
+        let _guard = sync::account_lock(state, &ctx.account_id).await;
+        let round = sync::full_round(state, ctx, s, caps).await?;
+        for t in &round.changed {
+            announce(state, &ctx.user_id, &ctx.account_id, t);
+        }
+        round
+    };
+    let note = round
+        .limit
+        .filter(|l| *l != Limit::Round)
+        .map(|l| l.message().to_owned());
+    sync::set_status(state, &ctx.dek, &ctx.account_id, "ok", note).await;
+    Ok(round)
+}
+
+/// Waits `pause`, or less when the account is poked or the server shuts down.
+async fn sleep_or_wake(state: &Context, poke: &tokio::sync::Notify, pause: Duration) {
+    tokio::select! {
+        _ = tokio::time::sleep(pause) => {}
+        _ = poke.notified() => {}
+        _ = state.shutdown.wait() => {}
     }
 }
 
