@@ -11,7 +11,7 @@ use super::fast_json::FastJson;
 use super::security::{NativeAuth, TokenAuth};
 use super::ApiTags;
 use crate::error::AppError;
-use crate::services::email::{accounts, actions, compose, threads};
+use crate::services::email::{accounts, actions, compose, file_parts, threads};
 use crate::services::pages::{PageKey, PageView};
 use crate::state::AppState;
 
@@ -299,7 +299,7 @@ impl EmailApi {
         index: Path<u32>,
     ) -> Result<Response<Binary<Vec<u8>>>, AppError> {
         let (ctype, name, bytes) =
-            actions::attachment(&state, auth.user_id(), &id, index.0).await?;
+            file_parts::attachment(&state, auth.user_id(), &id, index.0).await?;
         // The type comes from the mail: only a plain `type/subtype` token is passed on, and
         // the part is always a download (never rendered on this origin, never sniffed).
         let ctype = if !ctype.is_empty()

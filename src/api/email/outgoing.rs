@@ -16,7 +16,7 @@ use crate::api::security::{NativeAuth, TokenAuth};
 use crate::api::ApiTags;
 use crate::error::AppError;
 use crate::services::email::compose::ComposeInput;
-use crate::services::email::{addresses, drafts, outbox, uploads};
+use crate::services::email::{addresses, draft_save, drafts, outbox, uploads};
 use crate::services::scheduled::to_time;
 use crate::state::AppState;
 
@@ -356,7 +356,7 @@ impl EmailOutgoingApi {
         body: Json<DraftRequest>,
     ) -> Result<DraftCreated, AppError> {
         let (input, _) = body.0.into_input();
-        let id = drafts::save(&state, auth.user_id(), None, input, &[]).await?;
+        let id = draft_save::save(&state, auth.user_id(), None, input, &[]).await?;
         Ok(DraftCreated::Created(Json(DraftSaved { id })))
     }
 
@@ -396,7 +396,7 @@ impl EmailOutgoingApi {
         body: Json<DraftRequest>,
     ) -> Result<Json<DraftSaved>, AppError> {
         let (input, remove) = body.0.into_input();
-        let id = drafts::save(&state, auth.user_id(), Some(&id), input, &remove).await?;
+        let id = draft_save::save(&state, auth.user_id(), Some(&id), input, &remove).await?;
         Ok(Json(DraftSaved { id }))
     }
 

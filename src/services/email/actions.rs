@@ -334,33 +334,6 @@ pub async fn create_label(
     })
 }
 
-/// Fetches attachment `index` of a message from the IMAP server:
-/// `(content type, filename, bytes)`.
-pub async fn attachment(
-    state: &Context,
-    user_id: &str,
-    message_id: &str,
-    index: u32,
-) -> AppResult<(String, Option<String>, Vec<u8>)> {
-    let (m, meta) = threads::attachment_meta(state, user_id, message_id, index).await?;
-    refuse_truncated(state, &m)?;
-    if let Some(bytes) = super::file_parts::one(state, &m, &meta).await? {
-        return Ok((meta.content_type, meta.filename, bytes));
-    }
-    let raw = fetch_raw(state, &m).await?;
-    let (ctype, name, bytes) = super::parse::attachment(&raw, index as usize)
-        .ok_or_else(|| AppError::not_found("attachment"))?;
-    Ok((
-        if ctype.is_empty() {
-            meta.content_type
-        } else {
-            ctype
-        },
-        name,
-        bytes,
-    ))
-}
-
 /// 502 for a message cached `truncated`: it is larger than this server fetches, and its
 /// cached list of files is incomplete.
 pub(super) fn refuse_truncated(state: &Context, m: &threads::Message) -> AppResult<()> {

@@ -9,7 +9,6 @@
 //! `removeAttachments`) and adds the new uploads.
 
 use super::actions::{self, ensure, open_session};
-pub use super::draft_save::save;
 use super::sync::{self, AccountCtx};
 use super::threads::{self, Message};
 use super::wire::Outgoing;

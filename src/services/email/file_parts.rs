@@ -10,7 +10,7 @@ use std::io;
 use mail_parser::decoders::base64::base64_decode;
 use mail_parser::decoders::quoted_printable::quoted_printable_decode;
 
-use super::actions::{account_ctx, open_session};
+use super::actions::{self, account_ctx, open_session};
 use super::mailboxes;
 use super::spool::SpoolWriter;
 use super::sync::AccountCtx;
@@ -117,6 +117,33 @@ pub async fn file_parts(
     })
 }
 
+/// Fetches attachment `index` of a message from the IMAP server (its part alone, see
+/// [`one`]): `(content type, filename, bytes)`.
+pub async fn attachment(
+    state: &Context,
+    user_id: &str,
+    message_id: &str,
+    index: u32,
+) -> AppResult<(String, Option<String>, Vec<u8>)> {
+    let (m, meta) = super::threads::attachment_meta(state, user_id, message_id, index).await?;
+    actions::refuse_truncated(state, &m)?;
+    if let Some(bytes) = one(state, &m, &meta).await? {
+        return Ok((meta.content_type, meta.filename, bytes));
+    }
+    let raw = actions::fetch_raw(state, &m).await?;
+    let (ctype, name, bytes) = super::parse::attachment(&raw, index as usize)
+        .ok_or_else(|| AppError::not_found("attachment"))?;
+    Ok((
+        if ctype.is_empty() {
+            meta.content_type
+        } else {
+            ctype
+        },
+        name,
+        bytes,
+    ))
+}
+
 /// One file of a cached message, for download: its part fetched alone and decoded (at most
 /// `[email] max_message_mb`). `None` when it is to be read from the whole message instead:
 /// the structure differs from the cached list, the part does not decode, or it came back
@@ -167,7 +194,7 @@ async fn one_of(
             tracing::info!("an attachment's part does not decode; fetched whole");
             Ok(None)
         }
-        Fetched::TooLarge => Err(super::actions::too_large_to_fetch(state)),
+        Fetched::TooLarge => Err(actions::too_large_to_fetch(state)),
     }
 }
 
