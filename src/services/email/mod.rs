@@ -46,6 +46,7 @@ pub mod send;
 pub mod signatures;
 pub mod spool;
 pub mod sync;
+pub mod thread_query;
 pub mod threads;
 pub mod uploads;
 pub mod wire;

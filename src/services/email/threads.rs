@@ -2,14 +2,13 @@
 
 use std::collections::{BTreeSet, HashMap};
 
-use base64::Engine;
-
 use crate::crypto::{Aad, DataKey};
 use crate::error::{AppError, AppResult};
 use crate::services::Context;
 use crate::store::email::messages::{self as mstore, MessageMeta, ThreadRow};
 
 use super::mailboxes;
+use super::thread_query::{check_query, encode_cursor, Query};
 use super::{open_json, parse_id, user_key, AttachmentMeta, Body, Header, Person, T_MESSAGES};
 
 #[derive(Debug, Clone)]
@@ -131,33 +130,8 @@ fn assemble(
         .collect()
 }
 
-fn encode_cursor(at: i64, id: &str) -> String {
-    base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(format!("{at}|{id}"))
-}
-
 /// Back-fills one page may wait for before it answers short (with a `nextCursor`).
 const MAX_BACKFILLS_PER_PAGE: u32 = 3;
-
-fn decode_cursor(c: &str) -> AppResult<(i64, String)> {
-    let bad = || AppError::invalid("cursor", "is not a cursor this server issued");
-    let raw = base64::engine::general_purpose::URL_SAFE_NO_PAD
-        .decode(c.trim())
-        .map_err(|_| bad())?;
-    let s = String::from_utf8(raw).map_err(|_| bad())?;
-    let (at, id) = s.split_once('|').ok_or_else(bad)?;
-    Ok((at.parse().map_err(|_| bad())?, id.to_owned()))
-}
-
-pub fn parse_limit(limit: Option<&str>) -> AppResult<i64> {
-    match limit.map(str::trim) {
-        None | Some("") => Ok(50),
-        Some(l) => l
-            .parse::<i64>()
-            .ok()
-            .filter(|n| (1..=100).contains(n))
-            .ok_or_else(|| AppError::invalid("limit", "must be 1 to 100")),
-    }
-}
 
 fn matches(t: &Thread, q: &str) -> bool {
     let q = q.to_lowercase();
@@ -173,48 +147,6 @@ fn matches(t: &Thread, q: &str) -> bool {
 
 /// Threads one `q` request opens and matches at most (as `GET /api/search` scans).
 pub const MAX_Q_SCAN: usize = crate::services::indexing::MAX_SCAN;
-
-/// A thread list request, checked.
-struct Query {
-    limit: i64,
-    after: Option<(i64, String)>,
-    label: Option<String>,
-    q: Option<String>,
-}
-
-/// 400 naming `limit`, `cursor`, `label` or `q` when one is malformed or too long.
-fn check_query(
-    label: Option<&str>,
-    q: Option<&str>,
-    cursor: Option<&str>,
-    limit: Option<&str>,
-) -> AppResult<Query> {
-    let limit = parse_limit(limit)?;
-    let after = match cursor.map(str::trim) {
-        None | Some("") => None,
-        Some(c) => Some(decode_cursor(c)?),
-    };
-    let label = label
-        .map(str::trim)
-        .filter(|l| !l.is_empty())
-        .map(str::to_owned);
-    if label.as_ref().is_some_and(|l| l.len() > 1000) {
-        return Err(AppError::invalid("label", "is too long"));
-    }
-    let q = q
-        .map(str::trim)
-        .filter(|q| !q.is_empty())
-        .map(str::to_owned);
-    if q.as_ref().is_some_and(|q| q.chars().count() > 200) {
-        return Err(AppError::invalid("q", "must be at most 200 characters"));
-    }
-    Ok(Query {
-        limit,
-        after,
-        label,
-        q,
-    })
-}
 
 pub async fn list(
     state: &Context,
