@@ -142,7 +142,7 @@ pub async fn set_user_subscription(
             // Read and write back in one IMMEDIATE transaction, so a profile change or key
             // deletion committed meanwhile is not reverted by this full-row write.
             let tx = c.transaction()?;
-            let mut user = users::find(&tx, &uid)?.ok_or_else(|| AppError::not_found("user"))?;
+            let mut user = crate::services::users::load_row(&tx, &uid)?;
             change.apply(&mut user, unix_now() as i64)?;
             users::update(&tx, &user)?;
             tx.commit()?;

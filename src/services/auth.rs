@@ -121,8 +121,7 @@ pub async fn ensure_matrix_account(state: &Context, user: UserRow) -> AppResult<
     let user = state
         .db(move |c| {
             let tx = c.transaction()?;
-            let mut row =
-                store::users::find(&tx, &uid)?.ok_or_else(|| AppError::not_found("user"))?;
+            let mut row = crate::services::users::load_row(&tx, &uid)?;
             row.matrix_access_token_enc = Some(users::seal_matrix_token(
                 &master,
                 &row,

@@ -159,8 +159,7 @@ pub async fn register(state: &Context, user_id: &str, reg: Registration) -> AppR
             let tx = c.transaction_with_behavior(rusqlite::TransactionBehavior::Immediate)?;
             // The data key is read in the transaction that seals with it, so a key deletion
             // cannot slip in between (the token would be sealed under the deleted key).
-            let user =
-                crate::store::users::find(&tx, &uid)?.ok_or_else(|| AppError::not_found("user"))?;
+            let user = crate::services::users::load_row(&tx, &uid)?;
             let dek = users::data_key(&master, &user)?;
             let now = now_ms();
             let (mut row, is_new) = row_for_token(&tx, &uid, index, now)?;

@@ -71,7 +71,7 @@ pub async fn machine_for(state: &Context, user: &UserRow) -> AppResult<Option<Ar
                     // Another sync device was opened since `user` was read: wait for a
                     // replacement under way, then read the user again.
                     drop(state.e2ee.rotation_lock().await);
-                    user = reload_user(state, &user.id).await?;
+                    user = crate::services::users::load(state, &user.id).await?;
                     fresh = true;
                     continue;
                 }
@@ -85,15 +85,6 @@ pub async fn machine_for(state: &Context, user: &UserRow) -> AppResult<Option<Ar
     )))
 }
 
-async fn reload_user(state: &Context, user_id: &str) -> AppResult<UserRow> {
-    let uid = user_id.to_owned();
-    state
-        .store
-        .run(move |c| crate::store::users::find(c, &uid).map_err(AppError::from))
-        .await?
-        .ok_or_else(|| AppError::not_found("user"))
-}
-
 /// Logs in a new sync device, stores its token and id, and logs the old one out (which
 /// removes its keys from the homeserver). Serialised so that the sync worker and a send
 /// never both replace it.
@@ -105,7 +96,7 @@ async fn replace_sync_device(
     mxid: &str,
 ) -> AppResult<UserRow> {
     let _guard = state.e2ee.rotation_lock().await;
-    let current = reload_user(state, &user.id).await?;
+    let current = crate::services::users::load(state, &user.id).await?;
     if current.matrix_device_id != user.matrix_device_id {
         return Ok(current); // replaced meanwhile
     }
@@ -120,8 +111,7 @@ async fn replace_sync_device(
         .store
         .run(move |c| {
             let tx = c.transaction()?;
-            let mut row =
-                crate::store::users::find(&tx, &uid)?.ok_or_else(|| AppError::not_found("user"))?;
+            let mut row = crate::services::users::load_row(&tx, &uid)?;
             row.matrix_access_token_enc = Some(users::seal_matrix_token(
                 &master,
                 &row,
@@ -340,11 +330,7 @@ async fn what_the_sync_saw(
 
 async fn machine_for_id(state: &Context, user_id: &str) -> AppResult<Arc<UserCrypto>> {
     let uid = user_id.to_owned();
-    let user = state
-        .store
-        .run(move |c| crate::store::users::find(c, &uid).map_err(AppError::from))
-        .await?
-        .ok_or_else(|| AppError::not_found("user"))?;
+    let user = crate::services::users::load(state, &uid).await?;
     machine_for(state, &user)
         .await?
         .ok_or_else(|| error(E2eeError::Crypto("no Matrix account".into())))

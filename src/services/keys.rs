@@ -12,6 +12,7 @@
 //!   is zeroed (`secure_delete`), and the WAL is checkpointed and truncated afterwards, so
 //!   the old ciphertext is gone from the live files, not merely unreadable.
 
+use crate::services::users::load_row;
 use base64::engine::general_purpose::STANDARD;
 use base64::Engine as _;
 use rusqlite::{Connection, TransactionBehavior};
@@ -121,10 +122,6 @@ fn no_keys() -> AppError {
     }
 }
 
-fn load_user(conn: &rusqlite::Connection, user_id: &str) -> AppResult<UserRow> {
-    crate::store::users::find(conn, user_id)?.ok_or_else(|| AppError::not_found("user"))
-}
-
 /// Which of the two ways to store a key a request takes:
 /// - `Register` (`POST /api/keys/register`): the user's first key (or first after a
 ///   deletion); 400 `keys_already_registered` when a key record exists.
@@ -157,7 +154,7 @@ impl KeyChange {
         state
             .db(move |c| {
                 let tx = c.transaction_with_behavior(TransactionBehavior::Immediate)?;
-                let mut user = load_user(&tx, &uid)?;
+                let mut user = load_row(&tx, &uid)?;
                 let mut row = self.next_row(&tx, &mut user, &key, now)?;
                 key.seal_recovery_into(&master, &user, &mut row)?;
                 user_keys::upsert(&tx, &row)?;
@@ -230,7 +227,7 @@ pub async fn delete(state: &Context, user_id: &str, confirmation: Option<&str>) 
     state
         .db(move |c| {
             let tx = c.transaction_with_behavior(TransactionBehavior::Immediate)?;
-            let mut user = load_user(&tx, &uid)?;
+            let mut user = load_row(&tx, &uid)?;
             check_deletion_allowed(&tx, &user, now)?;
             shred_under_a_fresh_key(&tx, &master, &mut user, now)?;
             let shredded = crate::store::shred::content_of(&tx, &uid)?;
@@ -371,7 +368,7 @@ pub async fn recovery(state: &Context, user_id: &str) -> AppResult<(String, Stri
             let missing = || AppError::not_found("recovery key");
             let row = user_keys::find(c, &uid)?.ok_or_else(missing)?;
             let sealed = row.encrypted_master_key_enc.ok_or_else(missing)?;
-            let user = load_user(c, &uid)?;
+            let user = load_row(c, &uid)?;
             let dek = users::data_key(&master, &user)?;
             let value = dek.open_string(&sealed, &recovery_aad(&uid))?;
             Ok((value, row.salt.unwrap_or_default()))

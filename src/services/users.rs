@@ -100,10 +100,13 @@ pub fn profile_of(master: &MasterKey, user: UserRow) -> AppResult<Profile> {
 
 pub async fn load(state: &Context, user_id: &str) -> AppResult<UserRow> {
     let uid = user_id.to_owned();
-    state
-        .store
-        .run(move |c| users::find(c, &uid)?.ok_or_else(|| AppError::not_found("user")))
-        .await
+    state.store.run(move |c| load_row(c, &uid)).await
+}
+
+/// The user's row, or 404 `not_found` naming the user: the one way a service loads the
+/// caller inside its own database job.
+pub fn load_row(c: &Connection, user_id: &str) -> AppResult<UserRow> {
+    users::find(c, user_id)?.ok_or_else(|| AppError::not_found("user"))
 }
 
 pub async fn load_profile(state: &Context, user_id: &str) -> AppResult<Profile> {
@@ -235,7 +238,7 @@ pub async fn update_profile(
             // so a concurrent key deletion or subscription change committed between a bare
             // read and this write would be reverted.
             let tx = c.transaction()?;
-            let mut user = users::find(&tx, &uid)?.ok_or_else(|| AppError::not_found("user"))?;
+            let mut user = load_row(&tx, &uid)?;
             if let Some(name) = username {
                 if users::find_by_username(&tx, &name)?.is_some_and(|other| other.id != user.id) {
                     return Err(username_taken());
@@ -279,7 +282,7 @@ pub async fn complete_onboarding(
     let row = state
         .db(move |c| {
             let tx = c.transaction()?;
-            let mut user = users::find(&tx, &uid)?.ok_or_else(|| AppError::not_found("user"))?;
+            let mut user = load_row(&tx, &uid)?;
             if let Some(name) = display_name {
                 user.display_name = Some(name);
             }

@@ -21,11 +21,7 @@ const MAX_ID_LEN: usize = 255;
 /// The user's machine, or `None` without a homeserver or Matrix account.
 async fn machine(state: &Context, user_id: &str) -> AppResult<Option<Arc<UserCrypto>>> {
     let uid = user_id.to_owned();
-    let user = state
-        .store
-        .run(move |c| crate::store::users::find(c, &uid).map_err(AppError::from))
-        .await?
-        .ok_or_else(|| AppError::not_found("user"))?;
+    let user = crate::services::users::load(state, &uid).await?;
     machine_for(state, &user).await
 }
 

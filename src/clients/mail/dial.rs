@@ -12,6 +12,25 @@ pub use crate::config::PrivateHosts;
 
 const RESOLVE_TIMEOUT: Duration = Duration::from_secs(10);
 
+/// `From<DialError>` for a mail protocol's error type, which reports a refused address as
+/// `NotAllowed` and a name that did not resolve as `Unreachable` (IMAP and SMTP alike).
+macro_rules! from_dial_error {
+    ($error:ty) => {
+        impl From<$crate::clients::mail::dial::DialError> for $error {
+            fn from(e: $crate::clients::mail::dial::DialError) -> Self {
+                use $crate::clients::mail::dial::DialError;
+                match e {
+                    DialError::NotAllowed { .. } | DialError::Cleartext { .. } => {
+                        Self::NotAllowed(e.to_string())
+                    }
+                    DialError::Unresolvable(m) => Self::Unreachable(m),
+                }
+            }
+        }
+    };
+}
+pub(crate) use from_dial_error;
+
 #[derive(Debug, thiserror::Error)]
 pub enum DialError {
     /// The host resolves to an address this server does not connect to. The message does

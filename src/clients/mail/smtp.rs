@@ -15,7 +15,7 @@ use lettre::transport::smtp::commands::{Data, Mail, Rcpt};
 use lettre::transport::smtp::extension::{ClientId, Extension, MailBodyParameter, MailParameter};
 use tokio::net::TcpStream;
 
-use super::dial::{self, DialError};
+use super::dial;
 use super::imap::stream::{tls_stream, Capped, Halt};
 use super::imap::{Endpoint, MailStream, Security};
 use crate::config::EmailConfig;
@@ -40,16 +40,7 @@ pub enum SmtpError {
     Source(String),
 }
 
-impl From<DialError> for SmtpError {
-    fn from(e: DialError) -> Self {
-        match e {
-            DialError::NotAllowed { .. } | DialError::Cleartext { .. } => {
-                Self::NotAllowed(e.to_string())
-            }
-            DialError::Unresolvable(m) => Self::Unreachable(m),
-        }
-    }
-}
+dial::from_dial_error!(SmtpError);
 
 fn classify(e: lettre::transport::smtp::Error) -> SmtpError {
     if e.is_permanent() || e.is_transient() {

@@ -109,7 +109,7 @@ pub(crate) fn keys_of(
     state_master: &crypto::MasterKey,
     user_id: &str,
 ) -> AppResult<(UserRow, DataKey, Option<[u8; 32]>)> {
-    let user = crate::store::users::find(c, user_id)?.ok_or_else(|| AppError::not_found("user"))?;
+    let user = crate::services::users::load_row(c, user_id)?;
     conversations::require_readable(&user)?;
     let dek = users::data_key(state_master, &user)?;
     let recipient = user_keys::find(c, user_id)?

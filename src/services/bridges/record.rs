@@ -127,8 +127,7 @@ pub(super) async fn reconcile(
             let tx = c.transaction_with_behavior(rusqlite::TransactionBehavior::Immediate)?;
             // Sealed under the data key as it is in this transaction (`user` was read before
             // the bridge round trip; the keys may have been deleted since).
-            let current =
-                crate::store::users::find(&tx, &uid)?.ok_or_else(|| AppError::not_found("user"))?;
+            let current = crate::services::users::load_row(&tx, &uid)?;
             let dek = users::data_key(&master, &current)?;
             let old = bridge_logins::list(&tx, &uid, platform.id())?;
             let mut changes = Vec::new();

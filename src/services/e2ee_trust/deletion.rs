@@ -7,7 +7,7 @@ use super::{aad, load, save};
 use crate::clients::matrix::e2ee;
 use crate::clock::unix_now;
 use crate::crypto::DataKey;
-use crate::error::{AppError, AppResult};
+use crate::error::AppResult;
 use crate::services::{users, Context};
 use crate::store::e2ee_trust as trust_store;
 
@@ -52,8 +52,7 @@ pub async fn forget_backup(state: &Context, user_id: &str) {
     let token = state
         .store
         .run(move |c| {
-            let user =
-                crate::store::users::find(c, &uid)?.ok_or_else(|| AppError::not_found("user"))?;
+            let user = crate::services::users::load_row(c, &uid)?;
             users::matrix_token_of(&master, &user)
         })
         .await;

@@ -84,8 +84,7 @@ async fn load(state: &Context, user_id: &str) -> AppResult<Opened> {
     state
         .store
         .run(move |c| {
-            let user =
-                crate::store::users::find(c, &uid)?.ok_or_else(|| AppError::not_found("user"))?;
+            let user = crate::services::users::load_row(c, &uid)?;
             let dek = users::data_key(&master, &user)?;
             let row = trust_store::find(c, &uid)?;
             let seeds = row

@@ -31,11 +31,7 @@ async fn machine(state: &Context, user_id: &str) -> AppResult<(MatrixClient, Arc
     };
     let matrix = state.matrix.clone().ok_or_else(unavailable)?;
     let uid = user_id.to_owned();
-    let user = state
-        .store
-        .run(move |c| crate::store::users::find(c, &uid).map_err(AppError::from))
-        .await?
-        .ok_or_else(|| AppError::not_found("user"))?;
+    let user = crate::services::users::load(state, &uid).await?;
     let crypto = crate::services::e2ee::machine_for(state, &user)
         .await?
         .ok_or_else(unavailable)?;

@@ -6,8 +6,9 @@
 use super::{capped, media_error, safe_content_type, too_large, Download};
 use crate::clients::matrix::media::Mxc;
 use crate::error::{AppError, AppResult, ErrorCode};
+use crate::services::messages::parse_room_id;
 use crate::services::messages::send::matrix_token;
-use crate::services::messages::{load_user, parse_room_id};
+use crate::services::users::load_row;
 use crate::services::{conversations, senders, users, Context};
 
 /// Longest accepted member id (Matrix user ids are at most 255 bytes).
@@ -48,7 +49,7 @@ pub async fn member_avatar(
     let (uid, st) = (user_id.to_owned(), state.clone());
     let (avatar, token) = state
         .db(move |c| {
-            let user = load_user(c, &uid)?;
+            let user = load_row(c, &uid)?;
             conversations::require_readable(&user)?;
             if crate::store::rooms::find(c, &uid, &room_id)?.is_none() {
                 return Err(AppError::not_found("room"));

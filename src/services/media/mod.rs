@@ -6,6 +6,7 @@
 //! is part of the message content, sealed at rest like the text; the bytes are never
 //! stored.
 
+use crate::services::users::load_row;
 use std::io;
 
 use bytes::Bytes;
@@ -13,9 +14,9 @@ use futures_util::{Stream, StreamExt};
 use matrix_sdk_crypto::MediaEncryptionInfo;
 use serde_json::Value;
 
+use super::messages::parse_room_id;
 use super::messages::rich::{self, media_of};
 use super::messages::send::{matrix_token, parse_event_id};
-use super::messages::{load_user, parse_room_id};
 use super::{conversations, users, Context};
 use crate::clients::matrix::media::Mxc;
 use crate::clients::matrix::MatrixError;
@@ -269,7 +270,7 @@ async fn attachment_message(
     let (uid, st) = (user_id.to_owned(), state.clone());
     state
         .db(move |c| {
-            let user = load_user(c, &uid)?;
+            let user = load_row(c, &uid)?;
             conversations::require_readable(&user)?;
             let row = crate::store::messages::find_by_event(c, &uid, &event_id)?
                 .filter(|m| m.room_id == room_id && !m.redacted)

@@ -18,9 +18,9 @@ use crate::clients::matrix::preview::UrlPreview;
 use crate::clients::matrix::{MatrixClient, MatrixError};
 use crate::clock::unix_now;
 use crate::error::{AppError, AppResult, ErrorCode};
-use crate::services::messages::load_user;
 use crate::services::messages::send::matrix_token;
 use crate::services::upstream::homeserver_error;
+use crate::services::users::load_row;
 use crate::services::Context;
 use crate::store::preview_settings;
 
@@ -141,7 +141,7 @@ async fn acting(state: &Context, user_id: &str) -> AppResult<(MatrixClient, Stri
     let (uid, st) = (user_id.to_owned(), state.clone());
     let token = state
         .db(move |c| {
-            let user = load_user(c, &uid)?;
+            let user = load_row(c, &uid)?;
             if !preview_settings::enabled(c, &uid)? {
                 return Err(AppError::forbidden(
                     ErrorCode::PreviewsDisabled,

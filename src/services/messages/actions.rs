@@ -6,16 +6,17 @@
 
 use serde_json::json;
 
+use super::parse_room_id;
 use super::send::{
     self, parse_event_id, validate_text, validate_txn_id, Action, Outbound, Sent, Target,
     TargetRule,
 };
-use super::{load_user, parse_room_id};
 use crate::clock::unix_now;
 use crate::error::{AppError, AppResult};
 use crate::events::ChangeEvent;
 use crate::services::conversations::{open_reaction_key, seal_reaction_key};
 use crate::services::users;
+use crate::services::users::load_row;
 use crate::services::Context;
 use crate::store::reactions::{self, ReactionRow};
 
@@ -66,7 +67,7 @@ async fn my_reactions(
     );
     state
         .db(move |c| {
-            let user = load_user(c, &uid)?;
+            let user = load_row(c, &uid)?;
             let dek = users::data_key(&master, &user)?;
             let me = user.matrix_user_id.unwrap_or_default();
             Ok(reactions::of_target(c, &uid, &target)?
@@ -152,7 +153,7 @@ async fn store_own_reaction(
     );
     state
         .db(move |c| {
-            let user = load_user(c, &uid)?;
+            let user = load_row(c, &uid)?;
             let dek = users::data_key(&master, &user)?;
             let row = ReactionRow {
                 key_enc: seal_reaction_key(&dek, &uid, &ev, &key),

@@ -17,6 +17,7 @@
 //!
 //! Sending lives in [`send`].
 
+use crate::services::users::load_row;
 use std::collections::BTreeSet;
 use std::sync::Arc;
 
@@ -153,10 +154,6 @@ impl Cursor {
     }
 }
 
-pub(crate) fn load_user(c: &Connection, user_id: &str) -> AppResult<UserRow> {
-    crate::store::users::find(c, user_id)?.ok_or_else(|| AppError::not_found("user"))
-}
-
 pub(crate) fn room_not_found() -> AppError {
     AppError::not_found("room")
 }
@@ -226,7 +223,7 @@ async fn readable_history(
                 let (uid, master) = (uid.clone(), master.clone());
                 let (room_id, cursor) = (room_id.clone(), cursor.clone());
                 state.store.run(move |c| {
-                    let user = load_user(c, &uid)?;
+                    let user = load_row(c, &uid)?;
                     conversations::require_readable(&user)?;
                     let dek = users::data_key(&master, &user)?;
                     readable::page(c, &user, &dek, room_id, cursor, limit, fill)
@@ -263,7 +260,7 @@ async fn sealed_history(
         let (uid, master) = (uid.clone(), master.clone());
         let (room_id, start) = (room_id.clone(), start.clone());
         state.store.run(move |c| {
-            let user = load_user(c, &uid)?;
+            let user = load_row(c, &uid)?;
             let key = user_keys::find(c, &uid)?.ok_or_else(conversations::keys_not_registered)?;
             let recipient = validate_public_key(&key.public_key)
                 .map_err(|_| AppError::internal("stored public key is malformed"))?;

@@ -9,9 +9,10 @@ use super::send::{
     matrix_token, no_homeserver, not_joined, text_content, validate_text, MAX_MULTI_ROOMS,
     MULTI_SEND_CONCURRENCY, TEXT_MSGTYPES,
 };
-use super::{load_user, parse_room_id, room_not_found};
+use super::{parse_room_id, room_not_found};
 use crate::error::{AppError, AppResult};
 use crate::services::e2ee::{self, Outgoing, SendFailure};
+use crate::services::users::load_row;
 use crate::services::Context;
 use crate::store::rooms;
 
@@ -100,7 +101,7 @@ async fn rooms_and_token(
     let (uid, st) = (user_id.to_owned(), state.clone());
     state
         .db(move |c| {
-            let user = load_user(c, &uid)?;
+            let user = load_row(c, &uid)?;
             let token = match st.matrix {
                 Some(_) => matrix_token(&st, &user),
                 None => Err(no_homeserver()),

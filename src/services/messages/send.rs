@@ -5,10 +5,11 @@
 use rusqlite::TransactionBehavior;
 use serde_json::{json, Value};
 
-use super::{load_user, parse_room_id, room_not_found};
+use super::{parse_room_id, room_not_found};
 use crate::clock::unix_now;
 use crate::error::{AppError, AppResult, ErrorCode};
 use crate::services::e2ee::{self, Outgoing, SendFailure};
+use crate::services::users::load_row;
 
 use crate::services::upstream::homeserver_error;
 use crate::services::Context;
@@ -238,7 +239,7 @@ fn prepare(
     target: Option<&Target>,
     record: bool,
 ) -> AppResult<Prepared> {
-    let user = load_user(tx, uid)?;
+    let user = load_row(tx, uid)?;
     let earlier = sent_transactions::find(tx, uid, txn)?;
     if let Some(t) = &earlier {
         if t.room_id != room {

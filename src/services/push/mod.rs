@@ -194,7 +194,7 @@ fn store_subscription(
     new: NewSubscription,
 ) -> AppResult<(String, bool)> {
     let tx = c.transaction_with_behavior(rusqlite::TransactionBehavior::Immediate)?;
-    let user = crate::store::users::find(&tx, uid)?.ok_or_else(|| AppError::not_found("user"))?;
+    let user = crate::services::users::load_row(&tx, uid)?;
     let dek = users::data_key(master, &user)?;
     if let Some(existing) = store::find_by_index(&tx, uid, &new.index)? {
         let sealed = dek.seal_str(&new.keys_json, &aad("keys", &existing.id));

@@ -152,8 +152,7 @@ pub fn reindex(
     user_id: &str,
     on_batch: &mut dyn FnMut(&Reindexed),
 ) -> AppResult<Reindexed> {
-    let user =
-        crate::store::users::find(conn, user_id)?.ok_or_else(|| AppError::not_found("user"))?;
+    let user = crate::services::users::load_row(conn, user_id)?;
     let dek = crate::services::users::data_key(master, &user)?;
     {
         let tx = conn.transaction()?;

@@ -1,5 +1,6 @@
 //! One search: validate, look up candidates, decrypt and verify, render the page.
 
+use crate::services::users::load_row;
 use rusqlite::Connection;
 
 use super::query::{snippet, Highlight, Query};
@@ -15,7 +16,7 @@ use crate::services::session::Principal;
 use crate::services::users;
 use crate::services::Context;
 use crate::store::search_index::{self, Candidate, Filters};
-use crate::store::{user_keys, users::UserRow};
+use crate::store::user_keys;
 
 pub const DEFAULT_LIMIT: i64 = 20;
 pub const MAX_LIMIT: i64 = 100;
@@ -233,7 +234,7 @@ pub async fn search(
     state
         .store
         .run(move |c| {
-            let user = load_user(c, &uid)?;
+            let user = load_row(c, &uid)?;
             conversations::require_readable(&user)?;
             let dek = users::data_key(&master, &user)?;
             // One more than the page: whether another page exists without a second query.
@@ -263,10 +264,6 @@ pub async fn search(
             render(found, recipient, next)
         })
         .await
-}
-
-fn load_user(c: &Connection, user_id: &str) -> AppResult<UserRow> {
-    crate::store::users::find(c, user_id)?.ok_or_else(|| AppError::not_found("user"))
 }
 
 /// Renders verified matches: snippets as text, or sealed under one ephemeral key per page

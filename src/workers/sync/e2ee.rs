@@ -168,8 +168,7 @@ impl Syncer<'_> {
                 // Ingest writes this user's rows only: other users' cached pages stay.
                 crate::store::epoch::scope_to_user(&user_id);
                 let tx = c.transaction_with_behavior(TransactionBehavior::Immediate)?;
-                let user = crate::store::users::find(&tx, &user_id)?
-                    .ok_or_else(|| AppError::not_found("user"))?;
+                let user = crate::services::users::load_row(&tx, &user_id)?;
                 let dek = users::data_key(&master, &user)?;
                 let ctx = IngestContext {
                     user_id: &user_id,
@@ -251,8 +250,7 @@ async fn undecryptable_rows(
     state
         .store
         .run(move |c| {
-            let user =
-                crate::store::users::find(c, &uid)?.ok_or_else(|| AppError::not_found("user"))?;
+            let user = crate::services::users::load_row(c, &uid)?;
             let dek = users::data_key(&master, &user)?;
             let mut rows = Vec::new();
             for room in &wanted {

@@ -15,7 +15,7 @@ use futures_util::TryStreamExt;
 use serde::{Deserialize, Serialize};
 use tokio::net::TcpStream;
 
-use super::dial::{self, DialError};
+use super::dial;
 pub use super::uids::uid_set;
 use crate::config::EmailConfig;
 
@@ -106,16 +106,7 @@ pub enum ImapError {
     Source(String),
 }
 
-impl From<DialError> for ImapError {
-    fn from(e: DialError) -> Self {
-        match e {
-            DialError::NotAllowed { .. } | DialError::Cleartext { .. } => {
-                Self::NotAllowed(e.to_string())
-            }
-            DialError::Unresolvable(m) => Self::Unreachable(m),
-        }
-    }
-}
+dial::from_dial_error!(ImapError);
 
 impl From<std::io::Error> for ImapError {
     /// The bounded reader refuses with `InvalidData` (the server spoke out of bounds).
