@@ -14,10 +14,12 @@
 //!   (plain, then encrypted), growth over the idle RSS before (goal < 32 MiB);
 //! - CPU per byte: the server's CPU time (the sum of its threads' `schedstat` run time)
 //!   over the downloads through it, per byte served, next to the floor of a checked
-//!   decryption measured in this process in the same run: one SHA-256 pass and one
-//!   AES-256-CTR pass over the same bytes with the crates the server uses (best of 5; goal
-//!   for the encrypted attachment ≤ 1.3× the floor). The plain attachment's figure is the
-//!   cost of moving bytes alone. On a shared machine both figures move with the load.
+//!   decryption in the same run: the plain attachment's figure (the cost of moving the
+//!   bytes alone) plus one SHA-256 pass and one AES-256-CTR pass over the same bytes with
+//!   the crates the server uses, measured in this process (best of 5). Goal for the
+//!   encrypted attachment ≤ 1.3× that floor: checking the hash before the first byte is
+//!   sent (the spool written and read back) may add at most 30 % to what a streaming,
+//!   unchecked decryption would cost. On a shared machine the figures move with the load.
 //!
 //! Every download is read to the end and its length checked (the first of each kind also
 //! its SHA-256).
@@ -390,14 +392,18 @@ fn main() {
 
     // CPU per byte next to the floor of hash + cipher, measured now (same machine load).
     let (sha, aes) = crypto_floor(mb * 1_000_000);
-    let floor = sha + aes;
     let (plain_cpu, enc_cpu) = (cpu_per_byte[0], cpu_per_byte[1]);
+    // The floor is what an unchecked, streaming decryption costs: the plain attachment's
+    // bytes moved (socket in, socket out) plus one hash and one cipher pass. What checking
+    // before sending adds on top (the spool's write and read) is what the goal bounds.
+    let floor = plain_cpu + sha + aes;
     let cpu_ratio = enc_cpu / floor;
     ok &= cpu_ratio <= CPU_GOAL;
     println!(
         "  server CPU per byte: plain {plain_cpu:.2} ns, encrypted {enc_cpu:.2} ns; floor \
-         (SHA-256 {sha:.2} + AES-256-CTR {aes:.2}) {floor:.2} ns; encrypted/floor \
-         {cpu_ratio:.2} (goal ≤ {CPU_GOAL}) {}",
+         (plain {plain_cpu:.2} + SHA-256 {sha:.2} + AES-256-CTR {aes:.2}) {floor:.2} ns; \
+         encrypted/floor {cpu_ratio:.2} (goal ≤ {CPU_GOAL}; over hash + cipher alone {:.2}) {}",
+        enc_cpu / (sha + aes),
         if cpu_ratio <= CPU_GOAL {
             "PASS"
         } else {

@@ -289,8 +289,10 @@ fn main() {
                 let (hits, misses) = others::page_cache(&client, &metrics_url).await;
                 let (hits, misses) = (hits - pages_before.0, misses - pages_before.1);
                 note = format!(
-                    " ({} typing notices sent; page cache {hits} hits, {misses} misses)",
-                    typing.sent() - notices
+                    " ({} typing notices sent, Synapse busy {:.0}% of a core; page cache {hits} \
+                     hits, {misses} misses)",
+                    typing.sent() - notices,
+                    synapse_share * 100.0
                 );
             }
             measured.push((r, o, note));
