@@ -40,7 +40,12 @@ def verify(page):
         raise RuntimeError(f"emoji shown {shown} differ from nio's {theirs}")
     step("emoji_shown")
     shot(page, "verification.png")
-    item.get_by_role("button", name="They match").click()
+    # As with Accept: the confirm POST proves the press reached the app (a list redrawn by a
+    # late `verification.updated` can swallow a click; nio would then wait for our MAC).
+    with page.expect_response(lambda r: r.url.endswith("/confirm") and r.request.method == "POST") as confirmed:
+        item.get_by_role("button", name="They match").click()
+    if confirmed.value.status != 200:
+        raise RuntimeError(f"confirm answered {confirmed.value.status}: {confirmed.value.text()}")
     ask(f"CONFIRM {vid}")
     expect(item).to_have_attribute("data-state", "done")
     expect(item).to_contain_text("is verified.")

@@ -98,6 +98,10 @@ pub struct UserCrypto {
     key_requests: std::sync::Mutex<HashSet<(String, String)>>,
     /// SAS verification flows with the user's other devices (`verification.rs`).
     verifications: verification::Flows,
+    /// The key counts of the last sync response fed to the machine, while the machine
+    /// has nothing to do (see [`UserCrypto::receive_sync`]); `None` when the next
+    /// response must be fed whatever it holds.
+    at_rest: std::sync::Mutex<Option<room::KeyCounts>>,
     /// Cross-signing and key backup bookkeeping (`backup.rs`).
     trust: TrustState,
 }
@@ -119,6 +123,7 @@ impl UserCrypto {
             share_lock: Mutex::new(()),
             key_requests: Default::default(),
             verifications: Default::default(),
+            at_rest: Default::default(),
             trust: TrustState::default(),
         })
     }
@@ -216,6 +221,7 @@ impl E2ee {
             share_lock: Mutex::new(()),
             key_requests: Default::default(),
             verifications: Default::default(),
+            at_rest: Default::default(),
             trust: TrustState::default(),
         });
         if fresh && crypto.device_taken(matrix).await? {

@@ -96,12 +96,16 @@ impl UserCrypto {
     /// failed request is logged and stays queued for the next call.
     pub async fn process_outgoing(&self, matrix: &MatrixClient) -> Result<(), E2eeError> {
         let _guard = self.requests_lock.lock().await;
-        for request in self
+        let requests = self
             .machine
             .outgoing_requests()
             .await
-            .map_err(E2eeError::store)?
-        {
+            .map_err(E2eeError::store)?;
+        if !requests.is_empty() {
+            // Their answers change the machine: the next sync response is fed in full.
+            self.leave_rest();
+        }
+        for request in requests {
             let id = request.request_id();
             let sent = match request.request() {
                 AnyOutgoingRequest::KeysUpload(r) => self.keys_upload(matrix, id, r).await,

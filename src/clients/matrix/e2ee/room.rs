@@ -31,6 +31,22 @@ pub struct SyncCrypto<'a> {
     pub next_batch: &'a str,
 }
 
+/// The one-time key counts and unused fallback key types of a sync response, as sent.
+#[derive(Debug, Clone, PartialEq)]
+pub(super) struct KeyCounts {
+    one_time: Value,
+    fallback: Option<Value>,
+}
+
+impl KeyCounts {
+    fn of(s: &SyncCrypto<'_>) -> Self {
+        Self {
+            one_time: s.one_time_keys_count.clone(),
+            fallback: s.unused_fallback_key_types.cloned(),
+        }
+    }
+}
+
 fn raw<T>(v: &Value) -> Option<Raw<T>> {
     serde_json::value::to_raw_value(v).ok().map(Raw::from_json)
 }
@@ -99,10 +115,24 @@ impl UserCrypto {
     /// Feeds to-device events (room keys arrive here), device list changes and key counts
     /// to the machine; returns the rooms for which new room keys arrived. Call before the
     /// sync position is stored: to-device events are delivered only once.
+    ///
+    /// A response with no to-device event, no device change and the key counts of the
+    /// last one fed is not fed while the machine is at rest (nothing sent or queued since,
+    /// no verification open): the crate would only store the account again, and loading
+    /// its pickle back recomputes every one-time key's public key (about a millisecond
+    /// of CPU per empty long poll or typing notice, most of an idle server's CPU).
     pub async fn receive_sync(&self, s: &SyncCrypto<'_>) -> Result<Vec<String>, E2eeError> {
-        let to_device_events = s.to_device.iter().filter_map(raw).collect();
+        let to_device_events: Vec<_> = s.to_device.iter().filter_map(raw).collect();
         let changed_devices: DeviceLists =
             serde_json::from_value(s.device_lists.clone()).unwrap_or_default();
+        let counts = KeyCounts::of(s);
+        let nothing_new = to_device_events.is_empty()
+            && changed_devices.changed.is_empty()
+            && changed_devices.left.is_empty();
+        if nothing_new && self.at_rest_with(&counts) {
+            return Ok(Vec::new());
+        }
+        self.leave_rest();
 
         let one_time_keys_counts: BTreeMap<ruma::OneTimeKeyAlgorithm, UInt> =
             serde_json::from_value(s.one_time_keys_count.clone()).unwrap_or_default();
@@ -126,10 +156,32 @@ impl UserCrypto {
             // Tracked users among them are queried by the next `process_outgoing`.
             tracing::info!(user_id = %self.user_id, changed = ?changed_devices.changed, "device lists changed");
         }
+        if nothing_new && events.is_empty() && keys.is_empty() {
+            // At rest from here until the machine has something to send or to settle.
+            *self.at_rest.lock().unwrap_or_else(|p| p.into_inner()) = Some(counts);
+        }
         let mut rooms: Vec<String> = keys.into_iter().map(|k| k.room_id.to_string()).collect();
         rooms.sort();
         rooms.dedup();
         Ok(rooms)
+    }
+
+    /// Whether the machine is at rest with the same key counts and no verification is
+    /// open (the crate expires open ones when it is fed).
+    fn at_rest_with(&self, counts: &KeyCounts) -> bool {
+        let same = self
+            .at_rest
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .as_ref()
+            .is_some_and(|c| c == counts);
+        same && self.verifications.all_settled()
+    }
+
+    /// The next response is fed whatever it holds: the machine has something to do
+    /// (called when it has requests to send, and before each feeding).
+    pub(super) fn leave_rest(&self) {
+        *self.at_rest.lock().unwrap_or_else(|p| p.into_inner()) = None;
     }
 
     /// Decrypts one `m.room.encrypted` event of `room_id` (the event as the homeserver
@@ -322,3 +374,7 @@ impl UserCrypto {
         })
     }
 }
+
+#[cfg(test)]
+#[path = "room_tests.rs"]
+mod tests;

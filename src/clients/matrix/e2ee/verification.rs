@@ -78,6 +78,19 @@ impl Flows {
     fn table(&self) -> std::sync::MutexGuard<'_, Table> {
         self.table.lock().unwrap_or_else(|p| p.into_inner())
     }
+
+    /// Nothing queued and every kept flow ended: no flow the crate could still expire
+    /// or advance when it is fed a sync response.
+    pub(super) fn all_settled(&self) -> bool {
+        let t = self.table();
+        t.replay.is_empty()
+            && t.foreign.is_empty()
+            && t.flows.values().all(|f| {
+                f.lost
+                    || f.reported.is_some_and(State::is_final)
+                    || f.last.as_ref().is_some_and(|l| l.state.is_final())
+            })
+    }
 }
 
 impl UserCrypto {
@@ -373,6 +386,21 @@ mod tests {
         assert_eq!(listed(&t), [("known".to_owned(), false)]);
         t.flows.get_mut("unknown").unwrap().taken_up = true;
         assert_eq!(listed(&t).len(), 2);
+    }
+
+    #[test]
+    fn flows_are_settled_only_when_none_is_open_and_nothing_is_queued() {
+        let flows = Flows::default();
+        assert!(flows.all_settled(), "no flow at all");
+        flows.table().flows.insert("done".into(), flow(1, true));
+        assert!(flows.all_settled(), "an ended flow");
+        flows.table().flows.insert("open".into(), flow(2, false));
+        assert!(!flows.all_settled(), "an open flow");
+        flows.table().flows.get_mut("open").unwrap().lost = true;
+        assert!(flows.all_settled(), "a flow the crate let go of");
+        let user = OwnedUserId::try_from("@other:example.org").unwrap();
+        flows.table().foreign.push((user, "x".into()));
+        assert!(!flows.all_settled(), "another user's flow to cancel");
     }
 
     #[test]
