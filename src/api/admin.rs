@@ -2,52 +2,17 @@
 //! (`api/security.rs`), whose checker is the one place administrators are told apart; the
 //! logic is shared with `switchboard user …` in `services::admin`.
 
-use chrono::{DateTime, Utc};
 use poem::web::Data;
 use poem_openapi::param::{Path, Query};
 use poem_openapi::payload::Json;
 use poem_openapi::{Object, OpenApi};
 
 use super::security::AdminAuth;
-use super::views::{time, SubscriptionInfo};
+use super::views::UserProfile;
 use super::ApiTags;
 use crate::error::AppError;
 use crate::services::admin::{self, SubscriptionChange};
-use crate::services::users::Profile;
 use crate::state::AppState;
-
-/// A user as administrators see it.
-#[derive(Debug, Object)]
-#[oai(rename_all = "camelCase")]
-pub struct AdminUser {
-    /// User id (UUID).
-    pub id: String,
-    pub email: String,
-    pub display_name: Option<String>,
-    pub username: Option<String>,
-    pub is_admin: bool,
-    /// The user's Matrix ID on the homeserver, once created.
-    pub matrix_user_id: Option<String>,
-    /// Personal-token subscription: `active` is whether the user's tokens work now.
-    pub subscription: SubscriptionInfo,
-    pub created_at: DateTime<Utc>,
-}
-
-impl From<Profile> for AdminUser {
-    fn from(p: Profile) -> Self {
-        let u = p.user;
-        Self {
-            subscription: SubscriptionInfo::of(&u),
-            id: u.id,
-            email: p.email,
-            display_name: u.display_name,
-            username: u.username,
-            is_admin: u.is_admin,
-            matrix_user_id: u.matrix_user_id,
-            created_at: time(u.created_at),
-        }
-    }
-}
 
 /// Offset/limit pagination.
 #[derive(Debug, Object)]
@@ -63,8 +28,8 @@ pub struct Pagination {
 
 #[derive(Debug, Object)]
 pub struct UserList {
-    /// Users, oldest first.
-    pub users: Vec<AdminUser>,
+    /// Users, oldest first: each the same object the user gets from `/api/auth/me`.
+    pub users: Vec<UserProfile>,
     pub pagination: Pagination,
 }
 
@@ -107,7 +72,7 @@ impl AdminApi {
                 offset: page.offset,
                 has_more,
             },
-            users: page.users.into_iter().map(AdminUser::from).collect(),
+            users: page.users.into_iter().map(UserProfile::from).collect(),
         }))
     }
 
@@ -121,7 +86,7 @@ impl AdminApi {
         _admin: AdminAuth,
         /// User id (UUID).
         id: Path<String>,
-    ) -> Result<Json<AdminUser>, AppError> {
+    ) -> Result<Json<UserProfile>, AppError> {
         Ok(Json(admin::show_user(&state, &id.0).await?.into()))
     }
 
@@ -147,7 +112,7 @@ impl AdminApi {
         /// User id (UUID).
         id: Path<String>,
         body: Json<SubscriptionRequest>,
-    ) -> Result<Json<AdminUser>, AppError> {
+    ) -> Result<Json<UserProfile>, AppError> {
         let change = SubscriptionChange::from_request(body.active, body.until.as_deref())?;
         let row = admin::set_user_subscription(&state, &id.0, change).await?;
         let profile = crate::services::users::profile_of(&state.master, row)?;
@@ -172,7 +137,7 @@ impl AdminApi {
         _admin: AdminAuth,
         /// User id (UUID).
         id: Path<String>,
-    ) -> Result<Json<AdminUser>, AppError> {
+    ) -> Result<Json<UserProfile>, AppError> {
         let row = admin::promote_by_id(&state, &id.0).await?;
         let profile = crate::services::users::profile_of(&state.master, row)?;
         Ok(Json(profile.into()))

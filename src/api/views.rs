@@ -28,7 +28,10 @@ pub struct SubscriptionInfo {
     pub until: Option<DateTime<Utc>>,
 }
 
-/// A user's own profile.
+/// A user: the signed-in user's own profile (`/api/auth/me`, sign-up, sign-in), and the same
+/// object for any user under `/api/admin/users`. Everything in it is shown to the user and to
+/// administrators alike; nothing secret or sealed-for-the-user-only (keys, token hashes,
+/// wrapped keys) is part of it.
 #[derive(Debug, Object)]
 #[oai(rename_all = "camelCase")]
 pub struct UserProfile {
@@ -42,6 +45,7 @@ pub struct UserProfile {
     pub matrix_user_id: Option<String>,
     pub is_admin: bool,
     pub onboarding_completed: bool,
+    /// Personal-token subscription: `active` is whether the user's tokens work now.
     pub subscription: SubscriptionInfo,
     pub created_at: DateTime<Utc>,
     pub updated_at: DateTime<Utc>,

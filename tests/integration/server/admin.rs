@@ -48,25 +48,35 @@ pub fn user_cli(app: &TestApp, args: &[&str]) -> String {
 }
 
 fn assert_user_shape(u: &serde_json::Value) {
-    for key in [
-        "id",
-        "email",
-        "displayName",
-        "username",
-        "isAdmin",
-        "matrixUserId",
-        "subscription",
-        "createdAt",
-    ] {
-        assert!(u.get(key).is_some(), "{key} missing: {u}");
-    }
+    // Exactly the user's own profile object (`/api/auth/me`): no sealed column or key
+    // material (`emailEnc`, `dekWrapped`, …) can slip into the admin view unnoticed.
+    let mut keys: Vec<&str> = u
+        .as_object()
+        .expect("object")
+        .keys()
+        .map(|k| k.as_str())
+        .collect();
+    keys.sort_unstable();
+    assert_eq!(
+        keys,
+        [
+            "avatarUrl",
+            "createdAt",
+            "displayName",
+            "email",
+            "id",
+            "isAdmin",
+            "matrixUserId",
+            "onboardingCompleted",
+            "subscription",
+            "updatedAt",
+            "username",
+        ],
+        "{u}"
+    );
     assert!(u["subscription"]["active"].is_boolean(), "{u}");
     assert!(u["subscription"].get("until").is_some(), "{u}");
     assert!(u["isAdmin"].is_boolean(), "{u}");
-    assert!(
-        u.get("emailEnc").is_none() && u.get("dekWrapped").is_none(),
-        "{u}"
-    );
 }
 
 #[tokio::test]
@@ -253,6 +263,9 @@ async fn showing_a_user_and_unknown_ids_are_404() {
     assert_eq!(shown["email"], user.email.to_lowercase());
     assert_eq!(shown["matrixUserId"], user.user["matrixUserId"]);
     assert_eq!(shown["createdAt"], user.user["createdAt"]);
+    // The admin view is the user's own profile, field for field.
+    let me = expect_json(app.get_auth("/api/auth/me", &user.access_token).await, 200).await;
+    assert_eq!(shown, me);
 
     let unknown = uuid::Uuid::new_v4();
     for path in [
