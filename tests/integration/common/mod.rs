@@ -17,10 +17,17 @@ pub mod auth_api;
 pub mod bridge;
 pub mod chromium;
 pub mod client;
+pub mod dovecot;
+pub mod mail;
 pub mod matrix;
+pub mod push_service;
+mod responses;
 pub mod synapse;
+mod users;
 pub use at_rest::{contains, database_bytes};
+pub use responses::*;
 pub use synapse::synapse;
+pub use users::*;
 
 pub fn repo_root() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR"))
@@ -63,25 +70,6 @@ where
             .await;
     });
     (tx, task)
-}
-
-/// Adds `email` to the group of `session` by code, as a client would; returns the account.
-pub async fn add_account(app: &TestApp, session: &Session, email: &str) -> serde_json::Value {
-    let before = mail::messages_to(email).len();
-    let accounts = app.user(session).accounts();
-    accounts.add_code(email).await.expect("add code");
-    let code = mail::wait_for_code(email, before).await;
-    let body = serde_json::json!({"email": email, "code": code});
-    accounts.add_verify(body).await.expect("account added")["account"].clone()
-}
-
-/// A new personal API token (`csk_…`) of `session`'s user.
-pub async fn personal_token(app: &TestApp, session: &Session) -> String {
-    app.user(session)
-        .tokens()
-        .create_named("test script")
-        .await
-        .token
 }
 
 pub fn free_port() -> u16 {
@@ -366,51 +354,6 @@ impl Drop for TestApp {
     }
 }
 
-/// Reads a JSON body, asserting the status first (printing the body on mismatch).
-/// The field names of a JSON object, sorted (to compare a body's exact shape).
-pub fn sorted_keys(v: &serde_json::Value) -> Vec<&str> {
-    let mut keys: Vec<&str> = v.as_object().unwrap().keys().map(String::as_str).collect();
-    keys.sort_unstable();
-    keys
-}
-
-pub async fn expect_json(resp: reqwest::Response, status: u16) -> serde_json::Value {
-    let got = resp.status().as_u16();
-    let text = resp.text().await.expect("body");
-    assert_eq!(got, status, "unexpected status; body: {text}");
-    serde_json::from_str(&text).unwrap_or_else(|e| panic!("body is not JSON ({e}): {text}"))
-}
-
-/// Asserts an error response: status, JSON `{"error": code, "message": …}`.
-pub async fn expect_error(resp: reqwest::Response, status: u16, code: &str) -> serde_json::Value {
-    assert_rate_headers(&resp);
-    let body = expect_json(resp, status).await;
-    assert_eq!(body["error"], code, "error code; body: {body}");
-    assert!(
-        body["message"].as_str().is_some_and(|m| !m.is_empty()),
-        "message; body: {body}"
-    );
-    body
-}
-
-pub fn assert_rate_headers(resp: &reqwest::Response) {
-    for name in [
-        "x-ratelimit-limit",
-        "x-ratelimit-remaining",
-        "x-ratelimit-reset",
-    ] {
-        let value = resp
-            .headers()
-            .get(name)
-            .unwrap_or_else(|| panic!("{name} missing on {}", resp.status()));
-        value
-            .to_str()
-            .unwrap()
-            .parse::<u64>()
-            .unwrap_or_else(|_| panic!("{name} not a number"));
-    }
-}
-
 /// Runs the binary with arguments to completion; returns (status, stdout, stderr).
 pub fn run_cli(args: &[&str], cwd: &Path) -> (ExitStatus, String, String) {
     let out = Command::new(binary())
@@ -444,107 +387,4 @@ pub fn lines(path: &Path) -> Vec<String> {
             .collect(),
         Err(_) => Vec::new(),
     }
-}
-
-pub mod dovecot;
-pub mod mail;
-pub mod push_service;
-
-/// A signed-in user as the tests see it.
-#[derive(Debug, Clone)]
-pub struct Session {
-    pub email: String,
-    pub access_token: String,
-    pub refresh_token: String,
-    pub matrix_access_token: Option<String>,
-    pub user: serde_json::Value,
-}
-
-static EMAIL_COUNTER: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
-
-/// A fresh address no other test uses.
-pub fn unique_email(prefix: &str) -> String {
-    let n = EMAIL_COUNTER.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
-    let nanos = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .unwrap()
-        .subsec_nanos();
-    format!("{prefix}.{}.{n}.{nanos}@example.test", std::process::id())
-}
-
-impl TestApp {
-    /// A server that sends mail to the run's SMTP sink and talks to the real Synapse.
-    pub async fn start_with_mail() -> Self {
-        Self::start_with_mail_and(String::new()).await
-    }
-
-    pub async fn start_with_mail_and(extra: String) -> Self {
-        Self::start_with(TestConfig {
-            matrix: MatrixMode::Real,
-            extra: format!("{}{extra}", mail::smtp_config()),
-        })
-        .await
-    }
-
-    /// Requests a code for `email`, reads it from the delivered mail and verifies it.
-    pub async fn sign_in(&self, email: &str, public_key: Option<&str>) -> Session {
-        let before = mail::messages_to(email).len();
-        let code = self.auth().mailed_code(email, before).await;
-        let mut body = serde_json::json!({"email": email, "code": code});
-        if let Some(key) = public_key {
-            body["publicKey"] = serde_json::json!(key);
-        }
-        let signed = expect_json(self.post_json("/api/auth/verify", None, body).await, 200).await;
-        Session {
-            email: email.to_owned(),
-            access_token: signed["accessToken"]
-                .as_str()
-                .expect("accessToken")
-                .to_owned(),
-            refresh_token: signed["refreshToken"]
-                .as_str()
-                .expect("refreshToken")
-                .to_owned(),
-            matrix_access_token: signed["matrixAccessToken"].as_str().map(str::to_owned),
-            user: signed["user"].clone(),
-        }
-    }
-
-    /// Signs up a brand-new user.
-    pub async fn sign_up(&self, prefix: &str) -> Session {
-        self.sign_in(&unique_email(prefix), None).await
-    }
-}
-
-/// Waits until the sync worker lists `room_id` as an invitation of the user of the native
-/// `access_token`, then accepts it with `POST /api/rooms/{roomId}/accept` (only invites
-/// from the configured bridges are joined automatically); returns the accepted room.
-pub async fn accept_invite(app: &TestApp, access_token: &str, room_id: &str) -> serde_json::Value {
-    let path = format!(
-        "/api/rooms/{}",
-        switchboard::clients::matrix::encode(room_id)
-    );
-    let deadline = Instant::now() + Duration::from_secs(20);
-    loop {
-        let resp = app.get_auth(&path, access_token).await;
-        if resp.status() == 200 {
-            let room = resp.json::<serde_json::Value>().await.expect("JSON")["room"].clone();
-            assert_eq!(room["membership"], "invite", "{room}");
-            break;
-        }
-        assert!(
-            Instant::now() < deadline,
-            "invitation to {room_id} not listed within 20 s (sync worker)"
-        );
-        tokio::time::sleep(Duration::from_millis(200)).await;
-    }
-    let resp = app
-        .send(
-            reqwest::Method::POST,
-            &format!("{path}/accept"),
-            Some(access_token),
-            None,
-        )
-        .await;
-    expect_json(resp, 200).await["room"].clone()
 }

@@ -7,6 +7,7 @@ pub mod admin;
 mod attestation;
 mod cli;
 pub mod clients;
+mod connections;
 mod foundation;
 mod hardening;
 mod http_layer;
