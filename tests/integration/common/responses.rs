@@ -1,5 +1,5 @@
 //! Reading the server's answers: a JSON body with its status, an error body with its code,
-//! and the rate-limit headers.
+//! the refusal of bad input naming its field, and the rate-limit headers.
 
 /// The field names of a JSON object, sorted (to compare a body's exact shape).
 pub fn sorted_keys(v: &serde_json::Value) -> Vec<&str> {
@@ -24,6 +24,18 @@ pub async fn expect_error(resp: reqwest::Response, status: u16, code: &str) -> s
     assert!(
         body["message"].as_str().is_some_and(|m| !m.is_empty()),
         "message; body: {body}"
+    );
+    body
+}
+
+/// Asserts the 400 `invalid_request` of bad input whose message names `field` first
+/// (`"{field}: …"`, as every validation message of the API does); returns the body.
+pub async fn expect_invalid_field(resp: reqwest::Response, field: &str) -> serde_json::Value {
+    let body = expect_error(resp, 400, "invalid_request").await;
+    let message = body["message"].as_str().unwrap_or_default();
+    assert!(
+        message.starts_with(&format!("{field}:")),
+        "the refusal should name {field}: {body}"
     );
     body
 }

@@ -192,14 +192,7 @@ async fn refused_naming(
     field: &str,
 ) {
     let resp = upload(&p.app, &p.token, &p.room, fields, file).await;
-    let e = expect_error(resp, 400, "invalid_request").await;
-    assert!(
-        e["message"]
-            .as_str()
-            .unwrap()
-            .starts_with(&format!("{field}:")),
-        "{e}"
-    );
+    expect_invalid_field(resp, field).await;
 }
 
 /// Bad input: no file, no txnId, a claim the bytes contradict, over the cap, an empty file,
