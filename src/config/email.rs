@@ -20,10 +20,15 @@ pub struct EmailConfig {
     /// here (`true` for any, or a list of CIDRs), so that users of a public instance cannot
     /// make it probe the operator's network.
     pub allow_private_hosts: PrivateHosts,
-    /// The largest mail fetched whole, and the largest IMAP literal read at all (MiB); a
+    /// The largest mail cached in full, and the largest IMAP literal read at all (MiB); a
     /// larger mail is cached with its headers and the first part of its body, marked
     /// truncated.
     pub max_message_mb: u32,
+    /// Mail whose announced size (RFC822.SIZE) is above this many KiB, up to
+    /// `max_message_mb`, is cached from its structure: its header, its text and HTML parts
+    /// and the names, types and sizes of its files (`BODYSTRUCTURE`), without fetching the
+    /// files, so that caching a mail with a large file costs little memory.
+    pub large_message_kb: u32,
     /// Deadline of every network step with a mail server: TCP connect, TLS handshake,
     /// greeting, login, each IMAP command, each SMTP step (connect/EHLO, AUTH, the
     /// message, QUIT).
@@ -58,6 +63,7 @@ impl Default for EmailConfig {
             first_sync_limit: 500,
             allow_private_hosts: PrivateHosts::None,
             max_message_mb: 50,
+            large_message_kb: 1024,
             network_timeout: HumanDuration::from_secs(30),
             max_sessions: 256,
             max_sessions_per_user: 24,
@@ -77,6 +83,9 @@ const MIB: u64 = 1024 * 1024;
 impl EmailConfig {
     pub fn max_message_bytes(&self) -> u64 {
         u64::from(self.max_message_mb) * MIB
+    }
+    pub fn large_message_bytes(&self) -> u64 {
+        u64::from(self.large_message_kb) * 1024
     }
     pub fn fetch_batch_bytes(&self) -> u64 {
         u64::from(self.fetch_batch_mb) * MIB

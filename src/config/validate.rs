@@ -106,6 +106,7 @@ impl Config {
                 self.rate_limit.previews_per_minute,
             ),
             ("email.max_message_mb", e.max_message_mb),
+            ("email.large_message_kb", e.large_message_kb),
             ("email.max_sessions", e.max_sessions),
             ("email.max_sessions_per_user", e.max_sessions_per_user),
             ("email.fetch_batch_mb", e.fetch_batch_mb),

@@ -32,17 +32,43 @@ fn same_content(
     Ok(same_header && same_files && body.text == parsed.body.text && body.html == parsed.body.html)
 }
 
-/// Caches one fetched message at `(mailbox, uid)`; returns its thread id.
+/// A message read from the server, ready to cache: fetched whole (or, over `[email]
+/// max_message_mb`, partially) and parsed, or read from its structure
+/// ([`super::outline`]).
+pub(super) struct Incoming {
+    pub uid: u32,
+    pub seen: bool,
+    pub flagged: bool,
+    /// The bytes it takes on the server (what the quota counts).
+    pub size: u64,
+    pub parsed: Parsed,
+}
+
+impl Incoming {
+    /// A message fetched as RFC 5322 text, parsed.
+    pub fn parse(f: Fetched) -> Self {
+        let mut parsed = parse(&f.raw).unwrap_or_default();
+        parsed.body.truncated = f.truncated;
+        Self {
+            uid: f.uid,
+            seen: f.seen,
+            flagged: f.flagged,
+            size: f.raw.len() as u64,
+            parsed,
+        }
+    }
+}
+
+/// Caches one message at `(mailbox, uid)`; returns its thread id.
 pub(super) fn ingest(
     tx: &rusqlite::Connection,
     ctx: &AccountCtx,
     mailbox_id: &str,
     validity: i64,
-    f: Fetched,
+    f: Incoming,
 ) -> AppResult<String> {
     let dek = &ctx.dek;
-    let mut parsed = parse(&f.raw).unwrap_or_default();
-    parsed.body.truncated = f.truncated;
+    let parsed = &f.parsed;
     let h = &parsed.header;
     let location_key = || ref_hash(dek, "loc", &format!("{mailbox_id}/{validity}/{}", f.uid));
     let mut key = match &h.message_id {
@@ -50,7 +76,7 @@ pub(super) fn ingest(
         None => location_key(),
     };
     if let Some((id, thread)) = mstore::find_by_key(tx, &ctx.account_id, &key)? {
-        if same_content(tx, dek, &id, &parsed)? {
+        if same_content(tx, dek, &id, parsed)? {
             mstore::add_location(tx, mailbox_id, i64::from(f.uid), &id)?;
             mstore::set_flags(tx, &id, f.seen, f.flagged)?;
             return Ok(thread);
@@ -65,10 +91,10 @@ pub(super) fn ingest(
         now_ms()
     };
     let thread = thread_of(tx, ctx, h, &key, date)?;
-    if f.truncated {
+    if parsed.body.truncated {
         tracing::debug!(account = %ctx.account_id, size = f.size, "mail over max_message_mb cached partially");
     }
-    let id = insert(tx, ctx, &parsed, &f, (key, &thread, date))?;
+    let id = insert(tx, ctx, &f, (key, &thread, date))?;
     mstore::add_location(tx, mailbox_id, i64::from(f.uid), &id)?;
     // The people of this mail, for address completion (sealed, counted once per mail).
     let people: Vec<super::Person> = h
@@ -102,6 +128,8 @@ fn thread_of(
     let is_reply =
         !refs.is_empty() || thread_subject(&h.subject) != h.subject.trim().to_lowercase();
     let subject_key = ref_hash(dek, "subject", &thread_subject(&h.subject));
+    // Its own id too: a reply cached before it (newest mail comes first) has put it there.
+    refs.push(key.to_owned());
     let mut thread = mstore::thread_by_refs(tx, &ctx.account_id, &refs)?;
     if thread.is_none() && is_reply && !thread_subject(&h.subject).is_empty() {
         thread = mstore::thread_by_refs(tx, &ctx.account_id, std::slice::from_ref(&subject_key))?;
@@ -114,7 +142,6 @@ fn thread_of(
             t
         }
     };
-    refs.push(key.to_owned());
     if !thread_subject(&h.subject).is_empty() {
         refs.push(subject_key);
     }
@@ -126,11 +153,11 @@ fn thread_of(
 fn insert(
     tx: &rusqlite::Connection,
     ctx: &AccountCtx,
-    parsed: &Parsed,
-    f: &Fetched,
+    f: &Incoming,
     (key, thread, date): (String, &str, i64),
 ) -> AppResult<String> {
     let dek = &ctx.dek;
+    let parsed = &f.parsed;
     let id = uuid::Uuid::new_v4().to_string();
     let row = mstore::MessageRow {
         header_enc: seal_json(dek, &parsed.header, T_MESSAGES, "header", &id),
@@ -143,7 +170,7 @@ fn insert(
         date,
         seen: f.seen,
         flagged: f.flagged,
-        size: f.raw.len() as i64,
+        size: f.size as i64,
     };
     mstore::insert(tx, &row)?;
     crate::services::indexing::index_email(

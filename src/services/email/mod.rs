@@ -40,6 +40,7 @@ mod ingest;
 pub mod mailboxes;
 pub mod mime;
 pub mod outbox;
+mod outline;
 pub mod parse;
 pub mod rekey;
 pub mod send;
@@ -67,7 +68,18 @@ pub struct Runtime {
     older: Mutex<HashMap<String, HashMap<String, u64>>>,
     /// Per account: back-fills done so far, so pagers that waited for one skip their own.
     backfills: Mutex<HashMap<String, u64>>,
+    /// Per account: large messages `(mailbox id, UIDVALIDITY, UID)` whose reading from the
+    /// structure failed on the connection (a response the IMAP parser refused ends the
+    /// session); the next sync fetches them whole. At most [`WHOLE_ONLY_MAX`] per account.
+    whole_only: Mutex<HashMap<String, std::collections::HashSet<MailAt>>>,
 }
+
+/// A message's place on the server: `(mailbox id, UIDVALIDITY, UID)`.
+pub type MailAt = (String, i64, u32);
+
+/// Large messages per account remembered as to be fetched whole (past it the list starts
+/// over: a message would then take the structure path once more).
+const WHOLE_ONLY_MAX: usize = 10_000;
 
 fn locked<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
     m.lock().unwrap_or_else(|e| e.into_inner())
@@ -148,8 +160,25 @@ impl Runtime {
             .or_default() += 1;
     }
 
+    /// Remembers that message `at` is to be fetched whole.
+    pub fn mark_whole_only(&self, account_id: &str, at: MailAt) {
+        let mut all = locked(&self.whole_only);
+        let set = all.entry(account_id.to_owned()).or_default();
+        if set.len() >= WHOLE_ONLY_MAX {
+            set.clear();
+        }
+        set.insert(at);
+    }
+
+    pub fn is_whole_only(&self, account_id: &str, at: &MailAt) -> bool {
+        locked(&self.whole_only)
+            .get(account_id)
+            .is_some_and(|s| s.contains(at))
+    }
+
     /// Drops every entry of a removed account.
     pub fn forget(&self, account_id: &str) {
+        locked(&self.whole_only).remove(account_id);
         locked(&self.locks).remove(account_id);
         locked(&self.pokes).remove(account_id);
         locked(&self.progress).remove(account_id);
@@ -164,6 +193,7 @@ impl Runtime {
             || locked(&self.progress).contains_key(account_id)
             || locked(&self.older).contains_key(account_id)
             || locked(&self.backfills).contains_key(account_id)
+            || locked(&self.whole_only).contains_key(account_id)
     }
 }
 

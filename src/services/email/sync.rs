@@ -9,7 +9,7 @@
 use std::collections::{BTreeSet, HashMap, HashSet};
 
 use super::budget::{self, Budget, Limit};
-use super::ingest::ingest;
+use super::ingest::{ingest, Incoming};
 use super::mailboxes::{self, Mailbox};
 use super::T_ACCOUNTS;
 use crate::clients::mail::imap::{self, Caps, Extent, ImapError, Session};
@@ -382,9 +382,17 @@ pub(super) async fn fetch_into_cache(
     changed: &mut BTreeSet<String>,
 ) -> Result<(), SyncError> {
     let total = msgs.len() as u64;
-    let mut done = 0u64;
     let cfg = &state.config.email;
-    for batch in budget::batches(cfg, msgs) {
+    // Large mail (not over the cap) is read from its structure, without its files.
+    let (large, rest): (Vec<_>, Vec<_>) = msgs.iter().copied().partition(|(_, size)| {
+        *size > cfg.large_message_bytes() && *size <= cfg.max_message_bytes()
+    });
+    let mb = (mailbox_id, validity);
+    let mut whole = super::outline::cache_large(state, ctx, s, mb, &large, changed).await?;
+    let mut done = (large.len() - whole.len()) as u64;
+    state.email.set_progress(&ctx.account_id, done, total);
+    whole.extend(rest);
+    for batch in budget::batches(cfg, &whole) {
         let extent = if batch.partial {
             Extent::Partial(budget::partial_body(cfg))
         } else {
@@ -400,7 +408,7 @@ pub(super) async fn fetch_into_cache(
                 let tx = c.transaction()?;
                 let mut threads = Vec::new();
                 for f in fetched {
-                    threads.push(ingest(&tx, &ctx2, &mbid, validity, f)?);
+                    threads.push(ingest(&tx, &ctx2, &mbid, validity, Incoming::parse(f))?);
                 }
                 tx.commit()?;
                 Ok(threads)

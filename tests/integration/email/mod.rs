@@ -3,12 +3,13 @@
 //! connecting an account ([`accounts`]), one mailbox lived in from sync to sealing at rest
 //! ([`mailbox`]), an outage and key deletion ([`outage`]), paging into older mail
 //! ([`backfill`]), label names at rest ([`names`]), other users' ids and hostile input
-//! ([`safety`]), hostile servers ([`hostile`]), outgoing mail ([`outgoing`]) and search
-//! ([`search`]).
+//! ([`safety`]), hostile servers ([`hostile`]), large mail read from its structure
+//! ([`large`]), outgoing mail ([`outgoing`]) and search ([`search`]).
 
 mod accounts;
 mod backfill;
 mod hostile;
+mod large;
 mod mailbox;
 mod names;
 mod outage;

@@ -28,7 +28,7 @@ pub struct FlagState {
     pub flagged: bool,
 }
 
-fn flags_of(f: &Fetch) -> (bool, bool) {
+pub(super) fn flags_of(f: &Fetch) -> (bool, bool) {
     let mut seen = false;
     let mut flagged = false;
     for flag in f.flags() {

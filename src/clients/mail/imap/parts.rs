@@ -103,7 +103,7 @@ fn node(
 }
 
 /// The owned tree of a structure; `section` is the part number of `b` (empty for the root).
-fn convert(b: &BodyStructure<'_>, section: Vec<u32>, depth: usize) -> Result<Part> {
+pub(super) fn convert(b: &BodyStructure<'_>, section: Vec<u32>, depth: usize) -> Result<Part> {
     if depth > MAX_DEPTH {
         return Err(ImapError::Protocol(format!(
             "the message's structure nests deeper than {MAX_DEPTH} parts"

@@ -1,8 +1,8 @@
 //! Hostile mail servers against the real binary (issue #21): a literal of 500 MB in the
 //! greeting or a FETCH (the process's peak RSS read from /proc stays flat), servers that
 //! accept and stay silent (every step has a deadline: connecting, sending, actions, the
-//! sync worker), and a server inventing UIDs on every listing (bounded by the caps and
-//! the quota).
+//! sync worker), a server inventing UIDs on every listing (bounded by the caps and
+//! the quota), and large mail whose structure is missing or unreadable (fetched whole).
 
 mod server;
 
@@ -241,4 +241,55 @@ async fn invented_uids_are_bounded_by_the_caps_and_the_quota() {
     assert!(used > 800_000 && used <= limit, "{a}");
     let n = thread_count(&app, tok).await;
     assert!((8..=10).contains(&n), "{n} mails of 100 KB in 1 MiB");
+}
+
+#[tokio::test]
+async fn a_large_mail_without_a_readable_structure_is_fetched_whole() {
+    let app = TestApp::start_with_mail_and(
+        "[email]\nlarge_message_kb = 1\nnetwork_timeout = \"3s\"\npoll_interval = \"1s\"\n".into(),
+    )
+    .await;
+    for (behaviour, why) in [
+        // Answered without BODYSTRUCTURE: fetched whole on the same connection.
+        (Behaviour::NoStructure, "the server sent no structure"),
+        // A structure the IMAP parser cannot read ends the connection (here at the
+        // deadline): the next sync fetches the message whole.
+        (Behaviour::BadStructure, "it is fetched whole next time"),
+    ] {
+        let user = app.sign_up("hostile-structure").await;
+        let tok = &user.access_token;
+        let imap = server::imap(behaviour).await;
+        connect_account(&app, tok, account(imap.port, "none", mail::smtp().port)).await;
+        let deadline = Instant::now() + Duration::from_secs(30);
+        let l = loop {
+            let l = expect_json(app.get_auth("/api/email/threads", tok).await, 200).await;
+            if l["threads"].as_array().is_some_and(|t| !t.is_empty()) {
+                break l;
+            }
+            assert!(
+                Instant::now() < deadline,
+                "{behaviour:?}: never cached: {l}"
+            );
+            tokio::time::sleep(Duration::from_millis(200)).await;
+        };
+        assert_eq!(l["threads"][0]["subject"], "invented 1", "{behaviour:?}");
+        assert!(l["threads"][0]["snippet"]
+            .as_str()
+            .unwrap()
+            .starts_with("xxx"));
+        assert!(
+            imap.bodies_fetched
+                .load(std::sync::atomic::Ordering::SeqCst)
+                >= 1,
+            "{behaviour:?}: fetched whole"
+        );
+        let log = app.log();
+        let said: Vec<&str> = log.lines().filter(|l| l.contains("large mail")).collect();
+        assert!(
+            log.contains(why),
+            "{behaviour:?}: the log says why: {said:?}"
+        );
+        let a = wait_account(&app, tok, 30, |a| a["status"] == "ok").await;
+        assert!(a["error"].is_null(), "{a}");
+    }
 }

@@ -20,7 +20,15 @@ pub enum Behaviour {
     Silent,
     /// Every UID listing shows `n` new messages above the last ones (each `size` bytes).
     InventUids { n: u32, size: usize },
+    /// One message of 5000 bytes; a FETCH of its structure answers without one.
+    NoStructure,
+    /// One message of 5000 bytes; a FETCH of its structure answers with one the IMAP
+    /// parser cannot finish (`BODYSTRUCTURE ((("` and a string that never ends).
+    BadStructure,
 }
+
+/// The size of the one message of [`Behaviour::NoStructure`] and [`Behaviour::BadStructure`].
+const STRUCTURED_SIZE: usize = 5000;
 
 pub struct FakeImap {
     pub port: u16,
@@ -117,6 +125,15 @@ impl Conn {
         }
     }
 
+    /// The size of every message this server lists.
+    fn size(&self) -> usize {
+        match self.behaviour {
+            Behaviour::InventUids { size, .. } => size,
+            Behaviour::NoStructure | Behaviour::BadStructure => STRUCTURED_SIZE,
+            _ => 1000,
+        }
+    }
+
     /// The reply to one command; `None` to go quiet.
     async fn answer(&mut self, tag: &str, cmd: &str) -> Option<String> {
         let ok = format!("{tag} OK done\r\n");
@@ -143,10 +160,7 @@ impl Conn {
             ));
         }
         if cmd.starts_with("UID FETCH") && !cmd.contains("BODY") {
-            let size = match self.behaviour {
-                Behaviour::InventUids { size, .. } => size,
-                _ => 1000,
-            };
+            let size = self.size();
             let (lo, hi) = self.listed;
             let mut out = String::new();
             for (seq, uid) in (lo..hi).enumerate() {
@@ -163,6 +177,19 @@ impl Conn {
             }
             return Some(format!("{out}{ok}"));
         }
+        if cmd.starts_with("UID FETCH") && cmd.contains("BODYSTRUCTURE") {
+            let m = message(1, STRUCTURED_SIZE);
+            let header = &m[..m.find("\r\n\r\n").unwrap() + 4];
+            let structure = match self.behaviour {
+                Behaviour::BadStructure => "BODYSTRUCTURE (((\"",
+                _ => "",
+            };
+            return Some(format!(
+                "* 1 FETCH (UID 1 FLAGS () RFC822.SIZE {} {structure}BODY[HEADER] {{{}}}\r\n{header})\r\n{ok}",
+                m.len(),
+                header.len()
+            ));
+        }
         if cmd.starts_with("UID FETCH") {
             self.bodies.fetch_add(1, Ordering::SeqCst);
             match self.behaviour {
@@ -173,7 +200,8 @@ impl Conn {
                         "* 1 FETCH (UID 1 FLAGS () RFC822.SIZE 1000 BODY[] {{{n}}}\r\n"
                     ));
                 }
-                Behaviour::InventUids { size, .. } => {
+                Behaviour::InventUids { .. } | Behaviour::NoStructure | Behaviour::BadStructure => {
+                    let size = self.size();
                     let set = cmd.split_whitespace().nth(2).unwrap_or("");
                     let (lo, hi) = self.listed;
                     let mut out = String::new();
