@@ -42,6 +42,7 @@ pub mod mime;
 pub mod outbox;
 mod outline;
 pub mod parse;
+pub mod part_decode;
 pub mod rekey;
 pub mod send;
 pub mod signatures;
@@ -51,6 +52,24 @@ pub mod thread_query;
 pub mod threads;
 pub mod uploads;
 pub mod wire;
+
+/// A sync's failure: the mail server's (which says how the account stands) or ours.
+#[derive(Debug, thiserror::Error)]
+pub enum SyncError {
+    #[error(transparent)]
+    Imap(#[from] crate::clients::mail::imap::ImapError),
+    #[error(transparent)]
+    App(#[from] AppError),
+}
+
+impl From<SyncError> for AppError {
+    fn from(e: SyncError) -> Self {
+        match e {
+            SyncError::Imap(e) => crate::services::upstream::imap_error(e),
+            SyncError::App(e) => e,
+        }
+    }
+}
 
 /// Process-wide e-mail state: the sync supervisor's wake-up, per-account locks and
 /// wake-ups, the progress of fetches and what older mail the server still holds. Every

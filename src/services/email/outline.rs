@@ -18,10 +18,10 @@
 use std::collections::BTreeSet;
 
 use super::budget;
-use super::file_parts::{attachment_parts, fetch_decoded, Fetched, Sink};
 use super::ingest::{ingest, Incoming};
 use super::parse::parse;
-use super::sync::{AccountCtx, SyncError};
+use super::part_decode::{attachment_parts, fetch_decoded, Fetched, Sink};
+use super::{AccountCtx, SyncError};
 use crate::clients::mail::imap::{self, Part, PartKind, Piece, Session};
 use crate::config::EmailConfig;
 use crate::services::Context;

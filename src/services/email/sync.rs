@@ -12,32 +12,15 @@ use super::budget::{self, Budget, Limit};
 use super::ingest::{ingest, Incoming};
 use super::mailboxes::{self, Mailbox};
 use super::T_ACCOUNTS;
-use crate::clients::mail::imap::{self, Caps, Extent, ImapError, Session};
+use crate::clients::mail::imap::{self, Caps, Extent, Session};
 use crate::error::{AppError, AppResult};
-use crate::services::upstream::imap_error;
 use crate::services::Context;
 use crate::store::email::{self as store, messages as mstore};
 
 pub use super::accounts::set_status;
 
-#[derive(Debug, thiserror::Error)]
-pub enum SyncError {
-    #[error(transparent)]
-    Imap(#[from] ImapError),
-    #[error(transparent)]
-    App(#[from] AppError),
-}
-
-impl From<SyncError> for AppError {
-    fn from(e: SyncError) -> Self {
-        match e {
-            SyncError::Imap(e) => imap_error(e),
-            SyncError::App(e) => e,
-        }
-    }
-}
-
 pub use super::AccountCtx;
+pub use super::SyncError;
 
 /// Loads the account and its owner's data key; `None` when the account is gone (or its
 /// owner's keys were deleted, which removes it).
