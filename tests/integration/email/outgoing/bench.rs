@@ -140,8 +140,8 @@ async fn bench_rss_while_forwarding_a_20_mb_attachment() {
     );
     drop(lines);
     drop(b64);
-    // The sync that caches the 27 MB original fetches it whole (as it caches any mail
-    // under [email] max_message_mb): measured too, then the forward from the RSS after it.
+    // The sync that caches the 27 MB original (from its structure: over [email]
+    // large_message_kb) is measured too, then the forward from the RSS after it.
     let pid = app.pid();
     let before_sync = reset_peak(pid);
     crate::common::dovecot::deliver(&email, IMAP_PASSWORD, "INBOX", &raw).await;
