@@ -28,16 +28,20 @@ pub struct Profile {
     pub avatar: Option<String>,
 }
 
+/// A string field of a state event's content, trimmed; `None` when absent, not a string or
+/// blank (a name or topic of only spaces is no name).
+pub fn text_field(content: &serde_json::Value, key: &str) -> Option<String> {
+    content[key]
+        .as_str()
+        .map(str::trim)
+        .filter(|s| !s.is_empty())
+        .map(str::to_owned)
+}
+
 impl Profile {
     /// The profile a `join` member event announces.
     pub fn from_member_content(content: &serde_json::Value) -> Self {
-        let text = |key: &str| {
-            content[key]
-                .as_str()
-                .map(str::trim)
-                .filter(|s| !s.is_empty())
-                .map(str::to_owned)
-        };
+        let text = |key: &str| text_field(content, key);
         Self {
             name: text("displayname"),
             avatar: text("avatar_url").filter(|u| u.starts_with("mxc://")),

@@ -4,7 +4,7 @@
 
 use super::RoomView;
 use crate::clients::matrix::types::Event;
-use crate::services::senders::Profile;
+use crate::services::senders::{text_field, Profile};
 use crate::workers::sync::context::IngestContext;
 
 impl RoomView {
@@ -27,13 +27,7 @@ impl RoomView {
     /// Applies one state event (from `state`, `invite_state`, or the timeline).
     pub fn apply_state(&mut self, ctx: &IngestContext<'_>, ev: &Event) {
         let content = &ev.content;
-        let text = |key: &str| {
-            content[key]
-                .as_str()
-                .map(str::trim)
-                .filter(|s| !s.is_empty())
-                .map(str::to_owned)
-        };
+        let text = |key: &str| text_field(content, key);
         match ev.kind.as_str() {
             "m.room.name" => self.explicit_name = Some(text("name")),
             "m.room.avatar" => self.current.avatar = text("url"),
