@@ -121,6 +121,61 @@ impl MatrixClient {
             .await
     }
 
+    /// `GET` of what another client may have changed: the account's push rules
+    /// (`pushrules/`, the content of `m.push_rules`), a room's tags (`…/tags`, the content
+    /// of `m.tag`) or a room's account data of one type. `None`: the homeserver has none.
+    async fn read_json(&self, token: &str, path: &str) -> Result<Option<Value>, MatrixError> {
+        let resp = self
+            .client_api(reqwest::Method::GET, token, path)?
+            .send()
+            .await
+            .map_err(unreachable)?;
+        match decode(resp).await {
+            Ok(v) => Ok(Some(v)),
+            Err(MatrixError::Http { status: 404, .. }) => Ok(None),
+            Err(e) => Err(e),
+        }
+    }
+
+    /// `GET /pushrules/`: the content an `m.push_rules` event would carry.
+    pub async fn push_rules(&self, token: &str) -> Result<Value, MatrixError> {
+        Ok(self
+            .read_json(token, "pushrules/")
+            .await?
+            .unwrap_or_default())
+    }
+
+    /// `GET /user/{userId}/rooms/{roomId}/tags`: the content an `m.tag` event would carry.
+    pub async fn room_tags(
+        &self,
+        token: &str,
+        user_id: &str,
+        room_id: &str,
+    ) -> Result<Value, MatrixError> {
+        let path = format!("user/{}/rooms/{}/tags", encode(user_id), encode(room_id));
+        Ok(self
+            .read_json(token, &path)
+            .await?
+            .unwrap_or_else(|| json!({"tags": {}})))
+    }
+
+    /// `GET /user/{userId}/rooms/{roomId}/account_data/{type}`; `None` when never set.
+    pub async fn room_account_data(
+        &self,
+        token: &str,
+        user_id: &str,
+        room_id: &str,
+        kind: &str,
+    ) -> Result<Option<Value>, MatrixError> {
+        let path = format!(
+            "user/{}/rooms/{}/account_data/{}",
+            encode(user_id),
+            encode(room_id),
+            encode(kind)
+        );
+        self.read_json(token, &path).await
+    }
+
     /// Sets the room's notification level as Element does: `Off` is an `override` rule
     /// for the room with no actions, `Mentions` a `room` rule with no actions, `All` neither.
     pub async fn set_room_push_level(

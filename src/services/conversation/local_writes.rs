@@ -7,9 +7,9 @@
 //! clear, the mark comes back until the next sync. So a flag the user changes here is
 //! remembered with the time its write finished (and as "in flight" while it is written),
 //! and a sync response whose request began before that keeps its hands off that flag of
-//! that room. Nothing is lost: the homeserver's echo of the user's own write (a new
-//! `m.tag`, `m.marked_unread` or `m.push_rules` event, with the whole current value) comes
-//! in a sync that began later, and that one is applied.
+//! that room. What such a response carried for that flag is read again from the
+//! homeserver once the write has finished (`workers::sync` "recheck"), so a change another
+//! client made meanwhile is not lost with the left-out copy.
 //!
 //! Kept in memory: after a restart no sync request is in flight.
 
@@ -18,7 +18,7 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 /// What kind of shared flag a local write changed (the account data it lands in).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub enum SharedFlag {
     /// Favorite and archived: the room's `m.tag`.
     Tags,
@@ -85,12 +85,22 @@ impl LocalWrites {
             .is_some_and(|e| e.in_flight > 0 || e.last > began)
     }
 
-    /// Whether any room's `flag` was written locally after `began` (or is being written):
-    /// for account-wide data such as `m.push_rules`.
-    pub fn any_newer(&self, user_id: &str, flag: SharedFlag, began: Instant) -> bool {
+    /// The rooms whose `flag` was written locally after `began` (or is being written):
+    /// for account-wide data such as `m.push_rules`, which carries every room's level.
+    pub fn newer_rooms(&self, user_id: &str, flag: SharedFlag, began: Instant) -> Vec<String> {
         self.lock()
             .iter()
-            .any(|((u, _, f), e)| u == user_id && *f == flag && (e.in_flight > 0 || e.last > began))
+            .filter(|((u, _, f), e)| {
+                u == user_id && *f == flag && (e.in_flight > 0 || e.last > began)
+            })
+            .map(|((_, room, _), _)| room.clone())
+            .collect()
+    }
+
+    /// Whether a write of `flag` of `room_id` is under way now.
+    pub fn in_flight(&self, user_id: &str, room_id: &str, flag: SharedFlag) -> bool {
+        let key = (user_id.to_owned(), room_id.to_owned(), flag);
+        self.lock().get(&key).is_some_and(|e| e.in_flight > 0)
     }
 
     fn lock(&self) -> std::sync::MutexGuard<'_, HashMap<Key, Entry>> {
@@ -123,12 +133,17 @@ mod tests {
         let began = Instant::now();
         std::thread::sleep(Duration::from_millis(2));
         let guard = writes.begin(U, R, SharedFlag::MarkedUnread);
+        assert!(writes.in_flight(U, R, SharedFlag::MarkedUnread));
         assert!(writes.is_newer(U, R, SharedFlag::MarkedUnread, began));
         // Under way: even a response begun after the write started keeps off.
         assert!(writes.is_newer(U, R, SharedFlag::MarkedUnread, Instant::now()));
         drop(guard);
         assert!(writes.is_newer(U, R, SharedFlag::MarkedUnread, began));
-        assert!(writes.any_newer(U, SharedFlag::MarkedUnread, began));
+        assert_eq!(
+            writes.newer_rooms(U, SharedFlag::MarkedUnread, began),
+            vec![R.to_owned()]
+        );
+        assert!(!writes.in_flight(U, R, SharedFlag::MarkedUnread));
     }
 
     #[test]
@@ -138,7 +153,7 @@ mod tests {
         std::thread::sleep(Duration::from_millis(2));
         let began = Instant::now();
         assert!(!writes.is_newer(U, R, SharedFlag::Tags, began));
-        assert!(!writes.any_newer(U, SharedFlag::Tags, began));
+        assert!(writes.newer_rooms(U, SharedFlag::Tags, began).is_empty());
     }
 
     #[test]
@@ -150,6 +165,7 @@ mod tests {
         assert!(!writes.is_newer(U, R, SharedFlag::MarkedUnread, began));
         assert!(!writes.is_newer(U, "!other:hs", SharedFlag::Tags, began));
         assert!(!writes.is_newer("u2", R, SharedFlag::Tags, began));
-        assert!(!writes.any_newer("u2", SharedFlag::Tags, began));
+        assert!(writes.newer_rooms("u2", SharedFlag::Tags, began).is_empty());
+        assert!(!writes.in_flight(U, R, SharedFlag::MarkedUnread));
     }
 }

@@ -15,12 +15,16 @@
 //! Each flag is applied only when its event is in the response (another client changed it,
 //! or this is the first sync), so flags set before the homeserver knew them stay; and not
 //! when the user changed that flag here after the sync request began
-//! ([`strip_overtaken`]): the response was computed before the change reached the
-//! homeserver, and the change's own echo comes in a later sync.
+//! ([`strip_overtaken`]): the response may have been computed before the change reached
+//! the homeserver. Such a left-out flag is read again from the homeserver once the write
+//! has finished (`worker_recheck`): the left-out copy may also have carried another
+//! client's later change, and the sync will not bring it again.
 
+use std::collections::BTreeSet;
 use std::time::Instant;
 
 use rusqlite::Transaction;
+use serde_json::Value;
 
 use super::context::{IngestContext, Live};
 use crate::clients::matrix::conversation::{room_push_levels, RoomPushLevel};
@@ -34,16 +38,30 @@ use crate::store::rooms::{self, RoomFlag};
 pub const MARKED_UNREAD: &str = "m.marked_unread";
 pub const MARKED_UNREAD_UNSTABLE: &str = "com.famedly.marked_unread";
 
+/// What [`strip_overtaken`] left out of a response.
+#[derive(Debug, Default)]
+pub struct Overtaken {
+    /// Each room's flag whose copy in the response was left out: read again from the
+    /// homeserver once the local write has finished, since another client may have
+    /// changed it too and this response was its only news of that.
+    pub stale: BTreeSet<(String, SharedFlag)>,
+    /// The response's `m.push_rules` when some rooms' levels were written here meanwhile:
+    /// applied to every other room ([`push_rules_except`]).
+    pub push_rules: Option<Value>,
+}
+
 /// Takes out of `resp` the shared flags the user changed here after the request began
-/// (`began`) or is changing now: a room's `m.tag` and `m.marked_unread`, and the account's
-/// `m.push_rules` when any room's level was changed. Call it inside ingest's transaction,
-/// so a local change either committed before (and is seen here) or commits after ingest.
+/// (`began`) or is changing now: a room's `m.tag` and `m.marked_unread`, and the
+/// `m.push_rules` event when a room's level was changed (kept in the result, to apply to
+/// the other rooms). Call it inside ingest's transaction, so a local change either
+/// committed before (and is seen here) or commits after ingest.
 pub fn strip_overtaken(
     writes: &LocalWrites,
     user_id: &str,
     began: Instant,
     resp: &mut SyncResponse,
-) {
+) -> Overtaken {
+    let mut out = Overtaken::default();
     for (room_id, room) in resp.rooms.join.iter_mut() {
         room.account_data.events.retain(|ev| {
             let flag = match ev.kind.as_str() {
@@ -54,15 +72,27 @@ pub fn strip_overtaken(
             let overtaken = writes.is_newer(user_id, room_id, flag, began);
             if overtaken {
                 tracing::debug!(%room_id, kind = %ev.kind, "room account data older than a local change: left out");
+                out.stale.insert((room_id.clone(), flag));
             }
             !overtaken
         });
     }
-    if writes.any_newer(user_id, SharedFlag::PushLevel, began) {
+    let rooms = writes.newer_rooms(user_id, SharedFlag::PushLevel, began);
+    let rules = resp
+        .account_data
+        .events
+        .iter()
+        .rposition(|e| e.kind == "m.push_rules");
+    if let (false, Some(at)) = (rooms.is_empty(), rules) {
+        let ev = resp.account_data.events.remove(at);
         resp.account_data
             .events
-            .retain(|ev| ev.kind != "m.push_rules");
+            .retain(|e| e.kind != "m.push_rules");
+        out.push_rules = Some(ev.content);
+        out.stale
+            .extend(rooms.into_iter().map(|r| (r, SharedFlag::PushLevel)));
     }
+    out
 }
 
 /// Typing and others' receipts of a joined room; returns whether the room's stored
@@ -174,9 +204,23 @@ pub(super) fn push_rules(
     let Some(ev) = data.events.iter().rev().find(|e| e.kind == "m.push_rules") else {
         return Ok(Vec::new());
     };
-    let levels = room_push_levels(&ev.content);
+    push_rules_except(tx, ctx, &ev.content, &BTreeSet::new())
+}
+
+/// [`push_rules`] from the event's content, leaving alone the rooms whose flag is in
+/// `keep` (their level was written here after the rules were read).
+pub(super) fn push_rules_except(
+    tx: &Transaction<'_>,
+    ctx: &IngestContext<'_>,
+    content: &Value,
+    keep: &BTreeSet<(String, SharedFlag)>,
+) -> rusqlite::Result<Vec<String>> {
+    let levels = room_push_levels(content);
     let mut changed = Vec::new();
     for (room_id, muted, notify) in conversation::push_levels(tx, ctx.user_id)? {
+        if keep.contains(&(room_id.clone(), SharedFlag::PushLevel)) {
+            continue;
+        }
         let level = levels.get(&room_id).copied().unwrap_or(RoomPushLevel::All);
         if apply_level(tx, ctx, &room_id, (muted, &notify), level)? {
             changed.push(room_id);
@@ -261,18 +305,24 @@ mod tests {
         // The user reads the room while the request is on its way.
         drop(writes.begin(ME, ROOM, SharedFlag::MarkedUnread));
         let mut resp = response();
-        strip_overtaken(&writes, ME, began, &mut resp);
+        let out = strip_overtaken(&writes, ME, began, &mut resp);
         assert_eq!(room_kinds(&resp), ["m.tag", "m.fully_read"]);
         assert_eq!(resp.account_data.events.len(), 2, "push rules untouched");
+        let stale: Vec<_> = out.stale.into_iter().collect();
+        assert_eq!(stale, [(ROOM.to_owned(), SharedFlag::MarkedUnread)]);
+        assert!(out.push_rules.is_none());
     }
 
     #[test]
-    fn a_level_changed_meanwhile_keeps_the_older_push_rules_out() {
+    fn a_level_changed_meanwhile_keeps_the_push_rules_for_the_other_rooms() {
         let writes = LocalWrites::default();
         let began = Instant::now();
         let _writing = writes.begin(ME, "!other:hs", SharedFlag::PushLevel);
         let mut resp = response();
-        strip_overtaken(&writes, ME, began, &mut resp);
+        let out = strip_overtaken(&writes, ME, began, &mut resp);
+        assert_eq!(out.push_rules, Some(serde_json::json!({"global": {}})));
+        let stale: Vec<_> = out.stale.into_iter().collect();
+        assert_eq!(stale, [("!other:hs".to_owned(), SharedFlag::PushLevel)]);
         let kinds: Vec<&str> = resp
             .account_data
             .events
@@ -291,8 +341,9 @@ mod tests {
         std::thread::sleep(std::time::Duration::from_millis(2));
         let began = Instant::now();
         let mut resp = response();
-        strip_overtaken(&writes, ME, began, &mut resp);
+        let out = strip_overtaken(&writes, ME, began, &mut resp);
         assert_eq!(room_kinds(&resp).len(), 3);
         assert_eq!(resp.account_data.events.len(), 2);
+        assert!(out.stale.is_empty() && out.push_rules.is_none());
     }
 }

@@ -8,7 +8,7 @@
 //! serving what is stored. The loop ends on shutdown, or when the user no longer has a
 //! Matrix account.
 
-use std::collections::HashMap;
+use std::collections::{BTreeSet, HashMap};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -23,6 +23,7 @@ use crate::clients::matrix::{MatrixClient, MatrixError, SyncResponse};
 use crate::clients::provisioning::identity::BridgeIdentities;
 use crate::clock::unix_now;
 use crate::error::{AppError, AppResult, ErrorCode};
+use crate::services::conversation::local_writes::SharedFlag;
 use crate::services::importance::Reader;
 use crate::services::users;
 use crate::services::Context;
@@ -152,6 +153,9 @@ struct Session {
     pending_joins: HashMap<String, JoinAttempt>,
     /// The sync device's end-to-end encryption machine.
     crypto: Arc<UserCrypto>,
+    /// Shared flags left out of a response because a local write overtook it, to read
+    /// again from the homeserver (`worker_recheck`).
+    stale: BTreeSet<(String, SharedFlag)>,
 }
 
 impl Session {
@@ -198,6 +202,7 @@ impl Session {
             bridges,
             pending_joins,
             crypto,
+            stale: BTreeSet::new(),
         };
         // Cross-signing and the key backup (a new store restores from it); never fails.
         crate::services::e2ee_trust::ensure(state, matrix, &session.user_id, &session.crypto).await;
@@ -218,6 +223,7 @@ impl Session {
         }
         // Device and one-time keys go up before the first sync and whenever they run low.
         self.send_key_requests(matrix).await;
+        self.recheck_stale(state, matrix).await;
         // Flags the user changes here from now on win over this response's (see
         // `conversation::strip_overtaken`).
         let began = Instant::now();
@@ -291,20 +297,27 @@ impl Session {
     ) -> AppResult<IngestOutcome> {
         let mut direct = self.direct.clone();
         let writes = state.local_writes.clone();
-        let (outcome, direct) = self
+        let (outcome, direct, stale) = self
             .who()
             .in_tx(state, hints, move |tx, ctx, dek| {
-                super::conversation::strip_overtaken(&writes, ctx.user_id, began, &mut resp);
-                let outcome = ingest::ingest(tx, ctx, dek, &mut direct, &resp)?;
+                let overtaken =
+                    super::conversation::strip_overtaken(&writes, ctx.user_id, began, &mut resp);
+                let mut outcome = ingest::ingest(tx, ctx, dek, &mut direct, &resp)?;
+                if let Some(rules) = &overtaken.push_rules {
+                    let keep = &overtaken.stale;
+                    let changed = super::conversation::push_rules_except(tx, ctx, rules, keep)?;
+                    outcome.changed_rooms.extend(changed);
+                }
                 if outcome.is_quiet() {
                     // E.g. typing notices only: the cached pages of this user stay valid
                     // (20 notices a second would otherwise end them 20 times a second).
                     crate::store::epoch::no_cached_data_changed();
                 }
-                Ok((outcome, direct))
+                Ok((outcome, direct, overtaken.stale))
             })
             .await?;
         self.direct = direct;
+        self.stale.extend(stale);
         Ok(outcome)
     }
 }
@@ -359,6 +372,8 @@ mod joins;
 mod poll;
 #[path = "worker_publish.rs"]
 mod publish;
+#[path = "worker_recheck.rs"]
+mod recheck;
 
 #[cfg(test)]
 #[path = "worker_tests.rs"]

@@ -18,6 +18,7 @@ pub mod bridge;
 pub mod chromium;
 pub mod client;
 pub mod dovecot;
+pub mod homeserver_proxy;
 pub mod mail;
 pub mod matrix;
 pub mod push_service;

@@ -16,6 +16,7 @@ use crate::sync::open_sse;
 use crate::tokens::create_token;
 
 mod browser;
+mod concurrent;
 mod drafts;
 mod flags;
 mod live;

@@ -6,6 +6,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 
 use super::*;
+use crate::common::homeserver_proxy::{homeserver_proxy, start_behind, Rule};
 use crate::e2ee::wait_readable;
 
 fn count(log: &str, needle: &str) -> usize {
@@ -94,7 +95,14 @@ async fn sign_up_cross_signs_the_sync_device_and_a_restart_keeps_it() {
 #[tokio::test]
 async fn a_refused_bootstrap_is_visible_and_leaves_decryption_working() {
     let refuse = Arc::new(AtomicBool::new(true));
-    let (proxy, _stop) = refusing_proxy(refuse.clone());
+    let refusing = refuse.clone();
+    let (proxy, _stop) = homeserver_proxy(move |_, path| {
+        if refusing.load(Ordering::SeqCst) && path.contains("/keys/device_signing/upload") {
+            Rule::Refuse
+        } else {
+            Rule::Forward
+        }
+    });
     let mut app = start_behind(&proxy).await;
     let s = app.sign_up("trust-refused").await;
     // The homeserver refused the cross-signing upload: shown in the status...
