@@ -28,8 +28,10 @@ use crate::state::AppState;
 const DEPRECATED: &str = "true";
 
 mod login;
+mod login_objects;
 mod objects;
 pub use login::BridgeLoginApi;
+pub use login_objects::*;
 pub use objects::*;
 
 fn platform_of(value: &str) -> Result<Platform, AppError> {
