@@ -129,7 +129,10 @@ pub async fn login(user: &str, password: &str) -> Session {
 /// Delivers a message into `mailbox` by IMAP APPEND.
 pub async fn deliver(user: &str, password: &str, mailbox: &str, raw: &str) {
     let mut s = login(user, password).await;
-    imap::append(&mut s, mailbox, "()", raw.replace('\n', "\r\n").as_bytes())
+    // Lines end in CRLF on the wire; a message already written with CRLF keeps them (a
+    // blind `\n` → `\r\n` made those `\r\r\n`).
+    let crlf = raw.replace("\r\n", "\n").replace('\n', "\r\n");
+    imap::append(&mut s, mailbox, "()", crlf.as_bytes())
         .await
         .expect("APPEND");
     imap::logout(s).await;
