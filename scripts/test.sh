@@ -230,13 +230,19 @@ cmd=(cargo test --all-targets "${cargo_args[@]+"${cargo_args[@]}"}" --
      "${threads[@]+"${threads[@]}"}" "${bin_args[@]+"${bin_args[@]}"}")
 log "running: ${cmd[*]}"
 start=$(date +%s)
+# The output is also kept, so a failure's panic messages can be repeated last: a failed
+# test's captured server log can run to thousands of lines and bury them.
+output_log=${CARGO_TARGET_DIR:-$ROOT/target}/test-output.log
+mkdir -p "$(dirname "$output_log")"
 set +e
-"${cmd[@]}"
-status=$?
+"${cmd[@]}" 2>&1 | tee "$output_log"
+status=${PIPESTATUS[0]}
 set -e
 if ((status == 0)); then
   log "tests passed in $(( $(date +%s) - start ))s"
 else
+  log "the failures' panic messages (whole output: $output_log):"
+  grep -a -A2 "panicked at" "$output_log" | cut -c1-600 | head -80 >&2 || true
   log "tests FAILED (exit $status) after $(( $(date +%s) - start ))s"
 fi
 exit "$status"
