@@ -45,8 +45,16 @@ fn init_logging(config: &Config) -> crate::logging::FlushGuard {
     guard
 }
 
+/// How long an idle blocking thread waits for more work before it ends (Tokio's default is
+/// 10 s). Each thread that ran a job keeps its allocator heap until it ends, so after a
+/// burst (a page render per connection, every sync worker's crypto store at start) the
+/// threads' memory stays resident for as long as they wait; docs/benchmarks.md measured
+/// it. A steady load keeps its threads busy and does not notice the shorter wait.
+const BLOCKING_THREAD_KEEP_ALIVE: std::time::Duration = std::time::Duration::from_secs(2);
+
 fn runtime() -> Result<tokio::runtime::Runtime, String> {
     tokio::runtime::Builder::new_multi_thread()
+        .thread_keep_alive(BLOCKING_THREAD_KEEP_ALIVE)
         .enable_all()
         .build()
         .map_err(|e| format!("cannot start the async runtime: {e}"))
