@@ -52,6 +52,8 @@ impl AppState {
             &config.storage.master_key_path(),
         )?);
         let server_keys = ServerKeys::load_or_create(&config.storage.data_dir)?;
+        let attestation_body = crate::services::attestation::rendered(&server_keys)
+            .map_err(|e| StartupError::Other(format!("cannot render the attestation: {e}")))?;
         let store = Store::open(&config.storage)?;
         let matrix = match &config.matrix {
             Some(m) => Some(MatrixClient::new(m).map_err(|e| StartupError::Other(e.to_string()))?),
@@ -80,6 +82,7 @@ impl AppState {
             store,
             master,
             server_keys,
+            attestation_body,
             limiter: RateLimiter::new(),
             jwt,
             auth_cache,

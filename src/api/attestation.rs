@@ -2,13 +2,13 @@
 //! authentication.
 
 use poem::web::Data;
-use poem_openapi::payload::Json;
 use poem_openapi::{Object, OpenApi};
 
+use super::fast_json::FastJson;
 use super::ApiTags;
-use crate::services::attestation;
 use crate::state::AppState;
 
+// Documents the body `services::attestation::Attestation` renders (same fields, same order).
 /// Server attestation.
 #[derive(Debug, Object)]
 #[oai(rename_all = "camelCase")]
@@ -46,15 +46,8 @@ impl AttestationApi {
         method = "get",
         operation_id = "get_attestation"
     )]
-    async fn attestation(&self, state: Data<&AppState>) -> Json<AttestationResult> {
-        let a = attestation::attestation(&state.server_keys);
-        Json(AttestationResult {
-            server_public_key: a.server_public_key,
-            key_version: a.key_version,
-            signing_public_key: a.signing_public_key,
-            signature: a.signature,
-            version: a.version,
-            commit: a.commit,
-        })
+    async fn attestation(&self, state: Data<&AppState>) -> FastJson<AttestationResult> {
+        // Rendered once at start (`services::attestation::rendered`), in this object's form.
+        FastJson::from_bytes(state.attestation_body.clone())
     }
 }

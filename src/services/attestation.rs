@@ -1,7 +1,7 @@
 //! Server attestation (`GET /api/attestation`): the server's X25519 key, signed with its
 //! Ed25519 key, so an app that pinned the signing key can detect a swapped encryption key.
 
-use std::sync::Mutex;
+use bytes::Bytes;
 
 use crate::crypto::{attestation_message, ServerKeys};
 
@@ -19,8 +19,10 @@ pub const COMMIT: &str = match option_env!("SWITCHBOARD_COMMIT") {
     None => "unknown",
 };
 
-/// What `GET /api/attestation` returns; binary values are standard padded base64.
-#[derive(Debug, Clone, PartialEq, Eq)]
+/// What `GET /api/attestation` returns; binary values are standard padded base64. The
+/// field order and names are the wire form (`api::attestation` documents it).
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+#[serde(rename_all = "camelCase")]
 pub struct Attestation {
     pub server_public_key: String,
     pub key_version: i64,
@@ -31,33 +33,25 @@ pub struct Attestation {
     pub commit: String,
 }
 
-/// The attestation for `keys`. Computed once and cached; recomputed only if asked for
-/// other keys (which happens in tests, never in one server process).
+/// The attestation for `keys` (one signature).
 pub fn attestation(keys: &ServerKeys) -> Attestation {
-    static CACHE: Mutex<Option<Attestation>> = Mutex::new(None);
     let server_public_key = keys.x25519_public_b64();
-    let signing_public_key = keys.ed25519_public_b64();
-    let mut cache = CACHE
-        .lock()
-        .unwrap_or_else(|poisoned| poisoned.into_inner());
-    if let Some(cached) = cache.as_ref() {
-        if cached.server_public_key == server_public_key
-            && cached.signing_public_key == signing_public_key
-        {
-            return cached.clone();
-        }
-    }
     let message = attestation_message(&server_public_key, SERVER_KEY_VERSION, VERSION);
-    let fresh = Attestation {
+    Attestation {
         signature: keys.sign_b64(message.as_bytes()),
         server_public_key,
         key_version: SERVER_KEY_VERSION,
-        signing_public_key,
+        signing_public_key: keys.ed25519_public_b64(),
         version: VERSION.to_owned(),
         commit: COMMIT.to_owned(),
-    };
-    *cache = Some(fresh.clone());
-    fresh
+    }
+}
+
+/// The JSON body of `GET /api/attestation` for `keys`, rendered once when the server
+/// starts: the keys never change in a running process, and the route is the one apps and
+/// probes call most, so a request costs no signing, lock or serialization.
+pub fn rendered(keys: &ServerKeys) -> Result<Bytes, serde_json::Error> {
+    serde_json::to_vec(&attestation(keys)).map(Bytes::from)
 }
 
 #[cfg(test)]
@@ -85,12 +79,22 @@ mod tests {
     }
 
     #[test]
-    fn other_keys_get_their_own_attestation() {
-        let a = ServerKeys::from_bytes([3u8; 32], [4u8; 32]);
-        let b = ServerKeys::from_bytes([5u8; 32], [6u8; 32]);
-        let (first, second, again) = (attestation(&a), attestation(&b), attestation(&a));
-        assert_ne!(first.server_public_key, second.server_public_key);
-        assert_eq!(first, again);
-        assert_eq!(second.server_public_key, b.x25519_public_b64());
+    fn the_rendered_body_is_the_attestation_in_the_documented_form() {
+        let keys = ServerKeys::from_bytes([3u8; 32], [4u8; 32]);
+        let body: serde_json::Value = serde_json::from_slice(&rendered(&keys).unwrap()).unwrap();
+        let a = attestation(&keys);
+        assert_eq!(
+            body,
+            serde_json::json!({
+                "serverPublicKey": a.server_public_key,
+                "keyVersion": 1,
+                "signingPublicKey": a.signing_public_key,
+                "signature": a.signature,
+                "version": a.version,
+                "commit": a.commit,
+            })
+        );
+        let other = ServerKeys::from_bytes([5u8; 32], [6u8; 32]);
+        assert_ne!(rendered(&other).unwrap(), rendered(&keys).unwrap());
     }
 }

@@ -35,6 +35,9 @@ pub struct Resources {
     pub store: Store,
     pub master: Arc<MasterKey>,
     pub server_keys: ServerKeys,
+    /// The body of `GET /api/attestation`, rendered at start (see
+    /// [`crate::services::attestation::rendered`]).
+    pub attestation_body: bytes::Bytes,
     pub limiter: RateLimiter,
     pub jwt: JwtKeys,
     /// Recently verified credentials (see [`crate::services::session::AuthCache`]).
