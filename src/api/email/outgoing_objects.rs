@@ -147,16 +147,7 @@ impl From<drafts::Draft> for DraftView {
             subject: d.subject,
             text: d.text,
             html: d.html,
-            attachments: d
-                .attachments
-                .into_iter()
-                .map(|a| AttachmentView {
-                    index: a.index,
-                    filename: a.filename,
-                    content_type: a.content_type,
-                    size: a.size,
-                })
-                .collect(),
+            attachments: d.attachments.into_iter().map(Into::into).collect(),
             updated_at: to_time(d.updated_at),
         }
     }

@@ -5,7 +5,7 @@ use poem_openapi::{Enum, Object};
 
 use crate::services::email::accounts::Account;
 use crate::services::email::threads::{Message, Thread};
-use crate::services::email::Person;
+use crate::services::email::{AttachmentMeta, Person};
 use crate::services::scheduled::to_time;
 
 #[derive(Debug, Clone, Copy, Enum)]
@@ -217,6 +217,17 @@ pub struct AttachmentView {
     pub size: u64,
 }
 
+impl From<AttachmentMeta> for AttachmentView {
+    fn from(a: AttachmentMeta) -> Self {
+        Self {
+            index: a.index,
+            filename: a.filename,
+            content_type: a.content_type,
+            size: a.size,
+        }
+    }
+}
+
 #[derive(Debug, Object)]
 #[oai(rename = "EmailMessage", rename_all = "camelCase")]
 pub struct MessageView {
@@ -264,17 +275,7 @@ impl From<Message> for MessageView {
             unread: m.unread,
             starred: m.starred,
             truncated: m.body.truncated,
-            attachments: m
-                .body
-                .attachments
-                .into_iter()
-                .map(|a| AttachmentView {
-                    index: a.index,
-                    filename: a.filename,
-                    content_type: a.content_type,
-                    size: a.size,
-                })
-                .collect(),
+            attachments: m.body.attachments.into_iter().map(Into::into).collect(),
         }
     }
 }

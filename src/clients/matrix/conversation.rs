@@ -121,10 +121,15 @@ impl MatrixClient {
             .await
     }
 
-    /// `GET` of what another client may have changed: the account's push rules
+    /// `GET` of account data another client may have changed: the account's push rules
     /// (`pushrules/`, the content of `m.push_rules`), a room's tags (`…/tags`, the content
-    /// of `m.tag`) or a room's account data of one type. `None`: the homeserver has none.
-    async fn read_json(&self, token: &str, path: &str) -> Result<Option<Value>, MatrixError> {
+    /// of `m.tag`), a room's or the account's account data of one type. `None`: the
+    /// homeserver has none (404).
+    pub(super) async fn read_json<T: serde::de::DeserializeOwned>(
+        &self,
+        token: &str,
+        path: &str,
+    ) -> Result<Option<T>, MatrixError> {
         let resp = self
             .client_api(reqwest::Method::GET, token, path)?
             .send()

@@ -163,15 +163,6 @@ impl MatrixClient {
         user_id: &str,
     ) -> Result<std::collections::HashMap<String, Vec<String>>, MatrixError> {
         let path = format!("user/{}/account_data/m.direct", encode(user_id));
-        let resp = self
-            .client_api(reqwest::Method::GET, token, &path)?
-            .send()
-            .await
-            .map_err(unreachable)?;
-        match decode(resp).await {
-            Ok(map) => Ok(map),
-            Err(MatrixError::Http { status: 404, .. }) => Ok(Default::default()),
-            Err(e) => Err(e),
-        }
+        Ok(self.read_json(token, &path).await?.unwrap_or_default())
     }
 }

@@ -42,6 +42,13 @@ struct Entry {
     last: Instant,
 }
 
+impl Entry {
+    /// Under way, or finished after `began`.
+    fn newer_than(&self, began: Instant) -> bool {
+        self.in_flight > 0 || self.last > began
+    }
+}
+
 /// The registry; one per process, shared by the services (which write) and the sync
 /// worker (which asks).
 #[derive(Debug, Default, Clone)]
@@ -80,9 +87,7 @@ impl LocalWrites {
     /// `room_id` alone: a local write of it is under way or finished after `began`.
     pub fn is_newer(&self, user_id: &str, room_id: &str, flag: SharedFlag, began: Instant) -> bool {
         let key = (user_id.to_owned(), room_id.to_owned(), flag);
-        self.lock()
-            .get(&key)
-            .is_some_and(|e| e.in_flight > 0 || e.last > began)
+        self.lock().get(&key).is_some_and(|e| e.newer_than(began))
     }
 
     /// The rooms whose `flag` was written locally after `began` (or is being written):
@@ -90,9 +95,7 @@ impl LocalWrites {
     pub fn newer_rooms(&self, user_id: &str, flag: SharedFlag, began: Instant) -> Vec<String> {
         self.lock()
             .iter()
-            .filter(|((u, _, f), e)| {
-                u == user_id && *f == flag && (e.in_flight > 0 || e.last > began)
-            })
+            .filter(|((u, _, f), e)| u == user_id && *f == flag && e.newer_than(began))
             .map(|((_, room, _), _)| room.clone())
             .collect()
     }

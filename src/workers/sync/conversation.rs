@@ -218,7 +218,7 @@ pub(super) fn push_rules_except(
     let levels = room_push_levels(content);
     let mut changed = Vec::new();
     for (room_id, muted, notify) in conversation::push_levels(tx, ctx.user_id)? {
-        if keep.contains(&(room_id.clone(), SharedFlag::PushLevel)) {
+        if !keep.is_empty() && keep.contains(&(room_id.clone(), SharedFlag::PushLevel)) {
             continue;
         }
         let level = levels.get(&room_id).copied().unwrap_or(RoomPushLevel::All);

@@ -10,24 +10,9 @@ use crate::common::homeserver_proxy::{homeserver_proxy, start_behind, Rule};
 
 /// The room's level as Element encodes it in the user's push rules on Synapse.
 async fn homeserver_level(mx: &str, room: &str) -> &'static str {
-    let rule = |kind: &str| {
-        reqwest::Client::new()
-            .get(format!(
-                "{}/_matrix/client/v3/pushrules/global/{kind}/{}",
-                synapse().base_url,
-                encode(room)
-            ))
-            .bearer_auth(mx)
-            .send()
-    };
-    let exists = |status: reqwest::StatusCode| match status.as_u16() {
-        200 => true,
-        404 => false,
-        s => panic!("push rule: {s}"),
-    };
-    if exists(rule("override").await.unwrap().status()) {
+    if push_rule(mx, "override", room).await.is_some() {
         "off"
-    } else if exists(rule("room").await.unwrap().status()) {
+    } else if push_rule(mx, "room", room).await.is_some() {
         "mentions"
     } else {
         "all"
@@ -45,18 +30,11 @@ async fn element_sets(mx: &str, room: &str, level: &str) {
 
 /// Polls the room as the personal token lists it until its level is `level`.
 async fn level_until(app: &TestApp, token: &str, room: &str, level: &str, what: &str) {
-    let deadline = Instant::now() + WAIT;
-    loop {
-        let r = wait_for_room(app, token, room).await;
-        if r["notifications"]["level"] == level {
-            return;
-        }
-        assert!(
-            Instant::now() < deadline,
-            "{what}: not {level} within {WAIT:?}: {r}"
-        );
-        tokio::time::sleep(Duration::from_millis(200)).await;
-    }
+    let what = format!("{what}: level {level}");
+    room_until(app, token, room, &what, |r| {
+        r["notifications"]["level"] == level
+    })
+    .await;
 }
 
 #[tokio::test]

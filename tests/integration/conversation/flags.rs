@@ -26,21 +26,7 @@ async fn tags(chat: &Chat) -> Value {
 
 /// The room's `override` push rule, or None.
 async fn mute_rule(chat: &Chat) -> Option<Value> {
-    let resp = reqwest::Client::new()
-        .get(format!(
-            "{}/_matrix/client/v3/pushrules/global/override/{}",
-            synapse().base_url,
-            encode(&chat.room)
-        ))
-        .bearer_auth(matrix_token(&chat.user))
-        .send()
-        .await
-        .unwrap();
-    match resp.status().as_u16() {
-        200 => Some(resp.json().await.unwrap()),
-        404 => None,
-        s => panic!("push rule: {s}"),
-    }
+    push_rule(&matrix_token(&chat.user), "override", &chat.room).await
 }
 
 async fn act(app: &TestApp, chat: &Chat, action: &str) {
@@ -232,21 +218,7 @@ async fn marked_unread_is_set_cleared_by_reading_and_set_by_another_client() {
 
 /// The room's `room` push rule (Element's "mentions and keywords"), or None.
 async fn room_rule(chat: &Chat) -> Option<Value> {
-    let resp = reqwest::Client::new()
-        .get(format!(
-            "{}/_matrix/client/v3/pushrules/global/room/{}",
-            synapse().base_url,
-            encode(&chat.room)
-        ))
-        .bearer_auth(matrix_token(&chat.user))
-        .send()
-        .await
-        .unwrap();
-    match resp.status().as_u16() {
-        200 => Some(resp.json().await.unwrap()),
-        404 => None,
-        s => panic!("push rule: {s}"),
-    }
+    push_rule(&matrix_token(&chat.user), "room", &chat.room).await
 }
 
 async fn set_level(app: &TestApp, chat: &Chat, level: &str) {

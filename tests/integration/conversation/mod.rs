@@ -66,18 +66,48 @@ impl Chat {
         what: &str,
         pred: impl Fn(&Value) -> bool,
     ) -> Value {
-        let deadline = Instant::now() + WAIT;
-        loop {
-            let room = wait_for_room(app, &self.token, &self.room).await;
-            if pred(&room) {
-                return room;
-            }
-            assert!(
-                Instant::now() < deadline,
-                "{what} not seen within {WAIT:?}: {room}"
-            );
-            tokio::time::sleep(Duration::from_millis(200)).await;
+        room_until(app, &self.token, &self.room, what, pred).await
+    }
+}
+
+/// `room` as `token` lists it, polled until `pred` holds.
+pub(crate) async fn room_until(
+    app: &TestApp,
+    token: &str,
+    room: &str,
+    what: &str,
+    pred: impl Fn(&Value) -> bool,
+) -> Value {
+    let deadline = Instant::now() + WAIT;
+    loop {
+        let found = wait_for_room(app, token, room).await;
+        if pred(&found) {
+            return found;
         }
+        assert!(
+            Instant::now() < deadline,
+            "{what} not seen within {WAIT:?}: {found}"
+        );
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+}
+
+/// The user's push rule `kind` (`override`, `room`) for `room` on Synapse, or None.
+pub(crate) async fn push_rule(mx: &str, kind: &str, room: &str) -> Option<Value> {
+    let resp = reqwest::Client::new()
+        .get(format!(
+            "{}/_matrix/client/v3/pushrules/global/{kind}/{}",
+            synapse().base_url,
+            encode(room)
+        ))
+        .bearer_auth(mx)
+        .send()
+        .await
+        .unwrap();
+    match resp.status().as_u16() {
+        200 => Some(resp.json().await.unwrap()),
+        404 => None,
+        s => panic!("push rule: {s}"),
     }
 }
 
