@@ -59,7 +59,7 @@ mod server;
 #[path = "bench_support/synapse.rs"]
 mod synapse;
 
-use load::{ms, run, Outcome};
+use load::{ms, run, run_accepting, Outcome};
 use synapse::{Account, Homeserver};
 
 /// The row measured while messages arrive for the other users.
@@ -97,9 +97,13 @@ struct Row {
     others: bool,
     /// Another member of the room types meanwhile (target: relative to the quiet row).
     typing: bool,
+    /// Sent with `Accept-Encoding: gzip, deflate, br` (a browser's).
+    gzip: bool,
     target: f64,
     p99_ms: Option<f64>,
 }
+
+const BROWSER_ACCEPT_ENCODING: &str = "gzip, deflate, br";
 
 fn main() {
     let args: Vec<String> = std::env::args().collect();
@@ -245,7 +249,11 @@ fn main() {
                 Caller::Token => token.as_str(),
                 Caller::Native => jwt.as_str(),
             });
-            run(&client, &url, t, conns, warm, &server_cpu).await;
+            let accept = r.gzip.then_some(BROWSER_ACCEPT_ENCODING);
+            if let Some(a) = accept {
+                compressed(&client, &url, t, a).await;
+            }
+            run_accepting(&client, &url, t, accept, conns, warm, &server_cpu).await;
             let (sent, stored) = (arrivals.sent(), server::count(&db, &stored_sql));
             let synapse_before = synapse_cpu();
             let others_sent = others_arriving.sent();
@@ -254,7 +262,7 @@ fn main() {
             arrivals.on.store(r.arriving, Ordering::SeqCst);
             others_arriving.on.store(r.others, Ordering::SeqCst);
             typing.on.store(r.typing, Ordering::SeqCst);
-            let o = run(&client, &url, t, conns, duration, &server_cpu).await;
+            let o = run_accepting(&client, &url, t, accept, conns, duration, &server_cpu).await;
             arrivals.on.store(false, Ordering::SeqCst);
             others_arriving.on.store(false, Ordering::SeqCst);
             typing.on.store(false, Ordering::SeqCst);
@@ -442,6 +450,7 @@ fn rows(history: &str, room: &str) -> Vec<Row> {
         arriving,
         others: false,
         typing: false,
+        gzip: false,
         target,
         p99_ms,
     };
@@ -457,6 +466,21 @@ fn rows(history: &str, room: &str) -> Vec<Row> {
             None,
         ),
         row("  while 20 msg/s arrive", history, Token, true, 0.7, None),
+        Row {
+            gzip: true,
+            ..row("  gzip accepted", history, Token, false, 0.8, None)
+        },
+        Row {
+            gzip: true,
+            ..row(
+                "  gzip, while 20 msg/s arrive",
+                history,
+                Token,
+                true,
+                0.7,
+                None,
+            )
+        },
         Row {
             others: true,
             ..row(OTHERS_ROW, history, Token, false, 0.0, None)
@@ -474,6 +498,10 @@ fn rows(history: &str, room: &str) -> Vec<Row> {
             Some(20.0),
         ),
         row("  while 20 msg/s arrive ", history, Native, true, 0.7, None),
+        Row {
+            gzip: true,
+            ..row("  gzip accepted ", history, Native, false, 0.8, Some(20.0))
+        },
         row(
             "room list (personal token)",
             rooms,
@@ -640,6 +668,40 @@ async fn seed(state: &AppState, who: &Account, room_count: u64) -> (String, Stri
 
 /// Asserts the page holds `limit` messages and, with `newest`, waits (up to 10 s) until one
 /// of them has that text; returns how long that took.
+/// Asserts that the page comes gzip-compressed when `accept` allows it (so the row
+/// measures what it says), and prints its size in both forms.
+async fn compressed(client: &reqwest::Client, url: &str, token: Option<&str>, accept: &str) {
+    let get = |accept: Option<&str>| {
+        let mut req = client.get(url);
+        if let Some(t) = token {
+            req = req.bearer_auth(t);
+        }
+        if let Some(a) = accept {
+            req = req.header(reqwest::header::ACCEPT_ENCODING, a);
+        }
+        req.send()
+    };
+    let zipped = get(Some(accept)).await.expect("request");
+    let encoding = zipped
+        .headers()
+        .get(reqwest::header::CONTENT_ENCODING)
+        .cloned();
+    assert_eq!(
+        encoding.as_ref().map(|v| v.as_bytes()),
+        Some(&b"gzip"[..]),
+        "{url}"
+    );
+    let zipped = zipped.bytes().await.expect("body").len();
+    let plain = get(None)
+        .await
+        .expect("request")
+        .bytes()
+        .await
+        .expect("body")
+        .len();
+    println!("  ({url}: {plain} bytes, {zipped} gzip-compressed)");
+}
+
 async fn check(
     client: &reqwest::Client,
     url: &str,

@@ -108,6 +108,20 @@ pub async fn run(
     duration: Duration,
     server_cpu: &dyn Fn() -> f64,
 ) -> Outcome {
+    run_accepting(client, url, token, None, conns, duration, server_cpu).await
+}
+
+/// [`run`] with an `Accept-Encoding` header (as browsers and most HTTP libraries send
+/// one). A compressed body is drained as it came, not decompressed, as wrk does.
+pub async fn run_accepting(
+    client: &reqwest::Client,
+    url: &str,
+    token: Option<&str>,
+    accept_encoding: Option<&'static str>,
+    conns: usize,
+    duration: Duration,
+    server_cpu: &dyn Fn() -> f64,
+) -> Outcome {
     let start = Instant::now();
     let cpu_before = (server_cpu(), thread_cpu_secs("client"));
     let deadline = start + duration;
@@ -123,6 +137,9 @@ pub async fn run(
                     let mut req = client.get(&*url);
                     if let Some(t) = &token {
                         req = req.bearer_auth(t);
+                    }
+                    if let Some(a) = accept_encoding {
+                        req = req.header(reqwest::header::ACCEPT_ENCODING, a);
                     }
                     let good = match req.send().await {
                         Ok(resp) => resp.status().is_success() && drain(resp).await,

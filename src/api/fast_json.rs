@@ -12,12 +12,16 @@ use poem_openapi::ApiResponse;
 use serde::Serialize;
 
 use crate::error::AppError;
+use crate::services::pages::Page;
 
 /// A JSON body serialized directly with serde and documented with the OpenAPI schema of
 /// `S`. The history route is hot: poem-openapi's `Json` first builds a `serde_json::Value`
 /// tree of the whole page, and needs owned values.
 pub struct FastJson<S> {
     body: Bytes,
+    /// A cached page that may be sent gzip-compressed: the outermost layer
+    /// ([`super::observe`]) picks the representation the request accepts.
+    page: Option<Page>,
     schema: PhantomData<fn() -> S>,
 }
 
@@ -43,6 +47,16 @@ impl<S> FastJson<S> {
     pub fn from_bytes(body: Bytes) -> Self {
         Self {
             body,
+            page: None,
+            schema: PhantomData,
+        }
+    }
+
+    /// A page of the page cache: its body, or its gzip form for requests that accept it.
+    pub fn from_page(page: Page) -> Self {
+        Self {
+            body: page.body.clone(),
+            page: page.compressible().then_some(page),
             schema: PhantomData,
         }
     }
@@ -62,9 +76,13 @@ impl<S: Type> Payload for FastJson<S> {
 
 impl<S> IntoResponse for FastJson<S> {
     fn into_response(self) -> poem::Response {
-        poem::Response::builder()
+        let mut resp = poem::Response::builder()
             .content_type("application/json; charset=utf-8")
-            .body(self.body)
+            .body(self.body);
+        if let Some(page) = self.page {
+            resp.extensions_mut().insert(page);
+        }
+        resp
     }
 }
 

@@ -43,6 +43,10 @@ impl MessagesApi {
     ///
     /// 404 when `roomId` is not a room of the caller. Messages whose content was destroyed
     /// by key deletion are left out.
+    ///
+    /// With `Accept-Encoding: gzip`, a page of one conversation (every readable page; a
+    /// native page with `roomId`) comes gzip-compressed (`Content-Encoding: gzip`); a native
+    /// page across rooms never does (it names several conversations in the clear).
     #[oai(path = "/api/messages", method = "get", operation_id = "messages_list")]
     async fn list(
         &self,
@@ -66,7 +70,7 @@ impl MessagesApi {
         };
         match messages::history(&state, &auth.0, query).await? {
             messages::History::Encrypted(body) | messages::History::Readable(body) => {
-                Ok(FastJson::from_bytes(body))
+                Ok(FastJson::from_page(body))
             }
         }
     }
@@ -133,7 +137,7 @@ impl MessagesApi {
             })
         })
         .await?;
-        Ok(FastJson::from_bytes(body))
+        Ok(FastJson::from_page(body))
     }
 
     /// Send to several rooms

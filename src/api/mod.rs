@@ -23,6 +23,7 @@ pub mod conversation;
 pub mod devices;
 pub mod e2ee;
 pub mod email;
+pub mod encoding;
 pub mod error;
 pub mod fast_json;
 pub mod gate;

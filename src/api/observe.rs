@@ -68,10 +68,12 @@ pub async fn observe<E: Endpoint>(
         .operation(matched, lookup)
         .unwrap_or_else(|| extra_index(req.uri().path()));
     req.extensions_mut().insert(matched);
-    let resp = match ep.call(req).await {
+    let accepts_gzip = super::encoding::accepts_gzip(req.headers());
+    let mut resp = match ep.call(req).await {
         Ok(r) => r.into_response(),
         Err(e) => e.into_response(),
     };
+    super::encoding::negotiate(&mut resp, accepts_gzip).await;
     let elapsed = started.elapsed();
     let status = resp.status().as_u16();
     let http = init_metrics();

@@ -76,7 +76,7 @@ impl RoomsApi {
             })
         })
         .await?;
-        Ok(FastJson::from_bytes(body))
+        Ok(FastJson::from_page(body))
     }
 
     /// Rooms with high-priority unread messages
@@ -111,7 +111,8 @@ impl RoomsApi {
     /// 404 `not_found` when the caller does not have the room. Personal tokens get the
     /// readable shape (409 `NO_SIGNING_KEY` after the keys were deleted); a personal-token
     /// script should call this before sending: a null `recipientId` means the conversation
-    /// must be verified in the native app first.
+    /// must be verified in the native app first. With `Accept-Encoding: gzip` a room of
+    /// 1 KB or more comes gzip-compressed (`Content-Encoding: gzip`).
     #[oai(path = "/:roomId", method = "get", operation_id = "rooms_get")]
     async fn get(
         &self,
@@ -125,7 +126,7 @@ impl RoomsApi {
             FastJson::<RoomGetResult>::object_bytes(&RoomGetResult { room: room.into() })
         })
         .await?;
-        Ok(FastJson::from_bytes(body))
+        Ok(FastJson::from_page(body))
     }
 
     /// Set the encrypted name and avatar

@@ -79,10 +79,92 @@ pub enum PageView {
     },
 }
 
-/// Rendered pages (JSON bodies) by [`PageKey`]; `None` when turned off
-/// (`storage.history_cache_mb = 0`).
+impl PageView {
+    /// Whether the page may be sent gzip-compressed. Compression makes the length of an
+    /// answer depend on how much of it repeats, so a page that mixes text someone else can
+    /// choose (a message anyone may send, a Matrix ID anyone may register) with text that
+    /// someone must not learn (another conversation's last message or members, another
+    /// mail's subject) could leak the latter to an observer of the encrypted lengths who
+    /// keeps choosing the former (the BREACH attack). Only pages of one conversation
+    /// qualify, all of which every member of it sees anyway: readable history (one room
+    /// per page, with or without `roomId`), sealed history of one room, and the single
+    /// room. Lists of rooms or mail threads, and sealed history across rooms, do not.
+    fn compressible(&self) -> bool {
+        match self {
+            Self::ReadableHistory { .. } | Self::Room { .. } => true,
+            Self::SealedHistory { room_id, .. } => room_id.is_some(),
+            Self::Rooms { .. } | Self::Stats | Self::EmailThreads { .. } => false,
+        }
+    }
+}
+
+/// Pages smaller than this are sent as they are (gzip would save too little for its cost).
+const MIN_GZIP_BYTES: usize = 1024;
+
+/// A rendered page: the JSON body as sent, and for pages that may be compressed
+/// ([`PageView::compressible`]) a slot for its gzip form, made by the first request that
+/// accepts gzip and then served from memory like the body.
+#[derive(Debug, Clone)]
+pub struct Page {
+    pub body: Bytes,
+    gzip: Option<Arc<tokio::sync::OnceCell<Option<Bytes>>>>,
+}
+
+impl Page {
+    fn new(body: Bytes, compressible: bool) -> Self {
+        let gzip = (compressible && body.len() >= MIN_GZIP_BYTES).then(Default::default);
+        Self { body, gzip }
+    }
+
+    /// A page never sent compressed (e.g. rendered while the cache is off).
+    pub fn plain(body: Bytes) -> Self {
+        Self { body, gzip: None }
+    }
+
+    /// Whether [`Self::gzip`] may have a compressed form (the answer then varies with
+    /// `Accept-Encoding`).
+    pub fn compressible(&self) -> bool {
+        self.gzip.is_some()
+    }
+
+    /// The body gzip-compressed (made once per page; concurrent callers wait for the
+    /// first), or None when the page is not compressible or came out no smaller.
+    pub async fn gzip(&self) -> Option<Bytes> {
+        let cell = self.gzip.as_ref()?;
+        cell.get_or_init(|| async { gzip(&self.body) })
+            .await
+            .clone()
+    }
+
+    /// What the cache counts: the body, and for a compressible page a quarter more for
+    /// its compressed form (JSON pages compress to well under that; sealed ones to about
+    /// three quarters, but only when asked for).
+    fn weight(&self) -> u32 {
+        let extra = if self.gzip.is_some() {
+            self.body.len() / 4
+        } else {
+            0
+        };
+        u32::try_from(self.body.len() + extra).unwrap_or(u32::MAX)
+    }
+}
+
+/// Level 1 ("fast"): on JSON pages it keeps most of the best level's saving at a fraction
+/// of its time, and it is paid on the request path once per page.
+fn gzip(body: &[u8]) -> Option<Bytes> {
+    use std::io::Write;
+    let mut encoder = flate2::write::GzEncoder::new(
+        Vec::with_capacity(body.len() / 4),
+        flate2::Compression::fast(),
+    );
+    encoder.write_all(body).ok()?;
+    let out = encoder.finish().ok()?;
+    (out.len() < body.len()).then(|| Bytes::from(out))
+}
+
+/// Rendered pages by [`PageKey`]; `None` when turned off (`storage.history_cache_mb = 0`).
 pub struct PageCache {
-    pages: Option<EpochCache<PageKey, Bytes>>,
+    pages: Option<EpochCache<PageKey, Page>>,
     /// One render at a time per key: after a write, the many requests for the same page
     /// that arrive together wait for the first render instead of each sealing their own
     /// (with 64 connections and 20 messages a second that is most of the work).
@@ -96,7 +178,7 @@ impl PageCache {
                 epoch,
                 u64::from(megabytes) * 1024 * 1024,
                 PAGE_CACHE_MAX_AGE,
-                Some(|body: &Bytes| u32::try_from(body.len()).unwrap_or(u32::MAX)),
+                Some(Page::weight),
             )
         });
         if let Some(cache) = &pages {
@@ -114,7 +196,7 @@ impl PageCache {
     }
 
     /// The cached page (counted as a hit or miss in `/metrics`).
-    pub fn get(&self, key: &PageKey) -> Option<Bytes> {
+    pub fn get(&self, key: &PageKey) -> Option<Page> {
         let page = self.pages.as_ref()?.get(key);
         crate::metrics::global()
             .cache(crate::metrics::CacheName::Pages)
@@ -127,24 +209,27 @@ impl PageCache {
         self.pages.as_ref().map_or(0, EpochCache::epoch)
     }
 
-    /// Files a page rendered from data read after `epoch` was taken.
-    pub fn insert(&self, key: PageKey, epoch: u64, body: Bytes) {
+    /// Files a page rendered from data read after `epoch` was taken; returns it as it is
+    /// served.
+    pub fn insert(&self, key: PageKey, epoch: u64, body: Bytes) -> Page {
+        let page = Page::new(body, key.view.compressible());
         if let Some(cache) = &self.pages {
             // A page shows its caller's rows only: other users' writes keep it.
             let user = key.user_id.clone();
-            cache.insert_for(key, epoch, &user, body);
+            cache.insert_for(key, epoch, &user, page.clone());
         }
+        page
     }
 
     /// The cached page, or the one `render` makes (filed when nothing was written
     /// meanwhile). Concurrent misses of one key render once; errors are not cached.
-    pub async fn get_or_render<F, Fut>(&self, key: PageKey, render: F) -> AppResult<Bytes>
+    pub async fn get_or_render<F, Fut>(&self, key: PageKey, render: F) -> AppResult<Page>
     where
         F: FnOnce() -> Fut,
         Fut: Future<Output = AppResult<Bytes>>,
     {
         if self.pages.is_none() {
-            return render().await;
+            return render().await.map(Page::plain);
         }
         if let Some(body) = self.get(&key) {
             return Ok(body);
@@ -159,8 +244,7 @@ impl PageCache {
         }
         let since = self.epoch();
         let body = render().await?;
-        self.insert(key, since, body.clone());
-        Ok(body)
+        Ok(self.insert(key, since, body))
     }
 }
 
@@ -212,14 +296,94 @@ mod tests {
         for _ in 0..50 {
             write(&store, Some("someone-else")).await;
         }
-        assert_eq!(pages.get(&key("a")).as_deref(), Some(&b"a1"[..]));
+        let body = |k: &PageKey| pages.get(k).map(|p| p.body);
+        assert_eq!(body(&key("a")).as_deref(), Some(&b"a1"[..]));
         // A's own write ends A's page.
         write(&store, Some("a")).await;
-        assert_eq!(pages.get(&key("a")), None);
-        let body = pages.get_or_render(key("a"), render("a2")).await.unwrap();
-        assert_eq!(&body[..], b"a2");
+        assert_eq!(body(&key("a")), None);
+        let page = pages.get_or_render(key("a"), render("a2")).await.unwrap();
+        assert_eq!(&page.body[..], b"a2");
         // A write of unknown scope ends every page.
         write(&store, None).await;
-        assert_eq!(pages.get(&key("a")), None);
+        assert_eq!(body(&key("a")), None);
+    }
+
+    fn view_key(view: PageView) -> PageKey {
+        PageKey {
+            user_id: "u".to_owned(),
+            view,
+        }
+    }
+
+    #[tokio::test]
+    async fn pages_of_one_conversation_or_sealed_are_gzipped_once_the_mixed_lists_never() {
+        let pages = PageCache::new(&crate::store::epoch::WriteEpoch::default(), 1);
+        let json = format!(
+            "[{}]",
+            vec![r#"{"text":"see you on Saturday"}"#; 200].join(",")
+        );
+        let render = || async { Ok(Bytes::from(json.clone())) };
+        let one_room = view_key(PageView::ReadableHistory {
+            room_id: Some("!r:hs".to_owned()),
+            cursor: None,
+            limit: 50,
+        });
+        let page = pages.get_or_render(one_room.clone(), render).await.unwrap();
+        let zipped = page.gzip().await.expect("compressed");
+        assert!(zipped.len() * 5 < page.body.len(), "{}", zipped.len());
+        let mut out = String::new();
+        use std::io::Read;
+        flate2::read::GzDecoder::new(&zipped[..])
+            .read_to_string(&mut out)
+            .unwrap();
+        assert_eq!(out, json);
+        // Served again from the cache, compressed once: the same bytes.
+        let again = pages.get(&one_room).unwrap().gzip().await.unwrap();
+        assert_eq!(again.as_ptr(), zipped.as_ptr());
+
+        let mixed = [
+            PageView::SealedHistory {
+                room_id: None,
+                before: None,
+                limit: 50,
+            },
+            PageView::Rooms {
+                readable: false,
+                sort: "recency",
+                archived: "exclude",
+                cursor: None,
+                limit: 50,
+            },
+            PageView::Rooms {
+                readable: true,
+                sort: "recency",
+                archived: "exclude",
+                cursor: None,
+                limit: 50,
+            },
+            PageView::EmailThreads {
+                label: None,
+                q: None,
+                cursor: None,
+                limit: None,
+            },
+        ];
+        for view in mixed {
+            let page = pages.get_or_render(view_key(view), render).await.unwrap();
+            assert!(!page.compressible());
+            assert_eq!(page.gzip().await, None);
+        }
+        // Too small to be worth it.
+        let room = PageView::Room {
+            room_id: "!r:hs".to_owned(),
+            readable: true,
+        };
+        let small = pages
+            .get_or_render(view_key(room), || async {
+                Ok(Bytes::from_static(b"{\"total\":3}"))
+            })
+            .await
+            .unwrap();
+        assert_eq!(small.gzip().await, None);
     }
 }

@@ -203,7 +203,7 @@ impl EmailApi {
             })
         };
         let body = state.pages.get_or_render(key, render).await?;
-        Ok(FastJson::from_bytes(body))
+        Ok(FastJson::from_page(body))
     }
 
     /// Get a thread

@@ -50,6 +50,6 @@ impl RoomNotificationsApi {
             FastJson::<RoomObject>::object_bytes(&RoomObject::from(room))
         })
         .await?;
-        Ok(FastJson::from_bytes(body))
+        Ok(FastJson::from_page(body))
     }
 }

@@ -29,7 +29,7 @@ use serde::{Deserialize, Serialize};
 
 use super::conversations::{self, MessageContent};
 use super::history::{self, Fill, Rendered};
-use super::pages::{PageKey, PageView};
+use super::pages::{Page, PageKey, PageView};
 use super::params;
 use super::public_key::validate_public_key;
 use super::session::Principal;
@@ -83,9 +83,9 @@ pub struct HistoryQuery {
 #[derive(Debug, Clone)]
 pub enum History {
     /// A native page, rendered as its JSON body ([`sealed::seal_page`]).
-    Encrypted(Bytes),
+    Encrypted(Page),
     /// A personal-token page, rendered as its JSON body ([`readable::render`]).
-    Readable(Bytes),
+    Readable(Page),
 }
 
 pub fn parse_limit(limit: Option<i64>) -> AppResult<i64> {
@@ -347,7 +347,7 @@ pub async fn stats_rendered(
     state: &Context,
     user_id: &str,
     render: impl FnOnce(MessageStats) -> AppResult<Bytes>,
-) -> AppResult<Bytes> {
+) -> AppResult<Page> {
     let key = PageKey {
         user_id: user_id.to_owned(),
         view: PageView::Stats,

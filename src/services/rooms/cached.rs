@@ -18,7 +18,7 @@ use super::{
 };
 use crate::error::AppResult;
 use crate::services::conversations::wants_readable;
-use crate::services::pages::{PageKey, PageView};
+use crate::services::pages::{Page, PageKey, PageView};
 use crate::services::session::Principal;
 use crate::services::Context;
 
@@ -62,7 +62,7 @@ pub async fn list_rendered(
     principal: &Principal,
     params: ListParams,
     render: impl FnOnce(RoomPage) -> AppResult<Bytes>,
-) -> AppResult<Bytes> {
+) -> AppResult<Page> {
     let readable = wants_readable(principal);
     let key = PageKey {
         user_id: principal.user_id().to_owned(),
@@ -88,7 +88,7 @@ pub async fn get_rendered(
     principal: &Principal,
     room_id: &str,
     render: impl FnOnce(RoomView) -> AppResult<Bytes>,
-) -> AppResult<Bytes> {
+) -> AppResult<Page> {
     let room_id = validate_room_id(room_id)?;
     let user_id = principal.user_id();
     let key = PageKey {
@@ -107,6 +107,5 @@ pub async fn get_rendered(
     // next read renders it again from the stored result.
     let since = state.pages.epoch();
     let body = render(super::get(state, principal, &room_id).await?)?;
-    state.pages.insert(key, since, body.clone());
-    Ok(body)
+    Ok(state.pages.insert(key, since, body))
 }

@@ -24,6 +24,7 @@ use crate::common::*;
 
 mod backfill;
 mod backfill_starts;
+mod compressed;
 mod deletion_and_stats;
 mod history;
 mod sealed_pages;
