@@ -36,38 +36,36 @@
 //! `BENCH_USERS=N` (or `--users N`) runs the many-users mode instead: see
 //! `bench_support/many_users.rs`.
 
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
-use std::sync::{Arc, Mutex};
+use std::sync::atomic::Ordering;
 use std::time::{Duration, Instant};
 
-use base64::Engine as _;
-use switchboard::crypto::DataKey;
-use switchboard::services::conversations::{seal_room_field, RoomField};
-use switchboard::services::{keys, tokens, users};
-use switchboard::store::rooms::{self, RoomRow};
-use switchboard::store::{user_keys, users as user_store};
 use switchboard::AppState;
 
+#[path = "bench_support/activity.rs"]
+mod activity;
+#[path = "bench_support/bench_user.rs"]
+mod bench_user;
 #[path = "bench_support/load.rs"]
 mod load;
 #[path = "bench_support/many_users.rs"]
 mod many_users;
 #[path = "bench_support/others.rs"]
 mod others;
+#[path = "bench_support/probes.rs"]
+mod probes;
+#[path = "bench_support/read_rows.rs"]
+mod read_rows;
 #[path = "bench_support/server.rs"]
 mod server;
 #[path = "bench_support/synapse.rs"]
 mod synapse;
 
+use activity::{Arrivals, Typing};
+use bench_user::seed;
 use load::{ms, run, run_accepting, Outcome};
-use synapse::{Account, Homeserver};
-
-/// The row measured while messages arrive for the other users.
-const OTHERS_ROW: &str = "  while 20 msg/s arrive for others";
-/// The row measured while another member of the room is typing (issue 31).
-const TYPING_ROW: &str = "  while 20 typing notices/s arrive";
-/// Their target: this share of the quiet readable-history rate of the same run (issue 36).
-const QUIET_SHARE_TARGET: f64 = 0.9;
+use probes::{check, compressed, settle};
+use read_rows::{quiet_share_verdict, rows, verdict, Caller, BROWSER_ACCEPT_ENCODING};
+use synapse::Homeserver;
 
 /// Target of the server's RSS after the 64-connection runs, 51 users syncing (issue 36).
 const RSS_TARGET_MIB: f64 = 100.0;
@@ -78,32 +76,6 @@ fn env_or(name: &str, default: u64) -> u64 {
         .and_then(|v| v.parse().ok())
         .unwrap_or(default)
 }
-
-/// Who calls a row's route.
-#[derive(Clone, Copy)]
-enum Caller {
-    Token,
-    Native,
-}
-
-/// One row of the table: a route, its caller, whether messages arrive meanwhile, the
-/// target ratio to the trivial route and, where the issue sets one, the p99 target (ms).
-struct Row {
-    name: &'static str,
-    path: String,
-    caller: Caller,
-    arriving: bool,
-    /// Messages arrive for the other users meanwhile (target: relative to the quiet row).
-    others: bool,
-    /// Another member of the room types meanwhile (target: relative to the quiet row).
-    typing: bool,
-    /// Sent with `Accept-Encoding: gzip, deflate, br` (a browser's).
-    gzip: bool,
-    target: f64,
-    p99_ms: Option<f64>,
-}
-
-const BROWSER_ACCEPT_ENCODING: &str = "gzip, deflate, br";
 
 fn main() {
     let args: Vec<String> = std::env::args().collect();
@@ -440,353 +412,6 @@ fn main() {
         "all targets of this run: {}",
         if all { "met" } else { "NOT all met" }
     );
-}
-
-fn rows(history: &str, room: &str) -> Vec<Row> {
-    let row = |name, path: &str, caller, arriving, target, p99_ms| Row {
-        name,
-        path: path.to_owned(),
-        caller,
-        arriving,
-        others: false,
-        typing: false,
-        gzip: false,
-        target,
-        p99_ms,
-    };
-    use Caller::{Native, Token};
-    let (rooms, rooms100) = ("/api/rooms", "/api/rooms?limit=100");
-    vec![
-        row(
-            "readable history (personal token)",
-            history,
-            Token,
-            false,
-            0.8,
-            None,
-        ),
-        row("  while 20 msg/s arrive", history, Token, true, 0.7, None),
-        Row {
-            gzip: true,
-            ..row("  gzip accepted", history, Token, false, 0.8, None)
-        },
-        Row {
-            gzip: true,
-            ..row(
-                "  gzip, while 20 msg/s arrive",
-                history,
-                Token,
-                true,
-                0.7,
-                None,
-            )
-        },
-        Row {
-            others: true,
-            ..row(OTHERS_ROW, history, Token, false, 0.0, None)
-        },
-        Row {
-            typing: true,
-            ..row(TYPING_ROW, history, Token, false, 0.0, None)
-        },
-        row(
-            "native sealed history (access token)",
-            history,
-            Native,
-            false,
-            0.8,
-            Some(20.0),
-        ),
-        row("  while 20 msg/s arrive ", history, Native, true, 0.7, None),
-        Row {
-            gzip: true,
-            ..row("  gzip accepted ", history, Native, false, 0.8, Some(20.0))
-        },
-        row(
-            "room list (personal token)",
-            rooms,
-            Token,
-            false,
-            0.8,
-            Some(20.0),
-        ),
-        row("  limit=100", rooms100, Token, false, 0.8, Some(20.0)),
-        row("room list (native)", rooms, Native, false, 0.8, Some(20.0)),
-        row("  limit=100 ", rooms100, Native, false, 0.8, Some(20.0)),
-        row(
-            "room detail (personal token)",
-            &format!("/api/rooms/{room}"),
-            Token,
-            false,
-            0.8,
-            None,
-        ),
-        row(
-            "/api/messages/stats",
-            "/api/messages/stats",
-            Native,
-            false,
-            0.8,
-            None,
-        ),
-    ]
-}
-
-/// Messages sent to the bench room on Synapse, 20 a second while `on` is set.
-#[derive(Clone, Default)]
-struct Arrivals {
-    on: Arc<AtomicBool>,
-    sent: Arc<AtomicU64>,
-    /// Text of the last message sent.
-    last: Arc<Mutex<String>>,
-}
-
-impl Arrivals {
-    fn sent(&self) -> u64 {
-        self.sent.load(Ordering::SeqCst)
-    }
-
-    async fn run(self, hs: Homeserver, who: Account, room: String) {
-        let mut tick = tokio::time::interval(Duration::from_millis(50));
-        let run = uuid::Uuid::new_v4().simple().to_string();
-        for i in 0u64.. {
-            tick.tick().await;
-            if !self.on.load(Ordering::SeqCst) {
-                continue;
-            }
-            // One task per message, so a slow answer from Synapse does not lower the rate.
-            let (me, hs, who, room) = (self.clone(), hs.clone(), who.clone(), room.clone());
-            let txn = format!("{run}a{i}");
-            tokio::spawn(async move {
-                let body = format!("Arrived {i}: on my way");
-                hs.send_text(&who, &room, &txn, &body).await;
-                *me.last.lock().unwrap() = body;
-                me.sent.fetch_add(1, Ordering::SeqCst);
-            });
-        }
-    }
-}
-
-/// Typing notices of another member in the bench room, 20 a second while `on` is set
-/// (typing and stopped in turn: each one a change every member's sync delivers).
-#[derive(Clone, Default)]
-struct Typing {
-    on: Arc<AtomicBool>,
-    sent: Arc<AtomicU64>,
-}
-
-impl Typing {
-    fn sent(&self) -> u64 {
-        self.sent.load(Ordering::SeqCst)
-    }
-
-    async fn run(self, hs: Homeserver, typist: Account, room: String) {
-        let mut tick = tokio::time::interval(Duration::from_millis(50));
-        for i in 0u64.. {
-            tick.tick().await;
-            if !self.on.load(Ordering::SeqCst) {
-                continue;
-            }
-            let (me, hs, typist, room) = (self.clone(), hs.clone(), typist.clone(), room.clone());
-            tokio::spawn(async move {
-                hs.typing(&typist, &room, i % 2 == 0).await;
-                me.sent.fetch_add(1, Ordering::SeqCst);
-            });
-        }
-    }
-}
-
-fn verdict(ok: bool) -> &'static str {
-    if ok {
-        "PASS"
-    } else {
-        "FAIL"
-    }
-}
-
-/// The Switchboard user of Matrix account `who` (its access token sealed as sign-in leaves
-/// it), a registered X25519 key, `room_count - 1` rooms besides the bench room (which the
-/// sync worker stores), a personal token and a JWT.
-async fn seed(state: &AppState, who: &Account, room_count: u64) -> (String, String) {
-    let mut user = users::new_user(state, "bench@example.test", None);
-    user.matrix_user_id = Some(who.user_id.clone());
-    user.matrix_device_id = Some(who.device_id.clone());
-    user.matrix_access_token_enc =
-        Some(users::seal_matrix_token(&state.master, &user, &who.token).expect("seal"));
-    let dek: DataKey = users::data_key(&state.master, &user).expect("data key");
-    // A real public key (a fixed test secret): sealing to it must succeed.
-    let secret = x25519_dalek::StaticSecret::from([9u8; 32]);
-    let public = base64::engine::general_purpose::STANDARD
-        .encode(x25519_dalek::PublicKey::from(&secret).as_bytes());
-    let key = keys::new_key_row(&user.id, public, None, 1, user.created_at);
-    let uid = user.id.clone();
-    let now_ms = user.created_at * 1000;
-    state
-        .store
-        .run(move |c| {
-            let tx = c.transaction()?;
-            user_store::insert(&tx, &user)?;
-            user_keys::upsert(&tx, &key)?;
-            for r in 1..room_count.max(1) as i64 {
-                let room_id = format!("!bench{r:04}:localhost");
-                let name = seal_room_field(
-                    &dek,
-                    &user.id,
-                    &room_id,
-                    RoomField::Name,
-                    &format!("Bench room {r}"),
-                );
-                rooms::upsert(
-                    &tx,
-                    &RoomRow {
-                        user_id: user.id.clone(),
-                        room_id,
-                        name_enc: Some(name),
-                        platform: Some("whatsapp".to_owned()),
-                        member_count: 2,
-                        unread_count: r % 7,
-                        importance: (r % 10) as f64 / 10.0,
-                        last_message_ts: Some(now_ms - r * 60_000),
-                        membership: "join".to_owned(),
-                        created_at: user.created_at,
-                        updated_at: user.created_at,
-                        ..RoomRow::default()
-                    },
-                )?;
-            }
-            Ok::<_, switchboard::store::StoreError>(tx.commit()?)
-        })
-        .await
-        .expect("seed");
-    let token = tokens::create(state, &uid, "bench", None)
-        .await
-        .expect("personal token")
-        .token;
-    let (jwt, _) = state.jwt.issue(&uid, None).expect("jwt");
-    (token, jwt)
-}
-
-/// Asserts the page holds `limit` messages and, with `newest`, waits (up to 10 s) until one
-/// of them has that text; returns how long that took.
-/// Asserts that the page comes gzip-compressed when `accept` allows it (so the row
-/// measures what it says), and prints its size in both forms.
-async fn compressed(client: &reqwest::Client, url: &str, token: Option<&str>, accept: &str) {
-    let get = |accept: Option<&str>| {
-        let mut req = client.get(url);
-        if let Some(t) = token {
-            req = req.bearer_auth(t);
-        }
-        if let Some(a) = accept {
-            req = req.header(reqwest::header::ACCEPT_ENCODING, a);
-        }
-        req.send()
-    };
-    let zipped = get(Some(accept)).await.expect("request");
-    let encoding = zipped
-        .headers()
-        .get(reqwest::header::CONTENT_ENCODING)
-        .cloned();
-    assert_eq!(
-        encoding.as_ref().map(|v| v.as_bytes()),
-        Some(&b"gzip"[..]),
-        "{url}"
-    );
-    let zipped = zipped.bytes().await.expect("body").len();
-    let plain = get(None)
-        .await
-        .expect("request")
-        .bytes()
-        .await
-        .expect("body")
-        .len();
-    println!("  ({url}: {plain} bytes, {zipped} gzip-compressed)");
-}
-
-async fn check(
-    client: &reqwest::Client,
-    url: &str,
-    token: &str,
-    limit: usize,
-    newest: Option<&str>,
-) -> Duration {
-    let began = Instant::now();
-    loop {
-        let resp = client
-            .get(url)
-            .bearer_auth(token)
-            .send()
-            .await
-            .expect("request");
-        let status = resp.status();
-        let body: serde_json::Value = resp.json().await.expect("json");
-        assert!(status.is_success(), "{status}: {body}");
-        let messages = body["messages"].as_array().expect("messages");
-        assert_eq!(messages.len(), limit, "{body}");
-        let Some(text) = newest else {
-            return began.elapsed();
-        };
-        if messages.iter().any(|m| m["text"] == text) {
-            return began.elapsed();
-        }
-        assert!(
-            began.elapsed() < Duration::from_secs(10),
-            "the last message sent ({text}) is not on the page after 10 s"
-        );
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
-}
-
-/// Waits (at most 60 s) until each of `pids` (0: none) used under 3% of a core over half
-/// a second; says how long it took, or that it gave up.
-fn settle(pids: &[u32]) -> String {
-    let began = Instant::now();
-    let window = Duration::from_millis(500);
-    let busy = |pid: u32| {
-        let before = load::process_cpu_secs(pid);
-        std::thread::sleep(window);
-        (load::process_cpu_secs(pid) - before) / window.as_secs_f64()
-    };
-    while began.elapsed() < Duration::from_secs(60) {
-        if pids.iter().filter(|&&p| p != 0).all(|&p| busy(p) < 0.03) {
-            return format!("{:.1} s", began.elapsed().as_secs_f64());
-        }
-    }
-    "not within 60 s (measuring anyway)".into()
-}
-
-/// The other-users or typing row against the quiet readable-history row of the same run.
-fn quiet_share_verdict(
-    measured: &[(&Row, Outcome, String)],
-    row: &Row,
-    o: &Outcome,
-) -> (String, bool) {
-    let quiet = measured
-        .iter()
-        .find(|(r, _, _)| !r.arriving && !r.others && !r.typing && r.caller_is_token_history())
-        .map(|(_, q, _)| q.rate());
-    let share = quiet.map(|q| o.rate() / q);
-    let ok = share.is_some_and(|s| s >= QUIET_SHARE_TARGET) && o.errors == 0;
-    let what = if row.typing {
-        "while another member types (20 notices/s)"
-    } else {
-        "while 20 msg/s arrive for other users"
-    };
-    println!(
-        "{:<40} readable history {what}: {} of its quiet rate (target >= {QUIET_SHARE_TARGET}) {}",
-        "",
-        share.map_or("not measured".to_owned(), |s| format!("{s:.3}")),
-        verdict(ok)
-    );
-    (
-        format!("readable history {what}: >= {QUIET_SHARE_TARGET}x its quiet rate"),
-        ok,
-    )
-}
-
-impl Row {
-    fn caller_is_token_history(&self) -> bool {
-        matches!(self.caller, Caller::Token) && self.path.starts_with("/api/messages")
-    }
 }
 
 /// The trivial route on this server (access log on, the default), then on a second

@@ -1,420 +1,237 @@
 //! The error codes sent in the `error` field of every error body: one variant per
 //! documented code, so a code cannot be misspelt and the list is in one place.
 
-/// A machine-readable error code; [`ErrorCode::as_str`] is the string clients see.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub enum ErrorCode {
+/// Declares [`ErrorCode`] from one list of `Variant => "code"` (with its documentation),
+/// so the enum, [`ErrorCode::ALL`] and [`ErrorCode::as_str`] cannot disagree.
+macro_rules! error_codes {
+    ($($(#[$attr:meta])* $variant:ident => $code:literal,)*) => {
+        /// A machine-readable error code; [`ErrorCode::as_str`] is the string clients see.
+        #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+        pub enum ErrorCode {
+            $($(#[$attr])* $variant,)*
+        }
+
+        impl ErrorCode {
+            /// Every code, for tests and documentation.
+            pub const ALL: &'static [ErrorCode] = &[$(Self::$variant,)*];
+
+            /// The snake_case string of the contract (`NO_SIGNING_KEY` as the contract
+            /// spells it).
+            pub const fn as_str(self) -> &'static str {
+                match self {
+                    $(Self::$variant => $code,)*
+                }
+            }
+        }
+    };
+}
+
+error_codes! {
     /// 400: a field is missing or invalid; the message names it (`"<field>: <why>"`).
-    InvalidRequest,
+    InvalidRequest => "invalid_request",
     /// 400: a request poem refused before it reached a handler, for a reason without its own code.
-    BadRequest,
+    BadRequest => "bad_request",
     /// 400: the sign-in code is wrong or expired.
-    InvalidCode,
+    InvalidCode => "invalid_code",
     /// 400: a sealed scheduled-message body that does not open.
-    InvalidEncryption,
+    InvalidEncryption => "invalid_encryption",
     /// 400: a bridge login flow the bridge does not offer.
-    InvalidFlow,
+    InvalidFlow => "invalid_flow",
     /// 400: an unknown bridge platform.
-    InvalidPlatform,
+    InvalidPlatform => "invalid_platform",
     /// 400: a public key that is not a valid key.
-    InvalidPublicKey,
+    InvalidPublicKey => "invalid_public_key",
     /// 400: a send time in the past or too far ahead.
-    InvalidScheduleTime,
+    InvalidScheduleTime => "invalid_schedule_time",
     /// 400: a login step that is not the current one.
-    InvalidStep,
+    InvalidStep => "invalid_step",
     /// 400: the bridge refused the submitted data.
-    BridgeRejected,
+    BridgeRejected => "bridge_rejected",
     /// 400: the bridge login process timed out.
-    LoginExpired,
+    LoginExpired => "login_expired",
     /// 400: the bridge login process already finished or was cancelled.
-    LoginEnded,
+    LoginEnded => "login_ended",
     /// 400: a destructive request without its confirmation.
-    ConfirmationRequired,
+    ConfirmationRequired => "confirmation_required",
     /// 400: the primary account cannot be removed.
-    CannotRemovePrimary,
+    CannotRemovePrimary => "cannot_remove_primary",
     /// 400: a recipient that names no known room.
-    RecipientUnresolved,
+    RecipientUnresolved => "recipient_unresolved",
     /// 400: the user has the most e-mail signatures allowed.
-    TooManySignatures,
+    TooManySignatures => "too_many_signatures",
     /// 400: the user has connected the most mailboxes allowed.
-    TooManyMailAccounts,
+    TooManyMailAccounts => "too_many_mail_accounts",
     /// 400: the mailbox's server could not be reached while connecting it.
-    MailServerUnreachable,
+    MailServerUnreachable => "mail_server_unreachable",
     /// 400: the mailbox's IMAP or SMTP server refused the login (its words in the message).
-    MailLoginFailed,
+    MailLoginFailed => "mail_login_failed",
     /// 400 when connecting, 502 later: the mail server's host resolves to a private,
     /// loopback or link-local address the operator has not allowed (`[email]
     /// allow_private_hosts`).
-    MailHostNotAllowed,
+    MailHostNotAllowed => "mail_host_not_allowed",
     /// 400: a Web Push endpoint whose host resolves to a private, loopback or link-local
     /// address the operator has not allowed (`[push] allow_private_endpoints`).
-    PushEndpointNotAllowed,
+    PushEndpointNotAllowed => "push_endpoint_not_allowed",
     /// 400: the user has the most Web Push subscriptions allowed.
-    TooManyPushSubscriptions,
+    TooManyPushSubscriptions => "too_many_push_subscriptions",
     /// 401: no, or no longer valid, credentials.
-    Unauthorized,
+    Unauthorized => "unauthorized",
     /// 401: a personal token that was revoked.
-    TokenRevoked,
+    TokenRevoked => "token_revoked",
     /// 403: a request poem refused as forbidden.
-    Forbidden,
+    Forbidden => "forbidden",
     /// 403: the homeserver refused a change to a room (power levels, not a member); the
     /// message carries its reason.
-    NotPermitted,
+    NotPermitted => "not_permitted",
     /// 403: a route a personal API token may not use (default deny).
-    ForbiddenForApiToken,
+    ForbiddenForApiToken => "forbidden_for_api_token",
     /// 403: a personal token whose owner has no active subscription.
-    SubscriptionExpired,
+    SubscriptionExpired => "subscription_expired",
     /// 403: a route for administrators only.
-    AdminRequired,
+    AdminRequired => "admin_required",
     /// 403: an edit or deletion for everyone of another user's message.
-    NotOwnMessage,
+    NotOwnMessage => "not_own_message",
     /// 403: a web-session request (`X-Switchboard-Client: web`) sent from another site
     /// (`Origin` or `Sec-Fetch-Site`).
-    CrossSiteRequest,
+    CrossSiteRequest => "cross_site_request",
     /// 404: no such resource (or route).
-    NotFound,
+    NotFound => "not_found",
     /// 404: the bridge does not know this login.
-    LoginNotFound,
+    LoginNotFound => "login_not_found",
     /// 404: no such bridge login process.
-    LoginProcessNotFound,
+    LoginProcessNotFound => "login_process_not_found",
     /// 404: nobody on the platform has this phone number, username, … (`POST /api/chats`).
-    IdentifierNotFound,
+    IdentifierNotFound => "identifier_not_found",
     /// 405: the route exists, the method does not.
-    MethodNotAllowed,
+    MethodNotAllowed => "method_not_allowed",
     /// 409: the account is already linked to this user.
-    AccountAlreadyAdded,
+    AccountAlreadyAdded => "account_already_added",
     /// 409: the account group changed during the request.
-    AccountGroupChanged,
+    AccountGroupChanged => "account_group_changed",
     /// 409: the account belongs to another group.
-    AccountInOtherGroup,
+    AccountInOtherGroup => "account_in_other_group",
     /// 409: keys are registered already.
-    KeysAlreadyRegistered,
+    KeysAlreadyRegistered => "keys_already_registered",
     /// 409: the user has no keys registered.
-    KeysNotRegistered,
+    KeysNotRegistered => "keys_not_registered",
     /// 409: the keys were deleted; the user signs in again in the native app (spelled as the contract spells it).
-    NoSigningKey,
+    NoSigningKey => "NO_SIGNING_KEY",
     /// 409: the user has no Matrix session yet.
-    MatrixAccountMissing,
+    MatrixAccountMissing => "matrix_account_missing",
     /// 409: the room is not an invitation.
-    NotInvited,
+    NotInvited => "not_invited",
     /// 409: the platform's bridge cannot do this (e.g. it creates no groups).
-    NotSupported,
+    NotSupported => "not_supported",
     /// 409: the user has not joined the room.
-    NotJoined,
+    NotJoined => "not_joined",
     /// 409: the scheduled message is no longer pending.
-    NotPending,
+    NotPending => "not_pending",
     /// 409: a room is in another linked group already.
-    RoomsAlreadyLinked,
+    RoomsAlreadyLinked => "rooms_already_linked",
     /// 409: the bridge allows no more logins.
-    TooManyLogins,
+    TooManyLogins => "too_many_logins",
     /// 409: the user has no login on that bridge.
-    NotLoggedIn,
+    NotLoggedIn => "not_logged_in",
     /// 409: the transaction id was used for another message.
-    TxnIdConflict,
+    TxnIdConflict => "txn_id_conflict",
     /// 409: the user name is taken.
-    UsernameTaken,
+    UsernameTaken => "username_taken",
     /// 409: a mailbox (label) with this name exists already.
-    LabelExists,
+    LabelExists => "label_exists",
     /// 409: a verification action that does not fit the verification's state.
-    VerificationState,
+    VerificationState => "verification_state",
     /// 413: the request body exceeds the limit.
-    PayloadTooLarge,
+    PayloadTooLarge => "payload_too_large",
     /// 415: a body that is not JSON.
-    UnsupportedMediaType,
+    UnsupportedMediaType => "unsupported_media_type",
     /// 429: too many requests in the window (with `Retry-After`).
-    RateLimited,
+    RateLimited => "rate_limited",
     /// 429: too many sign-in attempts (with `Retry-After`).
-    TooManyAttempts,
+    TooManyAttempts => "too_many_attempts",
     /// 429: the device limit is reached.
-    TooManyDevices,
+    TooManyDevices => "too_many_devices",
     /// 429: too many open event streams.
-    TooManyStreams,
+    TooManyStreams => "too_many_streams",
     /// 429: the personal-token limit is reached.
-    TooManyTokens,
+    TooManyTokens => "too_many_tokens",
     /// 500: the detail is logged, never sent.
-    InternalError,
+    InternalError => "internal_error",
     /// 501: not available in this build.
-    NotImplemented,
+    NotImplemented => "not_implemented",
     /// 502: the AI service failed or answered nonsense.
-    AiError,
+    AiError => "ai_error",
     /// 502: the bridge refused the shared secret or the login permission.
-    BridgeAuthFailed,
+    BridgeAuthFailed => "bridge_auth_failed",
     /// 502: the bridge failed.
-    BridgeError,
+    BridgeError => "bridge_error",
     /// 502: the homeserver refused or answered nonsense.
-    HomeserverError,
+    HomeserverError => "homeserver_error",
     /// 502: APNs refused the notification.
-    PushRejected,
+    PushRejected => "push_rejected",
     /// 502: the mail was sent but could not be saved to the Sent mailbox.
-    MailAppendFailed,
+    MailAppendFailed => "mail_append_failed",
     /// 502: the SMTP server refused or could not be reached; nothing was sent.
-    MailSendFailed,
+    MailSendFailed => "mail_send_failed",
     /// 409: an outgoing message held for undo is already on its way or sent.
-    AlreadySent,
+    AlreadySent => "already_sent",
     /// 409: the message a forward carries the files of (or one of its files) is no longer
     /// on the mail server; nothing was sent.
-    ForwardedMessageGone,
+    ForwardedMessageGone => "forwarded_message_gone",
     /// 502: the IMAP server refused an action (its words in the message).
-    MailActionFailed,
+    MailActionFailed => "mail_action_failed",
     /// 409: a stored device token sealed under a deleted key.
-    DeviceTokenUnreadable,
+    DeviceTokenUnreadable => "device_token_unreadable",
     /// 409: the recovery key was handed out already (`POST /api/e2ee/recovery-key`; a new
     /// one only with `{"reset": true}`).
-    RecoveryKeyShown,
+    RecoveryKeyShown => "recovery_key_shown",
     /// 403: a recovery key reset without proof of the person (the current recovery key or
     /// a fresh sign-in code), or with a wrong one.
-    ReauthRequired,
+    ReauthRequired => "reauth_required",
     /// 502: an encrypted attachment's bytes do not match the SHA-256 its event names;
     /// nothing of it was sent.
-    AttachmentCorrupt,
+    AttachmentCorrupt => "attachment_corrupt",
     /// 429: the user's concurrent media uploads are at their cap.
-    TooManyUploads,
+    TooManyUploads => "too_many_uploads",
     /// 503: the media spool space (`[media] max_spool_mb`) is full (with `Retry-After`).
-    SpoolFull,
+    SpoolFull => "spool_full",
     /// 408: the request body did not arrive within its deadline.
-    RequestTimeout,
+    RequestTimeout => "request_timeout",
     /// 503: the server is saturated; retry (with `Retry-After`).
-    Busy,
+    Busy => "busy",
     /// 503: the AI service is unreachable.
-    AiUnavailable,
+    AiUnavailable => "ai_unavailable",
     /// 503: the bridge is not configured on this server.
-    BridgeNotConfigured,
+    BridgeNotConfigured => "bridge_not_configured",
     /// 503: the bridge is unreachable.
-    BridgeUnavailable,
+    BridgeUnavailable => "bridge_unavailable",
     /// 503: the homeserver is unreachable or not configured.
-    HomeserverUnavailable,
+    HomeserverUnavailable => "homeserver_unavailable",
     /// 503: end-to-end encryption of a send failed; nothing was sent.
-    EncryptionUnavailable,
+    EncryptionUnavailable => "encryption_unavailable",
     /// 503 (worker only): the user's crypto store was destroyed under a running sync session.
-    CryptoStoreReplaced,
+    CryptoStoreReplaced => "crypto_store_replaced",
     /// 503: the mail transport failed.
-    MailUnavailable,
+    MailUnavailable => "mail_unavailable",
     /// 503: no `[push]` section.
-    PushNotConfigured,
+    PushNotConfigured => "push_not_configured",
     /// 503: APNs is unreachable.
-    PushUnavailable,
+    PushUnavailable => "push_unavailable",
     /// 503: the route needs an AI service and `[ai]` is not configured.
-    AiNotConfigured,
+    AiNotConfigured => "ai_not_configured",
     /// 403: `/mcp` was called with a native session instead of a personal token.
-    PersonalTokenRequired,
+    PersonalTokenRequired => "personal_token_required",
     /// 403: an MCP tool that acts (sends, creates, changes, deletes) called with a token
     /// that was not opted in to acting tools (`PATCH /api/developer/tokens/{id}`
     /// `{"mcpActions": true}`).
-    McpActionsNotEnabled,
+    McpActionsNotEnabled => "mcp_actions_not_enabled",
     /// 503: the mailbox's IMAP server cannot be reached; cached mail stays readable.
-    MailUnreachable,
+    MailUnreachable => "mail_unreachable",
     /// 400: a link preview was asked for a URL whose scheme is not `http` or `https`.
-    UnsupportedUrlScheme,
+    UnsupportedUrlScheme => "unsupported_url_scheme",
     /// 403: link previews are off in the user's settings (`PUT /api/settings/previews`).
-    PreviewsDisabled,
+    PreviewsDisabled => "previews_disabled",
     /// 404: the homeserver could not preview the URL (unreachable, refused or not a page).
-    NoPreview,
-}
-
-impl ErrorCode {
-    /// Every code, for tests and documentation.
-    pub const ALL: &'static [ErrorCode] = &[
-        Self::InvalidRequest,
-        Self::BadRequest,
-        Self::InvalidCode,
-        Self::InvalidEncryption,
-        Self::InvalidFlow,
-        Self::InvalidPlatform,
-        Self::InvalidPublicKey,
-        Self::InvalidScheduleTime,
-        Self::InvalidStep,
-        Self::BridgeRejected,
-        Self::LoginExpired,
-        Self::LoginEnded,
-        Self::ConfirmationRequired,
-        Self::CannotRemovePrimary,
-        Self::RecipientUnresolved,
-        Self::TooManySignatures,
-        Self::TooManyMailAccounts,
-        Self::MailServerUnreachable,
-        Self::MailLoginFailed,
-        Self::MailHostNotAllowed,
-        Self::PushEndpointNotAllowed,
-        Self::TooManyPushSubscriptions,
-        Self::Unauthorized,
-        Self::TokenRevoked,
-        Self::Forbidden,
-        Self::ForbiddenForApiToken,
-        Self::NotPermitted,
-        Self::SubscriptionExpired,
-        Self::AdminRequired,
-        Self::NotOwnMessage,
-        Self::CrossSiteRequest,
-        Self::NotFound,
-        Self::LoginNotFound,
-        Self::LoginProcessNotFound,
-        Self::IdentifierNotFound,
-        Self::MethodNotAllowed,
-        Self::AccountAlreadyAdded,
-        Self::AccountGroupChanged,
-        Self::AccountInOtherGroup,
-        Self::KeysAlreadyRegistered,
-        Self::KeysNotRegistered,
-        Self::NoSigningKey,
-        Self::MatrixAccountMissing,
-        Self::NotInvited,
-        Self::NotSupported,
-        Self::NotJoined,
-        Self::NotPending,
-        Self::RoomsAlreadyLinked,
-        Self::TooManyLogins,
-        Self::NotLoggedIn,
-        Self::TxnIdConflict,
-        Self::UsernameTaken,
-        Self::LabelExists,
-        Self::VerificationState,
-        Self::PayloadTooLarge,
-        Self::UnsupportedMediaType,
-        Self::RateLimited,
-        Self::TooManyAttempts,
-        Self::TooManyDevices,
-        Self::TooManyStreams,
-        Self::TooManyTokens,
-        Self::InternalError,
-        Self::NotImplemented,
-        Self::AiError,
-        Self::BridgeAuthFailed,
-        Self::BridgeError,
-        Self::HomeserverError,
-        Self::PushRejected,
-        Self::MailAppendFailed,
-        Self::MailSendFailed,
-        Self::AlreadySent,
-        Self::ForwardedMessageGone,
-        Self::MailActionFailed,
-        Self::DeviceTokenUnreadable,
-        Self::RecoveryKeyShown,
-        Self::ReauthRequired,
-        Self::AttachmentCorrupt,
-        Self::TooManyUploads,
-        Self::SpoolFull,
-        Self::RequestTimeout,
-        Self::Busy,
-        Self::AiUnavailable,
-        Self::BridgeNotConfigured,
-        Self::BridgeUnavailable,
-        Self::HomeserverUnavailable,
-        Self::EncryptionUnavailable,
-        Self::CryptoStoreReplaced,
-        Self::MailUnavailable,
-        Self::PushNotConfigured,
-        Self::PushUnavailable,
-        Self::MailUnreachable,
-        Self::AiNotConfigured,
-        Self::PersonalTokenRequired,
-        Self::McpActionsNotEnabled,
-        Self::UnsupportedUrlScheme,
-        Self::PreviewsDisabled,
-        Self::NoPreview,
-    ];
-
-    /// The snake_case string of the contract (`NO_SIGNING_KEY` as the contract spells it).
-    pub const fn as_str(self) -> &'static str {
-        match self {
-            Self::InvalidRequest => "invalid_request",
-            Self::BadRequest => "bad_request",
-            Self::InvalidCode => "invalid_code",
-            Self::InvalidEncryption => "invalid_encryption",
-            Self::InvalidFlow => "invalid_flow",
-            Self::InvalidPlatform => "invalid_platform",
-            Self::InvalidPublicKey => "invalid_public_key",
-            Self::InvalidScheduleTime => "invalid_schedule_time",
-            Self::InvalidStep => "invalid_step",
-            Self::BridgeRejected => "bridge_rejected",
-            Self::LoginExpired => "login_expired",
-            Self::LoginEnded => "login_ended",
-            Self::ConfirmationRequired => "confirmation_required",
-            Self::CannotRemovePrimary => "cannot_remove_primary",
-            Self::RecipientUnresolved => "recipient_unresolved",
-            Self::TooManySignatures => "too_many_signatures",
-            Self::TooManyMailAccounts => "too_many_mail_accounts",
-            Self::MailServerUnreachable => "mail_server_unreachable",
-            Self::MailLoginFailed => "mail_login_failed",
-            Self::MailHostNotAllowed => "mail_host_not_allowed",
-            Self::PushEndpointNotAllowed => "push_endpoint_not_allowed",
-            Self::TooManyPushSubscriptions => "too_many_push_subscriptions",
-            Self::Unauthorized => "unauthorized",
-            Self::TokenRevoked => "token_revoked",
-            Self::Forbidden => "forbidden",
-            Self::ForbiddenForApiToken => "forbidden_for_api_token",
-            Self::SubscriptionExpired => "subscription_expired",
-            Self::AdminRequired => "admin_required",
-            Self::NotOwnMessage => "not_own_message",
-            Self::CrossSiteRequest => "cross_site_request",
-            Self::NotFound => "not_found",
-            Self::LoginNotFound => "login_not_found",
-            Self::LoginProcessNotFound => "login_process_not_found",
-            Self::IdentifierNotFound => "identifier_not_found",
-            Self::MethodNotAllowed => "method_not_allowed",
-            Self::AccountAlreadyAdded => "account_already_added",
-            Self::AccountGroupChanged => "account_group_changed",
-            Self::AccountInOtherGroup => "account_in_other_group",
-            Self::KeysAlreadyRegistered => "keys_already_registered",
-            Self::KeysNotRegistered => "keys_not_registered",
-            Self::NoSigningKey => "NO_SIGNING_KEY",
-            Self::MatrixAccountMissing => "matrix_account_missing",
-            Self::NotInvited => "not_invited",
-            Self::NotSupported => "not_supported",
-            Self::NotPermitted => "not_permitted",
-            Self::NotJoined => "not_joined",
-            Self::NotPending => "not_pending",
-            Self::RoomsAlreadyLinked => "rooms_already_linked",
-            Self::TooManyLogins => "too_many_logins",
-            Self::NotLoggedIn => "not_logged_in",
-            Self::TxnIdConflict => "txn_id_conflict",
-            Self::UsernameTaken => "username_taken",
-            Self::LabelExists => "label_exists",
-            Self::VerificationState => "verification_state",
-            Self::PayloadTooLarge => "payload_too_large",
-            Self::UnsupportedMediaType => "unsupported_media_type",
-            Self::RateLimited => "rate_limited",
-            Self::TooManyAttempts => "too_many_attempts",
-            Self::TooManyDevices => "too_many_devices",
-            Self::TooManyStreams => "too_many_streams",
-            Self::TooManyTokens => "too_many_tokens",
-            Self::InternalError => "internal_error",
-            Self::NotImplemented => "not_implemented",
-            Self::AiError => "ai_error",
-            Self::BridgeAuthFailed => "bridge_auth_failed",
-            Self::BridgeError => "bridge_error",
-            Self::HomeserverError => "homeserver_error",
-            Self::PushRejected => "push_rejected",
-            Self::MailAppendFailed => "mail_append_failed",
-            Self::MailSendFailed => "mail_send_failed",
-            Self::AlreadySent => "already_sent",
-            Self::ForwardedMessageGone => "forwarded_message_gone",
-            Self::MailActionFailed => "mail_action_failed",
-            Self::DeviceTokenUnreadable => "device_token_unreadable",
-            Self::RecoveryKeyShown => "recovery_key_shown",
-            Self::ReauthRequired => "reauth_required",
-            Self::AttachmentCorrupt => "attachment_corrupt",
-            Self::TooManyUploads => "too_many_uploads",
-            Self::SpoolFull => "spool_full",
-            Self::RequestTimeout => "request_timeout",
-            Self::Busy => "busy",
-            Self::AiUnavailable => "ai_unavailable",
-            Self::BridgeNotConfigured => "bridge_not_configured",
-            Self::BridgeUnavailable => "bridge_unavailable",
-            Self::HomeserverUnavailable => "homeserver_unavailable",
-            Self::EncryptionUnavailable => "encryption_unavailable",
-            Self::CryptoStoreReplaced => "crypto_store_replaced",
-            Self::MailUnavailable => "mail_unavailable",
-            Self::PushNotConfigured => "push_not_configured",
-            Self::PushUnavailable => "push_unavailable",
-            Self::MailUnreachable => "mail_unreachable",
-            Self::AiNotConfigured => "ai_not_configured",
-            Self::PersonalTokenRequired => "personal_token_required",
-            Self::McpActionsNotEnabled => "mcp_actions_not_enabled",
-            Self::UnsupportedUrlScheme => "unsupported_url_scheme",
-            Self::PreviewsDisabled => "previews_disabled",
-            Self::NoPreview => "no_preview",
-        }
-    }
+    NoPreview => "no_preview",
 }
 
 impl std::fmt::Display for ErrorCode {
