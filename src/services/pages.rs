@@ -136,12 +136,12 @@ impl Page {
             .clone()
     }
 
-    /// What the cache counts: the body, and for a compressible page a quarter more for
-    /// its compressed form (JSON pages compress to well under that; sealed ones to about
-    /// three quarters, but only when asked for).
+    /// What the cache counts: the body, and for a compressible page half as much again for
+    /// its compressed form, made only when asked for (readable pages compress to about an
+    /// eighth, sealed ones, being base64 ciphertext, to about half).
     fn weight(&self) -> u32 {
         let extra = if self.gzip.is_some() {
-            self.body.len() / 4
+            self.body.len() / 2
         } else {
             0
         };
@@ -212,12 +212,14 @@ impl PageCache {
     /// Files a page rendered from data read after `epoch` was taken; returns it as it is
     /// served.
     pub fn insert(&self, key: PageKey, epoch: u64, body: Bytes) -> Page {
+        let Some(cache) = &self.pages else {
+            // Not kept: compressing it would be paid again by every request.
+            return Page::plain(body);
+        };
         let page = Page::new(body, key.view.compressible());
-        if let Some(cache) = &self.pages {
-            // A page shows its caller's rows only: other users' writes keep it.
-            let user = key.user_id.clone();
-            cache.insert_for(key, epoch, &user, page.clone());
-        }
+        // A page shows its caller's rows only: other users' writes keep it.
+        let user = key.user_id.clone();
+        cache.insert_for(key, epoch, &user, page.clone());
         page
     }
 
@@ -385,5 +387,12 @@ mod tests {
             .await
             .unwrap();
         assert_eq!(small.gzip().await, None);
+
+        // With the cache off, nothing is compressed (it would be compressed again for
+        // every request).
+        let off = PageCache::new(&crate::store::epoch::WriteEpoch::default(), 0);
+        let page = off.get_or_render(one_room.clone(), render).await.unwrap();
+        assert!(!page.compressible());
+        assert!(!off.insert(one_room, 0, page.body).compressible());
     }
 }
