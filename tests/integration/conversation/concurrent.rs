@@ -28,14 +28,7 @@ async fn element_sets(mx: &str, room: &str, level: &str) {
         cs_api(Method::PUT, &path, mx, Some(json!({"actions": []}))).await;
         return;
     }
-    let resp = reqwest::Client::new()
-        .delete(format!("{}/_matrix/client/v3{path}", synapse().base_url))
-        .bearer_auth(mx)
-        .send()
-        .await
-        .expect("homeserver request");
-    let status = resp.status();
-    let body: Value = resp.json().await.unwrap_or_default();
+    let (status, body) = cs_api_status(Method::DELETE, &path, mx, None).await;
     let absent = status == 404 && body["errcode"] == "M_NOT_FOUND";
     assert!(
         status.is_success() || absent,

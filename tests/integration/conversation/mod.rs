@@ -10,7 +10,8 @@ use switchboard::clients::matrix::encode;
 
 use crate::common::*;
 use crate::rooms::{
-    create_room, cs_api, matrix, matrix_id, matrix_token, matrix_user, send_text, wait_for_room,
+    create_room, cs_api, cs_api_status, matrix, matrix_id, matrix_token, matrix_user, send_text,
+    wait_for_room,
 };
 use crate::sync::open_sse;
 use crate::tokens::create_token;
@@ -94,20 +95,11 @@ pub(crate) async fn room_until(
 
 /// The user's push rule `kind` (`override`, `room`) for `room` on Synapse, or None.
 pub(crate) async fn push_rule(mx: &str, kind: &str, room: &str) -> Option<Value> {
-    let resp = reqwest::Client::new()
-        .get(format!(
-            "{}/_matrix/client/v3/pushrules/global/{kind}/{}",
-            synapse().base_url,
-            encode(room)
-        ))
-        .bearer_auth(mx)
-        .send()
-        .await
-        .unwrap();
-    match resp.status().as_u16() {
-        200 => Some(resp.json().await.unwrap()),
-        404 => None,
-        s => panic!("push rule: {s}"),
+    let path = format!("/pushrules/global/{kind}/{}", encode(room));
+    match cs_api_status(Method::GET, &path, mx, None).await {
+        (status, rule) if status == 200 => Some(rule),
+        (status, _) if status == 404 => None,
+        (status, body) => panic!("push rule: {status} {body}"),
     }
 }
 

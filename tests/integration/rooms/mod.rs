@@ -249,7 +249,14 @@ pub async fn matrix_user(prefix: &str) -> (String, String) {
     (s.user_id, s.access_token)
 }
 
-pub(crate) async fn cs_api(method: Method, path: &str, token: &str, body: Option<Value>) -> Value {
+/// A client-API call to Synapse (`path` after `/_matrix/client/v3`) as `token`: the status
+/// and the JSON body (null when none), whatever the status.
+pub(crate) async fn cs_api_status(
+    method: Method,
+    path: &str,
+    token: &str,
+    body: Option<Value>,
+) -> (reqwest::StatusCode, Value) {
     let mut req = reqwest::Client::new()
         .request(
             method,
@@ -261,7 +268,12 @@ pub(crate) async fn cs_api(method: Method, path: &str, token: &str, body: Option
     }
     let resp = req.send().await.expect("homeserver request");
     let status = resp.status();
-    let body: Value = resp.json().await.unwrap_or_default();
+    (status, resp.json().await.unwrap_or_default())
+}
+
+/// [`cs_api_status`] that must succeed; returns the body.
+pub(crate) async fn cs_api(method: Method, path: &str, token: &str, body: Option<Value>) -> Value {
+    let (status, body) = cs_api_status(method, path, token, body).await;
     assert!(status.is_success(), "homeserver {path}: {status} {body}");
     body
 }
