@@ -36,7 +36,7 @@
 //! `BENCH_USERS=N` (or `--users N`) runs the many-users mode instead: see
 //! `bench_support/many_users.rs`.
 
-use std::sync::atomic::Ordering;
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use switchboard::AppState;
@@ -60,7 +60,7 @@ mod server;
 #[path = "bench_support/synapse.rs"]
 mod synapse;
 
-use activity::{Arrivals, Typing};
+use activity::Pulse;
 use bench_user::seed;
 use load::{ms, run, run_accepting, Outcome};
 use probes::{check, compressed, settle};
@@ -178,20 +178,27 @@ fn main() {
     let rows = rows(&history, &room);
     let only = std::env::var("BENCH_ONLY").unwrap_or_default();
     let duration = Duration::from_secs(secs);
-    let arrivals = Arrivals::default();
-    rt.spawn(
-        arrivals
-            .clone()
-            .run(hs.clone(), who.clone(), room_id.clone()),
-    );
-    let typing = Typing::default();
-    rt.spawn(
-        typing
-            .clone()
-            .run(hs.clone(), typist.clone(), room_id.clone()),
-    );
-    let others_arriving = others::OthersArriving::default();
-    rt.spawn(others_arriving.clone().run(hs.clone(), other_users.clone()));
+    let (arrivals, typing, others_arriving) =
+        (Pulse::default(), Pulse::default(), Pulse::default());
+    let last_arrived = Arc::new(Mutex::new(String::new()));
+    rt.spawn(activity::arrivals(
+        arrivals.clone(),
+        hs.clone(),
+        who.clone(),
+        room_id.clone(),
+        last_arrived.clone(),
+    ));
+    rt.spawn(activity::typing(
+        typing.clone(),
+        hs.clone(),
+        typist.clone(),
+        room_id.clone(),
+    ));
+    rt.spawn(others::arrivals(
+        others_arriving.clone(),
+        hs.clone(),
+        other_users.clone(),
+    ));
     let pid = srv.pid;
     let server_cpu = move || load::process_cpu_secs(pid);
     let synapse_pid = env_or("BENCH_SYNAPSE_PID", 0) as u32;
@@ -231,20 +238,20 @@ fn main() {
             let others_sent = others_arriving.sent();
             let pages_before = others::page_cache(&client, &metrics_url).await;
             let notices = typing.sent();
-            arrivals.on.store(r.arriving, Ordering::SeqCst);
-            others_arriving.on.store(r.others, Ordering::SeqCst);
-            typing.on.store(r.typing, Ordering::SeqCst);
+            arrivals.switch(r.arriving);
+            others_arriving.switch(r.others);
+            typing.switch(r.typing);
             let o = run_accepting(&client, &url, t, accept, conns, duration, &server_cpu).await;
-            arrivals.on.store(false, Ordering::SeqCst);
-            others_arriving.on.store(false, Ordering::SeqCst);
-            typing.on.store(false, Ordering::SeqCst);
+            arrivals.switch(false);
+            others_arriving.switch(false);
+            typing.switch(false);
             // Synapse's work for the arriving messages shares the machine's cores.
             let synapse_share = (synapse_cpu() - synapse_before) / o.elapsed.as_secs_f64();
             let mut note = String::new();
             if r.arriving {
                 // Freshness: the page shows the last message sent, once the sync worker
                 // has stored it (a stale cached page would never show it).
-                let last = arrivals.last.lock().unwrap().clone();
+                let last = last_arrived.lock().unwrap().clone();
                 assert!(!last.is_empty(), "no message was sent to Synapse");
                 let fresh = check(&client, &page, &token, limit as usize, Some(&last)).await;
                 note = format!(

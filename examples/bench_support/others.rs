@@ -7,15 +7,12 @@
 //! Also the access-log cost: the trivial route on a second server with `[log] access =
 //! false`, against the main server (access on) of the same run.
 
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
-use std::sync::Arc;
-use std::time::Duration;
-
 use futures_util::StreamExt as _;
 use switchboard::services::users;
 use switchboard::store::users as user_store;
 use switchboard::AppState;
 
+use super::activity::Pulse;
 use super::synapse::{Account, Homeserver};
 
 /// The other users' Matrix accounts and rooms, made 8 at a time.
@@ -65,38 +62,22 @@ pub async fn seed(state: &AppState, others: &[(Account, String)]) {
         .expect("seed other users");
 }
 
-/// 20 messages a second into the other users' rooms while `on` is set.
-#[derive(Clone, Default)]
-pub struct OthersArriving {
-    pub on: Arc<AtomicBool>,
-    sent: Arc<AtomicU64>,
-}
-
-impl OthersArriving {
-    pub fn sent(&self) -> u64 {
-        self.sent.load(Ordering::SeqCst)
+/// Messages round-robin into the other users' rooms, 20 a second while `pulse` is on.
+pub async fn arrivals(pulse: Pulse, hs: Homeserver, others: Vec<(Account, String)>) {
+    if others.is_empty() {
+        return;
     }
-
-    pub async fn run(self, hs: Homeserver, others: Vec<(Account, String)>) {
-        if others.is_empty() {
-            return;
-        }
-        let mut tick = tokio::time::interval(Duration::from_millis(50));
-        let run = uuid::Uuid::new_v4().simple().to_string();
-        for i in 0u64.. {
-            tick.tick().await;
-            if !self.on.load(Ordering::SeqCst) {
-                continue;
-            }
+    let run = uuid::Uuid::new_v4().simple().to_string();
+    pulse
+        .run(move |i| {
             let (who, room) = others[(i % others.len() as u64) as usize].clone();
-            let (me, hs, txn) = (self.clone(), hs.clone(), format!("{run}o{i}"));
-            tokio::spawn(async move {
+            let (hs, txn) = (hs.clone(), format!("{run}o{i}"));
+            async move {
                 hs.send_text(&who, &room, &txn, &format!("Other {i}: see you"))
-                    .await;
-                me.sent.fetch_add(1, Ordering::SeqCst);
-            });
-        }
-    }
+                    .await
+            }
+        })
+        .await;
 }
 
 /// (hits, misses) of the page cache so far, from the server's `/metrics` (its
