@@ -5,7 +5,7 @@
 use std::collections::BTreeSet;
 
 use super::amend::update_read_marker;
-use super::context::Pass;
+use super::context::{IngestContext, Pass};
 use super::room::{DirectRooms, RoomView};
 use crate::clients::matrix::types::{InvitedRoom, JoinedRoom, LeftRoom, SyncResponse};
 use crate::services::importance;
@@ -22,8 +22,16 @@ impl Pass<'_, '_> {
         let (tx, ctx) = (self.tx, self.ctx);
         let mut view = RoomView::load(tx, ctx, self.dek, room_id)?;
         let stored_until = view.row.last_message_ts;
-        view.row.membership = "join".to_owned();
-        view.row.invited_by = None;
+        if !view.is_new() && view.row.membership == "leave" && !joins_again(ctx, room) {
+            // A response requested before the room was left through Switchboard still lists
+            // it as joined: its events are kept, but it must not bring the room back. A real
+            // join after a leave carries the user's own join event (the state of a newly
+            // joined room is sent in full), so it still counts.
+            tracing::debug!(user_id = ctx.user_id, %room_id, "stale join for a left room; kept as left");
+        } else {
+            view.row.membership = "join".to_owned();
+            view.row.invited_by = None;
+        }
         for ev in &room.state.events {
             view.apply_state(ctx, ev);
         }
@@ -148,4 +156,19 @@ impl Pass<'_, '_> {
         view.save_profiles(self.tx, self.dek)?;
         Ok(())
     }
+}
+
+/// Whether a joined room of a response carries the user's own `join` member event (in its
+/// state or its timeline): what a join made after a stored leave always brings.
+fn joins_again(ctx: &IngestContext<'_>, room: &JoinedRoom) -> bool {
+    let me = ctx.reader.matrix_user_id.as_str();
+    room.state
+        .events
+        .iter()
+        .chain(&room.timeline.events)
+        .any(|ev| {
+            ev.kind == "m.room.member"
+                && ev.state_key.as_deref() == Some(me)
+                && ev.content["membership"] == "join"
+        })
 }

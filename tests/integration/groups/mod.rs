@@ -12,6 +12,7 @@ pub(crate) use crate::contacts::{enc, mxid, requests_to, setup};
 
 mod browser;
 mod create;
+mod leave_race;
 mod manage;
 mod refusals;
 

@@ -346,7 +346,7 @@ pub(crate) async fn wait_for_room(app: &TestApp, token: &str, room_id: &str) -> 
 }
 
 /// Like [`wait_for_room`], until the user has joined (an accepted or bridge invitation).
-async fn wait_for_joined(app: &TestApp, token: &str, room_id: &str) -> Value {
+pub(crate) async fn wait_for_joined(app: &TestApp, token: &str, room_id: &str) -> Value {
     let deadline = Instant::now() + Duration::from_secs(15);
     loop {
         let room = wait_for_room(app, token, room_id).await;

@@ -89,3 +89,30 @@ fn a_stale_invite_does_not_take_back_a_join_but_a_leave_then_an_invite_is_an_inv
     f.ingest(invite("s4"));
     assert_eq!(f.room(ROOM).membership, "invite");
 }
+
+#[test]
+fn a_stale_join_does_not_bring_back_a_left_room_but_a_join_after_the_leave_does() {
+    let mut f = Fixture::new();
+    f.ingest(joined(
+        "s1",
+        ROOM,
+        three_members(),
+        vec![text("$1", BOB, 1, "hi")],
+    ));
+    // Left through the API (as the groups service stores it).
+    let mut row = f.room(ROOM);
+    row.membership = "leave".to_owned();
+    rooms::update_synced(&f.store.conn().unwrap(), &row).unwrap();
+    // A response requested before the leave: the room still joined, with a new message.
+    f.ingest(joined(
+        "s2",
+        ROOM,
+        vec![],
+        vec![text("$2", BOB, 2, "still here?")],
+    ));
+    assert_eq!(f.room(ROOM).membership, "leave");
+    assert_eq!(f.message_count(), 2, "the stale response's events are kept");
+    // Joining again elsewhere: the response carries the user's own join.
+    f.ingest(joined("s3", ROOM, vec![member(ME, "join", None)], vec![]));
+    assert_eq!(f.room(ROOM).membership, "join");
+}
