@@ -6,7 +6,7 @@
 use reqwest::Method;
 
 use super::types::{Capabilities, CreatedGroup};
-use super::{BridgeError, ProvisioningClient};
+use super::{BridgeError, ProvisioningClient, CREATE_GROUP_TIMEOUT};
 
 impl ProvisioningClient {
     /// `GET /v3/capabilities`.
@@ -16,7 +16,8 @@ impl ProvisioningClient {
     }
 
     /// `POST /v3/create_group/{type}`: the network creates the group and the bridge its
-    /// portal room (the bridge answers 200 with `{id, mxid}`).
+    /// portal room (the bridge answers 200 with `{id, mxid}`); waits up to
+    /// [`CREATE_GROUP_TIMEOUT`].
     pub async fn create_group(
         &self,
         user_id: &str,
@@ -29,6 +30,7 @@ impl ProvisioningClient {
         if let Some(name) = name {
             body["name"] = serde_json::json!({ "name": name });
         }
-        self.post(user_id, &path, &body, None).await
+        self.post(user_id, &path, &body, Some(CREATE_GROUP_TIMEOUT))
+            .await
     }
 }

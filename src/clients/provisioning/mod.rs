@@ -5,7 +5,7 @@
 //! platform's shared secret (`Authorization: Bearer <secret>`) and acts for one Matrix
 //! user through `?user_id=`. Two reqwest clients per bridge: `api` (connect 3 s, request
 //! 10 s) for ordinary calls, `poll` (connect 3 s, timeout per request) for the
-//! `display_and_wait` long-poll.
+//! `display_and_wait` long-poll and `create_group` (30 s).
 
 use std::collections::BTreeMap;
 use std::time::Duration;
@@ -27,8 +27,14 @@ pub use types::{LoginFlow, LoginStep, ResolvedIdentifier, Whoami, WhoamiLogin};
 
 /// Connect timeout of every bridge request.
 pub const CONNECT_TIMEOUT: Duration = Duration::from_secs(3);
-/// Request timeout of every bridge request except the `display_and_wait` long-poll.
+/// Request timeout of every bridge request except the `display_and_wait` long-poll and
+/// a group creation.
 pub const REQUEST_TIMEOUT: Duration = Duration::from_secs(10);
+/// Request timeout of `create_group`. The network creates the group, then the bridge its
+/// portal room with every member: slower than other calls, and not safe to repeat (a group
+/// made after Switchboard gave up would be made twice when the user tries again), so it is
+/// given longer.
+pub const CREATE_GROUP_TIMEOUT: Duration = Duration::from_secs(30);
 
 /// The chat platforms a bridge can connect to.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
@@ -163,19 +169,21 @@ impl ProvisioningClient {
         Ok(())
     }
 
-    /// A `POST` of `body`; `long_poll` as in [`Self::call`].
+    /// A `POST` of `body`; `own_timeout` as in [`Self::call`].
     async fn post<T: DeserializeOwned>(
         &self,
         user_id: &str,
         path: &str,
         body: &serde_json::Value,
-        long_poll: Option<Duration>,
+        own_timeout: Option<Duration>,
     ) -> Result<T, BridgeError> {
         let method = reqwest::Method::POST;
-        self.call(method, path, user_id, &[], Some(body), long_poll)
+        self.call(method, path, user_id, &[], Some(body), own_timeout)
             .await
     }
 
+    /// One call, with [`REQUEST_TIMEOUT`] unless `own_timeout` gives another (the
+    /// `display_and_wait` long-poll, a group creation).
     async fn call<T: DeserializeOwned>(
         &self,
         method: reqwest::Method,
@@ -183,9 +191,9 @@ impl ProvisioningClient {
         user_id: &str,
         extra_query: &[(&str, &str)],
         body: Option<&serde_json::Value>,
-        long_poll: Option<Duration>,
+        own_timeout: Option<Duration>,
     ) -> Result<T, BridgeError> {
-        self.call_with_status(method, path, user_id, extra_query, body, long_poll)
+        self.call_with_status(method, path, user_id, extra_query, body, own_timeout)
             .await
             .map(|(_, value)| value)
     }
@@ -198,16 +206,16 @@ impl ProvisioningClient {
         user_id: &str,
         extra_query: &[(&str, &str)],
         body: Option<&serde_json::Value>,
-        long_poll: Option<Duration>,
+        own_timeout: Option<Duration>,
     ) -> Result<(u16, T), BridgeError> {
         let platform = self.platform;
         let url = self.url_for(path, user_id, extra_query)?;
-        let (client, timeout) = match long_poll {
+        let (client, timeout) = match own_timeout {
             Some(t) => (&self.poll, t),
             None => (&self.api, REQUEST_TIMEOUT),
         };
         let mut req = client.request(method, url).bearer_auth(&self.secret);
-        if long_poll.is_some() {
+        if own_timeout.is_some() {
             req = req.timeout(timeout);
         }
         if let Some(b) = body {
