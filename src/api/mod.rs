@@ -146,6 +146,7 @@ fn apis() -> impl OpenApi {
             (bridges::BridgesApi, bridges::BridgeLoginApi),
             (
                 email::EmailApi,
+                email::EmailLabelsApi,
                 email::EmailSignaturesApi,
                 email::EmailOutgoingApi,
             ),

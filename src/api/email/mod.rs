@@ -15,10 +15,12 @@ use crate::services::email::{accounts, actions, compose, file_parts, threads};
 use crate::services::pages::{PageKey, PageView};
 use crate::state::AppState;
 
+mod labels;
 pub mod outgoing;
 mod signatures;
 pub mod views;
 
+pub use labels::EmailLabelsApi;
 pub use outgoing::EmailOutgoingApi;
 pub use signatures::EmailSignaturesApi;
 
@@ -53,12 +55,6 @@ pub(super) fn outcome(o: compose::Outcome) -> Result<Composed, AppError> {
             }))
         }
     })
-}
-
-#[derive(ApiResponse)]
-pub enum LabelCreated {
-    #[oai(status = 201)]
-    Created(Json<LabelView>),
 }
 
 fn endpoint(s: ServerRequest) -> accounts::EndpointInput {
@@ -369,42 +365,5 @@ impl EmailApi {
             draft_id: None,
         };
         outcome(crate::services::email::send::send(&state, auth.user_id(), input, undo).await?)
-    }
-
-    /// List labels
-    ///
-    /// The mailboxes of the connected accounts: INBOX and SPECIAL-USE ones are `system`,
-    /// the rest `user`; `unread`/`total` count cached messages. Personal tokens allowed.
-    #[oai(path = "/labels", method = "get", operation_id = "email_list_labels")]
-    async fn list_labels(
-        &self,
-        state: Data<&AppState>,
-        auth: TokenAuth,
-    ) -> Result<Json<LabelList>, AppError> {
-        let labels = threads::labels(&state, auth.user_id()).await?;
-        Ok(Json(LabelList {
-            labels: labels.into_iter().map(Into::into).collect(),
-        }))
-    }
-
-    /// Create a label
-    ///
-    /// Creates a mailbox on the IMAP server. 409 `label_exists`; 404 for an unknown
-    /// `accountId`. Personal tokens allowed.
-    #[oai(path = "/labels", method = "post", operation_id = "email_create_label")]
-    async fn create_label(
-        &self,
-        state: Data<&AppState>,
-        auth: TokenAuth,
-        body: Json<LabelCreateRequest>,
-    ) -> Result<LabelCreated, AppError> {
-        let l = actions::create_label(
-            &state,
-            auth.user_id(),
-            &body.0.name,
-            body.0.account_id.as_deref(),
-        )
-        .await?;
-        Ok(LabelCreated::Created(Json(l.into())))
     }
 }
