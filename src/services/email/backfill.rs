@@ -13,6 +13,7 @@
 use std::collections::{BTreeSet, HashMap, HashSet};
 
 use super::announce;
+use super::fetch;
 use super::mailboxes::{self, Mailbox};
 use super::sync::{self, AccountCtx, SyncError};
 use crate::clients::mail::imap::{self, ImapError, Session};
@@ -182,13 +183,13 @@ async fn fetch_older(
     let batch: Vec<(u32, u64)> = older[..take]
         .iter()
         .copied()
-        .filter(|(_, size)| budget.take(sync::cached_cost(cfg, *size)))
+        .filter(|(_, size)| budget.take(fetch::cached_cost(cfg, *size)))
         .collect();
     let batch = &batch[..];
     let total = batch.len() as u64;
     let mut changed = BTreeSet::new();
     state.email.set_progress(&ctx.account_id, 0, total);
-    sync::fetch_into_cache(state, ctx, s, (&mb.id, validity), batch, &mut changed).await?;
+    fetch::fetch_into_cache(state, ctx, s, (&mb.id, validity), batch, &mut changed).await?;
     state
         .email
         .set_older(&ctx.account_id, &mb.id, (older.len() - batch.len()) as u64);

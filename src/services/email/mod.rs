@@ -33,6 +33,7 @@ pub mod deliver;
 pub mod draft_save;
 pub mod draft_send;
 pub mod drafts;
+pub mod fetch;
 pub mod file_parts;
 pub mod forward;
 pub mod html;
