@@ -12,15 +12,9 @@ use crate::e2ee::Nio;
 
 /// `GET /_matrix/client/v3/{path}` as `token`: (status, JSON body).
 async fn matrix_get(token: &str, path: &str) -> (u16, Value) {
-    let url = format!("{}/_matrix/client/v3/{path}", synapse().base_url);
-    let resp = reqwest::Client::new()
-        .get(url)
-        .bearer_auth(token)
-        .send()
-        .await
-        .unwrap();
-    let status = resp.status().as_u16();
-    (status, resp.json().await.unwrap_or_default())
+    let get = reqwest::Method::GET;
+    let (status, body) = crate::rooms::cs_api_status(get, &format!("/{path}"), token, None).await;
+    (status.as_u16(), body)
 }
 
 #[tokio::test]

@@ -9,7 +9,6 @@ use base64::engine::general_purpose::STANDARD_NO_PAD;
 use base64::Engine as _;
 use serde_json::{json, Value};
 
-use crate::common::synapse::synapse;
 use crate::common::*;
 use crate::e2ee::enc;
 
@@ -48,23 +47,17 @@ async fn wait_trusted(app: &TestApp, token: &str) -> Value {
     .await
 }
 
-/// A raw client-API call to Synapse with a Matrix access token of the account.
+/// A raw client-API call to Synapse with a Matrix access token of the account; `path`
+/// without its leading slash.
 async fn synapse_call(
     method: reqwest::Method,
     token: &str,
     path: &str,
     body: Option<Value>,
 ) -> (u16, Value) {
-    let url = format!("{}/_matrix/client/v3/{path}", synapse().base_url);
-    let mut req = reqwest::Client::new()
-        .request(method, url)
-        .bearer_auth(token);
-    if let Some(b) = body {
-        req = req.json(&b);
-    }
-    let resp = req.send().await.unwrap();
-    let status = resp.status().as_u16();
-    (status, resp.json().await.unwrap_or(Value::Null))
+    let (status, body) =
+        crate::rooms::cs_api_status(method, &format!("/{path}"), token, body).await;
+    (status.as_u16(), body)
 }
 
 async fn synapse_get(token: &str, path: &str) -> (u16, Value) {
